@@ -1,0 +1,44 @@
+import { z } from 'zod';
+
+/** The one place environment variables are read. A bad value stops start-up naming the variable. */
+const emptyAsUnset = (v: unknown) => (v === '' ? undefined : v);
+const optionalUrl = z.preprocess(emptyAsUnset, z.string().min(1).optional());
+
+export const configSchema = z.object({
+  PORT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(0).max(65535).default(8080)),
+  HOST: z.preprocess(emptyAsUnset, z.string().min(1).default('127.0.0.1')),
+  PULSEBOARD_DATA_DIR: z.preprocess(emptyAsUnset, z.string().min(1).default('./data')),
+  EVENTSTORE_URL: optionalUrl,
+  MONGODB_URL: optionalUrl,
+  REDIS_URL: optionalUrl,
+  KAFKA_BROKERS: optionalUrl,
+  PULSEBOARD_RATE_LIMIT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(1).default(60)),
+  PULSEBOARD_FOLLOWER_PROVIDER: z.preprocess(emptyAsUnset, z.string().min(1).default('followerscope')),
+  PULSEBOARD_THESIS_FEED: z.preprocess(emptyAsUnset, z.enum(['on', 'off']).default('on')),
+  PULSEBOARD_THESIS_SOURCE_URL: optionalUrl,
+  PULSEBOARD_THESIS_SOURCE_KEY: optionalUrl,
+  PULSEBOARD_LOG_LEVEL: z.preprocess(emptyAsUnset, z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'silent']).default('info')),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export type ConfigResult = { ok: true; config: Config } | { ok: false; reason: string };
+
+export function parseConfig(env: Record<string, string | undefined> = process.env): ConfigResult {
+  const known = Object.fromEntries(Object.keys(configSchema.shape).map((k) => [k, env[k]]));
+  const parsed = configSchema.safeParse(known);
+  if (parsed.success) return { ok: true, config: parsed.data };
+  const reason = parsed.error.issues
+    .map((issue) => `${issue.path.join('.')}: ${issue.message}`)
+    .join('; ');
+  return { ok: false, reason: `invalid configuration: ${reason}` };
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const result = parseConfig(env);
+  if (!result.ok) {
+    console.error(result.reason);
+    process.exit(2);
+  }
+  return result.config;
+}

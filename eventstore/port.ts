@@ -1,0 +1,87 @@
+/**
+ * The event log port (DESIGN §3). Every adapter passes test/contract/eventlog.contract.ts unchanged.
+ */
+
+export type NewEvent = {
+  /** Caller-chosen id: appending an id that is already stored is a no-op reporting the stored position. */
+  id: string;
+  type: string;
+  data: unknown;
+  metadata?: Record<string, unknown>;
+};
+
+export type RecordedEvent = {
+  id: string;
+  stream: string;
+  /** 0-based revision within the stream. */
+  revision: number;
+  /** Global position, strictly increasing across the whole log (not necessarily contiguous). */
+  position: number;
+  type: string;
+  data: unknown;
+  metadata: Record<string, unknown>;
+  /** When the log stored the event (ISO 8601). */
+  recordedAt: string;
+};
+
+/** `any`, the stream must not exist yet, must exist, or must be at exactly this revision (last revision). */
+export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | number;
+
+export type AppendedEvent = { id: string; position: number; revision: number; duplicate: boolean };
+
+export type AppendResult =
+  | { ok: true; events: AppendedEvent[]; /** revision of the stream after the append */ revision: number }
+  | { ok: false; reason: 'wrong_expected_revision'; actualRevision: number | null };
+
+export type ReadAllOptions = {
+  /** Exclusive: events with position greater than this. 0 reads from the start. */
+  afterPosition: number;
+  /** Only events whose type starts with one of these prefixes. */
+  typePrefixes?: readonly string[];
+  /** At most this many events. */
+  limit: number;
+  /** Inclusive upper bound on position. */
+  toPosition?: number;
+};
+
+export type ReadStreamOptions = {
+  /** Inclusive upper bound on global position (as-of reads). */
+  toPosition?: number;
+};
+
+export interface EventLog {
+  /** Identifies this log; delta cursors minted against another log are refused with 409. */
+  archiveId(): Promise<string>;
+  append(stream: string, events: readonly NewEvent[], expected?: ExpectedRevision): Promise<AppendResult>;
+  readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /** Last revision of a stream, null when it does not exist. */
+  streamRevision(stream: string): Promise<number | null>;
+  readAll(options: ReadAllOptions): Promise<RecordedEvent[]>;
+  /** Position of the newest event, 0 when empty. */
+  headPosition(): Promise<number>;
+  /**
+   * Resolves once an event past `afterPosition` may exist, or after `timeoutMs`.
+   * Lets subscribers sleep between polls without missing appends from this process.
+   */
+  waitForAppend(afterPosition: number, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Reads the whole log from a position in batches, following new appends until the signal aborts. */
+export async function* subscribeAll(
+  log: EventLog,
+  options: { afterPosition: number; typePrefixes?: readonly string[]; batchSize?: number; idleWaitMs?: number; signal?: AbortSignal },
+): AsyncGenerator<RecordedEvent[]> {
+  let after = options.afterPosition;
+  const batchSize = options.batchSize ?? 500;
+  while (!options.signal?.aborted) {
+    const batch = await log.readAll({ afterPosition: after, typePrefixes: options.typePrefixes, limit: batchSize });
+    if (batch.length > 0) {
+      after = batch[batch.length - 1]!.position;
+      yield batch;
+      continue;
+    }
+    // An empty filtered read may still have passed unrelated events; the head is the safe resume point.
+    await log.waitForAppend(after, options.idleWaitMs ?? 250, options.signal);
+  }
+}

@@ -1,0 +1,198 @@
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { inTransaction, openSqlite } from '../../config/sqlite.ts';
+import type {
+  AppendResult,
+  AppendedEvent,
+  EventLog,
+  ExpectedRevision,
+  NewEvent,
+  ReadAllOptions,
+  ReadStreamOptions,
+  RecordedEvent,
+} from '../port.ts';
+
+type EventRow = {
+  position: number;
+  id: string;
+  stream: string;
+  revision: number;
+  type: string;
+  data: string;
+  metadata: string;
+  recorded_at: string;
+};
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS events (
+  position INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  stream TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  data TEXT NOT NULL,
+  metadata TEXT NOT NULL,
+  recorded_at TEXT NOT NULL,
+  UNIQUE (stream, revision)
+);
+CREATE TABLE IF NOT EXISTS log_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+`;
+
+function toRecorded(row: EventRow): RecordedEvent {
+  return {
+    id: row.id,
+    stream: row.stream,
+    revision: row.revision,
+    position: row.position,
+    type: row.type,
+    data: JSON.parse(row.data) as unknown,
+    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+    recordedAt: row.recorded_at,
+  };
+}
+
+function revisionMatches(expected: ExpectedRevision, actual: number | null): boolean {
+  if (expected === 'any') return true;
+  if (expected === 'no_stream') return actual === null;
+  if (expected === 'stream_exists') return actual !== null;
+  return actual === expected;
+}
+
+/** The embedded event log: one SQLite file in WAL mode; appends serialize through BEGIN IMMEDIATE. */
+export function createSqliteEventLog(path: string): EventLog {
+  const db = openSqlite(path);
+  db.exec(SCHEMA);
+  const appended = new EventEmitter();
+  appended.setMaxListeners(0);
+
+  inTransaction(db, () => {
+    const existing = db.prepare(`SELECT value FROM log_meta WHERE key = 'archive_id'`).get() as { value: string } | undefined;
+    if (!existing) db.prepare(`INSERT INTO log_meta (key, value) VALUES ('archive_id', ?)`).run(randomUUID());
+  });
+
+  const selectById = db.prepare('SELECT * FROM events WHERE id = ?');
+  const selectStreamRevision = db.prepare('SELECT MAX(revision) AS revision FROM events WHERE stream = ?');
+  const selectLastRecordedAt = db.prepare('SELECT recorded_at FROM events ORDER BY position DESC LIMIT 1');
+  const insert = db.prepare(
+    'INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
+  const selectHead = db.prepare('SELECT COALESCE(MAX(position), 0) AS head FROM events');
+
+  function currentRevision(stream: string): number | null {
+    const row = selectStreamRevision.get(stream) as { revision: number | null };
+    return row.revision;
+  }
+
+  /** recordedAt never goes backwards, so `since` (a time) and positions agree on order. */
+  function nextRecordedAt(): string {
+    const now = new Date().toISOString();
+    const last = selectLastRecordedAt.get() as { recorded_at: string } | undefined;
+    return last && last.recorded_at > now ? last.recorded_at : now;
+  }
+
+  let headSeen = 0;
+
+  return {
+    async archiveId() {
+      const row = db.prepare(`SELECT value FROM log_meta WHERE key = 'archive_id'`).get() as { value: string };
+      return row.value;
+    },
+
+    async append(stream: string, events: readonly NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
+      const result = inTransaction(db, (): AppendResult => {
+        const results: AppendedEvent[] = [];
+        const fresh: NewEvent[] = [];
+        for (const event of events) {
+          const stored = selectById.get(event.id) as EventRow | undefined;
+          if (stored) results.push({ id: stored.id, position: stored.position, revision: stored.revision, duplicate: true });
+          else fresh.push(event);
+        }
+        const actual = currentRevision(stream);
+        // A retry of an append that already landed is idempotent whatever revision it expected.
+        if (fresh.length === 0) return { ok: true, events: results, revision: actual ?? -1 };
+        if (!revisionMatches(expected, actual)) return { ok: false, reason: 'wrong_expected_revision', actualRevision: actual };
+        let revision = actual ?? -1;
+        const recordedAt = nextRecordedAt();
+        for (const event of fresh) {
+          revision += 1;
+          const info = insert.run(
+            event.id,
+            stream,
+            revision,
+            event.type,
+            JSON.stringify(event.data),
+            JSON.stringify(event.metadata ?? {}),
+            recordedAt,
+          );
+          results.push({ id: event.id, position: Number(info.lastInsertRowid), revision, duplicate: false });
+        }
+        return { ok: true, events: results, revision };
+      });
+      if (result.ok) {
+        const top = Math.max(0, ...result.events.map((e) => e.position));
+        if (top > headSeen) headSeen = top;
+        appended.emit('append', top);
+      }
+      return result;
+    },
+
+    async readStream(stream: string, options: ReadStreamOptions = {}) {
+      const rows =
+        options.toPosition === undefined
+          ? (db.prepare('SELECT * FROM events WHERE stream = ? ORDER BY revision').all(stream) as EventRow[])
+          : (db
+              .prepare('SELECT * FROM events WHERE stream = ? AND position <= ? ORDER BY revision')
+              .all(stream, options.toPosition) as EventRow[]);
+      return rows.map(toRecorded);
+    },
+
+    async streamRevision(stream: string) {
+      return currentRevision(stream);
+    },
+
+    async readAll(options: ReadAllOptions) {
+      const clauses = ['position > ?'];
+      const params: (string | number)[] = [options.afterPosition];
+      if (options.toPosition !== undefined) {
+        clauses.push('position <= ?');
+        params.push(options.toPosition);
+      }
+      if (options.typePrefixes && options.typePrefixes.length > 0) {
+        clauses.push(`(${options.typePrefixes.map(() => 'substr(type, 1, ?) = ?').join(' OR ')})`);
+        for (const prefix of options.typePrefixes) params.push(prefix.length, prefix);
+      }
+      params.push(options.limit);
+      const rows = db
+        .prepare(`SELECT * FROM events WHERE ${clauses.join(' AND ')} ORDER BY position LIMIT ?`)
+        .all(...params) as EventRow[];
+      return rows.map(toRecorded);
+    },
+
+    async headPosition() {
+      return (selectHead.get() as { head: number }).head;
+    },
+
+    async waitForAppend(afterPosition: number, timeoutMs: number, signal?: AbortSignal) {
+      if (headSeen > afterPosition || signal?.aborted) return;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          appended.off('append', onAppend);
+          signal?.removeEventListener('abort', done);
+          resolve();
+        };
+        const onAppend = (position: number) => {
+          if (position > afterPosition) done();
+        };
+        const timer = setTimeout(done, timeoutMs);
+        appended.on('append', onAppend);
+        signal?.addEventListener('abort', done, { once: true });
+      });
+    },
+
+    async close() {
+      appended.removeAllListeners();
+      db.close();
+    },
+  };
+}

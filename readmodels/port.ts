@@ -1,0 +1,59 @@
+/**
+ * The read-store port: collections of response-shaped documents written by one ordered projector
+ * each. Every adapter passes test/contract/readstore.contract.ts unchanged.
+ */
+
+export type StoredDoc<D = unknown, S = unknown> = {
+  id: string;
+  /** The public, response-shaped document. */
+  doc: D;
+  /** Projector-private state needed for later folds (follower history, claim positions …); never served. */
+  state: S;
+  /** Global position of the event that last changed `doc` (DESIGN §4). */
+  seq: number;
+  /** recordedAt of that event. */
+  writtenAt: string;
+  /** Listing order, newest first: ORDER BY sortKey DESC, id DESC. */
+  sortKey: string;
+  /**
+   * One filterable attribute (e.g. `dossier` / `no_dossier`, `visible` / `suppressed`).
+   * Documents that must not be served yet use a facet no query asks for (e.g. `pending`).
+   */
+  facet: string;
+  /** Lookup keys: index name → values (e.g. handle → ['foo']). */
+  keys: Record<string, string[]>;
+};
+
+export type DeltaPosition = { seq: number; id: string };
+
+export type DeltaQuery = {
+  /** Start after this (seq, id), or at the first row written at or after `fromWrittenAt`. */
+  start: { after: DeltaPosition } | { fromWrittenAt: string };
+  /** Rows are served only up to this seq: the projector's committed checkpoint (high-water mark). */
+  upToSeq: number;
+  facets?: readonly string[];
+  limit: number;
+};
+
+export type ListQuery = { facets?: readonly string[]; offset: number; limit: number };
+
+/** Keyset listing, newest first: rows strictly after `before` in (sortKey DESC, id DESC) order. */
+export type KeysetQuery = { facets?: readonly string[]; before?: { sortKey: string; id: string }; limit: number };
+
+export interface ReadStore {
+  /** Last event position applied to a collection, 0 when none. */
+  checkpoint(collection: string): Promise<number>;
+  /** Writes documents and advances the checkpoint atomically (a crash replays the batch harmlessly). */
+  commit(collection: string, writes: readonly StoredDoc[], checkpoint: number): Promise<void>;
+  get<D = unknown, S = unknown>(collection: string, id: string): Promise<StoredDoc<D, S> | null>;
+  getMany<D = unknown, S = unknown>(collection: string, ids: readonly string[]): Promise<Map<string, StoredDoc<D, S>>>;
+  /** Ids of documents having `value` under lookup key `key`, at most `limit`, in id order. */
+  findIds(collection: string, key: string, value: string, limit: number): Promise<string[]>;
+  list<D = unknown>(collection: string, query: ListQuery): Promise<StoredDoc<D>[]>;
+  count(collection: string, facets?: readonly string[]): Promise<number>;
+  listKeyset<D = unknown>(collection: string, query: KeysetQuery): Promise<StoredDoc<D>[]>;
+  delta<D = unknown>(collection: string, query: DeltaQuery): Promise<StoredDoc<D>[]>;
+  /** Removes every document and checkpoint (tests and rebuilds). */
+  clear(): Promise<void>;
+  close(): Promise<void>;
+}

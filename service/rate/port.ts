@@ -1,0 +1,15 @@
+/**
+ * Per-key rate protection shared by REST and MCP (spec §8, DESIGN §6): one budget per key id
+ * over both surfaces together.
+ */
+export type RateDecision =
+  | { ok: true; limit: number; remaining: number; /** seconds until the window resets */ resetSeconds: number }
+  | { ok: false; reason: 'limited'; limit: number; remaining: 0; resetSeconds: number; retryAfterSeconds: number }
+  /** The limiter's store (Redis) could not be reached: callers degrade per DESIGN §6. */
+  | { ok: false; reason: 'unavailable' };
+
+export interface RateLimiter {
+  /** Counts one request for this key id (never the raw key) and says whether it may proceed. */
+  consume(keyId: string): Promise<RateDecision>;
+  close(): Promise<void>;
+}
