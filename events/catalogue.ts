@@ -2,17 +2,17 @@ import { z } from 'zod';
 import { isoDateTime } from '../readmodels/schemas.ts';
 import { accessPayloads } from './access.ts';
 import { researchPayloads } from './research.ts';
-import { sourcePayloads, type SourceType } from './source.ts';
+import { sourcePayloads, type SourcePayload, type SourceType } from './source.ts';
 
 /**
  * Every event type the service stores, with the zod schema of its `data`.
  * Source events carry the message payload plus `at`; command events carry their own time fields.
  */
-const withObservedAt = <S extends z.ZodObject>(payload: S) => payload.safeExtend({ at: isoDateTime });
+type SourceEventSchema<T extends SourceType> = z.ZodType<SourcePayload<T> & { at: string }>;
 
 const sourceEventSchemas = Object.fromEntries(
-  Object.entries(sourcePayloads).map(([type, payload]) => [type, withObservedAt(payload)]),
-) as { [T in SourceType]: ReturnType<typeof withObservedAt<(typeof sourcePayloads)[T]>> };
+  Object.entries(sourcePayloads).map(([type, payload]) => [type, payload.safeExtend({ at: isoDateTime })]),
+) as unknown as { [T in SourceType]: SourceEventSchema<T> };
 
 export const eventSchemas = {
   ...sourceEventSchemas,

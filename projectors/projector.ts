@@ -21,7 +21,8 @@ export type Projector<D = unknown, S = unknown> = {
   typePrefixes: readonly string[];
   /** The id of the document an event folds into; null to skip the event. */
   keyOf(event: RecordedEvent): string | null;
-  fold(current: Entity<D, S> | null, event: RecordedEvent): Entity<D, S>;
+  /** Returns null when the event leaves nothing to store (e.g. a revoke of a key never issued). */
+  fold(current: Entity<D, S> | null, event: RecordedEvent): Entity<D, S> | null;
 };
 
 /** Erases the document types so projectors of different models can sit in one list. */

@@ -1,4 +1,4 @@
-import { subscribeAll, type EventLog, type RecordedEvent } from '../eventstore/port.ts';
+import type { EventLog, RecordedEvent } from '../eventstore/port.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import type { Entity, Projector } from './projector.ts';
 
@@ -9,7 +9,11 @@ export type ProjectorRunner = {
   run(signal: AbortSignal): Promise<void>;
 };
 
-type RunnerOptions = { batchSize?: number; onBatch?: (info: { collection: string; checkpoint: number; applied: number }) => void };
+type RunnerOptions = {
+  batchSize?: number;
+  idleWaitMs?: number;
+  onBatch?: (info: { collection: string; checkpoint: number; applied: number }) => void;
+};
 
 /**
  * Folds one batch: the documents it touches, in log order. Exported for as-of reads and tests
@@ -29,6 +33,7 @@ export function foldEvents<D, S>(
       ? { doc: before.doc, state: before.state, sortKey: before.sortKey, facet: before.facet, keys: before.keys }
       : null;
     const next = projector.fold(current, event);
+    if (next === null) continue;
     const docChanged = !before || JSON.stringify(before.doc) !== JSON.stringify(next.doc);
     changed.set(id, {
       id,
@@ -45,7 +50,11 @@ export function foldEvents<D, S>(
   return changed;
 }
 
-/** One ordered writer per collection: batches, folds, and commits writes with the checkpoint. */
+/**
+ * One ordered writer per collection: batches, folds, and commits writes with the checkpoint.
+ * `catchUp` and `run` share one lock and always resume from the stored checkpoint, so they never
+ * apply a batch twice even when called together.
+ */
 export function createProjectorRunner(
   log: EventLog,
   store: ReadStore,
@@ -53,32 +62,52 @@ export function createProjectorRunner(
   options: RunnerOptions = {},
 ): ProjectorRunner {
   const batchSize = options.batchSize ?? 1000;
+  let lock: Promise<unknown> = Promise.resolve();
 
-  async function applyBatch(events: RecordedEvent[]): Promise<void> {
-    const ids = [...new Set(events.map((e) => projector.keyOf(e)).filter((id): id is string => id !== null))];
-    const existing = await store.getMany(projector.collection, ids);
-    const changed = foldEvents(projector, existing, events);
-    const checkpoint = events[events.length - 1]!.position;
-    await store.commit(projector.collection, [...changed.values()], checkpoint);
-    options.onBatch?.({ collection: projector.collection, checkpoint, applied: events.length });
+  function exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const next = lock.then(work, work);
+    lock = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Applies one batch after the stored checkpoint; `applied` is 0 only when nothing was left. */
+  function step(): Promise<{ applied: number; checkpoint: number }> {
+    return exclusive(async () => {
+      const after = await store.checkpoint(projector.collection);
+      const head = await log.headPosition();
+      if (head <= after) return { applied: 0, checkpoint: after };
+      const events = await log.readAll({
+        afterPosition: after,
+        toPosition: head,
+        typePrefixes: projector.typePrefixes,
+        limit: batchSize,
+      });
+      // A short batch means everything up to `head` was considered: the checkpoint may move there
+      // even past events of other types, so idle projectors do not rescan them.
+      const checkpoint = events.length < batchSize ? head : events[events.length - 1]!.position;
+      const ids = [...new Set(events.map((e) => projector.keyOf(e)).filter((id): id is string => id !== null))];
+      const existing = ids.length > 0 ? await store.getMany(projector.collection, ids) : new Map<string, StoredDoc>();
+      const changed = foldEvents(projector, existing, events);
+      await store.commit(projector.collection, [...changed.values()], checkpoint);
+      options.onBatch?.({ collection: projector.collection, checkpoint, applied: events.length });
+      return { applied: Math.max(events.length, 1), checkpoint };
+    });
   }
 
   return {
     async catchUp() {
       let applied = 0;
       for (;;) {
-        const after = await store.checkpoint(projector.collection);
-        const events = await log.readAll({ afterPosition: after, typePrefixes: projector.typePrefixes, limit: batchSize });
-        if (events.length === 0) return applied;
-        await applyBatch(events);
-        applied += events.length;
+        const result = await step();
+        if (result.applied === 0) return applied;
+        applied += result.applied;
       }
     },
 
     async run(signal: AbortSignal) {
-      const after = await store.checkpoint(projector.collection);
-      for await (const events of subscribeAll(log, { afterPosition: after, typePrefixes: projector.typePrefixes, batchSize, signal })) {
-        await applyBatch(events);
+      while (!signal.aborted) {
+        const result = await step();
+        if (result.applied === 0) await log.waitForAppend(result.checkpoint, options.idleWaitMs ?? 250, signal);
       }
     },
   };

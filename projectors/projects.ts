@@ -1,0 +1,251 @@
+import { normalizeChain, normalizeContract, websiteHost } from '../config/chains.ts';
+import type { RecordedEvent } from '../eventstore/port.ts';
+import { dataOf, type EventData } from '../events/catalogue.ts';
+import type { CalltrackerSummary, FollowerStats, Project } from '../readmodels/schemas.ts';
+import { isoDuration } from './duration.ts';
+import type { Entity, Projector } from './projector.ts';
+
+export const PROJECTS_COLLECTION = 'projects';
+
+/** Facets of the projects collection: only `dossier` and `no_dossier` are ever served. */
+export const PROJECT_FACETS = { dossier: 'dossier', noDossier: 'no_dossier', pending: 'pending' } as const;
+export const PUBLIC_PROJECT_FACETS = [PROJECT_FACETS.dossier, PROJECT_FACETS.noDossier] as const;
+
+const DAY_MS = 86_400_000;
+
+type FollowerSample = { at: string; fol: number };
+type CalltrackerRaw = Omit<EventData<'calltracker.checked'>, 'projectId'>;
+
+/** Fold state the public document does not show. */
+export type ProjectState = {
+  /** Earliest sighting `at`; the project is public once sighted. */
+  firstSeenAt: string | null;
+  /** `at` of the newest sighting applied to the current fields. */
+  newestSightingAt: string | null;
+  /** Follower counts from sightings, ascending by `at`, pruned to what `vel` can still use. */
+  samples: FollowerSample[];
+  /** Log position at which the current handle was claimed (handle look-ups take the newest claim). */
+  handleClaimedAt: number | null;
+  /** Earliest rival listing `at`. */
+  rivalListedAt: string | null;
+  calltracker: CalltrackerRaw | null;
+};
+
+export type ProjectEntity = Entity<Project, ProjectState>;
+
+export function emptyProject(id: string): Project {
+  return {
+    id,
+    handle: null,
+    identity: null,
+    name: null,
+    pfp: null,
+    fol: null,
+    followerStats: null,
+    why: null,
+    bio: null,
+    firstSeenByUs: '1970-01-01T00:00:00.000Z',
+    entry: { at: null, fol: null },
+    vel: { h24: null, d7: null },
+    rival: { lead: null },
+    dossier: null,
+    calltracker: null,
+  };
+}
+
+const emptyState = (): ProjectState => ({
+  firstSeenAt: null,
+  newestSightingAt: null,
+  samples: [],
+  handleClaimedAt: null,
+  rivalListedAt: null,
+  calltracker: null,
+});
+
+const ms = (iso: string) => Date.parse(iso);
+
+/** Latest sample at or before `cutoff`, or null. Samples are ascending by `at`. */
+function sampleAtOrBefore(samples: readonly FollowerSample[], cutoff: number): FollowerSample | null {
+  let found: FollowerSample | null = null;
+  for (const s of samples) {
+    if (ms(s.at) <= cutoff) found = s;
+    else break;
+  }
+  return found;
+}
+
+function velocity(fol: number | null, newestAt: string | null, samples: readonly FollowerSample[]): Project['vel'] {
+  if (fol === null || newestAt === null) return { h24: null, d7: null };
+  const ref = ms(newestAt);
+  const h24 = sampleAtOrBefore(samples, ref - DAY_MS);
+  const d7 = sampleAtOrBefore(samples, ref - 7 * DAY_MS);
+  return { h24: h24 ? fol - h24.fol : null, d7: d7 ? fol - d7.fol : null };
+}
+
+/** Keeps every sample newer than 7 days before the newest sighting, plus the latest one older. */
+function pruneSamples(samples: FollowerSample[], newestAt: string | null): FollowerSample[] {
+  if (newestAt === null) return samples;
+  const cutoff = ms(newestAt) - 7 * DAY_MS;
+  let keepFrom = 0;
+  for (let i = 0; i < samples.length; i++) if (ms(samples[i]!.at) <= cutoff) keepFrom = i;
+  return samples.slice(keepFrom);
+}
+
+function insertSample(samples: readonly FollowerSample[], sample: FollowerSample): FollowerSample[] {
+  const next = samples.filter((s) => s.at !== sample.at);
+  next.push(sample);
+  next.sort((a, b) => ms(a.at) - ms(b.at));
+  return next;
+}
+
+function rivalLead(firstSeenAt: string | null, rivalAt: string | null): string | null {
+  if (firstSeenAt === null || rivalAt === null) return null;
+  const lead = ms(rivalAt) - ms(firstSeenAt);
+  return lead > 0 ? isoDuration(lead) : null;
+}
+
+function calltrackerSummary(raw: CalltrackerRaw): CalltrackerSummary {
+  const complete = raw.historyComplete;
+  const firstMcap = complete ? (raw.firstMcap ?? null) : null;
+  const mcap = raw.mcap ?? null;
+  return {
+    status: raw.status,
+    historyComplete: complete,
+    posts: raw.posts,
+    firstAt: complete ? (raw.firstAt ?? null) : null,
+    firstMcap,
+    firstCaller: complete ? (raw.firstCaller ?? null) : null,
+    latestAt: raw.latestAt ?? null,
+    mcap,
+    multiple: complete && firstMcap !== null && firstMcap !== 0 && mcap !== null ? mcap / firstMcap : null,
+    checkedAt: raw.at,
+  };
+}
+
+/** The lookup keys search and call-token links use. */
+function projectKeys(doc: Project): Record<string, string[]> {
+  const handles = new Set<string>();
+  const contracts = new Set<string>();
+  const chainContracts = new Set<string>();
+  const websites = new Set<string>();
+  if (doc.handle) handles.add(doc.handle.toLowerCase());
+  const addContract = (contract: string | null, chain: string | null) => {
+    if (!contract) return;
+    const c = normalizeContract(contract);
+    contracts.add(c);
+    if (chain) chainContracts.add(`${normalizeChain(chain)}:${c}`);
+  };
+  const addSite = (site: string | null) => {
+    const host = site ? websiteHost(site) : null;
+    if (host) websites.add(host);
+  };
+  if (doc.identity) {
+    addContract(doc.identity.contract, doc.identity.chain);
+    addSite(doc.identity.website);
+    if (doc.identity.handle) handles.add(doc.identity.handle.replace(/^@/, '').toLowerCase());
+  }
+  if (doc.dossier) {
+    if (doc.dossier.token) addContract(doc.dossier.token.contract, doc.dossier.token.chain);
+    addSite(doc.dossier.links.site);
+  }
+  return {
+    handle: [...handles].sort(),
+    contract: [...contracts].sort(),
+    chainContract: [...chainContracts].sort(),
+    website: [...websites].sort(),
+  };
+}
+
+function applySighting(doc: Project, state: ProjectState, d: EventData<'project.sighted'>, position: number): void {
+  if (typeof d.fol === 'number') state.samples = insertSample(state.samples, { at: d.at, fol: d.fol });
+  if (state.firstSeenAt === null || ms(d.at) < ms(state.firstSeenAt)) {
+    state.firstSeenAt = d.at;
+    doc.firstSeenByUs = d.at;
+    doc.entry = { at: d.at, fol: d.fol ?? null };
+  }
+  // An older sighting only feeds the follower history (INGEST.md), never the current fields.
+  if (state.newestSightingAt === null || ms(d.at) >= ms(state.newestSightingAt)) {
+    state.newestSightingAt = d.at;
+    if (d.handle !== undefined) {
+      const handle = d.handle === null ? null : d.handle.replace(/^@/, '');
+      if (handle?.toLowerCase() !== doc.handle?.toLowerCase()) state.handleClaimedAt = handle === null ? null : position;
+      doc.handle = handle;
+    }
+    if (d.identity !== undefined) doc.identity = d.identity;
+    if (d.name !== undefined) doc.name = d.name;
+    if (d.pfp !== undefined) doc.pfp = d.pfp;
+    if (d.fol !== undefined) doc.fol = d.fol;
+    if (d.why !== undefined) doc.why = d.why;
+    if (d.bio !== undefined) doc.bio = d.bio;
+  }
+  state.samples = pruneSamples(state.samples, state.newestSightingAt);
+  doc.vel = velocity(doc.fol, state.newestSightingAt, state.samples);
+}
+
+function applyFollowers(doc: Project, d: EventData<'followers.observed'>): void {
+  // Observations dated after the message's own time are not verified yet.
+  if (ms(d.checkedAt) > ms(d.at)) return;
+  if (doc.followerStats && ms(doc.followerStats.checkedAt) >= ms(d.checkedAt)) return;
+  const stats: FollowerStats = { source: d.source, handle: d.handle.replace(/^@/, ''), value: d.value, checkedAt: d.checkedAt };
+  doc.followerStats = stats;
+}
+
+export function foldProject(current: ProjectEntity | null, event: RecordedEvent): ProjectEntity {
+  const projectId = (event.data as { projectId: string }).projectId;
+  const doc: Project = current ? structuredClone(current.doc) : emptyProject(projectId);
+  const state: ProjectState = current ? structuredClone(current.state) : emptyState();
+
+  switch (event.type) {
+    case 'project.sighted':
+      applySighting(doc, state, dataOf('project.sighted', event.data), event.position);
+      break;
+    case 'rival.listed': {
+      const { at } = dataOf('rival.listed', event.data);
+      if (state.rivalListedAt === null || ms(at) < ms(state.rivalListedAt)) state.rivalListedAt = at;
+      break;
+    }
+    case 'followers.observed':
+      applyFollowers(doc, dataOf('followers.observed', event.data));
+      break;
+    case 'dossier.written':
+      doc.dossier = dataOf('dossier.written', event.data).dossier;
+      break;
+    case 'onchain.checked':
+      if (doc.dossier) doc.dossier = { ...doc.dossier, onchain: dataOf('onchain.checked', event.data).onchain };
+      break;
+    case 'calltracker.checked': {
+      const { projectId: _ignored, ...raw } = dataOf('calltracker.checked', event.data);
+      const previous = state.calltracker;
+      // An absent field keeps the stored value (INGEST.md); status, historyComplete and posts always come.
+      state.calltracker = {
+        ...raw,
+        firstAt: raw.firstAt !== undefined ? raw.firstAt : (previous?.firstAt ?? null),
+        firstMcap: raw.firstMcap !== undefined ? raw.firstMcap : (previous?.firstMcap ?? null),
+        firstCaller: raw.firstCaller !== undefined ? raw.firstCaller : (previous?.firstCaller ?? null),
+        latestAt: raw.latestAt !== undefined ? raw.latestAt : (previous?.latestAt ?? null),
+        mcap: raw.mcap !== undefined ? raw.mcap : (previous?.mcap ?? null),
+      };
+      doc.calltracker = calltrackerSummary(state.calltracker);
+      break;
+    }
+    default:
+      break;
+  }
+  doc.rival = { lead: rivalLead(state.firstSeenAt, state.rivalListedAt) };
+
+  const sighted = state.firstSeenAt !== null;
+  return {
+    doc,
+    state,
+    sortKey: doc.firstSeenByUs,
+    facet: !sighted ? PROJECT_FACETS.pending : doc.dossier ? PROJECT_FACETS.dossier : PROJECT_FACETS.noDossier,
+    keys: sighted ? projectKeys(doc) : {},
+  };
+}
+
+export const projectsProjector: Projector<Project, ProjectState> = {
+  collection: PROJECTS_COLLECTION,
+  typePrefixes: ['project.', 'rival.', 'followers.', 'dossier.', 'onchain.', 'calltracker.'],
+  keyOf: (event) => (event.data as { projectId?: string }).projectId ?? null,
+  fold: foldProject,
+};

@@ -1,0 +1,12 @@
+import { keysProjector, ownersProjector } from './access.ts';
+import { contextsProjector } from './contexts.ts';
+import { anyProjector, type Projector } from './projector.ts';
+import { projectsProjector } from './projects.ts';
+
+/** Every read model the service keeps, each written by one ordered projector. */
+export const projectors: readonly Projector[] = [
+  anyProjector(projectsProjector),
+  anyProjector(contextsProjector),
+  anyProjector(keysProjector),
+  anyProjector(ownersProjector),
+];
