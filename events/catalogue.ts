@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { isoDateTime } from '../readmodels/schemas.ts';
 import { accessPayloads } from './access.ts';
 import { researchPayloads } from './research.ts';

@@ -122,9 +122,10 @@ function calltrackerSummary(raw: CalltrackerRaw): CalltrackerSummary {
   };
 }
 
-/** The lookup keys search and call-token links use. */
+/** Lookup keys: `handle` (the project's own, for reads by handle) and those search and call-token links use. */
 function projectKeys(doc: Project): Record<string, string[]> {
   const handles = new Set<string>();
+  const identityHandles = new Set<string>();
   const contracts = new Set<string>();
   const chainContracts = new Set<string>();
   const websites = new Set<string>();
@@ -142,7 +143,7 @@ function projectKeys(doc: Project): Record<string, string[]> {
   if (doc.identity) {
     addContract(doc.identity.contract, doc.identity.chain);
     addSite(doc.identity.website);
-    if (doc.identity.handle) handles.add(doc.identity.handle.replace(/^@/, '').toLowerCase());
+    if (doc.identity.handle) identityHandles.add(doc.identity.handle.replace(/^@/, '').toLowerCase());
   }
   if (doc.dossier) {
     if (doc.dossier.token) addContract(doc.dossier.token.contract, doc.dossier.token.chain);
@@ -150,6 +151,7 @@ function projectKeys(doc: Project): Record<string, string[]> {
   }
   return {
     handle: [...handles].sort(),
+    identityHandle: [...identityHandles].sort(),
     contract: [...contracts].sort(),
     chainContract: [...chainContracts].sort(),
     website: [...websites].sort(),

@@ -1,0 +1,88 @@
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import { errors } from '../service/errors.ts';
+import type { Services } from '../service/services.ts';
+import { sendError } from './errors.ts';
+import type { RestOperation } from './operation.ts';
+import { projectOperations } from './routes/projects.ts';
+
+export type AppOptions = {
+  /** Pino options or false; thesis text never reaches a log line (only method, URL, status). */
+  logger?: boolean | { level: string };
+};
+
+/** Every REST operation, in the order the OpenAPI document lists them. */
+export function restOperations(services: Services): RestOperation[] {
+  return [...projectOperations(services)];
+}
+
+function registerOperation(app: FastifyInstance, services: Services, op: RestOperation): void {
+  app.route({
+    method: op.method,
+    url: op.path,
+    handler: async (request, reply) => {
+      reply.header('cache-control', 'private, no-store');
+      const admitted = await services.guard.admit(request.headers.authorization, op.protection(request.query));
+      if (!admitted.ok) return sendError(reply, admitted.refused.error, admitted.refused.headers);
+      reply.headers(admitted.value.headers);
+      const result = await op.run({ caller: admitted.value.caller, params: request.params, query: request.query, body: request.body });
+      if (!result.ok) return sendError(reply, result.error);
+      if (result.value.headers) reply.headers(result.value.headers);
+      return reply.code(result.value.status ?? 200).send(result.value.body);
+    },
+  });
+}
+
+/** Storage failures that a retry can outlive (a locked or unreachable store). */
+function isStoreUnavailable(error: unknown): boolean {
+  const text = error instanceof Error ? `${error.name} ${error.message} ${(error as { code?: unknown }).code ?? ''}` : '';
+  return /SQLITE_BUSY|SQLITE_LOCKED|database is locked|ECONNREFUSED|MongoNetwork|ServerSelection|UNAVAILABLE|disk I\/O/i.test(text);
+}
+
+export function buildApp(services: Services, options: AppOptions = {}): FastifyInstance {
+  const app = Fastify({
+    logger: options.logger ?? false,
+    // Query strings are parsed into plain strings (or arrays when repeated); zod decides validity.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
+  });
+
+  const operations = restOperations(services);
+  for (const op of operations) registerOperation(app, services, op);
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '';
+    const allowed = operations.filter((op) => matchesPath(op.path, path)).map((op) => op.method);
+    if (allowed.length > 0) {
+      reply.header('allow', [...new Set(allowed)].join(', '));
+      return sendError(reply, { status: 405, code: 'bad_request', message: `method ${request.method} is not allowed here; use ${allowed.join(' or ')}` });
+    }
+    return sendError(reply, errors.notFound(`no such endpoint: ${request.method} ${path}`));
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      // Body parsing and other client faults: say what is wrong without echoing the input.
+      const message =
+        error.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+          ? 'request body is too large'
+          : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+            ? 'request body must be application/json'
+            : error.code?.startsWith('FST_ERR_CTP') || error instanceof SyntaxError
+              ? 'request body is not valid JSON'
+              : 'bad request';
+      return sendError(reply, { status: status === 413 || status === 415 ? status : 400, code: 'bad_request', message });
+    }
+    request.log.error({ err: { type: error.name, code: error.code } }, 'unexpected failure');
+    if (isStoreUnavailable(error)) return sendError(reply, errors.unavailable('A store is temporarily unavailable; retry shortly.', 5));
+    return sendError(reply, { status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 });
+  });
+
+  return app;
+}
+
+/** Whether a concrete path matches a Fastify route pattern (`:param` segments). */
+function matchesPath(pattern: string, path: string): boolean {
+  const a = pattern.split('/').filter(Boolean);
+  const b = path.split('/').filter(Boolean);
+  return a.length === b.length && a.every((seg, i) => seg.startsWith(':') || seg === b[i]);
+}

@@ -1,0 +1,32 @@
+import type { z } from 'zod';
+import type { Caller } from '../service/caller.ts';
+import type { Result } from '../service/errors.ts';
+import type { Protection } from '../service/guard.ts';
+
+export type OperationInput = { caller: Caller; params: unknown; query: unknown; body: unknown };
+
+/** A successful reply: the JSON body and, when not 200, its status. */
+export type OperationReply = { status?: number; body: unknown; headers?: Record<string, string> };
+
+/**
+ * One REST operation: what the OpenAPI document describes and what the route runs.
+ * `run` only calls a service; it holds no business rule.
+ */
+export type RestOperation = {
+  operationId: string;
+  method: 'GET' | 'POST';
+  /** Fastify path, e.g. `/v1/projects/:handle`. */
+  path: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  protection: (query: unknown) => Protection;
+  request: { params?: z.ZodType; query?: z.ZodType; body?: z.ZodType };
+  /** Success responses by status code. */
+  responses: Record<number, { description: string; schema: z.ZodType }>;
+  /** Error statuses this operation can answer, with a description each. */
+  errors: Record<number, string>;
+  /** Extra response headers on every reply of this operation. */
+  headers?: Record<string, string>;
+  run(input: OperationInput): Promise<Result<OperationReply>>;
+};

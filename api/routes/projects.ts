@@ -1,0 +1,46 @@
+import { ok, type Result } from '../../service/errors.ts';
+import type { Services } from '../../service/services.ts';
+import { projectParamsSchema, projectQuerySchema, projectsQuerySchema } from '../../service/requests/projects.ts';
+import { boardPageSchema, projectReadSchema, syncPageSchema } from '../../readmodels/schemas.ts';
+import type { OperationReply, RestOperation } from '../operation.ts';
+
+const reply = async <T>(result: Promise<Result<T>>): Promise<Result<OperationReply>> => {
+  const r = await result;
+  return r.ok ? ok({ body: r.value }) : r;
+};
+
+export function projectOperations(services: Services): RestOperation[] {
+  return [
+    {
+      operationId: 'listProjects',
+      method: 'GET',
+      path: '/v1/projects',
+      summary: 'The board (page mode) or what the archive wrote since a point (delta mode)',
+      description:
+        "Board mode (`page`, default page 1): 50 projects per page, newest `firstSeenByUs` first, ties by id, with totals. Delta mode (`since` or `cursor`): rows the archive wrote since that point, in write order; `cursor` is always returned: send it back to continue now (while `hasMore`) or later. A write is not necessarily a material change. `page` with `since`/`cursor` is 400.",
+      tags: ['projects'],
+      protection: () => 'basic',
+      request: { query: projectsQuerySchema },
+      responses: { 200: { description: 'A board page or a delta page', schema: boardPageSchema.or(syncPageSchema) } },
+      errors: {
+        400: 'Invalid parameter, page combined with since/cursor, limit in page mode, or a cursor that does not decode or carries other filters',
+        409: 'The cursor was issued by a different archive; start again from since',
+      },
+      run: ({ query }) => reply(services.projects.list(query)),
+    },
+    {
+      operationId: 'getProject',
+      method: 'GET',
+      path: '/v1/projects/:handle',
+      summary: 'One project by stable id or social handle',
+      description:
+        'An id always wins over a handle; a reused handle resolves to the project that claimed it most recently. `include=context` adds votes, research status and freshness (voter names only for an allowlisted key owner; otherwise `voters` is null).',
+      tags: ['projects'],
+      protection: (query) => (services.projects.isEnriched(query) ? 'protected' : 'basic'),
+      request: { params: projectParamsSchema, query: projectQuerySchema },
+      responses: { 200: { description: 'The project, with context when asked', schema: projectReadSchema } },
+      errors: { 400: 'Invalid handle or include value', 404: 'No project with that id or handle' },
+      run: ({ caller, params, query }) => reply(services.projects.get(caller, params, query)),
+    },
+  ];
+}

@@ -1,0 +1,34 @@
+import type { Access } from './access.ts';
+import type { Caller } from './caller.ts';
+import { errors, type ServiceError } from './errors.ts';
+
+/** basic: board, delta, plain project read, pulse; protected: everything else (DESIGN §6). */
+export type Protection = 'basic' | 'protected';
+
+export type GateOutcome =
+  | { ok: true; headers: Record<string, string> }
+  | { ok: false; error: ServiceError; headers: Record<string, string> };
+
+/** The per-key rate gate (service/rate/gate.ts). */
+export type Gate = { check(keyId: string, protection: Protection): Promise<GateOutcome> };
+
+export type Admitted = { caller: Caller; headers: Record<string, string> };
+export type Refused = { error: ServiceError; headers: Record<string, string> };
+
+export type Guard = {
+  /** Authenticates the bearer key, then counts the request against the key's budget. */
+  admit(authorization: string | undefined, protection: Protection): Promise<{ ok: true; value: Admitted } | { ok: false; refused: Refused }>;
+};
+
+/** One guard for REST and MCP: the same key check and the same budget on both surfaces. */
+export function createGuard(access: Access, gate: Gate): Guard {
+  return {
+    async admit(authorization, protection) {
+      const caller = await access.authenticate(authorization);
+      if (!caller) return { ok: false, refused: { error: errors.unauthorized(), headers: {} } };
+      const gated = await gate.check(caller.keyId, protection);
+      if (!gated.ok) return { ok: false, refused: { error: gated.error, headers: gated.headers } };
+      return { ok: true, value: { caller, headers: gated.headers } };
+    },
+  };
+}

@@ -1,0 +1,175 @@
+import { z } from 'zod';
+import type { EventLog } from '../eventstore/port.ts';
+import { CONTEXTS_COLLECTION, emptyContext, type StoredContext } from '../projectors/contexts.ts';
+import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS, PROJECT_FACETS, type ProjectState } from '../projectors/projects.ts';
+import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
+import {
+  BOARD_PAGE_SIZE,
+  SYNC_LIMIT_DEFAULT,
+  type BoardPage,
+  type Project,
+  type ProjectContext,
+  type SyncPage,
+} from '../readmodels/schemas.ts';
+import type { Access } from './access.ts';
+import type { Caller } from './caller.ts';
+import { decodeCursor, encodeCursor } from './cursor.ts';
+import { errors, fail, ok, type Result } from './errors.ts';
+import { parseParams } from './requests/params.ts';
+import { projectParamsSchema, projectQuerySchema, projectsQuerySchema, type ProjectsQuery } from './requests/projects.ts';
+
+export type ProjectRead = { project: Project; context?: ProjectContext };
+
+export type ProjectsService = {
+  /** GET /v1/projects: board mode (page) or delta mode (since / cursor). */
+  list(query: unknown): Promise<Result<BoardPage | SyncPage>>;
+  /** GET /v1/projects/{handle}[?include=context]. */
+  get(caller: Caller, params: unknown, query: unknown): Promise<Result<ProjectRead>>;
+  /** Whether a get with this query is an enriched read (rate protection treats it as protected). */
+  isEnriched(query: unknown): boolean;
+  /** The public project behind an id or handle, or null. Used by other services (asks, search). */
+  resolve(handleOrId: string): Promise<StoredDoc<Project, ProjectState> | null>;
+  /** Context of a project as the caller may see it (voters only for an allowlisted owner). */
+  contextFor(caller: Caller, project: Project, readAt: string): Promise<ProjectContext>;
+};
+
+/** Delta cursor: archive id, last (seq, id) served, and the filter it was minted under. */
+const deltaCursorSchema = z
+  .object({ v: z.literal(1), a: z.string(), s: z.number().int().min(0), i: z.string(), f: z.enum(['all', 'dossier', 'no_dossier']) })
+  .strict();
+type DeltaCursor = z.output<typeof deltaCursorSchema>;
+
+const isPublic = (doc: StoredDoc<Project, ProjectState> | null | undefined): doc is StoredDoc<Project, ProjectState> =>
+  !!doc && doc.facet !== PROJECT_FACETS.pending;
+
+function facetsFor(hasDossier: boolean | undefined): readonly string[] {
+  if (hasDossier === undefined) return PUBLIC_PROJECT_FACETS;
+  return [hasDossier ? PROJECT_FACETS.dossier : PROJECT_FACETS.noDossier];
+}
+
+function filterName(hasDossier: boolean | undefined): DeltaCursor['f'] {
+  if (hasDossier === undefined) return 'all';
+  return hasDossier ? 'dossier' : 'no_dossier';
+}
+
+export function createProjectsService(deps: { log: EventLog; store: ReadStore; access: Access; now?: () => Date }): ProjectsService {
+  const { log, store, access } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  async function board(q: ProjectsQuery): Promise<Result<BoardPage>> {
+    if (q.limit !== undefined) {
+      return fail(errors.badRequest(`parameter 'limit' applies to delta mode (since or cursor) only; the board has a fixed page size of ${BOARD_PAGE_SIZE}`));
+    }
+    const page = q.page ?? 1;
+    const facets = facetsFor(q.has_dossier);
+    const readAt = now().toISOString();
+    const [total, rows] = await Promise.all([
+      store.count(PROJECTS_COLLECTION, facets),
+      store.list<Project>(PROJECTS_COLLECTION, { facets, offset: (page - 1) * BOARD_PAGE_SIZE, limit: BOARD_PAGE_SIZE }),
+    ]);
+    return ok({
+      projects: rows.map((r) => r.doc),
+      page,
+      pageSize: BOARD_PAGE_SIZE,
+      total,
+      totalPages: Math.ceil(total / BOARD_PAGE_SIZE),
+      readAt,
+    });
+  }
+
+  async function delta(q: ProjectsQuery): Promise<Result<SyncPage>> {
+    if (q.since !== undefined && q.cursor !== undefined) {
+      return fail(errors.badRequest("send either 'since' (to start) or 'cursor' (to continue), not both"));
+    }
+    const archive = await log.archiveId();
+    const filter = filterName(q.has_dossier);
+    let start: { after: { seq: number; id: string } } | { fromWrittenAt: string };
+    if (q.cursor !== undefined) {
+      const decoded = decodeCursor(deltaCursorSchema, q.cursor);
+      if (!decoded.ok) return fail(errors.badRequest("parameter 'cursor' is not a cursor this service issued; start again with 'since'"));
+      if (decoded.value.a !== archive) {
+        return fail(errors.conflict("this cursor was issued by a different archive; start again with 'since'"));
+      }
+      if (decoded.value.f !== filter) {
+        return fail(
+          errors.badRequest("parameter 'cursor' was issued with a different has_dossier filter; send the same has_dossier as when it was issued, or start again with 'since'"),
+        );
+      }
+      start = { after: { seq: decoded.value.s, id: decoded.value.i } };
+    } else {
+      start = { fromWrittenAt: new Date(q.since!).toISOString() };
+    }
+    const limit = q.limit ?? SYNC_LIMIT_DEFAULT;
+    // Served only up to the committed checkpoint, so a page never shows a later write before an earlier one.
+    const upToSeq = await store.checkpoint(PROJECTS_COLLECTION);
+    const readAt = now().toISOString();
+    const rows = await store.delta<Project>(PROJECTS_COLLECTION, { start, upToSeq, facets: facetsFor(q.has_dossier), limit: limit + 1 });
+    const hasMore = rows.length > limit;
+    const served = rows.slice(0, limit);
+    const last = served[served.length - 1];
+    let position: { s: number; i: string };
+    if (last) position = { s: last.seq, i: last.id };
+    else if ('after' in start) position = { s: start.after.seq, i: start.after.id };
+    else position = { s: 0, i: '' };
+    // Once everything up to the high-water mark was served, the bookmark can move there.
+    if (!hasMore && position.s < upToSeq) position = { s: upToSeq, i: '' };
+    const cursor = encodeCursor({ v: 1, a: archive, s: position.s, i: position.i, f: filter } satisfies DeltaCursor);
+    return ok({ projects: served.map((r) => r.doc), cursor, hasMore, limit, readAt });
+  }
+
+  async function resolve(handleOrId: string): Promise<StoredDoc<Project, ProjectState> | null> {
+    const byId = await store.get<Project, ProjectState>(PROJECTS_COLLECTION, handleOrId);
+    if (isPublic(byId)) return byId;
+    const handle = handleOrId.replace(/^@/, '').toLowerCase();
+    if (handle === '') return null;
+    const ids = await store.findIds(PROJECTS_COLLECTION, 'handle', handle, 100);
+    const candidates = [...(await store.getMany<Project, ProjectState>(PROJECTS_COLLECTION, ids)).values()].filter(isPublic);
+    // A reused handle resolves to the project that claimed it most recently.
+    candidates.sort((a, b) => (b.state.handleClaimedAt ?? -1) - (a.state.handleClaimedAt ?? -1) || (a.id < b.id ? 1 : -1));
+    return candidates[0] ?? null;
+  }
+
+  async function contextFor(caller: Caller, project: Project, readAt: string): Promise<ProjectContext> {
+    const stored = (await store.get<StoredContext>(CONTEXTS_COLLECTION, project.id))?.doc ?? emptyContext();
+    const { allowlisted } = await access.ownerAccess(caller.owner);
+    return {
+      votes: stored.votes,
+      voters: allowlisted ? stored.voters : null,
+      research: { ...stored.research, hasDossier: project.dossier !== null },
+      freshness: { readAt, ...stored.freshness },
+    };
+  }
+
+  return {
+    async list(query) {
+      const parsed = parseParams(projectsQuerySchema, query);
+      if (!parsed.ok) return fail(errors.badRequest(parsed.message));
+      const q = parsed.value;
+      const deltaMode = q.since !== undefined || q.cursor !== undefined;
+      if (deltaMode && q.page !== undefined) {
+        return fail(errors.badRequest("parameter 'page' (board mode) cannot be combined with 'since' or 'cursor' (delta mode)"));
+      }
+      return deltaMode ? delta(q) : board(q);
+    },
+
+    isEnriched(query) {
+      const parsed = parseParams(projectQuerySchema, query);
+      return parsed.ok && parsed.value.include === 'context';
+    },
+
+    async get(caller, params, query) {
+      const p = parseParams(projectParamsSchema, params);
+      if (!p.ok) return fail(errors.badRequest(p.message));
+      const q = parseParams(projectQuerySchema, query);
+      if (!q.ok) return fail(errors.badRequest(q.message));
+      const found = await resolve(p.value.handle);
+      if (!found) return fail(errors.notFound(`no project with id or handle '${p.value.handle}'`));
+      if (q.value.include !== 'context') return ok({ project: found.doc });
+      const readAt = now().toISOString();
+      return ok({ project: found.doc, context: await contextFor(caller, found.doc, readAt) });
+    },
+
+    resolve,
+    contextFor,
+  };
+}

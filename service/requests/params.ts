@@ -1,0 +1,27 @@
+import { z } from 'zod';
+
+/**
+ * Parameter building blocks shared by REST (query strings) and MCP (typed JSON): each accepts the
+ * typed value and its query-string spelling, so one schema serves both transports.
+ */
+export const intParam = (min: number, max: number) =>
+  z.union([z.number(), z.string().regex(/^-?\d+$/, 'must be a whole number').transform(Number)]).pipe(z.number().int().min(min).max(max));
+
+export const boolParam = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]);
+
+export const dateTimeParam = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z' });
+
+export type ParseResult<T> = { ok: true; value: T } | { ok: false; message: string };
+
+/** Validates parameters; the message names the parameter and says what to change. */
+export function parseParams<S extends z.ZodType>(schema: S, input: unknown): ParseResult<z.output<S>> {
+  const parsed = schema.safeParse(input ?? {});
+  if (parsed.success) return { ok: true, value: parsed.data };
+  const issue = parsed.error.issues[0]!;
+  if (issue.code === 'unrecognized_keys') {
+    return { ok: false, message: `unknown parameter ${issue.keys.map((k) => `'${k}'`).join(', ')}` };
+  }
+  const name = issue.path.length > 0 ? issue.path.join('.') : 'request';
+  const detail = Array.isArray(issue.path) && issue.code === 'invalid_union' ? 'has an invalid value' : issue.message;
+  return { ok: false, message: `parameter '${name}' ${detail.startsWith('must') ? detail : `is invalid: ${detail}`}` };
+}

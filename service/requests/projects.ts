@@ -1,0 +1,32 @@
+import { z } from 'zod';
+import { SYNC_LIMIT_MAX } from '../../readmodels/schemas.ts';
+import { boolParam, dateTimeParam, intParam } from './params.ts';
+
+/** GET /v1/projects and the list_projects / sync_projects tools. */
+export const projectsQuerySchema = z
+  .object({
+    page: intParam(1, 1_000_000).optional().describe('Board mode: page number, 1-based, 50 projects per page, newest first.'),
+    since: dateTimeParam
+      .optional()
+      .describe('Delta mode: rows the archive wrote at or after this ISO 8601 time (a write, not necessarily a material change).'),
+    cursor: z.string().min(1).max(512).optional().describe('Delta mode: continue from the cursor of an earlier delta page.'),
+    limit: intParam(1, SYNC_LIMIT_MAX).optional().describe('Delta mode page size: 1 to 100, default 50.'),
+    has_dossier: boolParam.optional().describe('Only projects with (true) or without (false) a research dossier.'),
+  })
+  .strict();
+
+export type ProjectsQuery = z.output<typeof projectsQuerySchema>;
+
+/** GET /v1/projects/{handle} and the get_project tool. */
+export const projectParamsSchema = z
+  .object({ handle: z.string().min(1).max(200).describe('A social handle (with or without @) or the stable project id.') })
+  .strict();
+
+export const projectQuerySchema = z
+  .object({
+    include: z
+      .enum(['context'], { message: "must be 'context'" })
+      .optional()
+      .describe("'context' adds vote counts, research status and freshness (and voter names for an allowlisted key owner)."),
+  })
+  .strict();
