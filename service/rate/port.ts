@@ -11,5 +11,7 @@ export type RateDecision =
 export interface RateLimiter {
   /** Counts one request for this key id (never the raw key) and says whether it may proceed. */
   consume(keyId: string): Promise<RateDecision>;
+  /** Whether the limiter's store answers now (always true in-process); /readyz reports it. */
+  ping(): Promise<boolean>;
   close(): Promise<void>;
 }

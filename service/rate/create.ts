@@ -1,0 +1,10 @@
+import type { Config } from '../../config/config.ts';
+import { createInProcessLimiter } from './in-process.ts';
+import type { RateLimiter } from './port.ts';
+import { createRedisLimiter } from './redis.ts';
+
+/** Redis when REDIS_URL is set (shared by every instance), in-process otherwise (DESIGN §2, §7). */
+export function createRateLimiter(config: Pick<Config, 'REDIS_URL' | 'PULSEBOARD_RATE_LIMIT'>): RateLimiter {
+  const limit = config.PULSEBOARD_RATE_LIMIT;
+  return config.REDIS_URL ? createRedisLimiter({ url: config.REDIS_URL, limit }) : createInProcessLimiter({ limit });
+}

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { parseConfig } from '../../config/config.ts';
+import { createRateLimiter } from '../../service/rate/create.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+
+function config(env: Record<string, string>) {
+  const parsed = parseConfig(env);
+  assert.ok(parsed.ok);
+  return parsed.config;
+}
+
+void describe('createRateLimiter', () => {
+  let server: RedisServer;
+  before(async () => {
+    server = await startRedisServer();
+  });
+  after(async () => {
+    await server.close();
+  });
+
+  void it('limits in-process at the default 60 without REDIS_URL', async () => {
+    const limiter = createRateLimiter(config({}));
+    const first = await limiter.consume('kid_default');
+    assert.ok(first.ok);
+    assert.equal(first.limit, 60);
+    assert.equal(first.remaining, 59);
+    await limiter.close();
+  });
+
+  void it('takes the limit from PULSEBOARD_RATE_LIMIT', async () => {
+    const limiter = createRateLimiter(config({ PULSEBOARD_RATE_LIMIT: '2' }));
+    await limiter.consume('kid_2');
+    await limiter.consume('kid_2');
+    const refused = await limiter.consume('kid_2');
+    assert.ok(!refused.ok && refused.reason === 'limited' && refused.limit === 2);
+    await limiter.close();
+  });
+
+  void it('uses Redis when REDIS_URL is set, so two limiters share one budget', async () => {
+    const env = { REDIS_URL: server.url, PULSEBOARD_RATE_LIMIT: '3' };
+    const a = createRateLimiter(config(env));
+    const b = createRateLimiter(config(env));
+    try {
+      assert.equal((await a.consume('kid_3')).ok, true);
+      assert.equal((await b.consume('kid_3')).ok, true);
+      assert.equal((await a.consume('kid_3')).ok, true);
+      const refused = await b.consume('kid_3');
+      assert.ok(!refused.ok && refused.reason === 'limited');
+      await server.stop();
+      assert.deepEqual(await a.consume('kid_3'), { ok: false, reason: 'unavailable' });
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});

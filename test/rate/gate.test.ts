@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createRateGate } from '../../service/rate/gate.ts';
+import { createInProcessLimiter } from '../../service/rate/in-process.ts';
+import type { RateDecision, RateLimiter } from '../../service/rate/port.ts';
+
+/** A limiter that answers what the test says, recording who asked. */
+function scripted(decision: RateDecision | Error) {
+  const asked: string[] = [];
+  const limiter: RateLimiter = {
+    consume: async (keyId) => {
+      asked.push(keyId);
+      if (decision instanceof Error) throw decision;
+      return decision;
+    },
+    ping: async () => true,
+    close: async () => {},
+  };
+  return { limiter, asked };
+}
+
+const PROTECTIONS = ['basic', 'protected'] as const;
+
+void describe('rate gate', () => {
+  for (const protection of PROTECTIONS) {
+    void it(`allows with the three RateLimit headers (${protection})`, async () => {
+      const { limiter, asked } = scripted({ ok: true, limit: 60, remaining: 12, resetSeconds: 37 });
+      assert.deepEqual(await createRateGate(limiter).check('kid_1', protection), {
+        ok: true,
+        headers: { 'RateLimit-Limit': '60', 'RateLimit-Remaining': '12', 'RateLimit-Reset': '37' },
+      });
+      assert.deepEqual(asked, ['kid_1']);
+    });
+
+    void it(`refuses over the limit with 429 rate_limited, Retry-After and the headers (${protection})`, async () => {
+      const { limiter } = scripted({ ok: false, reason: 'limited', limit: 60, remaining: 0, resetSeconds: 14, retryAfterSeconds: 14 });
+      assert.deepEqual(await createRateGate(limiter).check('kid_1', protection), {
+        ok: false,
+        error: {
+          status: 429,
+          code: 'rate_limited',
+          message: 'Rate limit exceeded; retry after the Retry-After interval.',
+          retryAfter: 14,
+        },
+        headers: { 'RateLimit-Limit': '60', 'RateLimit-Remaining': '0', 'RateLimit-Reset': '14', 'Retry-After': '14' },
+      });
+    });
+  }
+
+  void it('lets basic reads through unlimited, without rate headers, when the limiter is unavailable', async () => {
+    const { limiter } = scripted({ ok: false, reason: 'unavailable' });
+    assert.deepEqual(await createRateGate(limiter).check('kid_1', 'basic'), { ok: true, headers: {} });
+  });
+
+  void it('answers 503 with Retry-After 60 for protected operations when the limiter is unavailable', async () => {
+    const { limiter } = scripted({ ok: false, reason: 'unavailable' });
+    assert.deepEqual(await createRateGate(limiter).check('kid_1', 'protected'), {
+      ok: false,
+      error: { status: 503, code: 'unavailable', message: 'Rate protection is unavailable; wait 60 seconds and retry.', retryAfter: 60 },
+      headers: { 'Retry-After': '60' },
+    });
+  });
+
+  void it('treats a limiter that throws as unavailable instead of failing the request', async () => {
+    const { limiter } = scripted(new Error('boom'));
+    const gate = createRateGate(limiter);
+    assert.deepEqual(await gate.check('kid_1', 'basic'), { ok: true, headers: {} });
+    const refused = await gate.check('kid_1', 'protected');
+    assert.equal(!refused.ok && refused.error.status, 503);
+  });
+
+  void it('counts basic and protected operations against one budget', async () => {
+    const gate = createRateGate(createInProcessLimiter({ limit: 3, now: () => 1_750_000_000_000 }));
+    assert.equal((await gate.check('kid_1', 'basic')).headers['RateLimit-Remaining'], '2');
+    assert.equal((await gate.check('kid_1', 'protected')).headers['RateLimit-Remaining'], '1');
+    assert.equal((await gate.check('kid_1', 'basic')).headers['RateLimit-Remaining'], '0');
+    const refused = await gate.check('kid_1', 'protected');
+    assert.equal(!refused.ok && refused.error.code, 'rate_limited');
+    assert.equal(refused.headers['Retry-After'], '60');
+  });
+});

@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
+import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
+import { createHealth } from '../../service/health.ts';
+import { createInProcessLimiter } from '../../service/rate/in-process.ts';
+import { createRedisLimiter } from '../../service/rate/redis.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+
+void describe('health', () => {
+  let dir: string;
+  let server: RedisServer;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'pb-health-'));
+    server = await startRedisServer();
+  });
+  after(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function stores(name: string) {
+    const log = createSqliteEventLog(join(dir, `${name}-events.db`));
+    const store = createSqliteReadStore(join(dir, `${name}-read.db`));
+    const events = Array.from({ length: 5 }, (_, i) => ({ id: `${name}-${i}`, type: 'test.happened', data: { i } }));
+    const appended = await log.append('test-1', events);
+    assert.ok(appended.ok);
+    const positions = appended.events.map((e) => e.position);
+    await store.commit('projects', [], positions[4]!);
+    await store.commit('pulse', [], positions[1]!);
+    return { log, store, head: positions[4]! , pulseCheckpoint: positions[1]! };
+  }
+
+  void it('is live even when no store can be read', async () => {
+    const { log, store } = await stores('live');
+    await log.close();
+    await store.close();
+    const health = createHealth({ log, store, collections: ['projects'] });
+    assert.deepEqual(health.live(), { status: 'ok' });
+    assert.equal((await health.ready()).ready, false);
+  });
+
+  void it('is ready with every store reachable and reports lag per collection', async () => {
+    const { log, store, head, pulseCheckpoint } = await stores('up');
+    const limiter = createRedisLimiter({ url: server.url, limit: 60 });
+    try {
+      const health = createHealth({ log, store, collections: ['projects', 'pulse', 'calls'], limiter });
+      assert.deepEqual(await health.ready(), {
+        ready: true,
+        checks: { eventLog: 'ok', readStore: 'ok', rateLimiter: 'ok' },
+        lag: { projects: 0, pulse: head - pulseCheckpoint, calls: head },
+      });
+    } finally {
+      await limiter.close();
+      await log.close();
+      await store.close();
+    }
+  });
+
+  void it('is not ready when the configured Redis is stopped', async () => {
+    const { log, store } = await stores('redis-down');
+    const down = await startRedisServer();
+    const limiter = createRedisLimiter({ url: down.url, limit: 60 });
+    try {
+      const health = createHealth({ log, store, collections: ['projects'], limiter });
+      assert.equal((await health.ready()).ready, true);
+      await down.stop();
+      const result = await health.ready();
+      assert.equal(result.ready, false);
+      assert.deepEqual(result.checks, { eventLog: 'ok', readStore: 'ok', rateLimiter: 'unreachable' });
+      assert.deepEqual(result.lag, { projects: 0 });
+    } finally {
+      await limiter.close();
+      await down.close();
+      await log.close();
+      await store.close();
+    }
+  });
+
+  void it('is not ready when the read store is closed, and says which check failed', async () => {
+    const { log, store } = await stores('store-closed');
+    await store.close();
+    const health = createHealth({ log, store, collections: ['projects'], limiter: createInProcessLimiter({ limit: 60 }) });
+    assert.deepEqual(await health.ready(), {
+      ready: false,
+      checks: { eventLog: 'ok', readStore: 'unreachable', rateLimiter: 'ok' },
+      lag: { projects: null },
+    });
+    await log.close();
+  });
+
+  void it('is not ready when the event log is closed', async () => {
+    const { log, store } = await stores('log-closed');
+    await log.close();
+    const health = createHealth({ log, store, collections: ['projects'] });
+    assert.deepEqual(await health.ready(), {
+      ready: false,
+      checks: { eventLog: 'unreachable', readStore: 'ok' },
+      lag: { projects: null },
+    });
+    await store.close();
+  });
+
+  void it('counts a probe that never answers as unreachable instead of hanging', async () => {
+    const { log, store } = await stores('hung');
+    const never = { ping: () => new Promise<boolean>(() => {}) };
+    const health = createHealth({ log, store, collections: [], limiter: never, probeTimeoutMs: 50 });
+    assert.deepEqual(await health.ready(), {
+      ready: false,
+      checks: { eventLog: 'ok', readStore: 'ok', rateLimiter: 'unreachable' },
+      lag: {},
+    });
+    await log.close();
+    await store.close();
+  });
+});
