@@ -48,6 +48,13 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
   const operations = restOperations(services);
   for (const op of operations) registerOperation(app, services, op);
 
+  // Outside /v1: unauthenticated, not rate-limited, for orchestrators and load balancers.
+  app.get('/healthz', async (_request, reply) => reply.header('cache-control', 'no-store').send(services.health.live()));
+  app.get('/readyz', async (_request, reply) => {
+    const readiness = await services.health.ready();
+    return reply.header('cache-control', 'no-store').code(readiness.ready ? 200 : 503).send(readiness);
+  });
+
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '';
     const allowed = operations.filter((op) => matchesPath(op.path, path)).map((op) => op.method);

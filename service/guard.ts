@@ -1,16 +1,9 @@
 import type { Access } from './access.ts';
 import type { Caller } from './caller.ts';
 import { errors, type ServiceError } from './errors.ts';
+import type { Protection, RateGate } from './rate/gate.ts';
 
-/** basic: board, delta, plain project read, pulse; protected: everything else (DESIGN §6). */
-export type Protection = 'basic' | 'protected';
-
-export type GateOutcome =
-  | { ok: true; headers: Record<string, string> }
-  | { ok: false; error: ServiceError; headers: Record<string, string> };
-
-/** The per-key rate gate (service/rate/gate.ts). */
-export type Gate = { check(keyId: string, protection: Protection): Promise<GateOutcome> };
+export type { Protection } from './rate/gate.ts';
 
 export type Admitted = { caller: Caller; headers: Record<string, string> };
 export type Refused = { error: ServiceError; headers: Record<string, string> };
@@ -21,7 +14,7 @@ export type Guard = {
 };
 
 /** One guard for REST and MCP: the same key check and the same budget on both surfaces. */
-export function createGuard(access: Access, gate: Gate): Guard {
+export function createGuard(access: Access, gate: RateGate): Guard {
   return {
     async admit(authorization, protection) {
       const caller = await access.authenticate(authorization);

@@ -6,7 +6,8 @@ import { buildApp } from '../../api/app.ts';
 import { parseConfig, type Config } from '../../config/config.ts';
 import { sourceEventId } from '../../events/ids.ts';
 import { changeOwner, issueKey, type OwnerChange } from '../../service/access.ts';
-import type { Gate } from '../../service/guard.ts';
+import { createRateLimiter } from '../../service/rate/create.ts';
+import type { RateLimiter } from '../../service/rate/port.ts';
 import { createServices, type Services } from '../../service/services.ts';
 import { openStores, type Stores } from '../../service/stores.ts';
 
@@ -23,16 +24,19 @@ export type Harness = {
   close(): Promise<void>;
 };
 
-/** Admits every request without counting: for tests of concerns other than rate protection. */
-export const admitAll: Gate = { check: async () => ({ ok: true, headers: {} }) };
-
-export async function createHarness(options: { gate?: Gate; env?: Record<string, string>; now?: () => Date } = {}): Promise<Harness> {
+/**
+ * A service on a temporary data directory. The limiter is the real one the configuration selects;
+ * the default limit is raised so tests of other concerns are not throttled (set
+ * PULSEBOARD_RATE_LIMIT in `env` to test limiting).
+ */
+export async function createHarness(options: { env?: Record<string, string>; now?: () => Date } = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-test-'));
-  const parsed = parseConfig({ PULSEBOARD_DATA_DIR: dir, ...options.env });
+  const parsed = parseConfig({ PULSEBOARD_DATA_DIR: dir, PULSEBOARD_RATE_LIMIT: '1000000', ...options.env });
   if (!parsed.ok) throw new Error(parsed.reason);
   const config = parsed.config;
   const stores = await openStores(config);
-  const services = createServices({ config, stores, gate: options.gate ?? admitAll, ...(options.now ? { now: options.now } : {}) });
+  const limiter: RateLimiter = createRateLimiter(config);
+  const services = createServices({ config, stores, limiter, ...(options.now ? { now: options.now } : {}) });
   const app = buildApp(services);
   await app.ready();
   return {
@@ -55,6 +59,7 @@ export async function createHarness(options: { gate?: Gate; env?: Record<string,
     },
     async close() {
       await app.close();
+      await limiter.close();
       await stores.close();
       rmSync(dir, { recursive: true, force: true });
     },
