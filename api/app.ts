@@ -15,6 +15,15 @@ export function restOperations(services: Services): RestOperation[] {
   return [...projectOperations(services)];
 }
 
+/** Outside /v1: unauthenticated, not rate-limited, for orchestrators and load balancers. */
+export function mountHealth(app: FastifyInstance, services: Services): void {
+  app.get('/healthz', async (_request, reply) => reply.header('cache-control', 'no-store').send(services.health.live()));
+  app.get('/readyz', async (_request, reply) => {
+    const readiness = await services.health.ready();
+    return reply.header('cache-control', 'no-store').code(readiness.ready ? 200 : 503).send(readiness);
+  });
+}
+
 function registerOperation(app: FastifyInstance, services: Services, op: RestOperation): void {
   app.route({
     method: op.method,
@@ -48,12 +57,7 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
   const operations = restOperations(services);
   for (const op of operations) registerOperation(app, services, op);
 
-  // Outside /v1: unauthenticated, not rate-limited, for orchestrators and load balancers.
-  app.get('/healthz', async (_request, reply) => reply.header('cache-control', 'no-store').send(services.health.live()));
-  app.get('/readyz', async (_request, reply) => {
-    const readiness = await services.health.ready();
-    return reply.header('cache-control', 'no-store').code(readiness.ready ? 200 : 503).send(readiness);
-  });
+  mountHealth(app, services);
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '';
