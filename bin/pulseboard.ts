@@ -9,6 +9,8 @@ const commands: Record<string, Command> = {
   serve: { summary: 'serve the API and MCP endpoint (npm start)', load: () => import('./commands/serve.ts') },
   keys: { summary: 'keys issue --owner NAME | keys revoke KEY_ID | keys list', load: () => import('./commands/keys.ts') },
   owners: { summary: 'owners allow|deny|link|unlink NAME', load: () => import('./commands/owners.ts') },
+  ingest: { summary: 'ingest FILE… | - (NDJSON source messages)', load: () => import('./commands/ingest.ts') },
+  generate: { summary: 'generate --projects N [--seed S] … (synthetic NDJSON)', load: () => import('./commands/generate.ts') },
 };
 
 function usage(): string {

@@ -1,0 +1,110 @@
+import { accessSync, constants, createReadStream, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { parseConfig } from '../../config/config.ts';
+import type { EventLog } from '../../eventstore/port.ts';
+import { createDeadLetterFile, ingestNdjson, type NdjsonInput } from '../../ingest/ndjson.ts';
+import { openEventLog } from '../../ingest/open-log.ts';
+import { createIngestor } from '../../ingest/pipeline.ts';
+
+const USAGE = `usage: pulseboard ingest [--dead-letter PATH] FILE… | -
+
+Appends NDJSON source messages (INGEST.md) to the event log, one message per line; '-' reads stdin.
+Prints "accepted N, duplicate N, rejected N". Rejected lines go to the dead-letter file
+(default <PULSEBOARD_DATA_DIR>/dead-letter.ndjson) with their file, line, field path and reason.
+Exit status: 0 all stored, 1 some rejected (or the event log failed), 2 usage error.
+`;
+
+const DEAD_LETTER_FILE = 'dead-letter.ndjson';
+
+function usageError(message: string): number {
+  process.stderr.write(`pulseboard ingest: ${message}\n\n${USAGE}`);
+  return 2;
+}
+
+/** Every named file must be a readable regular file before anything is appended. */
+function checkFile(path: string): string | null {
+  try {
+    const stat = statSync(path);
+    if (!stat.isFile()) return `${path} is not a file`;
+    accessSync(path, constants.R_OK);
+    return null;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? `${path} does not exist` : `${path} cannot be read (${code ?? 'error'})`;
+  }
+}
+
+function parse(args: string[]): { ok: true; files: string[]; deadLetter: string | undefined; help: boolean } | { ok: false; reason: string } {
+  try {
+    const { values, positionals } = parseArgs({
+      args,
+      options: { 'dead-letter': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
+    return { ok: true, files: positionals, deadLetter: values['dead-letter'], help: values.help === true };
+  } catch (error) {
+    return { ok: false, reason: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+export async function run(args: string[]): Promise<number> {
+  const parsed = parse(args);
+  if (!parsed.ok) return usageError(parsed.reason);
+  if (parsed.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (parsed.files.length === 0) return usageError('name at least one FILE, or - for stdin');
+  if (parsed.files.filter((f) => f === '-').length > 1) return usageError('stdin (-) can be read only once');
+  if (parsed.deadLetter === '') return usageError('--dead-letter needs a path');
+  for (const file of parsed.files) {
+    if (file === '-') continue;
+    const problem = checkFile(file);
+    if (problem) return usageError(problem);
+  }
+
+  const configResult = parseConfig();
+  if (!configResult.ok) return usageError(configResult.reason);
+  const config = configResult.config;
+
+  let log: EventLog;
+  try {
+    log = openEventLog(config);
+  } catch (error) {
+    process.stderr.write(`pulseboard ingest: cannot open the event log: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 2;
+  }
+
+  const deadLetterPath = parsed.deadLetter ?? join(config.PULSEBOARD_DATA_DIR, DEAD_LETTER_FILE);
+  const deadLetter = createDeadLetterFile(deadLetterPath);
+  const inputs: NdjsonInput[] = parsed.files.map((file) =>
+    file === '-' ? { name: '-', stream: process.stdin } : { name: file, stream: createReadStream(file) },
+  );
+
+  try {
+    const result = await ingestNdjson(inputs, {
+      ingestor: createIngestor(log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER }),
+      deadLetter,
+      onProgress: ({ lines, linesPerSecond }) => process.stderr.write(`ingest: ${lines} lines read, ${linesPerSecond} lines/s\n`),
+    });
+    const { accepted, duplicate, rejected } = result.counts;
+    process.stdout.write(`accepted ${accepted}, duplicate ${duplicate}, rejected ${rejected}\n`);
+    if (rejected > 0) process.stderr.write(`pulseboard ingest: ${rejected} rejected; see ${deadLetterPath}\n`);
+    if (!result.ok) {
+      process.stderr.write(`pulseboard ingest: stopped at ${result.file}:${result.line}: event log failed: ${result.reason}\n`);
+      return 1;
+    }
+    return rejected > 0 ? 1 : 0;
+  } catch (error) {
+    process.stderr.write(`pulseboard ingest: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  } finally {
+    for (const input of inputs) if (input.stream !== process.stdin) input.stream.destroy();
+    await deadLetter.close().catch((error: unknown) => {
+      process.stderr.write(`pulseboard ingest: dead-letter file ${deadLetterPath}: ${error instanceof Error ? error.message : String(error)}\n`);
+    });
+    await log.close();
+  }
+}

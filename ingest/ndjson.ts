@@ -1,0 +1,192 @@
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { dirname } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { decodeJson } from './messages.ts';
+import type { Ingestor } from './pipeline.ts';
+
+/** One NDJSON input: a file, or stdin under the name '-'. */
+export type NdjsonInput = { name: string; stream: Readable };
+
+export type NdjsonCounts = { lines: number; accepted: number; duplicate: number; rejected: number };
+
+export type DeadLetterEntry = {
+  file: string;
+  line: number;
+  type: string | null;
+  id: string | null;
+  path: string;
+  reason: string;
+  /** The message as received, with every thesisText withheld. */
+  message: unknown;
+};
+
+export type DeadLetterSink = { write(entry: DeadLetterEntry): Promise<void>; close(): Promise<void> };
+
+export type NdjsonProgress = { lines: number; linesPerSecond: number };
+
+export type NdjsonOptions = {
+  ingestor: Ingestor;
+  deadLetter: DeadLetterSink;
+  /** Called at most once per `progressIntervalMs` while lines are being read. */
+  onProgress?: (progress: NdjsonProgress) => void;
+  progressIntervalMs?: number;
+  now?: () => number;
+};
+
+export type NdjsonResult =
+  | { ok: true; counts: NdjsonCounts }
+  /** The event log failed: counts so far, and where ingest stopped (that line was not counted). */
+  | { ok: false; counts: NdjsonCounts; file: string; line: number; reason: string };
+
+const THESIS_KEY = 'thesisText';
+
+function withheld(value: unknown): string {
+  return typeof value === 'string' ? `[withheld: ${value.length} characters]` : '[withheld]';
+}
+
+/**
+ * A copy of a decoded message with the value of every `thesisText` key, at any depth, replaced
+ * by a placeholder. Iterative, so a deeply nested hostile message cannot overflow the stack.
+ */
+export function withholdThesisText(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  const root: unknown[] = [value];
+  const stack: { source: unknown; target: Record<string, unknown> | unknown[]; key: string | number }[] = [
+    { source: value, target: root, key: 0 },
+  ];
+  while (stack.length > 0) {
+    const { source, target, key } = stack.pop()!;
+    if (typeof source !== 'object' || source === null) {
+      (target as Record<string | number, unknown>)[key] = source;
+      continue;
+    }
+    if (Array.isArray(source)) {
+      const copy: unknown[] = new Array<unknown>(source.length);
+      (target as Record<string | number, unknown>)[key] = copy;
+      source.forEach((item, index) => stack.push({ source: item, target: copy, key: index }));
+      continue;
+    }
+    // Null prototype: a "__proto__" key from JSON.parse stays a plain key of the copy.
+    const copy = Object.create(null) as Record<string, unknown>;
+    (target as Record<string | number, unknown>)[key] = copy;
+    for (const [name, item] of Object.entries(source)) {
+      // Assigned now so the copy keeps the original key order; filled in when popped.
+      copy[name] = name === THESIS_KEY ? withheld(item) : null;
+      if (name !== THESIS_KEY) stack.push({ source: item, target: copy, key: name });
+    }
+  }
+  return root[0];
+}
+
+/**
+ * What the dead-letter file keeps of a rejected line. A line that is not JSON cannot be searched
+ * for a thesis reliably, so it is withheld whole when it might hold one.
+ */
+export function deadLetterMessage(raw: string): { message: unknown; type: string | null; id: string | null } {
+  const decoded = decodeJson(raw);
+  if (!decoded.ok) {
+    const mightHoldThesis = /thesis/i.test(raw) || /\\u/i.test(raw);
+    return { message: mightHoldThesis ? `[withheld: unparseable line of ${raw.length} characters]` : raw, type: null, id: null };
+  }
+  const value = decoded.value;
+  const record = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  return {
+    message: withholdThesisText(value),
+    type: typeof record['type'] === 'string' ? record['type'] : null,
+    id: typeof record['id'] === 'string' ? record['id'] : null,
+  };
+}
+
+async function writeWithBackpressure(stream: WriteStream, text: string): Promise<void> {
+  if (!stream.write(text)) await once(stream, 'drain');
+}
+
+/** Appends dead letters to an NDJSON file, created (with its directory) only when the first one arrives. */
+export function createDeadLetterFile(path: string): DeadLetterSink {
+  let stream: WriteStream | null = null;
+  let failure: Error | null = null;
+  return {
+    async write(entry) {
+      if (failure) throw failure;
+      if (!stream) {
+        mkdirSync(dirname(path), { recursive: true });
+        stream = createWriteStream(path, { flags: 'a' });
+        stream.on('error', (error) => {
+          failure = error;
+        });
+        await once(stream, 'open');
+      }
+      await writeWithBackpressure(stream, `${JSON.stringify(entry)}\n`);
+    },
+    async close() {
+      if (!stream) return;
+      const open = stream;
+      stream = null;
+      open.end();
+      await once(open, 'finish');
+      if (failure) throw failure;
+    },
+  };
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Streams each input line by line (readline over the stream, so memory stays flat whatever the
+ * file size), skips blank lines, ingests the rest in order and dead-letters the rejects.
+ */
+export async function ingestNdjson(inputs: readonly NdjsonInput[], options: NdjsonOptions): Promise<NdjsonResult> {
+  const now = options.now ?? Date.now;
+  const interval = options.progressIntervalMs ?? 2000;
+  const counts: NdjsonCounts = { lines: 0, accepted: 0, duplicate: 0, rejected: 0 };
+  const started = now();
+  let lastProgress = started;
+
+  for (const input of inputs) {
+    const lines = createInterface({ input: input.stream, crlfDelay: Infinity });
+    let lineNumber = 0;
+    for await (const text of lines) {
+      lineNumber += 1;
+      counts.lines += 1;
+      if (options.onProgress) {
+        const t = now();
+        if (t - lastProgress >= interval) {
+          lastProgress = t;
+          const seconds = Math.max((t - started) / 1000, 0.001);
+          options.onProgress({ lines: counts.lines, linesPerSecond: Math.round(counts.lines / seconds) });
+        }
+      }
+      const raw = lineNumber === 1 ? text.replace(/^\uFEFF/, '') : text;
+      if (raw.trim().length === 0) continue;
+
+      let outcome;
+      try {
+        outcome = await options.ingestor.ingest(raw, 'ndjson');
+      } catch (error) {
+        lines.close();
+        input.stream.destroy();
+        return { ok: false, counts, file: input.name, line: lineNumber, reason: errorText(error) };
+      }
+      if (outcome.status === 'rejected') {
+        counts.rejected += 1;
+        const kept = deadLetterMessage(raw);
+        await options.deadLetter.write({
+          file: input.name,
+          line: lineNumber,
+          type: kept.type,
+          id: kept.id,
+          path: outcome.path,
+          reason: outcome.reason,
+          message: kept.message,
+        });
+      } else {
+        counts[outcome.status] += 1;
+      }
+    }
+  }
+  return { ok: true, counts };
+}

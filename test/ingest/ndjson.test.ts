@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import { createReadStream, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import type { EventLog } from '../../eventstore/port.ts';
+import {
+  createDeadLetterFile,
+  deadLetterMessage,
+  ingestNdjson,
+  withholdThesisText,
+  type DeadLetterEntry,
+  type NdjsonProgress,
+} from '../../ingest/ndjson.ts';
+import { createIngestor } from '../../ingest/pipeline.ts';
+import { example, examples, line, THESIS } from './examples.ts';
+import { tempLog } from './helpers.ts';
+
+function readDeadLetters(path: string): DeadLetterEntry[] {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((l) => JSON.parse(l) as DeadLetterEntry);
+}
+
+void describe('NDJSON ingest', () => {
+  let dir: string;
+  let log: EventLog;
+  let cleanup: () => Promise<void>;
+  beforeEach(() => {
+    ({ dir, log, cleanup } = tempLog());
+  });
+  afterEach(async () => {
+    await cleanup();
+  });
+
+  const run = async (file: string, deadLetterPath: string, options: { log?: EventLog } = {}) => {
+    const deadLetter = createDeadLetterFile(deadLetterPath);
+    try {
+      return await ingestNdjson([{ name: file, stream: createReadStream(file) }], {
+        ingestor: createIngestor(options.log ?? log, { followerProvider: 'followerscope' }),
+        deadLetter,
+      });
+    } finally {
+      await deadLetter.close();
+    }
+  };
+
+  void it('appends the good lines, dead-letters each bad one with its line and path, and withholds thesis text', async () => {
+    const badCall = example('call.recorded');
+    badCall.data.caller.profileUrl = 'nope';
+    const badBeat = example('pulse.published');
+    badBeat.data.card.beat = 'weather';
+    const lines = [
+      line(examples['project.sighted']), // 1
+      '', // 2 blank
+      line(badCall), // 3
+      line(examples['call.recorded']), // 4
+      `{"type":"call.recorded","id":"x","data":{"thesisText":"${THESIS}"`, // 5 not JSON
+      '   ', // 6 blank
+      line(badBeat), // 7
+      line(examples['vote.cast']), // 8
+    ];
+    const file = join(dir, 'in.ndjson');
+    writeFileSync(file, `${lines.join('\r\n')}\r\n`);
+    const deadLetterPath = join(dir, 'dead', 'letters.ndjson');
+
+    const result = await run(file, deadLetterPath);
+    assert.deepEqual(result, { ok: true, counts: { lines: 8, accepted: 3, duplicate: 0, rejected: 3 } });
+    assert.equal(await log.headPosition() > 0, true);
+    assert.equal((await log.readAll({ afterPosition: 0, limit: 10 })).length, 3);
+
+    const letters = readDeadLetters(deadLetterPath);
+    assert.deepEqual(
+      letters.map((l) => [l.file, l.line, l.type, l.id, l.path]),
+      [
+        [file, 3, 'call.recorded', 'call-1', 'data.caller.profileUrl'],
+        [file, 5, null, null, '(message)'],
+        [file, 7, 'pulse.published', 'pulse-1', 'data.card.beat'],
+      ],
+    );
+    assert.match(letters[1]!.reason, /not valid JSON/);
+    const withheldCall = letters[0]!.message as { data: { thesisText: string; caller: { profileUrl: string } } };
+    assert.equal(withheldCall.data.thesisText, `[withheld: ${THESIS.length} characters]`);
+    assert.equal(withheldCall.data.caller.profileUrl, 'nope', 'the rest of the message is kept');
+    assert.deepEqual(letters[2]!.message, badBeat);
+
+    const raw = readFileSync(deadLetterPath, 'utf8');
+    assert.equal(raw.includes(THESIS), false, 'no thesis text in the dead-letter file');
+    assert.equal(raw.includes('Private thesis'), false);
+  });
+
+  void it('appends nothing when the same file is ingested again', async () => {
+    const file = join(dir, 'all.ndjson');
+    writeFileSync(file, Object.values(examples).map(line).join('\n'));
+    const first = await run(file, join(dir, 'dl.ndjson'));
+    assert.deepEqual(first.counts, { lines: 14, accepted: 14, duplicate: 0, rejected: 0 });
+    const head = await log.headPosition();
+    const second = await run(file, join(dir, 'dl.ndjson'));
+    assert.deepEqual(second, { ok: true, counts: { lines: 14, accepted: 0, duplicate: 14, rejected: 0 } });
+    assert.equal(await log.headPosition(), head);
+    assert.equal(existsSync(join(dir, 'dl.ndjson')), false, 'no dead-letter file without rejects');
+  });
+
+  void it('stops at the line where the event log failed, reporting what it did so far', async () => {
+    const file = join(dir, 'in.ndjson');
+    writeFileSync(file, [line(examples['rival.listed']), line(examples['vote.cast']), line(examples['ask.updated'])].join('\n'));
+    let appends = 0;
+    const flaky: EventLog = {
+      ...log,
+      append: (stream, events, expected) => {
+        appends += 1;
+        return appends === 2 ? Promise.reject(new Error('database is locked')) : log.append(stream, events, expected);
+      },
+    };
+    const result = await run(file, join(dir, 'dl.ndjson'), { log: flaky });
+    assert.deepEqual(result, {
+      ok: false,
+      counts: { lines: 2, accepted: 1, duplicate: 0, rejected: 0 },
+      file,
+      line: 2,
+      reason: 'database is locked',
+    });
+  });
+
+  void it('reports progress at most once per interval', async () => {
+    const text = Array.from({ length: 10 }, (_, n) => line({ ...examples['rival.listed'], id: `r-${n}` })).join('\n');
+    let clock = 0;
+    const seen: NdjsonProgress[] = [];
+    const deadLetter = createDeadLetterFile(join(dir, 'dl.ndjson'));
+    await ingestNdjson([{ name: '-', stream: Readable.from([text]) }], {
+      ingestor: createIngestor(log, { followerProvider: 'followerscope' }),
+      deadLetter,
+      progressIntervalMs: 2000,
+      // Each reading of the clock advances it by 700 ms: a report every third line.
+      now: () => (clock += 700),
+      onProgress: (p) => seen.push(p),
+    });
+    await deadLetter.close();
+    assert.deepEqual(
+      seen.map((p) => p.lines),
+      [3, 6, 9],
+    );
+    assert.equal(seen[0]!.linesPerSecond, Math.round(3 / 2.1));
+  });
+});
+
+void describe('dead-letter message', () => {
+  void it('withholds thesisText at any depth and keeps key order', () => {
+    const value = { a: 1, thesisText: 'secret', nested: [{ thesisText: 'more secret', b: [1, { thesisText: 5 }] }], z: null };
+    assert.equal(
+      JSON.stringify(withholdThesisText(value)),
+      JSON.stringify({
+        a: 1,
+        thesisText: '[withheld: 6 characters]',
+        nested: [{ thesisText: '[withheld: 11 characters]', b: [1, { thesisText: '[withheld]' }] }],
+        z: null,
+      }),
+    );
+  });
+
+  void it('survives hostile nesting and __proto__ keys', () => {
+    const deep = `${'['.repeat(50_000)}${']'.repeat(50_000)}`;
+    assert.doesNotThrow(() => deadLetterMessage(deep));
+    const proto = deadLetterMessage('{"__proto__": {"thesisText": "x"}, "type": "t"}');
+    assert.equal(JSON.stringify(proto.message), '{"__proto__":{"thesisText":"[withheld: 1 characters]"},"type":"t"}');
+  });
+
+  void it('keeps an unparseable line only when it cannot hold a thesis', () => {
+    assert.equal(deadLetterMessage('{"type": "rival.listed",').message, '{"type": "rival.listed",');
+    assert.equal(deadLetterMessage('{"thesisText": "abc"').message, '[withheld: unparseable line of 20 characters]');
+    // An escaped key could spell thesisText without the word showing.
+    assert.equal(deadLetterMessage('{"\\u0074hesisText": "abc"').message, '[withheld: unparseable line of 25 characters]');
+  });
+});
