@@ -239,7 +239,8 @@ export function foldProject(current: ProjectEntity | null, event: RecordedEvent)
   return {
     doc,
     state,
-    sortKey: doc.firstSeenByUs,
+    // Sources may send any UTC offset; the listing order compares instants, not spellings.
+    sortKey: new Date(doc.firstSeenByUs).toISOString(),
     facet: !sighted ? PROJECT_FACETS.pending : doc.dossier ? PROJECT_FACETS.dossier : PROJECT_FACETS.noDossier,
     keys: sighted ? projectKeys(doc) : {},
   };

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Config } from '../config/config.ts';
 import type { EventLog } from '../eventstore/port.ts';
-import { createSqliteEventLog } from '../eventstore/sqlite/sqlite-event-log.ts';
+import { openEventLog } from '../eventstore/open.ts';
 import { projectors } from '../projectors/registry.ts';
 import { createProjectorRunner, type ProjectorRunner } from '../projectors/runner.ts';
 import type { ReadStore } from '../readmodels/port.ts';
@@ -18,7 +18,7 @@ export type Stores = {
 
 /** Opens the event log and read store the configuration selects (embedded SQLite by default). */
 export async function openStores(config: Config): Promise<Stores> {
-  const log = createSqliteEventLog(join(config.PULSEBOARD_DATA_DIR, 'events.sqlite'));
+  const log = openEventLog(config);
   const store = createSqliteReadStore(join(config.PULSEBOARD_DATA_DIR, 'readmodels.sqlite'));
   return assembleStores(log, store);
 }

@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { parseConfig } from '../../config/config.ts';
 import type { EventLog } from '../../eventstore/port.ts';
 import { createDeadLetterFile, ingestNdjson, type NdjsonInput } from '../../ingest/ndjson.ts';
-import { openEventLog } from '../../ingest/open-log.ts';
+import { openEventLog } from '../../eventstore/open.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
 
 const USAGE = `usage: pulseboard ingest [--dead-letter PATH] FILE… | -

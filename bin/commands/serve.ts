@@ -1,4 +1,94 @@
-export async function run(_args: string[]): Promise<number> {
-  process.stderr.write('serve: being written in this commit series\n');
-  return 1;
+import { createReadStream, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { buildApp, mountHealth } from '../../api/app.ts';
+import { loadConfig, type Config } from '../../config/config.ts';
+import { createIngestor } from '../../ingest/pipeline.ts';
+import { changeOwner, issueKey } from '../../service/access.ts';
+import { createRateLimiter } from '../../service/rate/create.ts';
+import { createServices } from '../../service/services.ts';
+import { openStores, type Stores } from '../../service/stores.ts';
+
+const ROLES = ['all', 'api', 'projectors', 'thesis-reader', 'ingest'] as const;
+type Role = (typeof ROLES)[number];
+
+export const SAMPLE_FILE = join(import.meta.dirname, '../../sample/sample.ndjson');
+export const LOCAL_OWNER = 'local';
+
+function parseRole(args: string[]): Role | null {
+  const i = args.indexOf('--role');
+  if (i < 0) return 'all';
+  const role = args[i + 1];
+  return (ROLES as readonly string[]).includes(role ?? '') ? (role as Role) : null;
+}
+
+/** Loads the bundled sample into an empty log and issues an allowlisted, linked key for it. */
+async function initialiseEmbedded(stores: Stores, config: Config): Promise<string | null> {
+  if ((await stores.log.headPosition()) > 0 || !existsSync(SAMPLE_FILE)) return null;
+  const ingestor = createIngestor(stores.log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER });
+  let accepted = 0;
+  for await (const line of createInterface({ input: createReadStream(SAMPLE_FILE), crlfDelay: Infinity })) {
+    if (line.trim() === '') continue;
+    const outcome = await ingestor.ingest(line, 'ndjson');
+    if (outcome.status === 'accepted') accepted += 1;
+  }
+  await changeOwner(stores.log, LOCAL_OWNER, 'allow');
+  await changeOwner(stores.log, LOCAL_OWNER, 'link');
+  const issued = await issueKey(stores.log, LOCAL_OWNER);
+  process.stderr.write(`loaded ${accepted} sample messages into ${config.PULSEBOARD_DATA_DIR}\n`);
+  return issued.key;
+}
+
+export async function run(args: string[]): Promise<number> {
+  const role = parseRole(args);
+  if (!role) {
+    process.stderr.write(`usage: pulseboard serve [--role ${ROLES.join('|')}]\n`);
+    return 2;
+  }
+  const config = loadConfig();
+  const stores = await openStores(config);
+  const embedded = config.EVENTSTORE_URL === undefined && config.MONGODB_URL === undefined;
+  const localKey = role === 'all' && embedded ? await initialiseEmbedded(stores, config) : null;
+  const limiter = createRateLimiter(config);
+  const services = createServices({ config, stores, limiter });
+  const stop = new AbortController();
+  const background: Promise<unknown>[] = [];
+
+  if (role === 'all' || role === 'projectors') {
+    await stores.catchUp();
+    for (const runner of stores.runners) background.push(runner.run(stop.signal));
+  }
+
+  const logger = config.PULSEBOARD_LOG_LEVEL === 'silent' ? false : { level: config.PULSEBOARD_LOG_LEVEL };
+  let app: FastifyInstance;
+  if (role === 'all' || role === 'api') {
+    app = buildApp(services, { logger });
+  } else {
+    // Worker roles answer only /healthz and /readyz.
+    app = Fastify({ logger });
+    mountHealth(app, services);
+  }
+  await app.listen({ port: config.PORT, host: config.HOST });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  const url = `http://${config.HOST}:${port}`;
+  process.stdout.write(`pulseboard (${role}) listening on ${url}/v1  (MCP: ${url}/mcp, docs: ${url}/docs)\n`);
+  if (localKey) {
+    process.stdout.write(`API key for this local instance (shown once; owner "${LOCAL_OWNER}", allowlisted and linked):\n${localKey}\n`);
+    process.stdout.write(`try: curl -H "Authorization: Bearer ${localKey}" ${url}/v1/projects\n`);
+  }
+
+  await new Promise<void>((resolve) => {
+    const shutdown = () => resolve();
+    process.once('SIGTERM', shutdown);
+    process.once('SIGINT', shutdown);
+  });
+  // Graceful: stop taking requests, let the projectors finish their batch, then close the stores.
+  stop.abort();
+  await app.close();
+  await Promise.allSettled(background);
+  await limiter.close();
+  await stores.close();
+  return 0;
 }

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Config } from '../config/config.ts';
-import type { EventLog } from '../eventstore/port.ts';
-import { createSqliteEventLog } from '../eventstore/sqlite/sqlite-event-log.ts';
+import type { EventLog } from './port.ts';
+import { createSqliteEventLog } from './sqlite/sqlite-event-log.ts';
 
 export const EVENT_LOG_FILE = 'events.sqlite';
 
@@ -11,12 +11,13 @@ export function embeddedEventLogPath(config: Config): string {
 }
 
 /**
- * The event log the configuration selects. Only the embedded SQLite log is wired so far; with
- * EVENTSTORE_URL set this throws rather than silently writing to a local file nobody reads.
+ * The event log the configuration selects: the embedded SQLite file by default. With
+ * EVENTSTORE_URL set and no adapter wired, this throws rather than silently writing to a local
+ * file nobody reads.
  */
 export function openEventLog(config: Config): EventLog {
   if (config.EVENTSTORE_URL !== undefined) {
-    throw new Error('EVENTSTORE_URL is set, but the KurrentDB event log is not wired into this command yet; unset it to use the embedded log');
+    throw new Error('EVENTSTORE_URL is set, but the KurrentDB event log adapter is not wired in; unset it to use the embedded log');
   }
   return createSqliteEventLog(embeddedEventLogPath(config));
 }
