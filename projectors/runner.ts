@@ -25,6 +25,8 @@ export function foldEvents<D, S>(
   events: readonly RecordedEvent[],
 ): Map<string, StoredDoc<D, S>> {
   const changed = new Map<string, StoredDoc<D, S>>();
+  // The serialized public document per id, so each event costs one stringify, not two.
+  const published = new Map<string, string>();
   for (const event of events) {
     const id = projector.keyOf(event);
     if (id === null) continue;
@@ -34,7 +36,10 @@ export function foldEvents<D, S>(
       : null;
     const next = projector.fold(current, event);
     if (next === null) continue;
-    const docChanged = !before || JSON.stringify(before.doc) !== JSON.stringify(next.doc);
+    const beforeJson = before ? (published.get(id) ?? JSON.stringify(before.doc)) : null;
+    const nextJson = JSON.stringify(next.doc);
+    published.set(id, nextJson);
+    const docChanged = !before || beforeJson !== nextJson;
     changed.set(id, {
       id,
       doc: next.doc,

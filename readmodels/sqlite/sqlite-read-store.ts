@@ -14,10 +14,10 @@ CREATE TABLE IF NOT EXISTS docs (
   keys TEXT NOT NULL,
   PRIMARY KEY (collection, id)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS docs_listing ON docs (collection, sort_key DESC, id DESC);
+CREATE INDEX IF NOT EXISTS docs_listing ON docs (collection, sort_key DESC, id DESC, facet);
 CREATE INDEX IF NOT EXISTS docs_listing_facet ON docs (collection, facet, sort_key DESC, id DESC);
 CREATE INDEX IF NOT EXISTS docs_delta ON docs (collection, seq, id);
-CREATE INDEX IF NOT EXISTS docs_written ON docs (collection, written_at);
+CREATE INDEX IF NOT EXISTS docs_written ON docs (collection, written_at, seq);
 CREATE TABLE IF NOT EXISTS doc_keys (
   collection TEXT NOT NULL,
   key TEXT NOT NULL,
@@ -40,16 +40,25 @@ type DocRow = {
   keys: string;
 };
 
+/** `state` and `keys` are parsed on first access: read paths serve `doc` only. */
 function toStored<D, S>(row: DocRow): StoredDoc<D, S> {
+  let state: { value: S } | undefined;
+  let keys: Record<string, string[]> | undefined;
   return {
     id: row.id,
     doc: JSON.parse(row.doc) as D,
-    state: JSON.parse(row.state) as S,
+    get state() {
+      state ??= { value: JSON.parse(row.state) as S };
+      return state.value;
+    },
     seq: row.seq,
     writtenAt: row.written_at,
     sortKey: row.sort_key,
     facet: row.facet,
-    keys: JSON.parse(row.keys) as Record<string, string[]>,
+    get keys() {
+      keys ??= JSON.parse(row.keys) as Record<string, string[]>;
+      return keys;
+    },
   };
 }
 
@@ -165,8 +174,14 @@ export function createSqliteReadStore(path: string): ReadStore {
         clauses.push('(seq > ? OR (seq = ? AND id > ?))');
         params.push(query.start.after.seq, query.start.after.seq, query.start.after.id);
       } else {
-        clauses.push('written_at >= ?');
-        params.push(query.start.fromWrittenAt);
+        // writtenAt never decreases with seq (both come from the log), so a time maps to a first seq
+        // and the walk can use the (seq, id) index instead of sorting every later row.
+        const first = db
+          .prepare('SELECT seq FROM docs WHERE collection = ? AND written_at >= ? ORDER BY written_at, seq LIMIT 1')
+          .get(collection, query.start.fromWrittenAt) as { seq: number } | undefined;
+        if (!first) return [];
+        clauses.push('seq >= ?');
+        params.push(first.seq);
       }
       const facetClause = facetFilter(query.facets, params, '');
       if (facetClause) clauses.push(facetClause);
