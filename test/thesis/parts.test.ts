@@ -65,6 +65,24 @@ void describe('thesis parts', () => {
     assert.ok(kept > 0 && kept < first.items.length, 'the threshold visibly drops some sample items');
   });
 
+  void it('the embedded default flow works end to end with the sample source', async () => {
+    const h = await harness({ source: createSampleThesisSource() });
+    try {
+      const ann = await h.member('ann');
+      const queued = await h.feed.request(ann, { contract: contractOf(8) });
+      assert.ok(queued.ok && queued.value.httpStatus === 202);
+      assert.equal(await h.reader.runOnce(), 1);
+      const ready = await h.feed.status(ann, { contract: contractOf(8) });
+      assert.ok(ready.ok);
+      const status = thesisStatusSchema.parse(ready.value);
+      assert.equal(status.status, 'ready');
+      assert.ok(status.snapshot!.items.length > 0 && status.snapshot!.items.length <= 25);
+      assert.ok(status.snapshot!.sourceUrl.startsWith(SAMPLE_SOURCE_HOST));
+    } finally {
+      await h.close();
+    }
+  });
+
   void it('chooses the HTTP source when PULSEBOARD_THESIS_SOURCE_URL is set, the sample otherwise, and refuses a bad URL', () => {
     const sample = createThesisSource(testConfig());
     assert.ok(sample.ok && sample.kind === 'sample');
