@@ -17,6 +17,8 @@ export const configSchema = z.object({
   PULSEBOARD_THESIS_FEED: z.preprocess(emptyAsUnset, z.enum(['on', 'off']).default('on')),
   PULSEBOARD_THESIS_SOURCE_URL: optionalUrl,
   PULSEBOARD_THESIS_SOURCE_KEY: optionalUrl,
+  /** One read of the thesis source, headers and body together; no retries follow a timeout. */
+  PULSEBOARD_THESIS_SOURCE_TIMEOUT_MS: z.preprocess(emptyAsUnset, z.coerce.number().int().min(100).max(120_000).default(15_000)),
   PULSEBOARD_LOG_LEVEL: z.preprocess(emptyAsUnset, z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'silent']).default('info')),
 });
 

@@ -3,6 +3,7 @@ import { isoDateTime } from '../readmodels/schemas.ts';
 import { accessPayloads } from './access.ts';
 import { researchPayloads } from './research.ts';
 import { sourcePayloads, type SourcePayload, type SourceType } from './source.ts';
+import { thesisPayloads } from './thesis.ts';
 
 /**
  * Every event type the service stores, with the zod schema of its `data`.
@@ -18,6 +19,7 @@ export const eventSchemas = {
   ...sourceEventSchemas,
   ...accessPayloads,
   ...researchPayloads,
+  ...thesisPayloads,
 };
 
 export type EventType = keyof typeof eventSchemas;

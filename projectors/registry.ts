@@ -2,6 +2,7 @@ import { keysProjector, ownersProjector } from './access.ts';
 import { contextsProjector } from './contexts.ts';
 import { anyProjector, type Projector } from './projector.ts';
 import { projectsProjector } from './projects.ts';
+import { thesisProjector } from './thesis.ts';
 
 /** Every read model the service keeps, each written by one ordered projector. */
 export const projectors: readonly Projector[] = [
@@ -9,4 +10,5 @@ export const projectors: readonly Projector[] = [
   anyProjector(contextsProjector),
   anyProjector(keysProjector),
   anyProjector(ownersProjector),
+  anyProjector(thesisProjector),
 ];
