@@ -3,6 +3,7 @@ import { errors } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { sendError } from './errors.ts';
 import type { RestOperation } from './operation.ts';
+import { askOperations } from './routes/asks.ts';
 import { projectOperations } from './routes/projects.ts';
 
 export type AppOptions = {
@@ -12,7 +13,7 @@ export type AppOptions = {
 
 /** Every REST operation, in the order the OpenAPI document lists them. */
 export function restOperations(services: Services): RestOperation[] {
-  return [...projectOperations(services)];
+  return [...projectOperations(services), ...askOperations(services)];
 }
 
 function registerOperation(app: FastifyInstance, services: Services, op: RestOperation): void {

@@ -1,4 +1,5 @@
 import { keysProjector, ownersProjector } from './access.ts';
+import { asksProjector } from './asks.ts';
 import { contextsProjector } from './contexts.ts';
 import { anyProjector, type Projector } from './projector.ts';
 import { projectsProjector } from './projects.ts';
@@ -9,4 +10,5 @@ export const projectors: readonly Projector[] = [
   anyProjector(contextsProjector),
   anyProjector(keysProjector),
   anyProjector(ownersProjector),
+  anyProjector(asksProjector),
 ];

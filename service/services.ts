@@ -1,5 +1,6 @@
 import type { Config } from '../config/config.ts';
 import { createAccess, type Access } from './access.ts';
+import { createAsksService, type AsksService } from './asks.ts';
 import { createGuard, type Gate, type Guard } from './guard.ts';
 import { createProjectsService, type ProjectsService } from './projects.ts';
 import type { Stores } from './stores.ts';
@@ -11,18 +12,21 @@ export type Services = {
   access: Access;
   guard: Guard;
   projects: ProjectsService;
+  asks: AsksService;
   now: () => Date;
 };
 
 export function createServices(deps: { config: Config; stores: Stores; gate: Gate; now?: () => Date }): Services {
   const now = deps.now ?? (() => new Date());
   const access = createAccess(deps.stores.log, now);
+  const projects = createProjectsService({ log: deps.stores.log, store: deps.stores.store, access, now });
   return {
     config: deps.config,
     stores: deps.stores,
     access,
     guard: createGuard(access, deps.gate),
-    projects: createProjectsService({ log: deps.stores.log, store: deps.stores.store, access, now }),
+    projects,
+    asks: createAsksService({ log: deps.stores.log, store: deps.stores.store, access, projects, now }),
     now,
   };
 }
