@@ -3,6 +3,7 @@ import { errors } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { sendError } from './errors.ts';
 import type { RestOperation } from './operation.ts';
+import { mcpPlugin } from '../mcp/plugin.ts';
 import { askOperations } from './routes/asks.ts';
 import { projectOperations } from './routes/projects.ts';
 
@@ -48,6 +49,8 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
 
   const operations = restOperations(services);
   for (const op of operations) registerOperation(app, services, op);
+  // The tool-protocol endpoint: same instance, same key check, same per-key budget.
+  void app.register(mcpPlugin, { services });
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '';
