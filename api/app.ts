@@ -3,7 +3,10 @@ import { errors } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { sendError } from './errors.ts';
 import type { RestOperation } from './operation.ts';
+import { mcpPlugin } from '../mcp/plugin.ts';
+import { askOperations } from './routes/asks.ts';
 import { projectOperations } from './routes/projects.ts';
+import { thesisOperations } from './routes/thesis.ts';
 
 export type AppOptions = {
   /** Pino options or false; thesis text never reaches a log line (only method, URL, status). */
@@ -12,7 +15,7 @@ export type AppOptions = {
 
 /** Every REST operation, in the order the OpenAPI document lists them. */
 export function restOperations(services: Services): RestOperation[] {
-  return [...projectOperations(services)];
+  return [...projectOperations(services), ...askOperations(services), ...thesisOperations(services)];
 }
 
 /** Outside /v1: unauthenticated, not rate-limited, for orchestrators and load balancers. */
@@ -30,6 +33,7 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
     url: op.path,
     handler: async (request, reply) => {
       reply.header('cache-control', 'private, no-store');
+      if (op.headers) reply.headers(op.headers);
       const admitted = await services.guard.admit(request.headers.authorization, op.protection(request.query));
       if (!admitted.ok) return sendError(reply, admitted.refused.error, admitted.refused.headers);
       reply.headers(admitted.value.headers);
@@ -56,6 +60,8 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
 
   const operations = restOperations(services);
   for (const op of operations) registerOperation(app, services, op);
+  // The tool-protocol endpoint: same instance, same key check, same per-key budget.
+  void app.register(mcpPlugin, { services });
 
   mountHealth(app, services);
 

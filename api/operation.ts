@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { Caller } from '../service/caller.ts';
-import type { Result } from '../service/errors.ts';
+import { ok, type Result } from '../service/errors.ts';
 import type { Protection } from '../service/guard.ts';
 
 export type OperationInput = { caller: Caller; params: unknown; query: unknown; body: unknown };
@@ -26,7 +26,15 @@ export type RestOperation = {
   responses: Record<number, { description: string; schema: z.ZodType }>;
   /** Error statuses this operation can answer, with a description each. */
   errors: Record<number, string>;
+  /** The error body schema when it is not the standard envelope (thesis feed: any code string). */
+  errorSchema?: z.ZodType;
   /** Extra response headers on every reply of this operation. */
   headers?: Record<string, string>;
   run(input: OperationInput): Promise<Result<OperationReply>>;
 };
+
+/** A service result as a 200 reply. */
+export async function replyWith<T>(result: Promise<Result<T>>): Promise<Result<OperationReply>> {
+  const r = await result;
+  return r.ok ? ok({ body: r.value }) : r;
+}

@@ -1,4 +1,5 @@
 import { keysProjector, ownersProjector } from './access.ts';
+import { asksProjector } from './asks.ts';
 import { contextsProjector } from './contexts.ts';
 import { anyProjector, type Projector } from './projector.ts';
 import { projectsProjector } from './projects.ts';
@@ -11,4 +12,5 @@ export const projectors: readonly Projector[] = [
   anyProjector(keysProjector),
   anyProjector(ownersProjector),
   anyProjector(thesisProjector),
+  anyProjector(asksProjector),
 ];

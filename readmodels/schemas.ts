@@ -325,6 +325,11 @@ export const askSchema = z
   })
   .strict();
 
+/** What `ask_researcher` returns: the id to follow in the ask list, and its state when appended. */
+export const askReceiptSchema = z
+  .object({ id: str, projectId: str, kind: z.enum(['question', 'research']), state: askStatusSchema })
+  .strict();
+
 // ---- Errors (spec 2.11)
 
 export const errorCodeSchema = z.enum([
@@ -413,6 +418,8 @@ export type ThesisStatus = z.infer<typeof thesisStatusSchema>;
 export type ThesisSnapshot = z.infer<typeof thesisSnapshotSchema>;
 export type ThesisItem = z.infer<typeof thesisItemSchema>;
 export type Ask = z.infer<typeof askSchema>;
+export type AskList = z.infer<typeof askListSchema>;
+export type AskReceipt = z.infer<typeof askReceiptSchema>;
 export type BoardPage = z.infer<typeof boardPageSchema>;
 export type SyncPage = z.infer<typeof syncPageSchema>;
 export type ResearchState = z.infer<typeof researchStateSchema>;

@@ -1,12 +1,15 @@
 import type { Config } from '../config/config.ts';
 import { projectors } from '../projectors/registry.ts';
 import { createAccess, type Access } from './access.ts';
+import { createAsksService, type AsksService } from './asks.ts';
 import { createGuard, type Guard } from './guard.ts';
 import { createHealth, type Health } from './health.ts';
 import { createProjectsService, type ProjectsService } from './projects.ts';
-import { createRateGate } from './rate/gate.ts';
+import { createRateGate, type RateGate } from './rate/gate.ts';
 import type { RateLimiter } from './rate/port.ts';
 import type { Stores } from './stores.ts';
+import { createInProcessHeartbeat, type WorkerHeartbeat } from './thesis/heartbeat.ts';
+import { createThesisFeed, type ThesisFeed } from './thesis/feed.ts';
 
 /** Everything the transports call. Transports hold no business rules; these do. */
 export type Services = {
@@ -16,20 +19,36 @@ export type Services = {
   guard: Guard;
   health: Health;
   projects: ProjectsService;
+  asks: AsksService;
+  thesis: ThesisFeed;
   now: () => Date;
 };
 
-export function createServices(deps: { config: Config; stores: Stores; limiter: RateLimiter; now?: () => Date }): Services {
+export type ServiceDeps = {
+  config: Config;
+  stores: Stores;
+  limiter: RateLimiter;
+  /** The thesis reader's heartbeat; `serve` shares one with the reader it runs. */
+  heartbeat?: WorkerHeartbeat;
+  /** Replaces the gate built from `limiter` (tests that record what each operation counts as). */
+  gate?: RateGate;
+  now?: () => Date;
+};
+
+export function createServices(deps: ServiceDeps): Services {
   const now = deps.now ?? (() => new Date());
   const { log, store } = deps.stores;
   const access = createAccess(log, now);
+  const projects = createProjectsService({ log, store, access, now });
   return {
     config: deps.config,
     stores: deps.stores,
     access,
-    guard: createGuard(access, createRateGate(deps.limiter)),
+    guard: createGuard(access, deps.gate ?? createRateGate(deps.limiter)),
     health: createHealth({ log, store, collections: projectors.map((p) => p.collection), limiter: deps.limiter }),
-    projects: createProjectsService({ log, store, access, now }),
+    projects,
+    asks: createAsksService({ log, store, access, projects, now }),
+    thesis: createThesisFeed({ log, store, access, config: deps.config, heartbeat: deps.heartbeat ?? createInProcessHeartbeat({ now }), now }),
     now,
   };
 }

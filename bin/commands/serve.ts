@@ -8,6 +8,7 @@ import { createIngestor } from '../../ingest/pipeline.ts';
 import { changeOwner, issueKey } from '../../service/access.ts';
 import { createRateLimiter } from '../../service/rate/create.ts';
 import { createServices } from '../../service/services.ts';
+import { createThesisReader, createThesisSource, createWorkerHeartbeat } from '../../service/thesis/feed.ts';
 import { openStores, type Stores } from '../../service/stores.ts';
 
 const ROLES = ['all', 'api', 'projectors', 'thesis-reader', 'ingest'] as const;
@@ -51,9 +52,21 @@ export async function run(args: string[]): Promise<number> {
   const embedded = config.EVENTSTORE_URL === undefined && config.MONGODB_URL === undefined;
   const localKey = role === 'all' && embedded ? await initialiseEmbedded(stores, config) : null;
   const limiter = createRateLimiter(config);
-  const services = createServices({ config, stores, limiter });
+  const heartbeat = createWorkerHeartbeat(config);
+  const services = createServices({ config, stores, limiter, heartbeat });
   const stop = new AbortController();
   const background: Promise<unknown>[] = [];
+
+  if ((role === 'all' || role === 'thesis-reader') && config.PULSEBOARD_THESIS_FEED === 'on') {
+    const choice = createThesisSource(config);
+    if (!choice.ok) {
+      process.stderr.write(`${choice.reason}\n`);
+      return 2;
+    }
+    if (choice.kind === 'sample') process.stderr.write('thesis feed: using the bundled SAMPLE source (set PULSEBOARD_THESIS_SOURCE_URL for the provider)\n');
+    const reader = createThesisReader({ log: stores.log, store: stores.store, source: choice.source, heartbeat });
+    background.push(reader.run(stop.signal));
+  }
 
   if (role === 'all' || role === 'projectors') {
     await stores.catchUp();
@@ -89,6 +102,7 @@ export async function run(args: string[]): Promise<number> {
   await app.close();
   await Promise.allSettled(background);
   await limiter.close();
+  await heartbeat.close();
   await stores.close();
   return 0;
 }

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { thesisContractInputSchema } from '../requests/thesis.ts';
 import type { Config } from '../../config/config.ts';
 import type { EventLog } from '../../eventstore/port.ts';
 import { commandEventId } from '../../events/ids.ts';
@@ -6,7 +6,7 @@ import { streams } from '../../events/streams.ts';
 import { thesisEvent } from '../../events/thesis.ts';
 import { foldThesisRecord, type ThesisRecord } from '../../projectors/thesis.ts';
 import type { ReadStore } from '../../readmodels/port.ts';
-import { thesisContractSchema, type ThesisStatus } from '../../readmodels/schemas.ts';
+import { type ThesisStatus } from '../../readmodels/schemas.ts';
 import type { Access } from '../access.ts';
 import type { Caller } from '../caller.ts';
 import { errors, fail, ok, type Result, type ServiceError } from '../errors.ts';
@@ -55,7 +55,7 @@ export type ThesisFeedDeps = {
 };
 
 /** Both the query and the body take exactly `{contract}`; anything else is named in the 400. */
-const contractInput = z.object({ contract: thesisContractSchema }).strict();
+const contractInput = thesisContractInputSchema;
 
 function parseContract(input: unknown, where: 'query' | 'body'): Result<string> {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {

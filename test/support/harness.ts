@@ -7,6 +7,7 @@ import { parseConfig, type Config } from '../../config/config.ts';
 import { sourceEventId } from '../../events/ids.ts';
 import { changeOwner, issueKey, type OwnerChange } from '../../service/access.ts';
 import { createRateLimiter } from '../../service/rate/create.ts';
+import type { RateGate } from '../../service/rate/gate.ts';
 import type { RateLimiter } from '../../service/rate/port.ts';
 import { createServices, type Services } from '../../service/services.ts';
 import { openStores, type Stores } from '../../service/stores.ts';
@@ -29,14 +30,14 @@ export type Harness = {
  * the default limit is raised so tests of other concerns are not throttled (set
  * PULSEBOARD_RATE_LIMIT in `env` to test limiting).
  */
-export async function createHarness(options: { env?: Record<string, string>; now?: () => Date } = {}): Promise<Harness> {
+export async function createHarness(options: { env?: Record<string, string>; now?: () => Date; gate?: RateGate } = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-test-'));
   const parsed = parseConfig({ PULSEBOARD_DATA_DIR: dir, PULSEBOARD_RATE_LIMIT: '1000000', ...options.env });
   if (!parsed.ok) throw new Error(parsed.reason);
   const config = parsed.config;
   const stores = await openStores(config);
   const limiter: RateLimiter = createRateLimiter(config);
-  const services = createServices({ config, stores, limiter, ...(options.now ? { now: options.now } : {}) });
+  const services = createServices({ config, stores, limiter, ...(options.now ? { now: options.now } : {}), ...(options.gate ? { gate: options.gate } : {}) });
   const app = buildApp(services);
   await app.ready();
   return {

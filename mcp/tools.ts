@@ -1,0 +1,150 @@
+import type { z } from 'zod';
+import {
+  askListSchema,
+  askReceiptSchema,
+  boardPageSchema,
+  projectReadSchema,
+  syncPageSchema,
+  thesisErrorSchema,
+  thesisStatusSchema,
+} from '../readmodels/schemas.ts';
+import type { Caller } from '../service/caller.ts';
+import { errors, fail, type Result } from '../service/errors.ts';
+import type { Protection } from '../service/guard.ts';
+import { askListParamsSchema, askListQuerySchema, askResearcherSchema } from '../service/requests/asks.ts';
+import { thesisContractInputSchema } from '../service/requests/thesis.ts';
+import { projectParamsSchema, projectQuerySchema, projectsQuerySchema } from '../service/requests/projects.ts';
+import type { Services } from '../service/services.ts';
+import { pick, toolInputFrom, type RestArguments, type ToolInput } from './input.ts';
+
+/**
+ * One MCP tool: its REST twin's parameters (camelCase), the twin's response schema, and a call
+ * into the same service function the twin's route runs, so `structuredContent` is the REST body.
+ */
+export type Tool = {
+  name: string;
+  title: string;
+  description: string;
+  input: ToolInput;
+  /** The REST twin's 200 body; may be a union when the twin answers two shapes (e.g. pulse: all or one). */
+  outputSchema: z.ZodType;
+  /** The error envelope of the REST twin when it is not the standard one (thesis feed: any code). */
+  errorSchema?: z.ZodObject;
+  readOnly: boolean;
+  /** Rate-protection class of a call with these arguments (DESIGN §6), as for the REST twin. */
+  protection(services: Services, args: RestArguments): Protection;
+  call(services: Services, caller: Caller, args: RestArguments): Promise<Result<Record<string, unknown>>>;
+};
+
+const basic = (): Protection => 'basic';
+const guarded = (): Protection => 'protected';
+
+
+export const tools: readonly Tool[] = [
+  {
+    name: 'list_projects',
+    title: 'Project board',
+    description:
+      'The board of tracked projects, newest first (by when the board first saw each project, ties by id), 50 per page, with totals (total, totalPages). ' +
+      'Browse with page (1-based; a page past the end is empty). Filter with hasDossier. To mirror the board and pick up changes later, use sync_projects instead. ' +
+      'Match projects on id, never on handle: a handle can be reused by another account. Same rows as GET /v1/projects?page=N.',
+    input: toolInputFrom({ query: pick(projectsQuerySchema, ['page', 'has_dossier']) }),
+    outputSchema: boardPageSchema,
+    readOnly: true,
+    protection: basic,
+    call: (services, _caller, args) => services.projects.list(args.query),
+  },
+  {
+    name: 'sync_projects',
+    title: 'Projects written since a point',
+    description:
+      'Delta sync: the project rows the archive wrote since a point, oldest write first. Start with since (an ISO 8601 time, e.g. 2026-11-20T08:00:00Z). ' +
+      '"Wrote" means the archive stored the row (a follower-count refresh counts), not that the project materially changed: compare with what you stored. ' +
+      'Every reply has a cursor, also when empty: call again with cursor (and the same hasDossier) to continue while hasMore is true, and keep the last cursor as a bookmark to fetch later writes. ' +
+      'Send since or cursor, not both. limit is the page size, 1 to 100, default 50. A cursor issued by another archive gives a conflict error: start again from since. ' +
+      'A row appears once per page sequence, at its latest write; match on id. Same rows as GET /v1/projects?since=… or ?cursor=….',
+    input: toolInputFrom({ query: pick(projectsQuerySchema, ['since', 'cursor', 'limit', 'has_dossier']) }),
+    outputSchema: syncPageSchema,
+    readOnly: true,
+    protection: basic,
+    call: async (services, _caller, args) => {
+      if (args.query.since === undefined && args.query.cursor === undefined) {
+        return fail(errors.badRequest("send 'since' (an ISO 8601 time) to start a sync, or 'cursor' from an earlier reply to continue"));
+      }
+      return services.projects.list(args.query);
+    },
+  },
+  {
+    name: 'get_project',
+    title: 'One project',
+    description:
+      'One project by its stable id or social handle (with or without @). An id always wins over a handle; a reused handle resolves to the project that claimed it most recently. ' +
+      "include='context' adds vote counts, research status and freshness dates (voter names only for an allowlisted key owner, otherwise voters is null); " +
+      'that enriched read is rate-protected and, when protection is unavailable, answers an error asking you to wait 60 seconds. Same body as GET /v1/projects/{handle}.',
+    input: toolInputFrom({ params: projectParamsSchema, query: projectQuerySchema }),
+    outputSchema: projectReadSchema,
+    readOnly: true,
+    protection: (services, args) => (services.projects.isEnriched(args.query) ? 'protected' : 'basic'),
+    call: (services, caller, args) => services.projects.get(caller, args.params, args.query),
+  },
+  {
+    name: 'get_thesis_feed',
+    title: 'Thesis feed status',
+    description:
+      'Private: the saved thesis snapshot (at most 25 recent theses, threshold 1000) and request status for one contract on the supported chain. ' +
+      'Reads only what is saved: never reads the source, never enqueues. Linked allowlisted key owners only, re-checked on every call; only when the feature is enabled. ' +
+      'After request_thesis_feed, poll at most every 15 seconds for up to two minutes, then leave further checks to the user. Same body as GET /v1/thesisfeed/theses.',
+    input: toolInputFrom({ query: thesisContractInputSchema }),
+    outputSchema: thesisStatusSchema,
+    errorSchema: thesisErrorSchema,
+    readOnly: true,
+    protection: guarded,
+    call: (services, caller, args) => services.thesis.status(caller, args.query),
+  },
+  {
+    name: 'request_thesis_feed',
+    title: 'Request a thesis snapshot',
+    description:
+      'Private: request one shared thesis snapshot for a contract on the supported chain. A fresh shared result (30-minute cache) is returned at once; otherwise one read is queued, ' +
+      'shared with every member, and a request while one is queued or running creates nothing. Caps: 20 submissions per member per UTC day, 60 starts per UTC day in all (failures count), 16 open jobs; ' +
+      'no automatic retries. Read progress with get_thesis_feed. Linked allowlisted key owners only; only when the feature is enabled. Same body as POST /v1/thesisfeed/theses.',
+    input: toolInputFrom({ body: thesisContractInputSchema }),
+    outputSchema: thesisStatusSchema,
+    errorSchema: thesisErrorSchema,
+    readOnly: false,
+    protection: guarded,
+    call: async (services, caller, args) => {
+      const result = await services.thesis.request(caller, args.body);
+      return result.ok ? { ok: true, value: result.value.status } : result;
+    },
+  },
+  {
+    name: 'ask_researcher',
+    title: 'Ask the research assistant',
+    description:
+      'Ask the research assistant a question about a project (question), or leave question out to request research on the project. ' +
+      'Appends the request and returns its id, kind (question or research) and state (queued); nothing is answered at once. ' +
+      "Answers arrive later: follow the id with researcher_answers, and the project's research status with get_project include='context'. " +
+      'Every call creates a new request, so do not repeat a call that succeeded. Allowlisted key owners only, re-checked on every call.',
+    input: toolInputFrom({ body: askResearcherSchema }),
+    outputSchema: askReceiptSchema,
+    readOnly: false,
+    protection: guarded,
+    call: (services, caller, args) => services.asks.ask(caller, args.body),
+  },
+  {
+    name: 'researcher_answers',
+    title: 'Research progress and answers',
+    description:
+      'What has been asked of the research assistant about one project (by id or handle) and what it answered: asks newest first, each with status (queued, researching, answered, failed), answer and answeredAt. ' +
+      'question null with askedAt set is a research request; askedAt null marks an ask known only from its updates. ' +
+      'Allowlisted key owners only, re-checked on every call. Same body as GET /v1/projects/{handle}/ask.',
+    input: toolInputFrom({ params: askListParamsSchema, query: askListQuerySchema }),
+    outputSchema: askListSchema,
+    readOnly: true,
+    protection: guarded,
+    call: (services, caller, args) => services.asks.list(caller, args.params, args.query),
+  },
+];
+
+export const toolsByName: ReadonlyMap<string, Tool> = new Map(tools.map((t) => [t.name, t]));

@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { z } from 'zod';
+import { camelCase, pick, toolInputFrom } from '../../mcp/input.ts';
+import { protectionOf } from '../../mcp/plugin.ts';
+import { tools } from '../../mcp/tools.ts';
+import { projectsQuerySchema } from '../../service/requests/projects.ts';
+import { createHarness } from '../support/harness.ts';
+
+describe('tool inputs derived from REST request schemas', () => {
+  it('renames snake_case parameters to camelCase and keeps their rules and descriptions', () => {
+    assert.equal(camelCase('has_dossier'), 'hasDossier');
+    assert.equal(camelCase('page'), 'page');
+    assert.equal(camelCase('a_b_c2_d'), 'aBC2D');
+    const input = toolInputFrom({ query: projectsQuerySchema });
+    assert.deepEqual(Object.keys(input.schema.shape), ['page', 'since', 'cursor', 'limit', 'hasDossier']);
+    assert.equal(input.schema.shape.hasDossier, projectsQuerySchema.shape.has_dossier);
+    assert.equal(input.schema.shape.hasDossier!.description, 'Only projects with (true) or without (false) a research dossier.');
+    assert.ok(!input.schema.safeParse({ has_dossier: true }).success, 'REST spellings are unknown parameters on the tool');
+    assert.ok(!input.schema.safeParse({ limit: 101 }).success);
+    assert.ok(input.schema.safeParse({ hasDossier: true, limit: 100 }).success);
+  });
+
+  it('maps tool arguments back to their REST parts and names', () => {
+    const input = toolInputFrom({
+      params: z.object({ handle: z.string() }).strict(),
+      query: z.object({ include_all: z.boolean().optional() }).strict(),
+      body: z.object({ the_text: z.string() }).strict(),
+    });
+    assert.deepEqual(input.toRest({ handle: 'h', includeAll: true, theText: 'x' }), {
+      params: { handle: 'h' },
+      query: { include_all: true },
+      body: { the_text: 'x' },
+    });
+    assert.deepEqual(input.toRest({ handle: 'h', unknown: 1, includeAll: undefined }), { params: { handle: 'h' }, query: {}, body: {} });
+    assert.equal(input.renameInMessage("parameter 'include_all' and 'the_text' but not 'handle_x'"), "parameter 'includeAll' and 'theText' but not 'handle_x'");
+  });
+
+  it('refuses two parts declaring the same parameter name', () => {
+    assert.throws(
+      () => toolInputFrom({ params: z.object({ has_x: z.string() }).strict(), query: z.object({ hasX: z.string() }).strict() }),
+      /parameter 'hasX' appears twice \(params and query\)/,
+    );
+  });
+
+  it('picks one mode of a route', () => {
+    assert.deepEqual(Object.keys(pick(projectsQuerySchema, ['page', 'has_dossier']).shape), ['page', 'has_dossier']);
+  });
+});
+
+describe('budget class of an MCP request', () => {
+  it('is the class of the tool called, basic for anything else, the strictest in a batch', async () => {
+    const h = await createHarness();
+    try {
+      const call = (name: string, args: unknown) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } });
+      const cases: [unknown, string][] = [
+        [{ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }, 'basic'],
+        [{ jsonrpc: '2.0', id: 1, method: 'tools/list' }, 'basic'],
+        [call('list_projects', {}), 'basic'],
+        [call('get_project', { handle: 'x' }), 'basic'],
+        [call('get_project', { handle: 'x', include: 'context' }), 'protected'],
+        [call('get_project', 'not an object'), 'basic'],
+        [call('researcher_answers', { handle: 'x' }), 'protected'],
+        [call('ask_researcher', { handle: 'x' }), 'protected'],
+        [call('get_thesis_feed', {}), 'protected'],
+        [call('no_such_tool', {}), 'basic'],
+        [[call('list_projects', {}), call('ask_researcher', { handle: 'x' })], 'protected'],
+        [null, 'basic'],
+        ['text', 'basic'],
+      ];
+      for (const [body, expected] of cases) assert.equal(protectionOf(h.services, tools, body), expected, JSON.stringify(body));
+    } finally {
+      await h.close();
+    }
+  });
+});

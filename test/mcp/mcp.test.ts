@@ -1,0 +1,308 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { z } from 'zod';
+import { tools } from '../../mcp/tools.ts';
+import { errorSchema, askReceiptSchema } from '../../readmodels/schemas.ts';
+import { issueKey, revokeKey, changeOwner } from '../../service/access.ts';
+import { createHarness, type Harness } from '../support/harness.ts';
+import { connectClient, postRpc, recordingGate, seedBoard, toolCall } from './support.ts';
+
+const NOW = new Date('2026-11-20T08:00:00.000Z');
+
+const IMPLEMENTED = ['ask_researcher', 'get_project', 'get_thesis_feed', 'list_projects', 'request_thesis_feed', 'researcher_answers', 'sync_projects'];
+
+describe('MCP at /mcp with the official SDK client', () => {
+  let h: Harness;
+  let base: string;
+  let alice: string; // allowlisted
+  let bob: string; // not allowlisted
+  let client: Client;
+  const gate = recordingGate();
+
+  before(async () => {
+    h = await createHarness({ now: () => NOW, gate });
+    alice = await h.key('alice', ['allow']);
+    bob = await h.key('bob');
+    await seedBoard(h);
+    base = await h.app.listen({ host: '127.0.0.1', port: 0 });
+    client = await connectClient(base, alice);
+  });
+  after(async () => {
+    await client.close();
+    await h.close();
+  });
+
+  /** Calls a tool and the REST twin; asserts the tool's structured content is the REST body. */
+  async function sameAsRest(tool: string, args: Record<string, unknown>, url: string, key = alice) {
+    const [result, rest] = await Promise.all([client.callTool({ name: tool, arguments: args }), h.get(url, key)]);
+    assert.deepEqual(result.structuredContent, rest.json(), `${tool} ${JSON.stringify(args)} vs ${url}`);
+    assert.equal(JSON.stringify(result.structuredContent), rest.body);
+    assert.deepEqual(result.content, [{ type: 'text', text: rest.body }]);
+    assert.equal(result.isError ?? false, rest.status !== 200);
+    return { result, rest };
+  }
+
+  it('lists exactly the implemented tools, with camelCase inputs derived from the REST parameters', async () => {
+    const { tools: listed } = await client.listTools();
+    assert.deepEqual(listed.map((t) => t.name).sort(), IMPLEMENTED);
+    const inputs = Object.fromEntries(listed.map((t) => [t.name, Object.keys(t.inputSchema.properties ?? {}).sort()]));
+    assert.deepEqual(inputs, {
+      list_projects: ['hasDossier', 'page'],
+      sync_projects: ['cursor', 'hasDossier', 'limit', 'since'],
+      get_project: ['handle', 'include'],
+      get_thesis_feed: ['contract'],
+      request_thesis_feed: ['contract'],
+      ask_researcher: ['handle', 'question'],
+      researcher_answers: ['handle'],
+    });
+    for (const t of listed) {
+      const own = tools.find((x) => x.name === t.name)!;
+      const { $schema: _a, ...expectedInput } = z.toJSONSchema(own.input.schema, { target: 'draft-7', io: 'input' });
+      const { $schema: _b, ...listedInput } = t.inputSchema;
+      assert.deepEqual(listedInput, expectedInput, `${t.name} input schema`);
+      assert.equal(t.inputSchema.additionalProperties, false);
+      assert.ok(t.description && t.description.length > 80, `${t.name} has a description an agent can act on`);
+      assert.equal(t.outputSchema?.type, 'object');
+      const { $schema: _c, ...expectedOutput } = z.toJSONSchema(own.outputSchema, { target: 'draft-7', io: 'output' });
+      assert.deepEqual((t.outputSchema?.anyOf as unknown[])[0], expectedOutput, `${t.name} output schema is the REST response schema`);
+      assert.equal(t.annotations?.readOnlyHint, own.readOnly);
+    }
+    const readOnly = listed.filter((t) => t.annotations?.readOnlyHint).map((t) => t.name).sort();
+    assert.deepEqual(readOnly, ['get_project', 'get_thesis_feed', 'list_projects', 'researcher_answers', 'sync_projects']);
+    // Descriptions say how to continue a sync and what since means.
+    const sync = listed.find((t) => t.name === 'sync_projects')!;
+    assert.match(sync.description!, /cursor/);
+    assert.match(sync.description!, /not that the project materially changed/);
+    assert.match(sync.description!, /1 to 100, default 50/);
+  });
+
+  it('list_projects returns the REST board page byte for byte', async () => {
+    await sameAsRest('list_projects', {}, '/v1/projects');
+    await sameAsRest('list_projects', { page: 2 }, '/v1/projects?page=2');
+    const { result } = await sameAsRest('list_projects', { page: 1, hasDossier: true }, '/v1/projects?page=1&has_dossier=true');
+    assert.equal((result.structuredContent as any).total, 20);
+    await sameAsRest('list_projects', { hasDossier: false }, '/v1/projects?has_dossier=false');
+  });
+
+  it('sync_projects returns the REST delta pages, and its cursor continues on either surface', async () => {
+    const first = await sameAsRest('sync_projects', { since: '2026-01-01T00:00:00Z', limit: 25 }, '/v1/projects?since=2026-01-01T00:00:00Z&limit=25');
+    const page = first.result.structuredContent as any;
+    assert.equal(page.projects.length, 25);
+    assert.equal(page.hasMore, true);
+    const second = await sameAsRest('sync_projects', { cursor: page.cursor, limit: 25 }, `/v1/projects?cursor=${page.cursor}&limit=25`);
+    assert.notEqual((second.result.structuredContent as any).projects[0].id, page.projects[0].id);
+    await sameAsRest('sync_projects', { since: '2026-01-01T00:00:00Z', hasDossier: true }, '/v1/projects?since=2026-01-01T00:00:00Z&has_dossier=true');
+  });
+
+  it('get_project returns the REST project read, with and without context', async () => {
+    await sameAsRest('get_project', { handle: 'h1' }, '/v1/projects/h1');
+    await sameAsRest('get_project', { handle: 'p001' }, '/v1/projects/p001');
+    const { result } = await sameAsRest('get_project', { handle: '@H1', include: 'context' }, '/v1/projects/@H1?include=context');
+    const context = (result.structuredContent as any).context;
+    assert.deepEqual(context.votes, { up: 1, down: 0 });
+    assert.deepEqual(context.voters.up, [{ name: 'Uma', avatar: null }]);
+    assert.equal(context.research.state, 'researching');
+    assert.equal(context.freshness.readAt, NOW.toISOString());
+  });
+
+  it('researcher_answers returns the REST ask list', async () => {
+    const { result } = await sameAsRest('researcher_answers', { handle: 'h1' }, '/v1/projects/h1/ask');
+    assert.deepEqual((result.structuredContent as any).asks.map((a: any) => a.id), ['desk-1']);
+  });
+
+  it('reports failures as tool errors carrying the same envelope REST sends', async () => {
+    await sameAsRest('get_project', { handle: 'nobody' }, '/v1/projects/nobody');
+    await sameAsRest('list_projects', { page: 0 }, '/v1/projects?page=0');
+    await sameAsRest('sync_projects', { cursor: 'not-a-cursor' }, '/v1/projects?cursor=not-a-cursor');
+    await sameAsRest('sync_projects', { since: 'yesterday' }, '/v1/projects?since=yesterday');
+    await sameAsRest('get_project', { handle: 'h1', include: 'everything' }, '/v1/projects/h1?include=everything');
+    await sameAsRest('researcher_answers', { handle: 'nobody' }, '/v1/projects/nobody/ask');
+    await sameAsRest('get_thesis_feed', { contract: `0x${'a'.repeat(40)}` }, `/v1/thesisfeed/theses?contract=0x${'a'.repeat(40)}`);
+
+    // Parameter names in messages are the tool's own.
+    const renamed = await client.callTool({ name: 'list_projects', arguments: { hasDossier: 'maybe' } });
+    assert.equal(renamed.isError, true);
+    assert.deepEqual(renamed.structuredContent, { error: { code: 'bad_request', message: "parameter 'hasDossier' is invalid: has an invalid value" } });
+
+    const cases: [string, Record<string, unknown>, string, string][] = [
+      ['sync_projects', {}, 'bad_request', "send 'since' (an ISO 8601 time) to start a sync, or 'cursor' from an earlier reply to continue"],
+      ['list_projects', { since: '2026-01-01T00:00:00Z' }, 'bad_request', "unknown parameter 'since'"],
+      ['get_project', {}, 'bad_request', "parameter 'handle' is invalid: Invalid input: expected string, received undefined"],
+      ['get_project', { handle: 'h1', has_dossier: true }, 'bad_request', "unknown parameter 'has_dossier'"],
+      ['request_thesis_feed', { contract: `0x${'a'.repeat(40)}` }, 'forbidden', 'The thesis feed is open to linked allowlist members only; this key owner is not one.'],
+    ];
+    for (const [name, args, code, message] of cases) {
+      const result = await client.callTool({ name, arguments: args });
+      assert.equal(result.isError, true, name);
+      assert.deepEqual(result.structuredContent, { error: { code, message } }, `${name} ${JSON.stringify(args)}`);
+      assert.deepEqual(result.content, [{ type: 'text', text: JSON.stringify({ error: { code, message } }) }]);
+    }
+  });
+
+  it('ask_researcher appends exactly one event; researcher_answers and GET …/ask then show it', async () => {
+    const head = await h.stores.log.headPosition();
+    const result = await client.callTool({ name: 'ask_researcher', arguments: { handle: 'h2', question: 'Is the team public?' } });
+    assert.equal(result.isError ?? false, false);
+    const receipt = askReceiptSchema.parse(result.structuredContent);
+    assert.deepEqual({ ...receipt, id: 'x' }, { id: 'x', projectId: 'p002', kind: 'question', state: 'queued' });
+    assert.deepEqual(result.content, [{ type: 'text', text: JSON.stringify(receipt) }]);
+
+    const appended = await h.stores.log.readAll({ afterPosition: head, limit: 10 });
+    assert.equal(appended.length, 1);
+    assert.equal(appended[0]!.type, 'ask.asked');
+    assert.equal(appended[0]!.stream, 'project-p002');
+    assert.deepEqual(appended[0]!.data, { projectId: 'p002', askId: receipt.id, question: 'Is the team public?', owner: 'alice', at: NOW.toISOString() });
+
+    const research = await client.callTool({ name: 'ask_researcher', arguments: { handle: 'p002' } });
+    const researchReceipt = askReceiptSchema.parse(research.structuredContent);
+    assert.equal(researchReceipt.kind, 'research');
+    assert.equal((await h.stores.log.readAll({ afterPosition: head, limit: 10 })).length, 2);
+
+    await h.stores.catchUp();
+    const { result: answers } = await sameAsRest('researcher_answers', { handle: 'h2' }, '/v1/projects/h2/ask');
+    const asks = (answers.structuredContent as any).asks;
+    assert.deepEqual(asks.map((a: any) => a.id).sort(), [receipt.id, researchReceipt.id].sort());
+    assert.deepEqual(
+      asks.find((a: any) => a.id === receipt.id),
+      { id: receipt.id, question: 'Is the team public?', askedAt: NOW.toISOString(), status: 'queued', answer: null, answeredAt: null },
+    );
+    assert.equal(asks.find((a: any) => a.id === researchReceipt.id).question, null);
+  });
+
+  it('forbids ask_researcher and researcher_answers to a key owner who is not allowlisted', async () => {
+    const bobClient = await connectClient(base, bob);
+    try {
+      const head = await h.stores.log.headPosition();
+      const asked = await bobClient.callTool({ name: 'ask_researcher', arguments: { handle: 'h2', question: 'Let me in?' } });
+      assert.equal(asked.isError, true);
+      assert.equal(errorSchema.parse(asked.structuredContent).error.code, 'forbidden');
+      assert.equal(await h.stores.log.headPosition(), head);
+      const answers = await bobClient.callTool({ name: 'researcher_answers', arguments: { handle: 'h2' } });
+      const rest = await h.get('/v1/projects/h2/ask', bob);
+      assert.equal(rest.status, 403);
+      assert.deepEqual(answers.structuredContent, rest.json());
+      // Re-checked per call: allowlisting takes effect on the very next call.
+      await changeOwner(h.stores.log, 'bob', 'allow');
+      const allowed = await bobClient.callTool({ name: 'researcher_answers', arguments: { handle: 'h2' } });
+      assert.equal(allowed.isError ?? false, false);
+      await changeOwner(h.stores.log, 'bob', 'deny');
+    } finally {
+      await bobClient.close();
+    }
+  });
+
+  it('answers a missing or bad key with exactly the REST 401', async () => {
+    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+    for (const key of [null, 'pbk_wrong', `pbk_${'A'.repeat(43)}`]) {
+      const mcp = await postRpc(base, key, initialize);
+      const rest = await fetch(`${base}/v1/projects`, { headers: key === null ? {} : { authorization: `Bearer ${key}` } });
+      assert.equal(mcp.status, 401);
+      assert.equal(rest.status, 401);
+      assert.equal(await mcp.text(), await rest.text());
+      for (const header of ['content-type', 'www-authenticate', 'cache-control', 'retry-after']) {
+        assert.equal(mcp.headers.get(header), rest.headers.get(header), header);
+      }
+    }
+    await assert.rejects(connectClient(base, 'pbk_wrong'), (error: unknown) => error instanceof StreamableHTTPError && error.code === 401);
+  });
+
+  it('a revoked key fails on the very next request on both surfaces', async () => {
+    const issued = await issueKey(h.stores.log, 'dora');
+    const dora = await connectClient(base, issued.key);
+    try {
+      assert.equal((await dora.callTool({ name: 'get_project', arguments: { handle: 'h1' } })).isError ?? false, false);
+      assert.equal((await h.get('/v1/projects/h1', issued.key)).status, 200);
+      await revokeKey(h.stores.log, issued.keyId);
+      await assert.rejects(
+        dora.callTool({ name: 'get_project', arguments: { handle: 'h1' } }),
+        (error: unknown) => error instanceof StreamableHTTPError && error.code === 401 && /"unauthorized"/.test(error.message),
+      );
+      assert.equal((await h.get('/v1/projects/h1', issued.key)).status, 401);
+    } finally {
+      await dora.close().catch(() => undefined);
+    }
+  });
+
+  it('counts every POST once against the key, with the protection class of the tool called', async () => {
+    const erin = await issueKey(h.stores.log, 'erin');
+    await changeOwner(h.stores.log, 'erin', 'allow');
+    const erinClient = await connectClient(base, erin.key);
+    try {
+      await erinClient.callTool({ name: 'get_project', arguments: { handle: 'h1' } });
+      await erinClient.callTool({ name: 'get_project', arguments: { handle: 'h1', include: 'context' } });
+      await erinClient.callTool({ name: 'list_projects', arguments: {} });
+      await erinClient.callTool({ name: 'researcher_answers', arguments: { handle: 'h1' } });
+      await erinClient.callTool({ name: 'get_thesis_feed', arguments: { contract: `0x${'b'.repeat(40)}` } });
+      const counted = gate.counted.filter((c) => c.keyId === erin.keyId).map((c) => c.protection);
+      // initialize and notifications/initialized, then the five calls.
+      assert.deepEqual(counted, ['basic', 'basic', 'basic', 'protected', 'basic', 'protected', 'protected']);
+    } finally {
+      await erinClient.close();
+    }
+  });
+
+  it('answers a refused tool call as a tool error saying how long to wait, with the rate headers on the HTTP response', async () => {
+    try {
+      gate.mode = 'protection_down';
+      const down = await postRpc(base, alice, toolCall('get_project', { handle: 'h1', include: 'context' }));
+      assert.equal(down.status, 200);
+      assert.equal(down.headers.get('retry-after'), '60');
+      const body = (await down.json()) as any;
+      assert.equal(body.result.isError, true);
+      assert.deepEqual(body.result.structuredContent, { error: { code: 'unavailable', message: 'Rate protection is unavailable; wait 60 seconds and retry.' } });
+      // Basic reads go on while protection is down.
+      const plain = await client.callTool({ name: 'get_project', arguments: { handle: 'h1' } });
+      assert.equal(plain.isError ?? false, false);
+      const viaClient = await client.callTool({ name: 'ask_researcher', arguments: { handle: 'h1', question: 'Now?' } });
+      assert.equal((viaClient.structuredContent as any).error.code, 'unavailable');
+
+      gate.mode = 'rate_limited';
+      const limited = await postRpc(base, alice, toolCall('list_projects', {}));
+      assert.equal(limited.status, 200);
+      assert.equal(limited.headers.get('retry-after'), '42');
+      assert.equal(limited.headers.get('ratelimit-remaining'), '7');
+      const limitedBody = (await limited.json()) as any;
+      assert.deepEqual(limitedBody.result.structuredContent, {
+        error: { code: 'rate_limited', message: 'Rate limit exceeded; retry after the Retry-After interval. Wait 42 seconds before calling again.' },
+      });
+      // Not a tool call: the HTTP error REST would give.
+      const list = await postRpc(base, alice, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
+      assert.equal(list.status, 429);
+      assert.equal(list.headers.get('retry-after'), '42');
+      assert.deepEqual(await list.json(), { error: { code: 'rate_limited', message: 'Rate limit exceeded; retry after the Retry-After interval.' } });
+    } finally {
+      gate.mode = 'open';
+    }
+  });
+
+  it('passes the gate headers on and answers a stateless tools/call without a session', async () => {
+    const res = await postRpc(base, alice, toolCall('get_project', { handle: 'h3' }, 7));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('ratelimit-limit'), '60');
+    assert.equal(res.headers.get('cache-control'), 'private, no-store');
+    assert.equal(res.headers.get('mcp-session-id'), null);
+    const body = (await res.json()) as any;
+    assert.equal(body.id, 7);
+    assert.deepEqual(body.result.structuredContent, (await h.get('/v1/projects/h3', alice)).json());
+  });
+
+  it('answers GET and DELETE with 405 and a malformed body with 400, in the error envelope', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const res = await fetch(`${base}/mcp`, { method, headers: { authorization: `Bearer ${alice}` } });
+      assert.equal(res.status, 405);
+      assert.equal(res.headers.get('allow'), 'POST');
+      const body = errorSchema.parse(await res.json());
+      assert.equal(body.error.code, 'bad_request');
+      assert.match(body.error.message, /POST/);
+    }
+    const malformed = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{"jsonrpc": ',
+    });
+    assert.equal(malformed.status, 400);
+    assert.deepEqual(await malformed.json(), { error: { code: 'bad_request', message: 'request body is not valid JSON' } });
+  });
+});
