@@ -6,7 +6,14 @@ export const SEARCH_Q_MAX = 512;
 export const searchQuerySchema = z
   .object({
     q: z
-      .string({ message: 'must be given: a project id, a contract, chain:contract, a website or a social profile' })
+      .string({
+        error: (issue) =>
+          issue.input === undefined
+            ? 'must be given: a project id, a contract, chain:contract, a website or a social profile'
+            : Array.isArray(issue.input)
+              ? 'must be given once'
+              : 'must be a string',
+      })
       .max(SEARCH_Q_MAX, `must be at most ${SEARCH_Q_MAX} characters`)
       .trim()
       .min(1, 'must not be empty: send a project id, a contract, chain:contract, a website or a social profile')
