@@ -32,6 +32,12 @@ function typeOf(schema: Json): string {
   return escapeHtml(type) + (limits.length > 0 ? ` <span class="muted">(${escapeHtml(limits.join(', '))})</span>` : '');
 }
 
+function requestBody(op: Json): string {
+  const schema = (((op.requestBody as Json | undefined)?.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema;
+  if (!schema) return '';
+  return `<h4>Request body</h4><p>JSON, required.</p><pre>${escapeHtml(JSON.stringify(schema, null, 2))}</pre>`;
+}
+
 function operationHtml(base: string, method: string, path: string, op: Json): string {
   const parameters = (op.parameters as Json[] | undefined) ?? [];
   const responses = (op.responses as Record<string, Json>) ?? {};
@@ -56,6 +62,7 @@ function operationHtml(base: string, method: string, path: string, op: Json): st
 <p><strong>${prose(String(op.summary ?? ''))}</strong> <span class="muted">(${escapeHtml(id)})</span></p>
 ${op.description ? `<p>${prose(String(op.description))}</p>` : ''}
 <h4>Parameters</h4>${params}
+${requestBody(op)}
 <h4>Responses</h4><table><thead><tr><th>Status</th><th>Meaning</th><th>Body</th></tr></thead><tbody>${rows}</tbody></table>
 </section>`;
 }

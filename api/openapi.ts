@@ -116,6 +116,13 @@ function parametersOf(op: RestOperation): JsonObject[] {
   return out;
 }
 
+/** A JSON request body, described by its input side like the parameters. */
+function requestBodyOf(schema: z.ZodType): JsonObject {
+  const rendered = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', override: pipeOutputs }) as JsonObject;
+  delete rendered.$schema;
+  return { required: true, content: { 'application/json': { schema: rendered } } };
+}
+
 const HEADERS: Record<string, JsonObject> = {
   RateLimitLimit: { description: 'Requests allowed per 60 seconds for this key (sent while rate protection is available).', schema: { type: 'integer' } },
   RateLimitRemaining: { description: 'Requests left in the current window.', schema: { type: 'integer' } },
@@ -151,7 +158,7 @@ function commonErrors(op: RestOperation): Record<number, { description: string; 
       headers: { 'Retry-After': headerRef('RetryAfter') },
     },
   };
-  if (op.request.query || op.request.params) statuses[400] = { description: 'Invalid or unknown parameter (the message names it)' };
+  if (op.request.query || op.request.params || op.request.body) statuses[400] = { description: 'Invalid or unknown parameter or body (the message names it)' };
   return statuses;
 }
 
@@ -212,6 +219,7 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
       ...(op.description ? { description: op.description } : {}),
       tags: op.tags,
       parameters: parametersOf(op),
+      ...(op.request.body ? { requestBody: requestBodyOf(op.request.body) } : {}),
       responses,
     };
   }

@@ -26,7 +26,7 @@ export type RestOperation = {
   responses: Record<number, { description: string; schema: z.ZodType }>;
   /** Error statuses this operation can answer, with a description each. */
   errors: Record<number, string>;
-  /** Schema of its error bodies; defaults to the Error envelope (thesis-feed operations use thesisErrorSchema, spec 2.11). */
+  /** The error body schema when it is not the standard envelope (thesis feed: any code string). */
   errorSchema?: z.ZodType;
   /** Extra response headers on every reply of this operation. */
   headers?: Record<string, string>;

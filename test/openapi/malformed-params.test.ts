@@ -117,9 +117,11 @@ describe('malformed parameters on every operation', () => {
     assert.ok(cases >= 30, `${cases} cases`);
   });
 
-  it('answers 400 naming an unknown query parameter on every operation', async () => {
+  it('answers 400 naming an unknown query parameter on every operation that reads the query', async () => {
     for (const [path, methods] of Object.entries<any>(doc.paths)) {
       for (const [method, op] of Object.entries<any>(methods)) {
+        // Body-only writes are left out: a request there that slipped through would act.
+        if (method !== 'get' && !op.parameters.some((p: any) => p.in === 'query')) continue;
         const res = await send(method, urlFor(path, op.parameters, null, 'bogus_param=1'));
         assert.equal(res.status, 400, `${op.operationId}: ${JSON.stringify(res.body)}`);
         assert.match(res.body.error.message, /unknown parameter 'bogus_param'/);

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { z } from 'zod';
 import { restOperations } from '../../api/app.ts';
+import { buildOpenApiDocument } from '../../api/openapi.ts';
+import type { RestOperation } from '../../api/operation.ts';
+import { thesisErrorSchema, thesisStatusSchema } from '../../readmodels/schemas.ts';
+import { intParam } from '../../service/requests/params.ts';
 import { callId, makeCall } from '../support/calls-fixtures.ts';
 import { day } from '../support/events.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
@@ -184,5 +189,39 @@ describe('the OpenAPI document and the docs page', () => {
     assert.doesNotMatch(html, /href="https?:/i);
     // Descriptions are escaped text, not markup.
     assert.ok(html.includes('/projects/&lt;id&gt;'));
+  });
+
+  it('describes a JSON request body, several success statuses and an operation-specific error envelope', () => {
+    const op: RestOperation = {
+      operationId: 'requestSomething',
+      method: 'POST',
+      path: '/v1/things/:kind',
+      summary: 's',
+      tags: ['t'],
+      protection: () => 'protected',
+      request: {
+        params: z.object({ kind: z.string().max(10) }).strict(),
+        body: z.object({ contract: z.string().describe('The contract.'), count: intParam(1, 5).optional() }).strict(),
+      },
+      responses: { 200: { description: 'hit', schema: thesisStatusSchema }, 202: { description: 'queued', schema: thesisStatusSchema } },
+      errors: { 403: 'not linked' },
+      errorSchema: thesisErrorSchema,
+      run: async () => ({ ok: true, value: { body: null } }),
+    };
+    const built = buildOpenApiDocument([op]) as any;
+    const described = built.paths['/things/{kind}'].post;
+    assert.deepEqual(described.requestBody.content['application/json'].schema, {
+      type: 'object',
+      properties: { contract: { type: 'string', description: 'The contract.' }, count: { type: 'integer', minimum: 1, maximum: 5 } },
+      required: ['contract'],
+      additionalProperties: false,
+    });
+    assert.equal(described.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/ThesisStatus');
+    assert.equal(described.responses['202'].content['application/json'].schema.$ref, '#/components/schemas/ThesisStatus');
+    for (const s of ['400', '401', '403', '429', '500', '503']) {
+      assert.equal(described.responses[s].content['application/json'].schema.$ref, '#/components/schemas/ThesisError', s);
+    }
+    assert.equal(described.responses['403'].description, 'not linked');
+    assert.throws(() => buildOpenApiDocument([{ ...op, path: '/elsewhere' }]), /outside \/v1/);
   });
 });
