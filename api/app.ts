@@ -1,12 +1,17 @@
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { errors } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
+import { renderDocsPage } from './docs.ts';
 import { sendError } from './errors.ts';
+import { buildOpenApiDocument } from './openapi.ts';
 import type { RestOperation } from './operation.ts';
 import { mcpPlugin } from '../mcp/plugin.ts';
 import { askOperations } from './routes/asks.ts';
 import { projectOperations } from './routes/projects.ts';
 import { thesisOperations } from './routes/thesis.ts';
+import { callOperations } from './routes/calls.ts';
+import { pulseOperations } from './routes/pulse.ts';
+import { searchOperations } from './routes/search.ts';
 
 export type AppOptions = {
   /** Pino options or false; thesis text never reaches a log line (only method, URL, status). */
@@ -15,7 +20,14 @@ export type AppOptions = {
 
 /** Every REST operation, in the order the OpenAPI document lists them. */
 export function restOperations(services: Services): RestOperation[] {
-  return [...projectOperations(services), ...askOperations(services), ...thesisOperations(services)];
+  return [
+    ...projectOperations(services),
+    ...askOperations(services),
+    ...searchOperations(services),
+    ...callOperations(services),
+    ...pulseOperations(services),
+    ...thesisOperations(services),
+  ];
 }
 
 /** Outside /v1: unauthenticated, not rate-limited, for orchestrators and load balancers. */
@@ -25,6 +37,26 @@ export function mountHealth(app: FastifyInstance, services: Services): void {
     const readiness = await services.health.ready();
     return reply.header('cache-control', 'no-store').code(readiness.ready ? 200 : 503).send(readiness);
   });
+}
+
+/**
+ * The interface description and its docs page, generated once from the operations. Public (no key):
+ * they describe the interface and disclose no data.
+ */
+export function mountInterfaceDescription(app: FastifyInstance, operations: readonly RestOperation[]): void {
+  const document = buildOpenApiDocument(operations);
+  const json = JSON.stringify(document);
+  const page = renderDocsPage(document);
+  app.get('/v1/openapi.json', async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=300').type('application/json; charset=utf-8').send(json),
+  );
+  app.get('/docs', async (_request, reply) =>
+    reply
+      .header('cache-control', 'public, max-age=300')
+      .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'")
+      .type('text/html; charset=utf-8')
+      .send(page),
+  );
 }
 
 function registerOperation(app: FastifyInstance, services: Services, op: RestOperation): void {
@@ -64,6 +96,7 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
   void app.register(mcpPlugin, { services });
 
   mountHealth(app, services);
+  mountInterfaceDescription(app, operations);
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '';

@@ -392,7 +392,9 @@ export const projectSearchSchema = z
   })
   .strict();
 
-export const pulseListSchema = z.object({ beats: z.array(beatSchema), readAt: isoDateTime }).strict();
+/** The eight configured beats (config/beats.ts), always all of them. */
+export const BEAT_COUNT = 8;
+export const pulseListSchema = z.object({ beats: z.array(beatSchema).length(BEAT_COUNT), readAt: isoDateTime }).strict();
 export const pulseOneSchema = z.object({ beat: beatSchema, readAt: isoDateTime }).strict();
 
 export const askListSchema = z

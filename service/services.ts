@@ -2,11 +2,14 @@ import type { Config } from '../config/config.ts';
 import { projectors } from '../projectors/registry.ts';
 import { createAccess, type Access } from './access.ts';
 import { createAsksService, type AsksService } from './asks.ts';
+import { createCallsService, type CallsService } from './calls.ts';
 import { createGuard, type Guard } from './guard.ts';
 import { createHealth, type Health } from './health.ts';
 import { createProjectsService, type ProjectsService } from './projects.ts';
+import { createPulseService, type PulseService } from './pulse.ts';
 import { createRateGate, type RateGate } from './rate/gate.ts';
 import type { RateLimiter } from './rate/port.ts';
+import { createSearchService, type SearchService } from './search.ts';
 import type { Stores } from './stores.ts';
 import { createInProcessHeartbeat, type WorkerHeartbeat } from './thesis/heartbeat.ts';
 import { createThesisFeed, type ThesisFeed } from './thesis/feed.ts';
@@ -21,6 +24,9 @@ export type Services = {
   projects: ProjectsService;
   asks: AsksService;
   thesis: ThesisFeed;
+  calls: CallsService;
+  search: SearchService;
+  pulse: PulseService;
   now: () => Date;
 };
 
@@ -49,6 +55,9 @@ export function createServices(deps: ServiceDeps): Services {
     projects,
     asks: createAsksService({ log, store, access, projects, now }),
     thesis: createThesisFeed({ log, store, access, config: deps.config, heartbeat: deps.heartbeat ?? createInProcessHeartbeat({ now }), now }),
+    calls: createCallsService({ store, now }),
+    search: createSearchService({ store, projects, now }),
+    pulse: createPulseService({ store, now }),
     now,
   };
 }

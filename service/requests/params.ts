@@ -4,10 +4,14 @@ import { z } from 'zod';
  * Parameter building blocks shared by REST (query strings) and MCP (typed JSON): each accepts the
  * typed value and its query-string spelling, so one schema serves both transports.
  */
-export const intParam = (min: number, max: number) =>
-  z.union([z.number(), z.string().regex(/^-?\d+$/, 'must be a whole number').transform(Number)]).pipe(z.number().int().min(min).max(max));
+export const intParam = (min: number, max: number) => {
+  const message = `must be a whole number from ${min} to ${max}`;
+  return z
+    .union([z.number(), z.string().regex(/^-?\d+$/, message).transform(Number)], { error: message })
+    .pipe(z.number().int(message).min(min, message).max(max, message));
+};
 
-export const boolParam = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]);
+export const boolParam = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], { error: 'must be true or false' });
 
 export const dateTimeParam = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z' });
 
@@ -22,6 +26,8 @@ export function parseParams<S extends z.ZodType>(schema: S, input: unknown): Par
     return { ok: false, message: `unknown parameter ${issue.keys.map((k) => `'${k}'`).join(', ')}` };
   }
   const name = issue.path.length > 0 ? issue.path.join('.') : 'request';
-  const detail = Array.isArray(issue.path) && issue.code === 'invalid_union' ? 'has an invalid value' : issue.message;
+  // A query parameter sent twice arrives as an array.
+  if (issue.code === 'invalid_type' && / received array$/.test(issue.message)) return { ok: false, message: `parameter '${name}' must be given once` };
+  const detail = issue.code === 'invalid_union' && !issue.message.startsWith('must') ? 'has an invalid value' : issue.message;
   return { ok: false, message: `parameter '${name}' ${detail.startsWith('must') ? detail : `is invalid: ${detail}`}` };
 }

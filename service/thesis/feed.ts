@@ -1,3 +1,4 @@
+import { parseParams } from '../requests/params.ts';
 import { thesisContractInputSchema } from '../requests/thesis.ts';
 import type { Config } from '../../config/config.ts';
 import type { EventLog } from '../../eventstore/port.ts';
@@ -58,19 +59,13 @@ export type ThesisFeedDeps = {
 const contractInput = thesisContractInputSchema;
 
 function parseContract(input: unknown, where: 'query' | 'body'): Result<string> {
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
-    return fail(errors.badRequest(`The ${where} must be an object with one property, contract.`));
+  if (where === 'body' && (input === null || typeof input !== 'object' || Array.isArray(input))) {
+    return fail(errors.badRequest('the body must be a JSON object with one property, contract'));
   }
-  const parsed = contractInput.safeParse(input);
-  if (parsed.success) return ok(parsed.data.contract.toLowerCase());
-  const issue = parsed.error.issues[0];
-  if (issue?.code === 'unrecognized_keys') {
-    const extra = issue.keys.slice(0, 3).map((k) => k.slice(0, 40)).join(', ');
-    return fail(errors.badRequest(`Unexpected ${where} parameter(s): ${extra}; the only parameter is contract.`));
-  }
-  const value = (input as { contract?: unknown }).contract;
-  if (value === undefined) return fail(errors.badRequest('contract is required: 0x followed by 40 hex digits.'));
-  return fail(errors.badRequest('contract must be a string matching ^0x[0-9a-fA-F]{40}$ (a contract on the supported chain).'));
+  const parsed = parseParams(contractInput, input);
+  if (parsed.ok) return ok(parsed.value.contract.toLowerCase());
+  const hint = parsed.message.startsWith('unknown parameter') ? "; the only parameter is 'contract'" : '';
+  return fail(errors.badRequest(`${parsed.message}${hint}`));
 }
 
 /**

@@ -124,7 +124,7 @@ describe('MCP at /mcp with the official SDK client', () => {
     // Parameter names in messages are the tool's own.
     const renamed = await client.callTool({ name: 'list_projects', arguments: { hasDossier: 'maybe' } });
     assert.equal(renamed.isError, true);
-    assert.deepEqual(renamed.structuredContent, { error: { code: 'bad_request', message: "parameter 'hasDossier' is invalid: has an invalid value" } });
+    assert.deepEqual(renamed.structuredContent, { error: { code: 'bad_request', message: "parameter 'hasDossier' must be true or false" } });
 
     const cases: [string, Record<string, unknown>, string, string][] = [
       ['sync_projects', {}, 'bad_request', "send 'since' (an ISO 8601 time) to start a sync, or 'cursor' from an earlier reply to continue"],

@@ -1,0 +1,269 @@
+import { z } from 'zod';
+import { normalizeChain, normalizeContract } from '../config/chains.ts';
+import {
+  CALL_FACETS,
+  CALL_KEYS,
+  CALL_INDEX_COLLECTION,
+  CALLS_COLLECTION,
+  CALLS_COLLECTOR_COLLECTION,
+  COLLECTOR_DOC_ID,
+  EMPTY_FRESHNESS,
+  callDocId,
+  tokenChain,
+  type StoredCall,
+} from '../projectors/calls.ts';
+import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS } from '../projectors/projects.ts';
+import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
+import {
+  CALL_PAGE_DEFAULT,
+  CURSOR_MAX,
+  type CallDetail,
+  type CallFreshness,
+  type CallPage,
+  type CallProject,
+  type CallRecord,
+  type Project,
+} from '../readmodels/schemas.ts';
+import { decodeCursor, encodeCursor } from './cursor.ts';
+import { errors, fail, ok, type Result } from './errors.ts';
+import { parseParams } from './requests/params.ts';
+import { callParamsSchema, callQuerySchema, callsQuerySchema } from './requests/calls.ts';
+
+/** The response budget of one call page (spec §8), in bytes of UTF-8. */
+export const CALL_PAGE_BUDGET_BYTES = 512 * 1024;
+/** A contract filter may select at most this many calls; one more id is read to detect "more". */
+export const CONTRACT_CANDIDATES_MAX = 5000;
+/**
+ * On the tool-protocol surface the page also travels inside the JSON-RPC result and its
+ * transport framing; this much of the budget is kept for that envelope.
+ */
+export const MCP_ENVELOPE_RESERVE_BYTES = 2048;
+const PNL_MAX_AGE_MS = 24 * 3_600_000;
+
+/**
+ * `rest`: the page is the response body. `mcp`: the page is sent twice, as structuredContent and as
+ * a JSON string inside a text block, so its escaped size counts too.
+ */
+export type Surface = 'rest' | 'mcp';
+
+export type CallsService = {
+  /** GET /v1/calltracker/calls: newest first, bounded by `limit` and the 512 KiB budget. */
+  list(query: unknown, options?: { surface?: Surface }): Promise<Result<CallPage>>;
+  /** GET /v1/calltracker/calls/{id}: one visible call. */
+  get(params: unknown, query?: unknown): Promise<Result<CallDetail>>;
+};
+
+/** Call cursor: the last (sortKey, id) served and the normalized filters it is bound to. */
+const callCursorSchema = z
+  .object({ v: z.literal(1), k: z.string(), i: z.string(), c: z.string().nullable(), h: z.string().nullable() })
+  .strict();
+type CallCursor = z.output<typeof callCursorSchema>;
+
+type Filters = { contract: string | null; chain: string | null };
+
+const describeFilters = (f: Filters) =>
+  f.contract === null ? 'no contract or chain filter' : f.chain === null ? `contract=${f.contract} without chain` : `contract=${f.contract} and chain=${f.chain}`;
+
+/** Newest first: createdAt (as its sort key) descending, ties by id descending. */
+function newerFirst(a: StoredDoc, b: StoredDoc): number {
+  if (a.sortKey !== b.sortKey) return a.sortKey < b.sortKey ? 1 : -1;
+  if (a.id === b.id) return 0;
+  return a.id < b.id ? 1 : -1;
+}
+
+/** Whether a row comes strictly after the cursor position in listing order. */
+const isAfter = (row: StoredDoc, position: { sortKey: string; id: string }) =>
+  row.sortKey < position.sortKey || (row.sortKey === position.sortKey && row.id < position.id);
+
+/** Bytes a value adds to the page on the given surface (see `Surface`). */
+function sizeOnSurface(json: string, surface: Surface): number {
+  const plain = Buffer.byteLength(json, 'utf8');
+  if (surface === 'rest') return plain;
+  // The text block holds JSON.stringify(page) as a string: escaping is per character, so the
+  // escaped size of the page is the sum of the escaped sizes of its parts.
+  return plain + Buffer.byteLength(JSON.stringify(json), 'utf8') - 2;
+}
+
+export function pnlAtReadTime(pnl: StoredCall['caller']['pnl'], readAt: Date): StoredCall['caller']['pnl'] {
+  if (pnl === null) return null;
+  const checked = Date.parse(pnl.checkedAt);
+  const age = readAt.getTime() - checked;
+  // Unknown, future-dated or at least 24 hours old: not served (spec 2.8).
+  if (Number.isNaN(checked) || age < 0 || age >= PNL_MAX_AGE_MS) return null;
+  return pnl;
+}
+
+/** The link a call token gets to a project: relative canonical project URL, also without a dossier. */
+export function callProjectOf(project: Project): CallProject {
+  return {
+    id: project.id,
+    href: `/projects/${encodeURIComponent(project.id)}`,
+    name: project.name ?? project.dossier?.name ?? null,
+    avatar: project.pfp,
+    bio: project.bio,
+    xHandle: project.handle,
+    website: project.identity?.website ?? project.dossier?.links.site ?? null,
+    hasDossier: project.dossier !== null,
+  };
+}
+
+export function createCallsService(deps: { store: ReadStore; now?: () => Date }): CallsService {
+  const { store } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  async function freshness(): Promise<CallFreshness> {
+    return (await store.get<CallFreshness>(CALLS_COLLECTOR_COLLECTION, COLLECTOR_DOC_ID))?.doc ?? EMPTY_FRESHNESS;
+  }
+
+  /** Project links by `<chain>:<contract>`: the one current public project holding it, else null. */
+  async function projectLinks(calls: readonly StoredCall[]): Promise<Map<string, CallProject | null>> {
+    const wanted = new Set<string>();
+    for (const call of calls) for (const token of call.tokens) wanted.add(linkKey(token));
+    const links = new Map<string, CallProject | null>();
+    await Promise.all(
+      [...wanted].map(async (key) => {
+        const ids = await store.findIds(PROJECTS_COLLECTION, 'chainContract', key, 10);
+        const docs = ids.length > 0 ? await store.getMany<Project>(PROJECTS_COLLECTION, ids) : new Map<string, StoredDoc<Project>>();
+        const current = [...docs.values()].filter((d) => (PUBLIC_PROJECT_FACETS as readonly string[]).includes(d.facet));
+        links.set(key, current.length === 1 ? callProjectOf(current[0]!.doc) : null);
+      }),
+    );
+    return links;
+  }
+
+  function linkKey(token: StoredCall['tokens'][number]): string {
+    return `${tokenChain(token)}:${normalizeContract(token.contract)}`;
+  }
+
+  /** The call as served at `readAt`: pnl aged out, token project links from the current projects. */
+  async function atReadTime(calls: readonly StoredCall[], readAt: Date): Promise<CallRecord[]> {
+    const links = await projectLinks(calls);
+    return calls.map((call) => ({
+      ...call,
+      caller: { ...call.caller, pnl: pnlAtReadTime(call.caller.pnl, readAt) },
+      tokens: call.tokens.map((token) => ({ ...token, project: links.get(linkKey(token)) ?? null })),
+    }));
+  }
+
+  /**
+   * Visible calls after the cursor position, newest first: `take` of them at most (the caller
+   * asks for one more than it serves, to know whether anything is left).
+   */
+  async function candidates(filters: Filters, after: { sortKey: string; id: string } | null, take: number): Promise<Result<StoredDoc<StoredCall>[]>> {
+    if (filters.contract === null) {
+      return ok(
+        await store.listKeyset<StoredCall>(CALLS_COLLECTION, { facets: [CALL_FACETS.visible], ...(after ? { before: after } : {}), limit: take }),
+      );
+    }
+    const [key, value] =
+      filters.chain === null ? [CALL_KEYS.contract, filters.contract] : [CALL_KEYS.chainContract, `${filters.chain}:${filters.contract}`];
+    const ids = await store.findIds(CALL_INDEX_COLLECTION, key, value, CONTRACT_CANDIDATES_MAX + 1);
+    // Refused on the index alone, before any call payload is read.
+    if (ids.length > CONTRACT_CANDIDATES_MAX) {
+      return fail(
+        errors.badRequest(
+          `the contract filter matches more than ${CONTRACT_CANDIDATES_MAX} calls; ${filters.chain === null ? "add 'chain' to narrow it, or " : ''}page the unfiltered listing (no 'contract') for broader histories`,
+        ),
+      );
+    }
+    if (ids.length === 0) return ok([]);
+    // Candidates are picked and ordered on the payload-free index ...
+    const entries = [...(await store.getMany(CALL_INDEX_COLLECTION, ids)).values()].filter((d) => d.facet === CALL_FACETS.visible);
+    entries.sort(newerFirst);
+    const ordered = after ? entries.filter((d) => isAfter(d, after)) : entries;
+    // ... and only the page's payloads are read, each checked for suppression now (there is no call
+    // cache; the index may trail the records by a batch, so the record decides).
+    const picked: StoredDoc<StoredCall>[] = [];
+    for (let i = 0; picked.length < take && i < ordered.length; ) {
+      const chunk = ordered.slice(i, i + take - picked.length);
+      i += chunk.length;
+      const docs = await store.getMany<StoredCall | null>(CALLS_COLLECTION, chunk.map((d) => d.id));
+      for (const entry of chunk) {
+        const stored = docs.get(entry.id);
+        if (stored && stored.facet === CALL_FACETS.visible && stored.doc !== null) picked.push({ ...stored, doc: stored.doc, sortKey: entry.sortKey });
+      }
+    }
+    return ok(picked);
+  }
+
+  function parseFilters(contract: string | undefined, chain: string | undefined): Result<Filters> {
+    if (chain !== undefined && contract === undefined) {
+      return fail(errors.badRequest("parameter 'chain' is allowed only together with 'contract'; add 'contract' or drop 'chain'"));
+    }
+    return ok({ contract: contract === undefined ? null : normalizeContract(contract), chain: chain === undefined ? null : normalizeChain(chain) });
+  }
+
+  function parseCursor(cursor: string | undefined, filters: Filters): Result<{ sortKey: string; id: string } | null> {
+    if (cursor === undefined) return ok(null);
+    const decoded = decodeCursor(callCursorSchema, cursor);
+    if (!decoded.ok) {
+      return fail(errors.badRequest("parameter 'cursor' is not a cursor this service issued; send the 'next' value of a page unchanged, or drop 'cursor' to start from the newest call"));
+    }
+    const bound: Filters = { contract: decoded.value.c, chain: decoded.value.h };
+    if (bound.contract !== filters.contract || bound.chain !== filters.chain) {
+      return fail(
+        errors.badRequest(
+          `parameter 'cursor' was issued for ${describeFilters(bound)}, but this request has ${describeFilters(filters)}; send the same contract and chain filters as the request that returned it, or drop 'cursor' to start again`,
+        ),
+      );
+    }
+    return ok({ sortKey: decoded.value.k, id: decoded.value.i });
+  }
+
+  return {
+    async list(query, options = {}) {
+      const surface = options.surface ?? 'rest';
+      const parsed = parseParams(callsQuerySchema, query);
+      if (!parsed.ok) return fail(errors.badRequest(parsed.message));
+      const q = parsed.value;
+      const filters = parseFilters(q.contract, q.chain);
+      if (!filters.ok) return filters;
+      const position = parseCursor(q.cursor, filters.value);
+      if (!position.ok) return position;
+      const limit = q.limit ?? CALL_PAGE_DEFAULT;
+
+      const readAt = now();
+      const rows = await candidates(filters.value, position.value, limit + 1);
+      if (!rows.ok) return rows;
+      const [calls, fresh] = await Promise.all([atReadTime(rows.value.slice(0, limit).map((r) => r.doc), readAt), freshness()]);
+
+      // Whole calls while the page fits: the envelope is measured with a longest possible `next`,
+      // so the real page (whose `next` is that long at most) stays inside the budget.
+      const budget = CALL_PAGE_BUDGET_BYTES - (surface === 'mcp' ? MCP_ENVELOPE_RESERVE_BYTES : 0);
+      const envelope: CallPage = { calls: [], next: 'x'.repeat(CURSOR_MAX), limit, readAt: readAt.toISOString(), freshness: fresh };
+      let used = sizeOnSurface(JSON.stringify(envelope), surface);
+      const served: CallRecord[] = [];
+      for (const call of calls) {
+        const size = sizeOnSurface(JSON.stringify(call), surface) + (served.length > 0 ? sizeOnSurface(',', surface) : 0);
+        // A page always holds at least one call, even one that alone exceeds the budget.
+        if (served.length > 0 && used + size > budget) break;
+        served.push(call);
+        used += size;
+      }
+
+      const more = rows.value.length > served.length;
+      const last = served[served.length - 1];
+      const lastRow = last ? rows.value[served.length - 1]! : null;
+      const next =
+        more && lastRow
+          ? encodeCursor({ v: 1, k: lastRow.sortKey, i: lastRow.id, c: filters.value.contract, h: filters.value.chain } satisfies CallCursor)
+          : null;
+      return ok({ calls: served, next, limit, readAt: readAt.toISOString(), freshness: fresh });
+    },
+
+    async get(params, query) {
+      const parsed = parseParams(callParamsSchema, params);
+      if (!parsed.ok) return fail(errors.badRequest(parsed.message));
+      const q = parseParams(callQuerySchema, query);
+      if (!q.ok) return fail(errors.badRequest(q.message));
+      const stored = await store.get<StoredCall | null>(CALLS_COLLECTION, callDocId(parsed.value.id));
+      if (!stored || stored.facet !== CALL_FACETS.visible || stored.doc === null) {
+        // Unknown and suppressed answer alike, so a suppression is not disclosed.
+        return fail(errors.notFound(`no call with id '${parsed.value.id}'`));
+      }
+      const readAt = now();
+      const [[call], fresh] = await Promise.all([atReadTime([stored.doc], readAt), freshness()]);
+      return ok({ call: call!, readAt: readAt.toISOString(), freshness: fresh });
+    },
+  };
+}

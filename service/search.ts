@@ -1,0 +1,136 @@
+import { normalizeChain, normalizeContract, websiteHost } from '../config/chains.ts';
+import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS, type ProjectState } from '../projectors/projects.ts';
+import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
+import type { z } from 'zod';
+import type { Project, projectSearchSchema, projectSearchStateSchema } from '../readmodels/schemas.ts';
+import type { Caller } from './caller.ts';
+import { errors, fail, ok, type Result } from './errors.ts';
+import type { ProjectsService } from './projects.ts';
+import { parseParams } from './requests/params.ts';
+import { searchQuerySchema } from './requests/search.ts';
+
+export type ProjectSearchResult = z.infer<typeof projectSearchSchema>;
+type ProjectSearchState = z.infer<typeof projectSearchStateSchema>;
+
+export type SearchService = {
+  /** GET /v1/search?q=: reads only; never creates a project, starts research or appends an event. */
+  search(caller: Caller, query: unknown): Promise<Result<ProjectSearchResult>>;
+};
+
+/** What `q` was read as (DESIGN §5). */
+export type SearchForm =
+  | { kind: 'social'; handle: string }
+  | { kind: 'website'; host: string }
+  | { kind: 'contract'; contract: string }
+  | { kind: 'chainContract'; chain: string; contract: string };
+
+const SOCIAL_HOSTS = new Set(['x.com', 'twitter.com', 'mobile.twitter.com', 'mobile.x.com']);
+const HANDLE = /^[A-Za-z0-9_]{1,50}$/;
+const EVM_CONTRACT = /^0x[0-9a-fA-F]+$/;
+const BASE58_CONTRACT = /^[1-9A-HJ-NP-Za-km-z]{32,44}$/;
+const SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
+const CHAIN_QUALIFIED = /^([A-Za-z][A-Za-z0-9_-]{0,59}):([^\s:/]+)$/;
+
+/**
+ * Reads `q` as one of the accepted forms, or null when it is none of them. Order matters: a URL
+ * scheme before `chain:contract`, a host before a bare word, address shapes before handles.
+ */
+export function classifyQuery(q: string): SearchForm | null {
+  if (q.startsWith('@')) {
+    const handle = q.slice(1);
+    return HANDLE.test(handle) ? { kind: 'social', handle } : null;
+  }
+  const hasScheme = SCHEME.test(q);
+  if (!hasScheme) {
+    const qualified = CHAIN_QUALIFIED.exec(q);
+    if (qualified) return { kind: 'chainContract', chain: qualified[1]!, contract: qualified[2]! };
+  }
+  if (hasScheme || q.includes('/') || q.includes('.')) {
+    const host = websiteHost(q);
+    if (host === null) return null;
+    if (SOCIAL_HOSTS.has(host)) {
+      const first = new URL(hasScheme ? q : `https://${q}`).pathname.split('/').find((s) => s !== '');
+      const handle = first?.replace(/^@/, '');
+      if (handle && HANDLE.test(handle)) return { kind: 'social', handle };
+    }
+    return { kind: 'website', host };
+  }
+  if (EVM_CONTRACT.test(q) || BASE58_CONTRACT.test(q)) return { kind: 'contract', contract: q };
+  if (HANDLE.test(q)) return { kind: 'social', handle: q };
+  // Other address encodings: any single word that is not a handle.
+  if (/^\S+$/.test(q)) return { kind: 'contract', contract: q };
+  return null;
+}
+
+const isPublic = (doc: StoredDoc<Project, ProjectState>) => (PUBLIC_PROJECT_FACETS as readonly string[]).includes(doc.facet);
+
+export function createSearchService(deps: { store: ReadStore; projects: ProjectsService; now?: () => Date }): SearchService {
+  const { store, projects } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  async function byKey(key: string, value: string): Promise<StoredDoc<Project, ProjectState>[]> {
+    const ids = await store.findIds(PROJECTS_COLLECTION, key, value, 100);
+    if (ids.length === 0) return [];
+    return [...(await store.getMany<Project, ProjectState>(PROJECTS_COLLECTION, ids)).values()].filter(isPublic);
+  }
+
+  /** found / missing / ambiguous from a match list. */
+  function outcome(matches: readonly StoredDoc<Project, ProjectState>[]): { state: ProjectSearchState; project: Project | null } {
+    if (matches.length === 1) return { state: 'found', project: matches[0]!.doc };
+    return { state: matches.length === 0 ? 'missing' : 'ambiguous', project: null };
+  }
+
+  async function lookUp(form: SearchForm): Promise<{ state: ProjectSearchState; project: Project | null }> {
+    switch (form.kind) {
+      case 'social': {
+        // The project GET /v1/projects/@name returns: the newest claimant of the handle.
+        const claimant = await projects.resolve(`@${form.handle}`);
+        if (claimant) return { state: 'found', project: claimant.doc };
+        return outcome(await byKey('identityHandle', form.handle.toLowerCase()));
+      }
+      case 'website':
+        return outcome(await byKey('website', form.host));
+      case 'chainContract':
+        return outcome(await byKey('chainContract', `${normalizeChain(form.chain)}:${normalizeContract(form.contract)}`));
+      case 'contract': {
+        const contract = normalizeContract(form.contract);
+        const matches = await byKey('contract', contract);
+        if (matches.length <= 1) return outcome(matches);
+        const chains = new Set<string>();
+        for (const m of matches) {
+          for (const cc of m.keys.chainContract ?? []) if (cc.endsWith(`:${contract}`)) chains.add(cc.slice(0, -contract.length - 1));
+        }
+        // A bare contract on several chains is narrowed by chain; several projects on one chain are not.
+        return { state: chains.size > 1 ? 'chain_required' : 'ambiguous', project: null };
+      }
+    }
+  }
+
+  return {
+    async search(caller, query) {
+      const parsed = parseParams(searchQuerySchema, query);
+      if (!parsed.ok) return fail(errors.badRequest(parsed.message));
+      const q = parsed.value.q;
+      const readAt = now().toISOString();
+
+      // A stable project id wins over every other reading of q.
+      const byId = await store.get<Project, ProjectState>(PROJECTS_COLLECTION, q);
+      let result: { state: ProjectSearchState; project: Project | null };
+      if (byId && isPublic(byId)) {
+        result = { state: 'found', project: byId.doc };
+      } else {
+        const form = classifyQuery(q);
+        if (form === null) {
+          return fail(
+            errors.badRequest(
+              "parameter 'q' must be a project id, a contract (0x…, base58 …), chain:contract (base:0x…), a website (URL or bare domain) or a social profile (@name, name, x.com/name)",
+            ),
+          );
+        }
+        result = await lookUp(form);
+      }
+      const context = result.project ? await projects.contextFor(caller, result.project, readAt) : null;
+      return ok({ state: result.state, project: result.project, context, readAt });
+    },
+  };
+}
