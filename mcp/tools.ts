@@ -1,7 +1,12 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import {
   askListSchema,
   askReceiptSchema,
+  callDetailSchema,
+  callPageSchema,
+  projectSearchSchema,
+  pulseListSchema,
+  pulseOneSchema,
   boardPageSchema,
   projectReadSchema,
   syncPageSchema,
@@ -13,6 +18,9 @@ import { errors, fail, type Result } from '../service/errors.ts';
 import type { Protection } from '../service/guard.ts';
 import { askListParamsSchema, askListQuerySchema, askResearcherSchema } from '../service/requests/asks.ts';
 import { thesisContractInputSchema } from '../service/requests/thesis.ts';
+import { callParamsSchema, callsQuerySchema } from '../service/requests/calls.ts';
+import { pulseParamsSchema } from '../service/requests/pulse.ts';
+import { searchQuerySchema } from '../service/requests/search.ts';
 import { projectParamsSchema, projectQuerySchema, projectsQuerySchema } from '../service/requests/projects.ts';
 import type { Services } from '../service/services.ts';
 import { pick, toolInputFrom, type RestArguments, type ToolInput } from './input.ts';
@@ -40,7 +48,7 @@ const basic = (): Protection => 'basic';
 const guarded = (): Protection => 'protected';
 
 
-export const tools: readonly Tool[] = [
+const projectAndPrivateTools: Tool[] = [
   {
     name: 'list_projects',
     title: 'Project board',
@@ -146,5 +154,65 @@ export const tools: readonly Tool[] = [
     call: (services, caller, args) => services.asks.list(caller, args.params, args.query),
   },
 ];
+
+
+/** Tools over the call records, search and pulse services (same service calls as their REST twins). */
+const readTools: Tool[] = [
+  {
+    name: 'search_projects',
+    title: 'Find a stored project',
+    description:
+      'Find a stored project by project id, contract (0x…, base58), chain-qualified contract (base:0x…), website (any URL or bare domain) or social profile (@name, name, x.com/name, https://twitter.com/name). ' +
+      'Answers state found (with project and context), missing, ambiguous (several matches: narrow with a chain-qualified contract or a project id) or chain_required (a bare contract on several chains: add the chain). ' +
+      'A search never adds a project and never starts research. Rate-protected: when protection is unavailable it asks you to wait 60 seconds. Same body as GET /v1/search?q=….',
+    input: toolInputFrom({ query: searchQuerySchema }),
+    outputSchema: projectSearchSchema,
+    readOnly: true,
+    protection: guarded,
+    call: (services, caller, args) => services.search.search(caller, args.query),
+  },
+  {
+    name: 'get_pulse',
+    title: 'Pulse cards',
+    description:
+      'The current pulse cards: all eight beats in a fixed order (card null where a beat has none), or one beat when beat is given (unknown beat: not_found). ' +
+      'A quiet card means nothing moved on that beat, not that anything is broken. Same body as GET /v1/pulse or GET /v1/pulse/{beat}.',
+    input: toolInputFrom({ params: pulseParamsSchema.partial() }),
+    outputSchema: z.union([pulseListSchema, pulseOneSchema]),
+    readOnly: true,
+    protection: basic,
+    call: (services, _caller, args) => (args.params.beat === undefined ? services.pulse.all({}) : services.pulse.one(args.params, {})),
+  },
+  {
+    name: 'list_calltracker_calls',
+    title: 'Stored call records',
+    description:
+      'Stored token-call records with their theses (an author\'s opinion, not a verified fact or a recommendation), newest first. limit is a maximum (1 to 30, default 20), not a promise: ' +
+      'pages also stop at a 512 KiB budget and never cut a text. Follow next, with the same contract and chain, until it is null. contract (up to 100 characters) filters on an exact token address; ' +
+      'chain (up to 60 characters) is allowed only with contract; a contract on more than 5000 calls is refused: add chain or page without a filter. ' +
+      'Paging is browsing, not a sync: re-read a call by id for its current version. Rate-protected. Same rows as GET /v1/calltracker/calls.',
+    input: toolInputFrom({ query: callsQuerySchema }),
+    outputSchema: callPageSchema,
+    readOnly: true,
+    protection: guarded,
+    // The page also travels as an escaped JSON string in the text block: the budget counts both.
+    call: (services, _caller, args) => services.calls.list(args.query, { surface: 'mcp' }),
+  },
+  {
+    name: 'get_calltracker_call',
+    title: 'One call record',
+    description:
+      'One stored call record by its id (a uuid): the thesis text, the caller profile (pnl is the caller\'s seven-day realized trading result, null when unknown or at least 24 hours old) and the tokens, ' +
+      'each linked to a project only when exactly one current project matches its chain and contract. Unknown or suppressed ids: not_found. Rate-protected. Same body as GET /v1/calltracker/calls/{id}.',
+    input: toolInputFrom({ params: callParamsSchema }),
+    outputSchema: callDetailSchema,
+    readOnly: true,
+    protection: guarded,
+    call: (services, _caller, args) => services.calls.get(args.params, {}),
+  },
+];
+
+/** The eleven tools of spec §4.6. */
+export const tools: readonly Tool[] = [...projectAndPrivateTools, ...readTools];
 
 export const toolsByName: ReadonlyMap<string, Tool> = new Map(tools.map((t) => [t.name, t]));

@@ -7,11 +7,16 @@ import { tools } from '../../mcp/tools.ts';
 import { errorSchema, askReceiptSchema } from '../../readmodels/schemas.ts';
 import { issueKey, revokeKey, changeOwner } from '../../service/access.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
+import { card, makeCall, publishCard, recordCall } from '../support/calls-fixtures.ts';
 import { connectClient, postRpc, recordingGate, seedBoard, toolCall } from './support.ts';
 
 const NOW = new Date('2026-11-20T08:00:00.000Z');
 
-const IMPLEMENTED = ['ask_researcher', 'get_project', 'get_thesis_feed', 'list_projects', 'request_thesis_feed', 'researcher_answers', 'sync_projects'];
+/** Exactly the eleven tools of spec §4.6. */
+const IMPLEMENTED = [
+  'ask_researcher', 'get_calltracker_call', 'get_project', 'get_pulse', 'get_thesis_feed', 'list_calltracker_calls',
+  'list_projects', 'request_thesis_feed', 'researcher_answers', 'search_projects', 'sync_projects',
+];
 
 describe('MCP at /mcp with the official SDK client', () => {
   let h: Harness;
@@ -26,6 +31,11 @@ describe('MCP at /mcp with the official SDK client', () => {
     alice = await h.key('alice', ['allow']);
     bob = await h.key('bob');
     await seedBoard(h);
+    for (let n = 0; n < 5; n++) {
+      await recordCall(h, makeCall(n, { createdAt: new Date(Date.UTC(2026, 10, 1, n)).toISOString(), tokens: 2 }));
+    }
+    await publishCard(h, card('launches', 1), '2026-11-19T08:00:00.000Z');
+    await h.stores.catchUp();
     base = await h.app.listen({ host: '127.0.0.1', port: 0 });
     client = await connectClient(base, alice);
   });
@@ -56,6 +66,10 @@ describe('MCP at /mcp with the official SDK client', () => {
       request_thesis_feed: ['contract'],
       ask_researcher: ['handle', 'question'],
       researcher_answers: ['handle'],
+      search_projects: ['q'],
+      get_pulse: ['beat'],
+      list_calltracker_calls: ['chain', 'contract', 'cursor', 'limit'],
+      get_calltracker_call: ['id'],
     });
     for (const t of listed) {
       const own = tools.find((x) => x.name === t.name)!;
@@ -70,7 +84,7 @@ describe('MCP at /mcp with the official SDK client', () => {
       assert.equal(t.annotations?.readOnlyHint, own.readOnly);
     }
     const readOnly = listed.filter((t) => t.annotations?.readOnlyHint).map((t) => t.name).sort();
-    assert.deepEqual(readOnly, ['get_project', 'get_thesis_feed', 'list_projects', 'researcher_answers', 'sync_projects']);
+    assert.deepEqual(readOnly, IMPLEMENTED.filter((name) => name !== 'ask_researcher' && name !== 'request_thesis_feed'));
     // Descriptions say how to continue a sync and what since means.
     const sync = listed.find((t) => t.name === 'sync_projects')!;
     assert.match(sync.description!, /cursor/);
@@ -110,6 +124,21 @@ describe('MCP at /mcp with the official SDK client', () => {
   it('researcher_answers returns the REST ask list', async () => {
     const { result } = await sameAsRest('researcher_answers', { handle: 'h1' }, '/v1/projects/h1/ask');
     assert.deepEqual((result.structuredContent as any).asks.map((a: any) => a.id), ['desk-1']);
+  });
+
+  it('search, pulse and call-record tools return their REST twins byte for byte', async () => {
+    await sameAsRest('search_projects', { q: 'h3' }, '/v1/search?q=h3');
+    await sameAsRest('search_projects', { q: 'no-such-thing.example' }, '/v1/search?q=no-such-thing.example');
+    await sameAsRest('get_pulse', {}, '/v1/pulse');
+    await sameAsRest('get_pulse', { beat: 'launches' }, '/v1/pulse/launches');
+    await sameAsRest('get_pulse', { beat: 'nope' }, '/v1/pulse/nope');
+    const first = await sameAsRest('list_calltracker_calls', { limit: 2 }, '/v1/calltracker/calls?limit=2');
+    const next = first.rest.json().next as string;
+    assert.equal(first.rest.json().calls.length, 2);
+    await sameAsRest('list_calltracker_calls', { limit: 2, cursor: next }, `/v1/calltracker/calls?limit=2&cursor=${next}`);
+    const id = first.rest.json().calls[0].id as string;
+    await sameAsRest('get_calltracker_call', { id }, `/v1/calltracker/calls/${id}`);
+    await sameAsRest('get_calltracker_call', { id: 'not-a-uuid' }, '/v1/calltracker/calls/not-a-uuid');
   });
 
   it('reports failures as tool errors carrying the same envelope REST sends', async () => {
