@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +11,7 @@ import { createRateLimiter } from '../../service/rate/create.ts';
 import type { RateGate } from '../../service/rate/gate.ts';
 import type { RateLimiter } from '../../service/rate/port.ts';
 import { createServices, type Services } from '../../service/services.ts';
+import { assertResponse, matchPath } from './openapi-validator.ts';
 import { openStores, type Stores } from '../../service/stores.ts';
 
 export type Harness = {
@@ -40,6 +42,7 @@ export async function createHarness(options: { env?: Record<string, string>; now
   const services = createServices({ config, stores, limiter, ...(options.now ? { now: options.now } : {}), ...(options.gate ? { gate: options.gate } : {}) });
   const app = buildApp(services);
   await app.ready();
+  let openapi: Record<string, unknown> | undefined;
   return {
     dir,
     config,
@@ -56,6 +59,14 @@ export async function createHarness(options: { env?: Record<string, string>; now
     },
     async get(url, key) {
       const res = await app.inject({ method: 'GET', url, headers: key ? { authorization: `Bearer ${key}` } : {} });
+      // Every /v1 response any test reads is checked against the served OpenAPI document (ajv).
+      if (url.startsWith('/v1/') && !url.startsWith('/v1/openapi.json')) {
+        openapi ??= JSON.parse((await app.inject({ method: 'GET', url: '/v1/openapi.json' })).body) as Record<string, unknown>;
+        const body = JSON.parse(res.body) as unknown;
+        // Unknown routes are not in the document; their body must still be the error envelope.
+        if (matchPath(openapi, url) !== null) assertResponse(openapi, 'GET', url, res.statusCode, body);
+        else assert.deepEqual(Object.keys((body as { error: object }).error ?? {}), ['code', 'message']);
+      }
       return { status: res.statusCode, headers: res.headers, body: res.body, json: () => JSON.parse(res.body) };
     },
     async close() {
