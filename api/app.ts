@@ -1,4 +1,4 @@
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { errors } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { renderDocsPage } from './docs.ts';
@@ -15,7 +15,7 @@ import { searchOperations } from './routes/search.ts';
 
 export type AppOptions = {
   /** Pino options or false; thesis text never reaches a log line (only method, URL, status). */
-  logger?: boolean | { level: string };
+  logger?: FastifyServerOptions['logger'];
 };
 
 /** Every REST operation, in the order the OpenAPI document lists them. */

@@ -10,6 +10,7 @@ import { changeOwner, issueKey, type OwnerChange } from '../../service/access.ts
 import { createRateLimiter } from '../../service/rate/create.ts';
 import type { RateGate } from '../../service/rate/gate.ts';
 import type { RateLimiter } from '../../service/rate/port.ts';
+import type { WorkerHeartbeat } from '../../service/thesis/heartbeat.ts';
 import { createServices, type Services } from '../../service/services.ts';
 import { assertResponse, matchPath } from './openapi-validator.ts';
 import { openStores, type Stores } from '../../service/stores.ts';
@@ -32,15 +33,32 @@ export type Harness = {
  * the default limit is raised so tests of other concerns are not throttled (set
  * PULSEBOARD_RATE_LIMIT in `env` to test limiting).
  */
-export async function createHarness(options: { env?: Record<string, string>; now?: () => Date; gate?: RateGate } = {}): Promise<Harness> {
+export type HarnessOptions = {
+  env?: Record<string, string>;
+  now?: () => Date;
+  gate?: RateGate;
+  /** The thesis reader heartbeat the feed consults (tests beat it themselves). */
+  heartbeat?: WorkerHeartbeat;
+  /** Receives every log line the app writes (Fastify's logger at debug level). */
+  logStream?: { write(line: string): void };
+};
+
+export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-test-'));
   const parsed = parseConfig({ PULSEBOARD_DATA_DIR: dir, PULSEBOARD_RATE_LIMIT: '1000000', ...options.env });
   if (!parsed.ok) throw new Error(parsed.reason);
   const config = parsed.config;
   const stores = await openStores(config);
   const limiter: RateLimiter = createRateLimiter(config);
-  const services = createServices({ config, stores, limiter, ...(options.now ? { now: options.now } : {}), ...(options.gate ? { gate: options.gate } : {}) });
-  const app = buildApp(services);
+  const services = createServices({
+    config,
+    stores,
+    limiter,
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.gate ? { gate: options.gate } : {}),
+    ...(options.heartbeat ? { heartbeat: options.heartbeat } : {}),
+  });
+  const app = buildApp(services, options.logStream ? { logger: { level: 'debug', stream: options.logStream } } : {});
   await app.ready();
   let openapi: Record<string, unknown> | undefined;
   return {
