@@ -1,13 +1,7 @@
-import { ok, type Result } from '../../service/errors.ts';
 import type { Services } from '../../service/services.ts';
 import { callParamsSchema, callQuerySchema, callsQuerySchema } from '../../service/requests/calls.ts';
 import { callDetailSchema, callPageSchema } from '../../readmodels/schemas.ts';
-import type { OperationReply, RestOperation } from '../operation.ts';
-
-const reply = async <T>(result: Promise<Result<T>>): Promise<Result<OperationReply>> => {
-  const r = await result;
-  return r.ok ? ok({ body: r.value }) : r;
-};
+import { replyWith as reply, type RestOperation } from '../operation.ts';
 
 export function callOperations(services: Services): RestOperation[] {
   return [

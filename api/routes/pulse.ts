@@ -1,14 +1,8 @@
 import { BEATS } from '../../config/beats.ts';
-import { ok, type Result } from '../../service/errors.ts';
 import type { Services } from '../../service/services.ts';
 import { pulseListQuerySchema, pulseOneQuerySchema, pulseParamsSchema } from '../../service/requests/pulse.ts';
 import { pulseListSchema, pulseOneSchema } from '../../readmodels/schemas.ts';
-import type { OperationReply, RestOperation } from '../operation.ts';
-
-const reply = async <T>(result: Promise<Result<T>>): Promise<Result<OperationReply>> => {
-  const r = await result;
-  return r.ok ? ok({ body: r.value }) : r;
-};
+import { replyWith as reply, type RestOperation } from '../operation.ts';
 
 const beatIds = BEATS.map((b) => b.id).join(', ');
 
