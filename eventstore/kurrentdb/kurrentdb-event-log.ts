@@ -387,7 +387,7 @@ export function createKurrentDbEventLog(connectionString: string): EventLog {
         if (head > headSeen) headSeen = head;
         if (head > afterPosition) return;
         const remaining = deadline - Date.now();
-        if (remaining <= 0) return;
+        if (remaining <= 0 || closed || signal?.aborted) return;
         // Sleep until the next poll, an append through this log, the abort, or close.
         await new Promise<void>((resolve) => {
           const done = () => {
