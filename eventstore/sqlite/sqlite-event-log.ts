@@ -100,20 +100,33 @@ export function createSqliteEventLog(path: string): EventLog {
 
     async append(stream: string, events: readonly NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
       const result = inTransaction(db, (): AppendResult => {
-        const results: AppendedEvent[] = [];
-        const fresh: NewEvent[] = [];
-        for (const event of events) {
+        // Results come back in input order; an id already stored, or repeated earlier in this batch,
+        // is a duplicate reporting the stored (or first) event.
+        const results: (AppendedEvent | undefined)[] = [];
+        const fresh: { index: number; event: NewEvent }[] = [];
+        const firstIndex = new Map<string, number>();
+        events.forEach((event, index) => {
           const stored = selectById.get(event.id) as EventRow | undefined;
-          if (stored) results.push({ id: stored.id, position: stored.position, revision: stored.revision, duplicate: true });
-          else fresh.push(event);
-        }
+          if (stored) results[index] = { id: stored.id, position: stored.position, revision: stored.revision, duplicate: true };
+          else if (!firstIndex.has(event.id)) {
+            firstIndex.set(event.id, index);
+            fresh.push({ index, event });
+          }
+        });
         const actual = currentRevision(stream);
+        const finish = (): AppendedEvent[] =>
+          events.map((event, index) => {
+            const own = results[index];
+            if (own) return own;
+            const first = results[firstIndex.get(event.id)!]!;
+            return { ...first, duplicate: true };
+          });
         // A retry of an append that already landed is idempotent whatever revision it expected.
-        if (fresh.length === 0) return { ok: true, events: results, revision: actual ?? -1 };
+        if (fresh.length === 0) return { ok: true, events: finish(), revision: actual ?? -1 };
         if (!revisionMatches(expected, actual)) return { ok: false, reason: 'wrong_expected_revision', actualRevision: actual };
         let revision = actual ?? -1;
         const recordedAt = nextRecordedAt();
-        for (const event of fresh) {
+        for (const { index, event } of fresh) {
           revision += 1;
           const info = insert.run(
             event.id,
@@ -124,9 +137,9 @@ export function createSqliteEventLog(path: string): EventLog {
             JSON.stringify(event.metadata ?? {}),
             recordedAt,
           );
-          results.push({ id: event.id, position: Number(info.lastInsertRowid), revision, duplicate: false });
+          results[index] = { id: event.id, position: Number(info.lastInsertRowid), revision, duplicate: false };
         }
-        return { ok: true, events: results, revision };
+        return { ok: true, events: finish(), revision };
       });
       if (result.ok) {
         const top = Math.max(0, ...result.events.map((e) => e.position));
@@ -174,10 +187,15 @@ export function createSqliteEventLog(path: string): EventLog {
 
     async waitForAppend(afterPosition: number, timeoutMs: number, signal?: AbortSignal) {
       if (headSeen > afterPosition || signal?.aborted) return;
+      // Events appended before this call, by another connection or process, already exist: no need to sleep.
+      const head = (selectHead.get() as { head: number }).head;
+      if (head > headSeen) headSeen = head;
+      if (headSeen > afterPosition) return;
       await new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(timer);
           appended.off('append', onAppend);
+          appended.off('close', done);
           signal?.removeEventListener('abort', done);
           resolve();
         };
@@ -186,11 +204,14 @@ export function createSqliteEventLog(path: string): EventLog {
         };
         const timer = setTimeout(done, timeoutMs);
         appended.on('append', onAppend);
+        appended.on('close', done);
         signal?.addEventListener('abort', done, { once: true });
       });
     },
 
     async close() {
+      // Pending waits end now rather than holding the process open until their timeout.
+      appended.emit('close');
       appended.removeAllListeners();
       db.close();
     },

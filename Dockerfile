@@ -1,0 +1,24 @@
+# pulseboard: one image for every role (serve --role ingest|projectors|api|thesis-reader).
+# Node 24 runs the TypeScript sources directly (type stripping), so there is no build step.
+# Debian (glibc), not Alpine: the KurrentDB client's native bridge ships a linux-x64-gnu binary.
+FROM node:24.9.0-bookworm-slim
+
+ENV NODE_ENV=production
+WORKDIR /app
+
+# Production dependencies only, from the lockfile.
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev && npm cache clean --force
+
+COPY . .
+# The embedded default writes under ./data; the distributed roles keep nothing on disk.
+RUN mkdir -p /app/data && chown node:node /app/data
+
+# Listen on every interface inside the container (the default 127.0.0.1 is unreachable from outside).
+ENV HOST=0.0.0.0 PORT=8080
+EXPOSE 8080
+
+# The node image's unprivileged user.
+USER node
+
+CMD ["node","--disable-warning=ExperimentalWarning","bin/pulseboard.ts","serve"]

@@ -1,0 +1,418 @@
+/**
+ * The EventLog port on KurrentDB (DESIGN §2, §3, §8), through @kurrent/kurrentdb-client.
+ *
+ * Positions. KurrentDB places every event in $all at {commit, prepare}, byte offsets in its
+ * transaction log. Without explicit transactions (never available over gRPC, removed from the
+ * server) every appended event is its own self-committed record, so commit === prepare and both
+ * grow strictly from one event to the next in $all order. The port's numeric `position` is that
+ * offset as a JS number: exact up to 2^53 bytes (8 PiB) of log, checked on every conversion.
+ * It is resumable: a $all read from {commit: p, prepare: p} starts AT the event at p (the server
+ * treats the start as inclusive), and the adapter drops that event to give the port's exclusive
+ * `afterPosition`. An event whose commit and prepare differ (a log written through the old TCP
+ * transactions) is refused with an error rather than ordered wrongly. User events never sit at
+ * position 0 (the log starts with the server's own records), so `afterPosition: 0` reads everything.
+ *
+ * Idempotency. KurrentDB only deduplicates event ids on a best-effort basis (and not at all for a
+ * batch mixing stored and new ids), so the adapter decides itself: it reads the stream's ids, appends
+ * only the new events with the stream's observed revision as the server-side expected state, and on a
+ * conflict reads again. Ids are therefore idempotent per stream — the service derives each event id
+ * from a source message that always maps to the same stream (events/ids.ts). A caller expectation
+ * (no_stream, stream_exists, a revision) is checked against the observed revision; `any` retries until
+ * its events land. The cost is one read of the stream per append.
+ *
+ * System events ($-prefixed types or streams) are never returned. The archive id is a custom property
+ * of the metadata of the stream `pulseboard-archive`, written once with expected state NO_STREAM.
+ * `recordedAt` is the server's `created` time for the event (the leader's clock).
+ * Event ids must be UUIDs (KurrentDB stores them as such); event data must be a JSON object, array or string.
+ */
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import {
+  BACKWARDS,
+  END,
+  FORWARDS,
+  KurrentDBClient,
+  NO_STREAM,
+  START,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+  eventTypeFilter,
+  excludeSystemEvents,
+  jsonEvent,
+  type AppendStreamState,
+  type Filter,
+  type JSONType,
+  type Position,
+  type ReadPosition,
+  type RecordedEvent as KurrentRecordedEvent,
+} from '@kurrent/kurrentdb-client';
+import type {
+  AppendResult,
+  AppendedEvent,
+  EventLog,
+  ExpectedRevision,
+  NewEvent,
+  ReadAllOptions,
+  ReadStreamOptions,
+  RecordedEvent,
+} from '../port.ts';
+
+const ARCHIVE_STREAM = 'pulseboard-archive';
+const ARCHIVE_METADATA_STREAM = `$$${ARCHIVE_STREAM}`;
+const ARCHIVE_KEY = 'pulseboardArchiveId';
+/** `any` appends retry while other writers keep moving the stream; exact expectations settle in two rounds. */
+const MAX_APPEND_ATTEMPTS = 50;
+/** How often waitForAppend looks at the head for appends made by other processes. */
+const POLL_INTERVAL_MS = 100;
+/** Events read per backward page while looking for the newest non-system event. */
+const HEAD_PAGE = 32;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function toSafeNumber(value: bigint, what: string): number {
+  if (value < 0n || value > BigInt(Number.MAX_SAFE_INTEGER)) {
+    throw new RangeError(`KurrentDB ${what} ${value} is outside the range pulseboard positions can represent`);
+  }
+  return Number(value);
+}
+
+/** The port position of an event: its commit position, which equals its prepare position (see top). */
+function portPosition(position: Position | undefined, event: { streamId: string; revision: bigint }): number {
+  if (!position) {
+    throw new Error(`KurrentDB returned ${event.streamId}@${event.revision} without a log position (the server must be 22.6 or newer)`);
+  }
+  if (position.commit !== position.prepare) {
+    throw new Error(
+      `KurrentDB event ${event.streamId}@${event.revision} was written inside an explicit transaction ` +
+        `(commit ${position.commit} ≠ prepare ${position.prepare}); pulseboard needs one log record per event`,
+    );
+  }
+  return toSafeNumber(position.commit, 'log position');
+}
+
+function readPositionAfter(position: number): ReadPosition {
+  return position <= 0 ? START : { commit: BigInt(position), prepare: BigInt(position) };
+}
+
+function isSystem(event: { type: string; streamId: string }): boolean {
+  return event.type.startsWith('$') || event.streamId.startsWith('$');
+}
+
+function dataOf(event: KurrentRecordedEvent): unknown {
+  if (event.isJson) return event.data;
+  // Not written by pulseboard (it only writes JSON); still read it if its bytes are JSON.
+  const text = Buffer.from(event.data).toString('utf8');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new Error(`KurrentDB event ${event.streamId}@${event.revision} holds binary data, not JSON`);
+  }
+}
+
+function metadataOf(event: KurrentRecordedEvent): Record<string, unknown> {
+  const metadata: unknown = event.metadata;
+  if (typeof metadata === 'object' && metadata !== null && !Array.isArray(metadata) && !(metadata instanceof Uint8Array)) {
+    return metadata as Record<string, unknown>;
+  }
+  return {};
+}
+
+function toRecorded(event: KurrentRecordedEvent, position: number): RecordedEvent {
+  return {
+    id: event.id,
+    stream: event.streamId,
+    revision: toSafeNumber(event.revision, 'stream revision'),
+    position,
+    type: event.type,
+    data: dataOf(event),
+    metadata: metadataOf(event),
+    recordedAt: event.created.toISOString(),
+  };
+}
+
+function jsonData(event: NewEvent): JSONType {
+  const { data } = event;
+  if (typeof data === 'string' || Array.isArray(data)) return data;
+  if (typeof data === 'object' && data !== null) return data as Record<string, unknown>;
+  throw new TypeError(
+    `event ${event.id}: KurrentDB stores a JSON object, array or string as event data, not ${data === null ? 'null' : typeof data}`,
+  );
+}
+
+function revisionMatches(expected: ExpectedRevision, actual: number | null): boolean {
+  if (expected === 'any') return true;
+  if (expected === 'no_stream') return actual === null;
+  if (expected === 'stream_exists') return actual !== null;
+  return actual === expected;
+}
+
+/** The filter for a readAll; 'nothing' when the prefixes can only select system events. */
+function filterFor(prefixes: readonly string[] | undefined): Filter | 'nothing' {
+  if (prefixes === undefined || prefixes.length === 0 || prefixes.includes('')) return excludeSystemEvents();
+  const user = prefixes.filter((prefix) => !prefix.startsWith('$'));
+  if (user.length === 0) return 'nothing';
+  return eventTypeFilter({ prefixes: [...user] });
+}
+
+type StoredRef = { id: string; position: number; revision: number };
+type StreamIndex = { revision: number | null; byId: Map<string, StoredRef> };
+
+export function createKurrentDbEventLog(connectionString: string): EventLog {
+  const client = KurrentDBClient.connectionString(connectionString);
+  const signals = new EventEmitter();
+  signals.setMaxListeners(0);
+  let headSeen = 0;
+  let closed = false;
+  let archive: string | undefined;
+
+  async function streamIndex(stream: string): Promise<StreamIndex> {
+    const byId = new Map<string, StoredRef>();
+    let revision: number | null = null;
+    try {
+      for await (const resolved of client.readStream(stream, { requiresLeader: true })) {
+        const event = resolved.event;
+        if (!event) continue;
+        const ref = { id: event.id, position: portPosition(event.position, event), revision: toSafeNumber(event.revision, 'stream revision') };
+        byId.set(event.id.toLowerCase(), ref);
+        revision = ref.revision;
+      }
+    } catch (error) {
+      if (!(error instanceof StreamNotFoundError)) throw error;
+    }
+    return { revision, byId };
+  }
+
+  async function readRevisions(stream: string, fromRevision: number, count: number): Promise<KurrentRecordedEvent[]> {
+    const events: KurrentRecordedEvent[] = [];
+    for await (const resolved of client.readStream(stream, { fromRevision: BigInt(fromRevision), maxCount: count, requiresLeader: true })) {
+      if (resolved.event) events.push(resolved.event);
+    }
+    return events;
+  }
+
+  async function lastRevision(stream: string): Promise<number | null> {
+    try {
+      for await (const resolved of client.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1 })) {
+        if (resolved.event) return toSafeNumber(resolved.event.revision, 'stream revision');
+      }
+    } catch (error) {
+      if (!(error instanceof StreamNotFoundError)) throw error;
+    }
+    return null;
+  }
+
+  async function headPosition(): Promise<number> {
+    // A backward read filtered on event type; events of user types in system streams are skipped too.
+    let from: ReadPosition = END;
+    for (;;) {
+      let seen = 0;
+      let last: { commit: bigint; prepare: bigint } | undefined;
+      for await (const resolved of client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: HEAD_PAGE, filter: excludeSystemEvents() })) {
+        seen += 1;
+        const event = resolved.event;
+        if (!event) continue;
+        if (!isSystem(event)) return portPosition(event.position, event);
+        last = event.position;
+      }
+      if (seen < HEAD_PAGE || !last) return 0;
+      // Backward reads take the position after a record; the record's own position excludes it.
+      from = last;
+    }
+  }
+
+  function noteHead(position: number): void {
+    if (position > headSeen) headSeen = position;
+    signals.emit('append', position);
+  }
+
+  async function readArchiveId(): Promise<string | null> {
+    const result = await client.getStreamMetadata(ARCHIVE_STREAM);
+    const value = result.metadata?.[ARCHIVE_KEY];
+    return typeof value === 'string' && value.length > 0 ? value : null;
+  }
+
+  return {
+    async archiveId() {
+      if (archive) return archive;
+      let id = await readArchiveId();
+      if (id === null) {
+        // setStreamMetadata drops its expected-revision option (client 1.3.1), so the metadata event
+        // is appended directly: the first writer wins, every later one reads the winner's id.
+        try {
+          await client.appendToStream(ARCHIVE_METADATA_STREAM, jsonEvent({ type: '$metadata', data: { [ARCHIVE_KEY]: randomUUID() } }), {
+            streamState: NO_STREAM,
+            requiresLeader: true,
+          });
+        } catch (error) {
+          if (!(error instanceof WrongExpectedVersionError)) throw error;
+        }
+        id = await readArchiveId();
+      }
+      if (id === null) throw new Error(`KurrentDB stream metadata of ${ARCHIVE_STREAM} holds no ${ARCHIVE_KEY}`);
+      archive = id;
+      return id;
+    },
+
+    async append(stream: string, events: readonly NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
+      // Bad input is refused before anything is read or written.
+      const payloads = new Map<NewEvent, JSONType>();
+      for (const event of events) {
+        if (!UUID.test(event.id)) throw new TypeError(`event id ${JSON.stringify(event.id)} is not a UUID (KurrentDB requires one)`);
+        payloads.set(event, jsonData(event));
+      }
+      for (let attempt = 1; ; attempt += 1) {
+        const index = await streamIndex(stream);
+        const results: (AppendedEvent | undefined)[] = [];
+        const fresh: { index: number; event: NewEvent }[] = [];
+        const firstIndex = new Map<string, number>();
+        events.forEach((event, i) => {
+          const key = event.id.toLowerCase();
+          const stored = index.byId.get(key);
+          if (stored) results[i] = { id: event.id, position: stored.position, revision: stored.revision, duplicate: true };
+          else if (!firstIndex.has(key)) {
+            firstIndex.set(key, i);
+            fresh.push({ index: i, event });
+          }
+        });
+        const finish = (): AppendedEvent[] =>
+          events.map((event, i) => {
+            const own = results[i];
+            if (own) return own;
+            return { ...results[firstIndex.get(event.id.toLowerCase())!]!, id: event.id, duplicate: true };
+          });
+
+        // A retry of an append that already landed is idempotent whatever revision it expected.
+        if (fresh.length === 0) return { ok: true, events: finish(), revision: index.revision ?? -1 };
+        if (!revisionMatches(expected, index.revision)) {
+          return { ok: false, reason: 'wrong_expected_revision', actualRevision: index.revision };
+        }
+        const streamState: AppendStreamState = index.revision === null ? NO_STREAM : BigInt(index.revision);
+        try {
+          await client.appendToStream(
+            stream,
+            fresh.map(({ event }) => jsonEvent({ id: event.id, type: event.type, data: payloads.get(event)!, metadata: event.metadata ?? {} })),
+            { streamState, requiresLeader: true },
+          );
+        } catch (error) {
+          // Another writer moved the stream since it was read: decide again from what is stored now.
+          if (error instanceof WrongExpectedVersionError && attempt < MAX_APPEND_ATTEMPTS) continue;
+          if (error instanceof WrongExpectedVersionError) {
+            throw new Error(`append to ${stream}: the stream kept changing during ${MAX_APPEND_ATTEMPTS} attempts`, { cause: error });
+          }
+          throw error;
+        }
+
+        // The new events hold the revisions right after the observed one; read back their positions.
+        const firstRevision = (index.revision ?? -1) + 1;
+        const written = await readRevisions(stream, firstRevision, fresh.length);
+        if (written.length !== fresh.length) {
+          throw new Error(`append to ${stream}: expected ${fresh.length} events from revision ${firstRevision}, read ${written.length}`);
+        }
+        let top = 0;
+        fresh.forEach(({ index: i, event }, k) => {
+          const stored = written[k]!;
+          if (stored.id.toLowerCase() !== event.id.toLowerCase()) {
+            throw new Error(`append to ${stream}: revision ${firstRevision + k} holds ${stored.id}, not ${event.id}`);
+          }
+          const position = portPosition(stored.position, stored);
+          top = Math.max(top, position);
+          results[i] = { id: event.id, position, revision: firstRevision + k, duplicate: false };
+        });
+        noteHead(top);
+        return { ok: true, events: finish(), revision: firstRevision + fresh.length - 1 };
+      }
+    },
+
+    async readStream(stream: string, options: ReadStreamOptions = {}) {
+      const events: RecordedEvent[] = [];
+      try {
+        for await (const resolved of client.readStream(stream)) {
+          const event = resolved.event;
+          if (!event) continue;
+          const position = portPosition(event.position, event);
+          if (options.toPosition !== undefined && position > options.toPosition) break;
+          events.push(toRecorded(event, position));
+        }
+      } catch (error) {
+        if (!(error instanceof StreamNotFoundError)) throw error;
+      }
+      return events;
+    },
+
+    async streamRevision(stream: string) {
+      return lastRevision(stream);
+    },
+
+    async readAll(options: ReadAllOptions) {
+      const { limit, toPosition } = options;
+      const filter = filterFor(options.typePrefixes);
+      const events: RecordedEvent[] = [];
+      if (filter === 'nothing' || limit <= 0) return events;
+      let cursor = options.afterPosition;
+      for (;;) {
+        // One more than needed: the server's start is inclusive, and the event at the cursor is not wanted.
+        const want = limit - events.length + 1;
+        let seen = 0;
+        let done = false;
+        for await (const resolved of client.readAll({ direction: FORWARDS, fromPosition: readPositionAfter(cursor), maxCount: want, filter })) {
+          seen += 1;
+          const event = resolved.event;
+          if (!event) continue;
+          const position = portPosition(event.position, event);
+          if (position <= cursor) continue;
+          cursor = position;
+          if (toPosition !== undefined && position > toPosition) {
+            done = true;
+            break;
+          }
+          if (isSystem(event)) continue;
+          events.push(toRecorded(event, position));
+          if (events.length === limit) {
+            done = true;
+            break;
+          }
+        }
+        // Fewer than asked for: the end of the log. Otherwise skipped events made room for another page.
+        if (done || seen < want) return events;
+      }
+    },
+
+    headPosition,
+
+    async waitForAppend(afterPosition: number, timeoutMs: number, signal?: AbortSignal) {
+      const deadline = Date.now() + timeoutMs;
+      while (!closed && !signal?.aborted) {
+        if (headSeen > afterPosition) return;
+        const head = await headPosition();
+        if (head > headSeen) headSeen = head;
+        if (head > afterPosition) return;
+        const remaining = deadline - Date.now();
+        if (remaining <= 0 || closed || signal?.aborted) return;
+        // Sleep until the next poll, an append through this log, the abort, or close.
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            signals.off('append', onAppend);
+            signals.off('close', done);
+            signal?.removeEventListener('abort', done);
+            resolve();
+          };
+          const onAppend = (position: number) => {
+            if (position > afterPosition) done();
+          };
+          const timer = setTimeout(done, Math.min(remaining, POLL_INTERVAL_MS));
+          signals.on('append', onAppend);
+          signals.on('close', done);
+          signal?.addEventListener('abort', done, { once: true });
+        });
+      }
+    },
+
+    async close() {
+      closed = true;
+      signals.emit('close');
+      signals.removeAllListeners();
+      await client.dispose();
+    },
+  };
+}

@@ -1,0 +1,257 @@
+/**
+ * The ReadStore port on MongoDB (DESIGN §2, §4, §8), through the `mongodb` driver.
+ *
+ * Layout. One MongoDB collection per read-model collection, named after it, in the database the URL
+ * names (e.g. mongodb://host/pulseboard?replicaSet=rs0). A document carries the StoredDoc fields with
+ * `_id` = id; `doc`, `state` and `keys` are kept as JSON text so what a projector wrote comes back
+ * byte-identical (key order, `$`/`.` in keys, lone surrogates — none of which BSON round-trips
+ * reliably), and `lookup` holds the [key, value] pairs of `keys` for the findIds index.
+ * Checkpoints live in `_pulseboard_checkpoints` as {_id: collection, position}.
+ *
+ * Commits. The batch is one ordered bulk write of whole-document replacements, and the checkpoint is
+ * advanced with a compare-and-set on the value read before the batch (DESIGN §8); both happen in one
+ * multi-document transaction, so a crash leaves either the whole batch with its checkpoint or neither,
+ * as the port promises and as the SQLite store does. Transactions need a replica set (a one-node one is
+ * enough, as in docker-compose.yml); a commit against a standalone server fails with a message saying so.
+ *
+ * Indexes for every query of the port are created the first time this process writes to a collection
+ * (createIndexes is idempotent); collections are only written by commit, so none exists without them.
+ */
+import { MongoClient, type AnyBulkWriteOperation, type ClientSession, type Collection, type Db, type Filter } from 'mongodb';
+import type { DeltaQuery, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
+
+type MongoDoc = {
+  _id: string;
+  doc: string;
+  state: string;
+  seq: number;
+  writtenAt: string;
+  sortKey: string;
+  facet: string;
+  keys: string;
+  lookup: string[];
+};
+
+type CheckpointDoc = { _id: string; position: number };
+
+const CHECKPOINTS = '_pulseboard_checkpoints';
+const GET_MANY_CHUNK = 1000;
+const COLLECTION_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,119}$/;
+
+const INDEXES = [
+  { key: { sortKey: -1, _id: -1 }, name: 'listing' },
+  { key: { facet: 1, sortKey: -1, _id: -1 }, name: 'listing_facet' },
+  { key: { seq: 1, _id: 1 }, name: 'delta' },
+  { key: { facet: 1, seq: 1, _id: 1 }, name: 'delta_facet' },
+  { key: { writtenAt: 1 }, name: 'written' },
+  { key: { lookup: 1, _id: 1 }, name: 'lookup' },
+] as const;
+
+function lookupEntry(key: string, value: string): string {
+  return JSON.stringify([key, value]);
+}
+
+function jsonText(value: unknown, what: string, id: string): string {
+  const text = JSON.stringify(value);
+  if (text === undefined) throw new TypeError(`document ${id}: ${what} is not JSON`);
+  return text;
+}
+
+function toMongo(write: StoredDoc): MongoDoc {
+  return {
+    _id: write.id,
+    doc: jsonText(write.doc, 'doc', write.id),
+    state: jsonText(write.state, 'state', write.id),
+    seq: write.seq,
+    writtenAt: write.writtenAt,
+    sortKey: write.sortKey,
+    facet: write.facet,
+    keys: jsonText(write.keys, 'keys', write.id),
+    lookup: [...new Set(Object.entries(write.keys).flatMap(([key, values]) => values.map((value) => lookupEntry(key, value))))],
+  };
+}
+
+function fromMongo<D, S>(row: MongoDoc): StoredDoc<D, S> {
+  return {
+    id: row._id,
+    doc: JSON.parse(row.doc) as D,
+    state: JSON.parse(row.state) as S,
+    seq: row.seq,
+    writtenAt: row.writtenAt,
+    sortKey: row.sortKey,
+    facet: row.facet,
+    keys: JSON.parse(row.keys) as Record<string, string[]>,
+  };
+}
+
+/** No facets given: every document; an empty list: none (as in the SQLite store). */
+function facetFilter(facets: readonly string[] | undefined): Filter<MongoDoc> {
+  return facets === undefined ? {} : { facet: { $in: [...facets] } };
+}
+
+export function createMongoReadStore(url: string): ReadStore {
+  const client = new MongoClient(url);
+  const db: Db = client.db();
+  const checkpoints = db.collection<CheckpointDoc>(CHECKPOINTS);
+  const ensured = new Map<string, Promise<void>>();
+  let transactionsChecked: Promise<void> | undefined;
+
+  function collectionOf(name: string): Collection<MongoDoc> {
+    if (!COLLECTION_NAME.test(name) || name.startsWith('system.')) {
+      throw new TypeError(`read-model collection name ${JSON.stringify(name)} is not usable as a MongoDB collection`);
+    }
+    return db.collection<MongoDoc>(name);
+  }
+
+  async function ensureIndexes(name: string): Promise<Collection<MongoDoc>> {
+    const collection = collectionOf(name);
+    let pending = ensured.get(name);
+    if (!pending) {
+      pending = collection.createIndexes(INDEXES.map((index) => ({ key: { ...index.key }, name: index.name }))).then(() => undefined);
+      ensured.set(name, pending);
+      pending.catch(() => ensured.delete(name));
+    }
+    await pending;
+    return collection;
+  }
+
+  async function checkTransactions(): Promise<void> {
+    transactionsChecked ??= (async () => {
+      const hello = await db.admin().command({ hello: 1 });
+      if (typeof hello.setName !== 'string' && hello.msg !== 'isdbgrid') {
+        throw new Error(
+          'the MongoDB read store commits in transactions, which need a replica set: start mongod with --replSet ' +
+            '(a one-node replica set is enough) and name it in the URL, e.g. ?replicaSet=rs0',
+        );
+      }
+    })();
+    transactionsChecked.catch(() => {
+      transactionsChecked = undefined;
+    });
+    await transactionsChecked;
+  }
+
+  async function inTransaction(work: (session: ClientSession) => Promise<void>): Promise<void> {
+    const session = client.startSession();
+    try {
+      await session.withTransaction(() => work(session), {
+        readConcern: { level: 'snapshot' },
+        writeConcern: { w: 'majority' },
+      });
+    } finally {
+      await session.endSession();
+    }
+  }
+
+  return {
+    async checkpoint(collection) {
+      const row = await checkpoints.findOne({ _id: collection });
+      return row?.position ?? 0;
+    },
+
+    async commit(collection, writes, checkpoint) {
+      // Serialised first: a document that is not JSON fails the commit before anything is written.
+      const rows = writes.map(toMongo);
+      const target = await ensureIndexes(collection);
+      await checkTransactions();
+      await inTransaction(async (session) => {
+        const previous = (await checkpoints.findOne({ _id: collection }, { session }))?.position;
+        if (rows.length > 0) {
+          const operations: AnyBulkWriteOperation<MongoDoc>[] = rows.map((row) => ({
+            replaceOne: { filter: { _id: row._id }, replacement: row, upsert: true },
+          }));
+          await target.bulkWrite(operations, { ordered: true, session });
+        }
+        // Compare-and-set on the value read above: a concurrent writer makes this a write conflict,
+        // which aborts and retries the whole transaction instead of losing either batch.
+        const advanced =
+          previous === undefined
+            ? await checkpoints.updateOne({ _id: collection }, { $set: { position: checkpoint } }, { upsert: true, session })
+            : await checkpoints.updateOne({ _id: collection, position: previous }, { $set: { position: checkpoint } }, { session });
+        if (advanced.matchedCount + advanced.upsertedCount !== 1) {
+          throw new Error(`checkpoint of ${collection} moved during the commit (expected ${previous ?? 'none'})`);
+        }
+      });
+    },
+
+    async get<D, S>(collection: string, id: string) {
+      const row = await collectionOf(collection).findOne({ _id: id });
+      return row ? fromMongo<D, S>(row) : null;
+    },
+
+    async getMany<D, S>(collection: string, ids: readonly string[]) {
+      const found = new Map<string, StoredDoc<D, S>>();
+      const target = collectionOf(collection);
+      const unique = [...new Set(ids)];
+      for (let i = 0; i < unique.length; i += GET_MANY_CHUNK) {
+        const rows = await target.find({ _id: { $in: unique.slice(i, i + GET_MANY_CHUNK) } }).toArray();
+        for (const row of rows) found.set(row._id, fromMongo<D, S>(row));
+      }
+      return found;
+    },
+
+    async findIds(collection, key, value, limit) {
+      // MongoDB reads limit 0 as "no limit".
+      if (limit <= 0) return [];
+      const rows = await collectionOf(collection)
+        .find({ lookup: lookupEntry(key, value) }, { projection: { _id: 1 } })
+        .sort({ _id: 1 })
+        .limit(limit)
+        .toArray();
+      return rows.map((row) => row._id);
+    },
+
+    async list<D>(collection: string, query: ListQuery) {
+      if (query.limit <= 0) return [];
+      const rows = await collectionOf(collection)
+        .find(facetFilter(query.facets))
+        .sort({ sortKey: -1, _id: -1 })
+        .skip(query.offset)
+        .limit(query.limit)
+        .toArray();
+      return rows.map((row) => fromMongo<D, unknown>(row));
+    },
+
+    async count(collection, facets) {
+      return collectionOf(collection).countDocuments(facetFilter(facets));
+    },
+
+    async listKeyset<D>(collection: string, query: KeysetQuery) {
+      if (query.limit <= 0) return [];
+      const filter: Filter<MongoDoc> = { ...facetFilter(query.facets) };
+      if (query.before) {
+        const { sortKey, id } = query.before;
+        filter.$or = [{ sortKey: { $lt: sortKey } }, { sortKey, _id: { $lt: id } }];
+      }
+      const rows = await collectionOf(collection).find(filter).sort({ sortKey: -1, _id: -1 }).limit(query.limit).toArray();
+      return rows.map((row) => fromMongo<D, unknown>(row));
+    },
+
+    async delta<D>(collection: string, query: DeltaQuery) {
+      if (query.limit <= 0) return [];
+      const conditions: Filter<MongoDoc>[] = [{ seq: { $lte: query.upToSeq } }, facetFilter(query.facets)];
+      if ('after' in query.start) {
+        const { seq, id } = query.start.after;
+        conditions.push({ $or: [{ seq: { $gt: seq } }, { seq, _id: { $gt: id } }] });
+      } else {
+        conditions.push({ writtenAt: { $gte: query.start.fromWrittenAt } });
+      }
+      const rows = await collectionOf(collection).find({ $and: conditions }).sort({ seq: 1, _id: 1 }).limit(query.limit).toArray();
+      return rows.map((row) => fromMongo<D, unknown>(row));
+    },
+
+    async clear() {
+      // The database belongs to this store: every read-model collection and the checkpoints are emptied,
+      // their indexes kept.
+      const collections = await db.listCollections({}, { nameOnly: true }).toArray();
+      for (const { name } of collections) {
+        if (name.startsWith('system.')) continue;
+        await db.collection(name).deleteMany({});
+      }
+    },
+
+    async close() {
+      await client.close();
+    },
+  };
+}

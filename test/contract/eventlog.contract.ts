@@ -1,0 +1,591 @@
+/**
+ * The EventLog contract (eventstore/port.ts, DESIGN §3): one suite, run unchanged against every adapter.
+ *
+ * Most tests share one log and isolate themselves with fresh stream names and event-type prefixes,
+ * so they also prove that nothing depends on the log being empty. Tests about an empty log open
+ * their own. Event ids are UUIDs, as the service uses (events/ids.ts) and KurrentDB requires.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import type { AppendResult, EventLog, NewEvent, RecordedEvent } from '../../eventstore/port.ts';
+
+export type EventLogHandle = {
+  log: EventLog;
+  /** A second, independent connection to the same log (another client / SQLite connection). */
+  connect(): Promise<EventLog>;
+  /** Closes every connection and removes what open() created. */
+  dispose(): Promise<void>;
+};
+
+export type ContractOptions = {
+  /** false to run; a reason to declare every test skipped (e.g. no Docker engine). */
+  skip?: false | string;
+};
+
+const HOUR = 3_600_000;
+
+function newEvent(type: string, data: unknown = { n: 1 }, metadata?: Record<string, unknown>): NewEvent {
+  return metadata === undefined ? { id: randomUUID(), type, data } : { id: randomUUID(), type, data, metadata };
+}
+
+/** A type prefix no other test (or earlier run) uses. */
+function freshTag(): string {
+  return `t${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+}
+
+function freshStream(): string {
+  return `contract-${randomUUID()}`;
+}
+
+function expectOk(result: AppendResult): Extract<AppendResult, { ok: true }> {
+  assert.equal(result.ok, true, `append failed: ${JSON.stringify(result)}`);
+  return result as Extract<AppendResult, { ok: true }>;
+}
+
+async function readAllPages(log: EventLog, afterPosition: number, typePrefixes?: readonly string[]): Promise<RecordedEvent[]> {
+  const events: RecordedEvent[] = [];
+  let cursor = afterPosition;
+  for (;;) {
+    const page = await log.readAll({ afterPosition: cursor, typePrefixes, limit: 250 });
+    if (page.length === 0) return events;
+    events.push(...page);
+    cursor = page[page.length - 1]!.position;
+  }
+}
+
+export function eventLogContract(adapterName: string, open: () => Promise<EventLogHandle>, options: ContractOptions = {}): void {
+  const skip = options.skip ?? false;
+
+  void describe(`EventLog contract: ${adapterName}`, () => {
+    let handle: EventLogHandle | undefined;
+    const extra: EventLog[] = [];
+    const log = (): EventLog => {
+      assert.ok(handle, 'log not opened');
+      return handle.log;
+    };
+    const connect = async (): Promise<EventLog> => {
+      assert.ok(handle, 'log not opened');
+      const connection = await handle.connect();
+      extra.push(connection);
+      return connection;
+    };
+
+    before(async () => {
+      if (!skip) handle = await open();
+    });
+    after(async () => {
+      for (const connection of extra) await connection.close();
+      await handle?.dispose();
+    });
+
+    void describe(`${adapterName}: appends`, () => {
+      void it(`${adapterName}: a new stream gets revisions from 0 and positions past the head`, { skip }, async () => {
+        const stream = freshStream();
+        const headBefore = await log().headPosition();
+        const [a, b] = [newEvent('contract.first'), newEvent('contract.second')];
+        const result = expectOk(await log().append(stream, [a, b], 'no_stream'));
+        assert.equal(result.revision, 1);
+        assert.deepEqual(
+          result.events.map((e) => ({ id: e.id, revision: e.revision, duplicate: e.duplicate })),
+          [
+            { id: a.id, revision: 0, duplicate: false },
+            { id: b.id, revision: 1, duplicate: false },
+          ],
+        );
+        const [pa, pb] = result.events.map((e) => e.position) as [number, number];
+        assert.ok(pa > headBefore, `first position ${pa} must be past the previous head ${headBefore}`);
+        assert.ok(pb > pa, 'positions increase within one append');
+        assert.equal(await log().headPosition(), pb);
+        const stored = await log().readStream(stream);
+        assert.deepEqual(
+          stored.map((e) => [e.id, e.revision, e.position]),
+          [
+            [a.id, 0, pa],
+            [b.id, 1, pb],
+          ],
+        );
+      });
+
+      void it(`${adapterName}: appending a stored id again is a no-op reporting the stored position`, { skip }, async () => {
+        const stream = freshStream();
+        const event = newEvent('contract.once');
+        const first = expectOk(await log().append(stream, [event]));
+        const head = await log().headPosition();
+        const again = expectOk(await log().append(stream, [{ ...event, data: { changed: true } }]));
+        assert.deepEqual(again.events, [{ id: event.id, position: first.events[0]!.position, revision: 0, duplicate: true }]);
+        assert.equal(again.revision, 0);
+        assert.equal(await log().headPosition(), head, 'a duplicate appends nothing');
+        const stored = await log().readStream(stream);
+        assert.equal(stored.length, 1);
+        assert.deepEqual(stored[0]!.data, { n: 1 }, 'the stored event is kept, not replaced');
+      });
+
+      void it(`${adapterName}: a retried append of stored ids succeeds whatever revision it expected`, { skip }, async () => {
+        const stream = freshStream();
+        const events = [newEvent('contract.retry'), newEvent('contract.retry')];
+        const first = expectOk(await log().append(stream, events, 'no_stream'));
+        for (const expected of ['no_stream', 'stream_exists', 'any', 0, 1, 7] as const) {
+          const retry = expectOk(await log().append(stream, events, expected));
+          assert.deepEqual(
+            retry.events,
+            first.events.map((e) => ({ ...e, duplicate: true })),
+            `retry expecting ${String(expected)}`,
+          );
+          assert.equal(retry.revision, 1);
+        }
+        assert.equal((await log().readStream(stream)).length, 2);
+      });
+
+      void it(`${adapterName}: a mixed batch appends only the new ids and reports both in input order`, { skip }, async () => {
+        const stream = freshStream();
+        const stored = newEvent('contract.mixed');
+        const first = expectOk(await log().append(stream, [stored], 'no_stream'));
+        const fresh = newEvent('contract.mixed');
+        const fresh2 = newEvent('contract.mixed');
+        const mixed = expectOk(await log().append(stream, [fresh, stored, fresh2], 0));
+        assert.equal(mixed.revision, 2);
+        assert.deepEqual(
+          mixed.events.map((e) => ({ id: e.id, revision: e.revision, duplicate: e.duplicate })),
+          [
+            { id: fresh.id, revision: 1, duplicate: false },
+            { id: stored.id, revision: 0, duplicate: true },
+            { id: fresh2.id, revision: 2, duplicate: false },
+          ],
+        );
+        assert.equal(mixed.events[1]!.position, first.events[0]!.position);
+        assert.ok(mixed.events[0]!.position > first.events[0]!.position);
+        assert.deepEqual(
+          (await log().readStream(stream)).map((e) => e.id),
+          [stored.id, fresh.id, fresh2.id],
+        );
+      });
+
+      void it(`${adapterName}: an id repeated inside one batch is stored once`, { skip }, async () => {
+        const stream = freshStream();
+        const event = newEvent('contract.repeat', { copy: 1 });
+        const result = expectOk(await log().append(stream, [event, { ...event, data: { copy: 2 } }], 'no_stream'));
+        assert.equal(result.revision, 0);
+        assert.equal(result.events.length, 2);
+        assert.deepEqual(result.events[0], { id: event.id, position: result.events[0]!.position, revision: 0, duplicate: false });
+        assert.deepEqual(result.events[1], { ...result.events[0], duplicate: true });
+        const stored = await log().readStream(stream);
+        assert.deepEqual(
+          stored.map((e) => e.data),
+          [{ copy: 1 }],
+        );
+      });
+
+      void it(`${adapterName}: an empty append changes nothing and reports the stream revision`, { skip }, async () => {
+        const stream = freshStream();
+        assert.deepEqual(await log().append(stream, []), { ok: true, events: [], revision: -1 });
+        expectOk(await log().append(stream, [newEvent('contract.empty')]));
+        assert.deepEqual(await log().append(stream, [], 'no_stream'), { ok: true, events: [], revision: 0 });
+        assert.equal(await log().streamRevision(stream), 0);
+      });
+    });
+
+    void describe(`${adapterName}: optimistic concurrency`, () => {
+      void it(`${adapterName}: no_stream succeeds only while the stream does not exist`, { skip }, async () => {
+        const stream = freshStream();
+        expectOk(await log().append(stream, [newEvent('contract.occ')], 'no_stream'));
+        const rejected = newEvent('contract.occ');
+        assert.deepEqual(await log().append(stream, [rejected], 'no_stream'), {
+          ok: false,
+          reason: 'wrong_expected_revision',
+          actualRevision: 0,
+        });
+        assert.equal((await log().readStream(stream)).length, 1, 'a refused append writes nothing');
+      });
+
+      void it(`${adapterName}: stream_exists succeeds only once the stream exists`, { skip }, async () => {
+        const stream = freshStream();
+        assert.deepEqual(await log().append(stream, [newEvent('contract.occ')], 'stream_exists'), {
+          ok: false,
+          reason: 'wrong_expected_revision',
+          actualRevision: null,
+        });
+        assert.equal(await log().streamRevision(stream), null, 'a refused append does not create the stream');
+        expectOk(await log().append(stream, [newEvent('contract.occ')], 'any'));
+        const result = expectOk(await log().append(stream, [newEvent('contract.occ')], 'stream_exists'));
+        assert.equal(result.revision, 1);
+      });
+
+      void it(`${adapterName}: an exact revision must equal the stream's last revision`, { skip }, async () => {
+        const stream = freshStream();
+        assert.deepEqual(await log().append(stream, [newEvent('contract.occ')], 0), {
+          ok: false,
+          reason: 'wrong_expected_revision',
+          actualRevision: null,
+        });
+        expectOk(await log().append(stream, [newEvent('contract.occ'), newEvent('contract.occ')], 'no_stream'));
+        for (const wrong of [0, 2, 5]) {
+          assert.deepEqual(await log().append(stream, [newEvent('contract.occ')], wrong), {
+            ok: false,
+            reason: 'wrong_expected_revision',
+            actualRevision: 1,
+          });
+        }
+        const ok = expectOk(await log().append(stream, [newEvent('contract.occ')], 1));
+        assert.equal(ok.revision, 2);
+        assert.deepEqual(
+          (await log().readStream(stream)).map((e) => e.revision),
+          [0, 1, 2],
+        );
+      });
+
+      void it(`${adapterName}: a refused mixed batch appends none of its new ids`, { skip }, async () => {
+        const stream = freshStream();
+        const stored = newEvent('contract.occ');
+        expectOk(await log().append(stream, [stored], 'no_stream'));
+        const fresh = newEvent('contract.occ');
+        assert.deepEqual(await log().append(stream, [stored, fresh], 'no_stream'), {
+          ok: false,
+          reason: 'wrong_expected_revision',
+          actualRevision: 0,
+        });
+        assert.deepEqual(
+          (await log().readStream(stream)).map((e) => e.id),
+          [stored.id],
+        );
+      });
+
+      void it(`${adapterName}: appends racing for the same expected revision: exactly one wins (one connection)`, { skip }, async () => {
+        for (let round = 0; round < 3; round += 1) {
+          const stream = freshStream();
+          expectOk(await log().append(stream, [newEvent('contract.race')], 'no_stream'));
+          const contenders = Array.from({ length: 6 }, () => newEvent('contract.race'));
+          const results = await Promise.all(contenders.map((event) => log().append(stream, [event], 0)));
+          assertOneWinner(results, 1);
+          const winner = contenders[results.findIndex((r) => r.ok)]!;
+          assert.deepEqual(
+            (await log().readStream(stream)).map((e) => e.revision),
+            [0, 1],
+          );
+          assert.equal((await log().readStream(stream))[1]!.id, winner.id);
+        }
+      });
+
+      void it(`${adapterName}: appends racing over separate connections: exactly one wins`, { skip }, async () => {
+        const connections = [log(), await connect(), await connect()];
+        for (let round = 0; round < 3; round += 1) {
+          const stream = freshStream();
+          // Creation races too: no_stream is what a quota stream's first taker expects.
+          const creators = await Promise.all(connections.map((c) => c.append(stream, [newEvent('contract.race')], 'no_stream')));
+          assertOneWinner(creators, 0);
+          const takers = await Promise.all(connections.map((c) => c.append(stream, [newEvent('contract.race')], 0)));
+          assertOneWinner(takers, 1);
+          assert.equal(await log().streamRevision(stream), 1);
+        }
+      });
+
+      void it(`${adapterName}: appends expecting any, racing on one stream, all land without gaps`, { skip }, async () => {
+        const stream = freshStream();
+        const connections = [log(), await connect()];
+        const events = Array.from({ length: 8 }, () => newEvent('contract.any'));
+        const results = await Promise.all(events.map((event, i) => connections[i % 2]!.append(stream, [event], 'any')));
+        for (const result of results) expectOk(result);
+        const stored = await log().readStream(stream);
+        assert.deepEqual(
+          stored.map((e) => e.revision),
+          [0, 1, 2, 3, 4, 5, 6, 7],
+        );
+        assert.deepEqual(new Set(stored.map((e) => e.id)), new Set(events.map((e) => e.id)));
+      });
+    });
+
+    void describe(`${adapterName}: reading streams`, () => {
+      void it(`${adapterName}: readStream returns the stream in revision order with every field`, { skip }, async () => {
+        const stream = freshStream();
+        const events = [newEvent('contract.read.a', { i: 0 }), newEvent('contract.read.b', { i: 1 }, { by: 'test' })];
+        const appended = expectOk(await log().append(stream, events));
+        expectOk(await log().append(stream, [newEvent('contract.read.c', { i: 2 })]));
+        const stored = await log().readStream(stream);
+        assert.deepEqual(
+          stored.map((e) => e.revision),
+          [0, 1, 2],
+        );
+        const second = stored[1]!;
+        assert.deepEqual(
+          { ...second, recordedAt: undefined },
+          {
+            id: events[1]!.id,
+            stream,
+            revision: 1,
+            position: appended.events[1]!.position,
+            type: 'contract.read.b',
+            data: { i: 1 },
+            metadata: { by: 'test' },
+            recordedAt: undefined,
+          },
+        );
+        assert.deepEqual(stored[0]!.metadata, {}, 'metadata defaults to an empty object');
+        for (const event of stored) assert.equal(new Date(event.recordedAt).toISOString(), event.recordedAt, 'recordedAt is ISO 8601');
+      });
+
+      void it(`${adapterName}: readStream of a missing stream is empty; streamRevision is null`, { skip }, async () => {
+        const stream = freshStream();
+        assert.deepEqual(await log().readStream(stream), []);
+        assert.equal(await log().streamRevision(stream), null);
+        expectOk(await log().append(stream, [newEvent('contract.rev'), newEvent('contract.rev')]));
+        assert.equal(await log().streamRevision(stream), 1);
+        expectOk(await log().append(stream, [newEvent('contract.rev')]));
+        assert.equal(await log().streamRevision(stream), 2);
+      });
+
+      void it(`${adapterName}: readStream with toPosition stops at that global position (inclusive)`, { skip }, async () => {
+        const mine = freshStream();
+        const other = freshStream();
+        const p0 = expectOk(await log().append(mine, [newEvent('contract.asof')])).events[0]!.position;
+        expectOk(await log().append(other, [newEvent('contract.asof')]));
+        const p1 = expectOk(await log().append(mine, [newEvent('contract.asof')])).events[0]!.position;
+        const otherLater = expectOk(await log().append(other, [newEvent('contract.asof')])).events[0]!.position;
+        expectOk(await log().append(mine, [newEvent('contract.asof')]));
+        assert.deepEqual(
+          (await log().readStream(mine, { toPosition: p1 })).map((e) => e.revision),
+          [0, 1],
+        );
+        assert.deepEqual(
+          (await log().readStream(mine, { toPosition: otherLater })).map((e) => e.revision),
+          [0, 1],
+        );
+        assert.deepEqual(
+          (await log().readStream(mine, { toPosition: p0 })).map((e) => e.revision),
+          [0],
+        );
+        assert.deepEqual(await log().readStream(mine, { toPosition: p0 - 1 }), []);
+        assert.equal((await log().readStream(mine)).length, 3);
+      });
+    });
+
+    void describe(`${adapterName}: reading the whole log`, () => {
+      void it(`${adapterName}: readAll starts after the given position (exclusive) in position order`, { skip }, async () => {
+        const tag = freshTag();
+        const base = await log().headPosition();
+        const streams = [freshStream(), freshStream()];
+        const appended: number[] = [];
+        for (let i = 0; i < 5; i += 1) {
+          const result = expectOk(await log().append(streams[i % 2]!, [newEvent(`${tag}.e`, { i })]));
+          appended.push(result.events[0]!.position);
+        }
+        const all = await log().readAll({ afterPosition: base, typePrefixes: [tag], limit: 100 });
+        assert.deepEqual(
+          all.map((e) => e.position),
+          appended,
+        );
+        assert.deepEqual(
+          all.map((e) => (e.data as { i: number }).i),
+          [0, 1, 2, 3, 4],
+        );
+        const afterSecond = await log().readAll({ afterPosition: appended[1]!, typePrefixes: [tag], limit: 100 });
+        assert.deepEqual(
+          afterSecond.map((e) => e.position),
+          appended.slice(2),
+        );
+        assert.deepEqual(await log().readAll({ afterPosition: appended[4]!, typePrefixes: [tag], limit: 100 }), []);
+      });
+
+      void it(`${adapterName}: readAll filters by type prefix`, { skip }, async () => {
+        const tag = freshTag();
+        const base = await log().headPosition();
+        const stream = freshStream();
+        const types = [`${tag}.a.one`, `${tag}.b.one`, `${tag}.c.one`, `${tag}.a.two`, `${tag}.ab`, `${tag}.c.two`];
+        expectOk(await log().append(stream, types.map((type) => newEvent(type))));
+        const picked = await log().readAll({ afterPosition: base, typePrefixes: [`${tag}.a.`, `${tag}.c.`], limit: 100 });
+        assert.deepEqual(
+          picked.map((e) => e.type),
+          [`${tag}.a.one`, `${tag}.c.one`, `${tag}.a.two`, `${tag}.c.two`],
+        );
+        const byPrefix = await log().readAll({ afterPosition: base, typePrefixes: [`${tag}.a`], limit: 100 });
+        assert.deepEqual(
+          byPrefix.map((e) => e.type),
+          [`${tag}.a.one`, `${tag}.a.two`, `${tag}.ab`],
+        );
+        assert.deepEqual(await log().readAll({ afterPosition: base, typePrefixes: [`${tag}.none`], limit: 100 }), []);
+        const unfiltered = await log().readAll({ afterPosition: base, limit: 100 });
+        assert.deepEqual(
+          unfiltered.map((e) => e.type),
+          types,
+          'no prefixes: every event (and no system events)',
+        );
+      });
+
+      void it(`${adapterName}: readAll honours limit and toPosition, and pages resume without gaps`, { skip }, async () => {
+        const tag = freshTag();
+        const base = await log().headPosition();
+        const stream = freshStream();
+        const other = freshStream();
+        const positions: number[] = [];
+        for (let i = 0; i < 7; i += 1) {
+          positions.push(expectOk(await log().append(stream, [newEvent(`${tag}.x`, { i })])).events[0]!.position);
+          expectOk(await log().append(other, [newEvent(`${freshTag()}.noise`)]));
+        }
+        const first = await log().readAll({ afterPosition: base, typePrefixes: [tag], limit: 3 });
+        assert.deepEqual(
+          first.map((e) => e.position),
+          positions.slice(0, 3),
+        );
+        const second = await log().readAll({ afterPosition: first[2]!.position, typePrefixes: [tag], limit: 3 });
+        assert.deepEqual(
+          second.map((e) => e.position),
+          positions.slice(3, 6),
+        );
+        const bounded = await log().readAll({ afterPosition: base, typePrefixes: [tag], limit: 100, toPosition: positions[3]! });
+        assert.deepEqual(
+          bounded.map((e) => e.position),
+          positions.slice(0, 4),
+        );
+        const boundedBetween = await log().readAll({
+          afterPosition: positions[1]!,
+          typePrefixes: [tag],
+          limit: 100,
+          toPosition: positions[4]! + 1,
+        });
+        assert.deepEqual(
+          boundedBetween.map((e) => e.position),
+          positions.slice(2, 5),
+        );
+        const unfiltered = await log().readAll({ afterPosition: base, limit: 4 });
+        assert.equal(unfiltered.length, 4);
+        assert.equal(unfiltered[0]!.position, positions[0]);
+      });
+
+      void it(`${adapterName}: readAll returns the same records as readStream`, { skip }, async () => {
+        const tag = freshTag();
+        const base = await log().headPosition();
+        const stream = freshStream();
+        expectOk(await log().append(stream, [newEvent(`${tag}.same`, { a: [1, 2] }, { m: 'x' }), newEvent(`${tag}.same`)]));
+        assert.deepEqual(await log().readAll({ afterPosition: base, typePrefixes: [tag], limit: 10 }), await log().readStream(stream));
+      });
+
+      void it(`${adapterName}: positions strictly increase and recordedAt never decreases across the log`, { skip }, async () => {
+        const streams = [freshStream(), freshStream(), freshStream()];
+        for (let i = 0; i < 9; i += 1) expectOk(await log().append(streams[i % 3]!, [newEvent('contract.order'), newEvent('contract.order')]));
+        const all = await readAllPages(log(), 0);
+        assert.ok(all.length >= 18);
+        for (let i = 1; i < all.length; i += 1) {
+          const [previous, current] = [all[i - 1]!, all[i]!];
+          assert.ok(current.position > previous.position, `position ${current.position} after ${previous.position}`);
+          assert.ok(current.recordedAt >= previous.recordedAt, `recordedAt ${current.recordedAt} after ${previous.recordedAt}`);
+        }
+        assert.equal(new Set(all.map((e) => e.id)).size, all.length, 'every id once');
+        assert.equal(new Set(all.map((e) => `${e.stream}\u0000${e.revision}`)).size, all.length, 'every (stream, revision) once');
+        assert.equal(all[all.length - 1]!.position, await log().headPosition());
+      });
+
+      void it(`${adapterName}: another connection reads what this one appended`, { skip }, async () => {
+        const other = await connect();
+        const tag = freshTag();
+        const base = await other.headPosition();
+        const stream = freshStream();
+        const appended = expectOk(await log().append(stream, [newEvent(`${tag}.seen`)]));
+        assert.equal(await other.headPosition(), appended.events[0]!.position);
+        assert.deepEqual(await other.readAll({ afterPosition: base, typePrefixes: [tag], limit: 10 }), await log().readStream(stream));
+        assert.equal(await other.streamRevision(stream), 0);
+      });
+    });
+
+    void describe(`${adapterName}: waiting for appends`, () => {
+      void it(`${adapterName}: waitForAppend resolves at once when a later event already exists`, { skip, timeout: 60_000 }, async () => {
+        expectOk(await log().append(freshStream(), [newEvent('contract.wait')]));
+        const head = await log().headPosition();
+        // An hour-long timeout: only the existing event can end these waits before the test's own timeout.
+        await log().waitForAppend(head - 1, HOUR);
+        await (await connect()).waitForAppend(head - 1, HOUR);
+      });
+
+      void it(`${adapterName}: waitForAppend resolves when an event is appended while it waits`, { skip, timeout: 60_000 }, async () => {
+        const head = await log().headPosition();
+        let resolved = false;
+        const waiting = log()
+          .waitForAppend(head, HOUR)
+          .then(() => {
+            resolved = true;
+          });
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.equal(resolved, false, 'nothing was appended yet');
+        const appended = expectOk(await log().append(freshStream(), [newEvent('contract.wait')]));
+        await waiting;
+        assert.ok(appended.events[0]!.position > head);
+      });
+
+      void it(`${adapterName}: waitForAppend resolves after its timeout when nothing is appended`, { skip, timeout: 60_000 }, async () => {
+        const head = await log().headPosition();
+        await log().waitForAppend(head, 25);
+        assert.equal(await log().headPosition(), head);
+      });
+
+      void it(`${adapterName}: waitForAppend resolves when its signal aborts`, { skip, timeout: 60_000 }, async () => {
+        const head = await log().headPosition();
+        const controller = new AbortController();
+        const waiting = log().waitForAppend(head, HOUR, controller.signal);
+        controller.abort();
+        await waiting;
+        await log().waitForAppend(head, HOUR, AbortSignal.abort());
+        assert.equal(await log().headPosition(), head);
+      });
+    });
+
+    void describe(`${adapterName}: identity and JSON`, () => {
+      void it(`${adapterName}: archiveId is stable across calls and connections`, { skip }, async () => {
+        const id = await log().archiveId();
+        assert.equal(typeof id, 'string');
+        assert.ok(id.length > 0);
+        assert.equal(await log().archiveId(), id);
+        assert.equal(await (await connect()).archiveId(), id);
+      });
+
+      void it(`${adapterName}: a fresh log is empty and has its own archiveId`, { skip }, async () => {
+        const fresh = await open();
+        try {
+          assert.equal(await fresh.log.headPosition(), 0);
+          assert.deepEqual(await fresh.log.readAll({ afterPosition: 0, limit: 10 }), []);
+          assert.equal(await fresh.log.streamRevision('anything'), null);
+          const freshId = await fresh.log.archiveId();
+          assert.notEqual(freshId, await log().archiveId());
+          const again = await fresh.connect();
+          assert.equal(await again.archiveId(), freshId);
+          await again.close();
+          const first = expectOk(await fresh.log.append(freshStream(), [newEvent('contract.fresh')]));
+          assert.ok(first.events[0]!.position > 0, 'positions start above 0, so afterPosition 0 reads everything');
+          assert.deepEqual(
+            (await fresh.log.readAll({ afterPosition: 0, limit: 10 })).map((e) => e.id),
+            [first.events[0]!.id],
+          );
+        } finally {
+          await fresh.dispose();
+        }
+      });
+
+      void it(`${adapterName}: data and metadata round-trip as the same JSON`, { skip }, async () => {
+        const stream = freshStream();
+        const data = {
+          text: 'plain "quoted" \\ back\nnew line\ttab',
+          unicode: 'ünïcødé — 日本語 — 🚀',
+          lone: '\ud800 half',
+          numbers: [0, -1.5, 3.14159, 9007199254740991, 1e21, -0.000001],
+          flags: [true, false, null],
+          nested: { zeta: { deep: [[], {}, [{ x: null }]] }, alpha: '' },
+          empty: {},
+        };
+        const metadata = { correlationId: 'c-1', source: { kind: 'kafka', offset: '42' }, list: [1, 'two'] };
+        const event = newEvent('contract.json', data, metadata);
+        expectOk(await log().append(stream, [event]));
+        const [stored] = await log().readStream(stream);
+        assert.ok(stored);
+        assert.equal(JSON.stringify(stored.data), JSON.stringify(data), 'data: same JSON, same key order');
+        assert.equal(JSON.stringify(stored.metadata), JSON.stringify(metadata), 'metadata: same JSON, same key order');
+        assert.deepEqual(stored.data, data);
+      });
+    });
+  });
+}
+
+function assertOneWinner(results: readonly AppendResult[], winnerRevision: number): void {
+  const winners = results.filter((r) => r.ok);
+  assert.equal(winners.length, 1, `exactly one append wins: ${JSON.stringify(results)}`);
+  assert.equal(winners[0]!.ok && winners[0]!.revision, winnerRevision);
+  for (const loser of results.filter((r) => !r.ok)) {
+    assert.deepEqual(loser, { ok: false, reason: 'wrong_expected_revision', actualRevision: winnerRevision });
+  }
+}

@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { describe, it } from 'node:test';
+import type { AppendResult, EventLog } from '../../eventstore/port.ts';
+import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
+import { eventLogContract } from './eventlog.contract.ts';
+
+function openTempLog() {
+  const dir = mkdtempSync(join(tmpdir(), 'pulseboard-eventlog-'));
+  const path = join(dir, 'events.sqlite');
+  const log = createSqliteEventLog(path);
+  const connections: EventLog[] = [];
+  return {
+    path,
+    log,
+    async connect() {
+      const connection = createSqliteEventLog(path);
+      connections.push(connection);
+      return connection;
+    },
+    async dispose() {
+      for (const connection of connections) await connection.close().catch(() => undefined);
+      await log.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+eventLogContract('sqlite', async () => openTempLog());
+
+const RACER = join(import.meta.dirname, 'fixtures', 'sqlite-append-racer.ts');
+
+type Racer = { child: ChildProcessWithoutNullStreams; lines: AsyncIterableIterator<string> };
+
+function startRacer(path: string, stream: string, expected: string, eventId: string): Racer {
+  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', RACER, path, stream, expected, eventId], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  child.on('exit', (code) => {
+    if (code !== null && code !== 0) process.stderr.write(`racer exited with ${code}: ${stderr}\n`);
+  });
+  return { child, lines: createInterface({ input: child.stdout })[Symbol.asyncIterator]() };
+}
+
+/** Waits for a racer to end by itself; one still running after the test is killed by stopRacers. */
+async function exited(racer: Racer): Promise<number | null> {
+  if (racer.child.exitCode !== null || racer.child.signalCode !== null) return racer.child.exitCode;
+  const [code] = (await once(racer.child, 'exit')) as [number | null];
+  return code;
+}
+
+function stopRacers(racers: readonly Racer[]): void {
+  for (const racer of racers) if (racer.child.exitCode === null && racer.child.signalCode === null) racer.child.kill();
+}
+
+async function nextLine(racer: Racer): Promise<string> {
+  const next = await racer.lines.next();
+  assert.equal(next.done, false, 'racer ended without answering');
+  return next.value as string;
+}
+
+void describe('EventLog sqlite: separate processes on one file', () => {
+  void it('sqlite: processes racing for the same expected revision: exactly one wins', { timeout: 120_000 }, async () => {
+    const temp = openTempLog();
+    try {
+      for (let round = 0; round < 3; round += 1) {
+        const stream = `race-${randomUUID()}`;
+        const seed = await temp.log.append(stream, [{ id: randomUUID(), type: 'contract.race', data: {} }], 'no_stream');
+        assert.equal(seed.ok, true);
+        const ids = Array.from({ length: 4 }, () => randomUUID());
+        const racers = ids.map((id) => startRacer(temp.path, stream, '0', id));
+        try {
+          for (const racer of racers) assert.equal(await nextLine(racer), 'ready');
+          // Every process has the file open before any of them is told to append.
+          for (const racer of racers) racer.child.stdin.write('go\n');
+          const results = await Promise.all(racers.map(async (racer) => JSON.parse(await nextLine(racer)) as AppendResult));
+          const winners = results.filter((r) => r.ok);
+          assert.equal(winners.length, 1, JSON.stringify(results));
+          for (const loser of results.filter((r) => !r.ok)) {
+            assert.deepEqual(loser, { ok: false, reason: 'wrong_expected_revision', actualRevision: 1 });
+          }
+          const stored = await temp.log.readStream(stream);
+          assert.deepEqual(
+            stored.map((e) => e.revision),
+            [0, 1],
+          );
+          assert.equal(stored[1]!.id, ids[results.findIndex((r) => r.ok)]);
+          assert.deepEqual(await Promise.all(racers.map(exited)), [0, 0, 0, 0]);
+        } finally {
+          stopRacers(racers);
+        }
+      }
+    } finally {
+      await temp.dispose();
+    }
+  });
+
+  void it('sqlite: processes retrying the same ids store them once', { timeout: 120_000 }, async () => {
+    const temp = openTempLog();
+    try {
+      const stream = `retry-${randomUUID()}`;
+      const id = randomUUID();
+      const racers = Array.from({ length: 4 }, () => startRacer(temp.path, stream, 'any', id));
+      try {
+        for (const racer of racers) assert.equal(await nextLine(racer), 'ready');
+        for (const racer of racers) racer.child.stdin.write('go\n');
+        const results = await Promise.all(racers.map(async (racer) => JSON.parse(await nextLine(racer)) as AppendResult));
+        assert.ok(results.every((r) => r.ok));
+        const duplicates = results.map((r) => (r.ok ? r.events[0]!.duplicate : null));
+        assert.equal(duplicates.filter((d) => d === false).length, 1, 'one process stored it');
+        assert.equal(duplicates.filter((d) => d === true).length, 3, 'the others saw a duplicate');
+        assert.equal((await temp.log.readStream(stream)).length, 1);
+        assert.deepEqual(await Promise.all(racers.map(exited)), [0, 0, 0, 0]);
+      } finally {
+        stopRacers(racers);
+      }
+    } finally {
+      await temp.dispose();
+    }
+  });
+});

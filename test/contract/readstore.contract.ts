@@ -1,0 +1,331 @@
+/**
+ * The ReadStore contract (readmodels/port.ts, DESIGN §4): one suite, run unchanged against every adapter.
+ * Tests share one store and isolate themselves by collection name; `clear` gets a store of its own.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import type { ReadStore, StoredDoc } from '../../readmodels/port.ts';
+import type { ContractOptions } from './eventlog.contract.ts';
+
+export type ReadStoreHandle = {
+  store: ReadStore;
+  /** Closes the store and removes what open() created. */
+  dispose(): Promise<void>;
+};
+
+function freshCollection(): string {
+  return `c${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+}
+
+type Fields = Partial<Omit<StoredDoc, 'id'>>;
+
+function doc(id: string, fields: Fields = {}): StoredDoc {
+  return {
+    id,
+    doc: fields.doc ?? { id, title: `doc ${id}` },
+    state: fields.state ?? { history: [id] },
+    seq: fields.seq ?? 1,
+    writtenAt: fields.writtenAt ?? '2026-11-20T08:00:00.000Z',
+    sortKey: fields.sortKey ?? '2026-11-20T08:00:00.000Z',
+    facet: fields.facet ?? 'visible',
+    keys: fields.keys ?? {},
+  };
+}
+
+const ids = (docs: readonly StoredDoc[]) => docs.map((d) => d.id);
+
+export function readStoreContract(adapterName: string, open: () => Promise<ReadStoreHandle>, options: ContractOptions = {}): void {
+  const skip = options.skip ?? false;
+
+  void describe(`ReadStore contract: ${adapterName}`, () => {
+    let handle: ReadStoreHandle | undefined;
+    const store = (): ReadStore => {
+      assert.ok(handle, 'store not opened');
+      return handle.store;
+    };
+
+    before(async () => {
+      if (!skip) handle = await open();
+    });
+    after(async () => {
+      await handle?.dispose();
+    });
+
+    void describe(`${adapterName}: commit and checkpoint`, () => {
+      void it(`${adapterName}: the checkpoint is 0 before any commit`, { skip }, async () => {
+        assert.equal(await store().checkpoint(freshCollection()), 0);
+      });
+
+      void it(`${adapterName}: commit writes the documents and the checkpoint together, per collection`, { skip }, async () => {
+        const [one, two] = [freshCollection(), freshCollection()];
+        await store().commit(one, [doc('a', { seq: 3 }), doc('b', { seq: 5 })], 5);
+        assert.equal(await store().checkpoint(one), 5);
+        assert.equal(await store().checkpoint(two), 0, 'another collection keeps its own checkpoint');
+        assert.equal((await store().get(one, 'a'))?.seq, 3);
+        assert.equal(await store().get(two, 'a'), null);
+        await store().commit(one, [doc('a', { seq: 9, doc: { v: 2 } })], 12);
+        assert.equal(await store().checkpoint(one), 12);
+        assert.deepEqual((await store().get(one, 'a'))?.doc, { v: 2 });
+        assert.equal((await store().get(one, 'b'))?.seq, 5, 'documents not in a commit are left alone');
+      });
+
+      void it(`${adapterName}: a commit without writes still advances the checkpoint`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, [], 40);
+        assert.equal(await store().checkpoint(collection), 40);
+        assert.equal(await store().count(collection), 0);
+      });
+
+      void it(`${adapterName}: a commit that fails writes nothing and keeps the checkpoint`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, [doc('kept', { doc: { v: 1 }, seq: 1 })], 1);
+        const unserializable = doc('bad', { doc: { n: 10n } });
+        await assert.rejects(store().commit(collection, [doc('kept', { doc: { v: 2 }, seq: 2 }), doc('new'), unserializable], 2));
+        assert.equal(await store().checkpoint(collection), 1);
+        assert.deepEqual((await store().get(collection, 'kept'))?.doc, { v: 1 });
+        assert.equal(await store().get(collection, 'new'), null);
+        assert.equal(await store().count(collection), 1);
+      });
+    });
+
+    void describe(`${adapterName}: reading documents`, () => {
+      void it(`${adapterName}: get returns every field, or null when missing`, { skip }, async () => {
+        const collection = freshCollection();
+        const written = doc('p-1', {
+          doc: { id: 'p-1', name: 'One' },
+          state: { samples: [{ at: '2026-11-20T08:00:00Z', fol: 10 }] },
+          seq: 17,
+          writtenAt: '2026-11-20T09:30:00.123Z',
+          sortKey: '2026-11-19T00:00:00.000Z',
+          facet: 'dossier',
+          keys: { handle: ['one'], contract: ['base:0xabc', '0xabc'] },
+        });
+        await store().commit(collection, [written], 17);
+        assert.deepEqual(await store().get(collection, 'p-1'), written);
+        assert.equal(await store().get(collection, 'p-2'), null);
+      });
+
+      void it(`${adapterName}: a rewrite replaces the whole document`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, [doc('x', { doc: { a: 1, b: 2 }, state: { s: 1 }, facet: 'one', keys: { k: ['v'] } })], 1);
+        const rewritten = doc('x', { doc: { a: 3 }, state: { t: 2 }, facet: 'two', keys: {}, seq: 2, sortKey: 'z' });
+        await store().commit(collection, [rewritten], 2);
+        assert.deepEqual(await store().get(collection, 'x'), rewritten);
+      });
+
+      void it(`${adapterName}: getMany returns the documents found, keyed by id`, { skip }, async () => {
+        const collection = freshCollection();
+        const docs = Array.from({ length: 1100 }, (_, i) => doc(`id-${String(i).padStart(4, '0')}`, { seq: i + 1 }));
+        await store().commit(collection, docs, 1100);
+        const wanted = ['id-0000', 'id-0599', 'missing', 'id-1099', ...docs.slice(100, 900).map((d) => d.id)];
+        const found = await store().getMany(collection, wanted);
+        assert.equal(found.size, 802, 'id-0599 is asked for twice and found once');
+        assert.equal(found.has('missing'), false);
+        assert.deepEqual(found.get('id-0599'), docs[599]);
+        assert.equal(found.get('id-1099')?.seq, 1100);
+        assert.equal((await store().getMany(collection, [])).size, 0);
+        assert.equal((await store().getMany(freshCollection(), ['id-0000'])).size, 0);
+      });
+
+      void it(`${adapterName}: documents round-trip as byte-identical JSON`, { skip }, async () => {
+        const collection = freshCollection();
+        const tricky = {
+          zeta: 1,
+          alpha: [0, -1.5, 9007199254740991, 1e21, 1e-7, true, false, null],
+          text: 'quotes " backslash \\ newline \n tab \t — ünïcødé 日本語 🚀',
+          lone: '\ud83d only half',
+          empty: { obj: {}, arr: [], str: '' },
+          nested: { b: { d: [[{ y: 1, x: 2 }]] }, a: null },
+        };
+        const state = { 'dotted.key': 1, $dollar: 'kept', 'voter:abc': 'up', order: { z: 1, a: 2 } };
+        const written = doc('json', { doc: tricky, state, keys: { handle: ['Mixed.Case', 'ünï'], url: ['https://x.example/a?b=c'] } });
+        await store().commit(collection, [written], 1);
+        const [got] = await Promise.all([store().get(collection, 'json')]);
+        assert.ok(got);
+        assert.equal(JSON.stringify(got.doc), JSON.stringify(tricky));
+        assert.equal(JSON.stringify(got.state), JSON.stringify(state));
+        assert.equal(JSON.stringify(got.keys), JSON.stringify(written.keys));
+        const [listed] = await store().list(collection, { offset: 0, limit: 1 });
+        assert.equal(JSON.stringify(listed?.doc), JSON.stringify(tricky), 'list returns the same bytes');
+        const [delta] = await store().delta(collection, { start: { after: { seq: 0, id: '' } }, upToSeq: 1, limit: 1 });
+        assert.equal(JSON.stringify(delta?.doc), JSON.stringify(tricky), 'delta returns the same bytes');
+      });
+    });
+
+    void describe(`${adapterName}: lookup keys`, () => {
+      void it(`${adapterName}: findIds finds documents by key value, in id order, up to the limit`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(
+          collection,
+          [
+            doc('c', { keys: { contract: ['0xabc'], handle: ['shared'] } }),
+            doc('a', { keys: { contract: ['0xabc', 'base:0xabc'] } }),
+            doc('b', { keys: { handle: ['0xabc'] } }),
+            doc('d', { keys: { contract: ['0xabc'] } }),
+          ],
+          1,
+        );
+        assert.deepEqual(await store().findIds(collection, 'contract', '0xabc', 10), ['a', 'c', 'd']);
+        assert.deepEqual(await store().findIds(collection, 'contract', '0xabc', 2), ['a', 'c']);
+        assert.deepEqual(await store().findIds(collection, 'contract', 'base:0xabc', 10), ['a']);
+        assert.deepEqual(await store().findIds(collection, 'handle', '0xabc', 10), ['b'], 'values are per key');
+        assert.deepEqual(await store().findIds(collection, 'handle', 'SHARED', 10), [], 'values match exactly');
+        assert.deepEqual(await store().findIds(freshCollection(), 'contract', '0xabc', 10), [], 'per collection');
+      });
+
+      void it(`${adapterName}: rewriting a document replaces its keys`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, [doc('p', { keys: { handle: ['old', 'older'] } }), doc('q', { keys: { handle: ['old'] } })], 1);
+        assert.deepEqual(await store().findIds(collection, 'handle', 'old', 10), ['p', 'q']);
+        await store().commit(collection, [doc('p', { keys: { handle: ['new'] }, seq: 2 })], 2);
+        assert.deepEqual(await store().findIds(collection, 'handle', 'old', 10), ['q']);
+        assert.deepEqual(await store().findIds(collection, 'handle', 'older', 10), []);
+        assert.deepEqual(await store().findIds(collection, 'handle', 'new', 10), ['p']);
+        await store().commit(collection, [doc('q', { keys: {}, seq: 3 })], 3);
+        assert.deepEqual(await store().findIds(collection, 'handle', 'old', 10), []);
+        // A handle abandoned by one project and claimed by another (spec §1.8).
+        await store().commit(collection, [doc('q', { keys: { handle: ['new'] }, seq: 4 })], 4);
+        assert.deepEqual(await store().findIds(collection, 'handle', 'new', 10), ['p', 'q']);
+      });
+    });
+
+    void describe(`${adapterName}: listings`, () => {
+      const listing = [
+        doc('a', { sortKey: '2026-11-20T10:00:00Z', facet: 'dossier' }),
+        doc('b', { sortKey: '2026-11-20T12:00:00Z', facet: 'no_dossier' }),
+        doc('c', { sortKey: '2026-11-20T10:00:00Z', facet: 'no_dossier' }),
+        doc('d', { sortKey: '2026-11-20T09:00:00Z', facet: 'dossier' }),
+        doc('e', { sortKey: '2026-11-20T12:00:00Z', facet: 'pending' }),
+        doc('f', { sortKey: '2026-11-20T11:00:00Z', facet: 'dossier' }),
+      ];
+
+      void it(`${adapterName}: list orders by sortKey then id, both descending, with offset and limit`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, listing, 1);
+        assert.deepEqual(ids(await store().list(collection, { offset: 0, limit: 10 })), ['e', 'b', 'f', 'c', 'a', 'd']);
+        assert.deepEqual(ids(await store().list(collection, { offset: 2, limit: 2 })), ['f', 'c']);
+        assert.deepEqual(ids(await store().list(collection, { offset: 6, limit: 2 })), []);
+      });
+
+      void it(`${adapterName}: list and count filter by facets`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, listing, 1);
+        assert.deepEqual(ids(await store().list(collection, { facets: ['dossier'], offset: 0, limit: 10 })), ['f', 'a', 'd']);
+        assert.deepEqual(ids(await store().list(collection, { facets: ['dossier', 'no_dossier'], offset: 1, limit: 3 })), ['f', 'c', 'a']);
+        assert.deepEqual(await store().list(collection, { facets: [], offset: 0, limit: 10 }), [], 'no facets: nothing');
+        assert.equal(await store().count(collection), 6);
+        assert.equal(await store().count(collection, ['dossier', 'no_dossier']), 5);
+        assert.equal(await store().count(collection, ['pending']), 1);
+        assert.equal(await store().count(collection, ['unknown']), 0);
+        assert.equal(await store().count(collection, []), 0);
+        assert.equal(await store().count(freshCollection()), 0);
+      });
+
+      void it(`${adapterName}: listKeyset continues strictly after the given row`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, listing, 1);
+        const first = await store().listKeyset(collection, { limit: 2 });
+        assert.deepEqual(ids(first), ['e', 'b']);
+        const next = await store().listKeyset(collection, { limit: 2, before: { sortKey: first[1]!.sortKey, id: first[1]!.id } });
+        assert.deepEqual(ids(next), ['f', 'c']);
+        const tie = await store().listKeyset(collection, { limit: 10, before: { sortKey: '2026-11-20T10:00:00Z', id: 'c' } });
+        assert.deepEqual(ids(tie), ['a', 'd'], 'a tie on sortKey continues by id');
+        const filtered = await store().listKeyset(collection, {
+          facets: ['dossier'],
+          limit: 10,
+          before: { sortKey: '2026-11-20T11:00:00Z', id: 'f' },
+        });
+        assert.deepEqual(ids(filtered), ['a', 'd']);
+        assert.deepEqual(await store().listKeyset(collection, { limit: 10, before: { sortKey: '2026-11-20T09:00:00Z', id: 'd' } }), []);
+      });
+    });
+
+    void describe(`${adapterName}: delta`, () => {
+      const rows = [
+        doc('m', { seq: 4, writtenAt: '2026-11-20T08:00:04.000Z', facet: 'dossier' }),
+        doc('k', { seq: 2, writtenAt: '2026-11-20T08:00:02.000Z', facet: 'no_dossier' }),
+        doc('z', { seq: 4, writtenAt: '2026-11-20T08:00:04.000Z', facet: 'no_dossier' }),
+        doc('a', { seq: 4, writtenAt: '2026-11-20T08:00:04.000Z', facet: 'pending' }),
+        doc('q', { seq: 7, writtenAt: '2026-11-20T08:00:07.000Z', facet: 'dossier' }),
+        doc('b', { seq: 9, writtenAt: '2026-11-20T08:00:09.000Z', facet: 'dossier' }),
+      ];
+
+      void it(`${adapterName}: delta after a position orders by (seq, id) and stops at upToSeq`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, rows, 9);
+        const all = await store().delta(collection, { start: { after: { seq: 0, id: '' } }, upToSeq: 9, limit: 10 });
+        assert.deepEqual(ids(all), ['k', 'a', 'm', 'z', 'q', 'b']);
+        const page = await store().delta(collection, { start: { after: { seq: 4, id: 'a' } }, upToSeq: 9, limit: 2 });
+        assert.deepEqual(ids(page), ['m', 'z']);
+        const bounded = await store().delta(collection, { start: { after: { seq: 4, id: 'z' } }, upToSeq: 8, limit: 10 });
+        assert.deepEqual(ids(bounded), ['q'], 'rows past the high-water mark wait');
+        assert.deepEqual(await store().delta(collection, { start: { after: { seq: 9, id: 'b' } }, upToSeq: 9, limit: 10 }), []);
+      });
+
+      void it(`${adapterName}: delta from a time starts at the first row written at or after it`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, rows, 9);
+        const fromFour = await store().delta(collection, { start: { fromWrittenAt: '2026-11-20T08:00:04.000Z' }, upToSeq: 9, limit: 10 });
+        assert.deepEqual(ids(fromFour), ['a', 'm', 'z', 'q', 'b']);
+        const between = await store().delta(collection, { start: { fromWrittenAt: '2026-11-20T08:00:05.000Z' }, upToSeq: 7, limit: 10 });
+        assert.deepEqual(ids(between), ['q']);
+        const limited = await store().delta(collection, { start: { fromWrittenAt: '2026-11-20T00:00:00.000Z' }, upToSeq: 9, limit: 2 });
+        assert.deepEqual(ids(limited), ['k', 'a']);
+        assert.deepEqual(await store().delta(collection, { start: { fromWrittenAt: '2026-11-21T00:00:00.000Z' }, upToSeq: 9, limit: 10 }), []);
+      });
+
+      void it(`${adapterName}: delta filters by facets`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, rows, 9);
+        const visible = ['dossier', 'no_dossier'];
+        assert.deepEqual(ids(await store().delta(collection, { start: { after: { seq: 0, id: '' } }, upToSeq: 9, facets: visible, limit: 10 })), [
+          'k',
+          'm',
+          'z',
+          'q',
+          'b',
+        ]);
+        assert.deepEqual(
+          ids(await store().delta(collection, { start: { fromWrittenAt: '2026-11-20T08:00:04.000Z' }, upToSeq: 9, facets: ['dossier'], limit: 10 })),
+          ['m', 'q', 'b'],
+        );
+        assert.deepEqual(await store().delta(collection, { start: { after: { seq: 0, id: '' } }, upToSeq: 9, facets: [], limit: 10 }), []);
+      });
+
+      void it(`${adapterName}: a row rewritten later reappears at its new position only`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, rows, 9);
+        await store().commit(collection, [doc('k', { seq: 11, writtenAt: '2026-11-20T08:00:11.000Z', facet: 'no_dossier' })], 11);
+        const all = await store().delta(collection, { start: { after: { seq: 0, id: '' } }, upToSeq: 11, limit: 10 });
+        assert.deepEqual(ids(all), ['a', 'm', 'z', 'q', 'b', 'k']);
+        const since = await store().delta(collection, { start: { after: { seq: 9, id: 'b' } }, upToSeq: 11, limit: 10 });
+        assert.deepEqual(ids(since), ['k']);
+      });
+    });
+
+    void describe(`${adapterName}: clear`, () => {
+      void it(`${adapterName}: clear removes every document and checkpoint, and the store stays usable`, { skip }, async () => {
+        const own = await open();
+        try {
+          const [one, two] = [freshCollection(), freshCollection()];
+          await own.store.commit(one, [doc('a', { keys: { k: ['v'] } }), doc('b')], 3);
+          await own.store.commit(two, [doc('c')], 8);
+          await own.store.clear();
+          for (const collection of [one, two]) {
+            assert.equal(await own.store.checkpoint(collection), 0);
+            assert.equal(await own.store.count(collection), 0);
+          }
+          assert.equal(await own.store.get(one, 'a'), null);
+          assert.deepEqual(await own.store.findIds(one, 'k', 'v', 10), []);
+          assert.deepEqual(await own.store.delta(one, { start: { after: { seq: 0, id: '' } }, upToSeq: 100, limit: 10 }), []);
+          await own.store.commit(one, [doc('a', { keys: { k: ['v'] } })], 4);
+          assert.equal(await own.store.checkpoint(one), 4);
+          assert.deepEqual(await own.store.findIds(one, 'k', 'v', 10), ['a']);
+        } finally {
+          await own.dispose();
+        }
+      });
+    });
+  });
+}

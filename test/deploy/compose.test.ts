@@ -1,0 +1,199 @@
+/**
+ * Static checks of the distributed deployment files: docker-compose.yml and the Dockerfile.
+ * They run everywhere (no Docker engine needed) and catch what `docker compose up` would only
+ * show at run time: unpinned images, unknown configuration variables, missing roles or health checks.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { parse } from 'yaml';
+import { configSchema, parseConfig } from '../../config/config.ts';
+import { images as testImages } from '../support/containers.ts';
+
+const root = join(import.meta.dirname, '..', '..');
+const composeText = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
+const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+const packageVersion = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+
+type Service = {
+  image?: string;
+  build?: unknown;
+  command?: string[] | string;
+  environment?: Record<string, string | number | boolean | null> | string[];
+  healthcheck?: { test?: string[] | string };
+  depends_on?: Record<string, { condition?: string }> | string[];
+  restart?: string;
+};
+
+const compose = parse(composeText, { merge: true }) as { services?: Record<string, Service> };
+const services = compose.services ?? {};
+const ROLES = ['ingest', 'projectors', 'api', 'thesis-reader'] as const;
+
+function imageTag(image: string): string | null {
+  const withoutDigest = image.split('@')[0]!;
+  const lastSlash = withoutDigest.lastIndexOf('/');
+  const colon = withoutDigest.indexOf(':', lastSlash + 1);
+  return colon === -1 ? null : withoutDigest.slice(colon + 1);
+}
+
+function environmentOf(service: Service): Record<string, string> {
+  const env = service.environment ?? {};
+  const entries = Array.isArray(env)
+    ? env.map((line) => {
+        const at = line.indexOf('=');
+        return at === -1 ? [line, ''] : [line.slice(0, at), line.slice(at + 1)];
+      })
+    : Object.entries(env).map(([key, value]) => [key, value === null ? '' : String(value)]);
+  return Object.fromEntries(entries) as Record<string, string>;
+}
+
+/** What compose would pass when none of the interpolated host variables is set: `${X:-default}` → default. */
+function interpolateDefaults(value: string): string {
+  return value.replace(/\$\{[A-Z0-9_]+(?::?-([^}]*))?\}/g, (_match, fallback: string | undefined) => fallback ?? '');
+}
+
+const pulseboardServices = Object.entries(services).filter(([, service]) => service.image?.startsWith('pulseboard:'));
+
+void describe('docker-compose.yml', () => {
+  void it('pins every image to an explicit version tag, never latest', () => {
+    assert.ok(Object.keys(services).length > 0, 'services are defined');
+    for (const [name, service] of Object.entries(services)) {
+      assert.ok(service.image, `${name} names its image`);
+      const tag = imageTag(service.image);
+      assert.ok(tag, `${name}: ${service.image} has a tag`);
+      assert.notEqual(tag.toLowerCase(), 'latest', `${name}: ${service.image}`);
+      assert.match(tag, /^\d+\.\d+\.\d+/, `${name}: ${service.image} is pinned to a full version`);
+    }
+  });
+
+  void it('runs the four roles from one pulseboard image tagged with the package version', () => {
+    const roles = pulseboardServices.map(([, service]) => {
+      const command = Array.isArray(service.command) ? service.command : [];
+      assert.deepEqual(command.slice(0, 4), ['node', '--disable-warning=ExperimentalWarning', 'bin/pulseboard.ts', 'serve']);
+      assert.equal(command[4], '--role');
+      return command[5];
+    });
+    assert.deepEqual([...roles].sort(), [...ROLES].sort(), 'each role exactly once');
+    for (const [name, service] of pulseboardServices) {
+      assert.equal(service.image, `pulseboard:${packageVersion}`, name);
+      assert.ok(service.build, `${name} builds the image from the Dockerfile`);
+    }
+  });
+
+  void it('gives the pulseboard services only configuration variables the config schema knows, with valid values', () => {
+    const known = new Set(Object.keys(configSchema.shape));
+    for (const [name, service] of pulseboardServices) {
+      const env = environmentOf(service);
+      assert.ok(Object.keys(env).length > 0, `${name} is configured`);
+      for (const key of Object.keys(env)) assert.ok(known.has(key), `${name}: ${key} is not a key of configSchema`);
+      const resolved = Object.fromEntries(Object.entries(env).map(([key, value]) => [key, interpolateDefaults(value)]));
+      const parsed = parseConfig(resolved);
+      assert.ok(parsed.ok, `${name}: ${parsed.ok ? '' : parsed.reason}`);
+      // The stores named in the environment are services of this file.
+      for (const key of ['EVENTSTORE_URL', 'MONGODB_URL', 'REDIS_URL', 'KAFKA_BROKERS'] as const) {
+        const value = resolved[key];
+        if (value === undefined) continue;
+        const host = /^(?:[a-z]+:\/\/)?([^:/?,]+)/.exec(value)?.[1];
+        assert.ok(host && host in services, `${name}: ${key} points at ${host}, which is not a service here`);
+      }
+      assert.equal(resolved.HOST, '0.0.0.0', `${name} listens beyond the container's loopback`);
+    }
+    const withKafka = pulseboardServices.filter(([, service]) => 'KAFKA_BROKERS' in environmentOf(service)).map(([name]) => name);
+    assert.deepEqual(withKafka, ['ingest'], 'only the ingest role consumes Kafka');
+  });
+
+  void it('health-checks every long-running service, the pulseboard roles on /healthz', () => {
+    for (const [name, service] of Object.entries(services)) {
+      if (service.restart === 'no') continue;
+      const test = service.healthcheck?.test;
+      assert.ok(test && test.length > 0, `${name} has a health check`);
+    }
+    for (const [name, service] of pulseboardServices) {
+      const test = service.healthcheck?.test;
+      assert.ok(Array.isArray(test) && test.join(' ').includes('/healthz'), `${name} checks /healthz`);
+    }
+  });
+
+  void it('starts services only after what they depend on is healthy (or, for one-shots, done)', () => {
+    for (const [name, service] of Object.entries(services)) {
+      const dependsOn = service.depends_on ?? {};
+      assert.ok(!Array.isArray(dependsOn), `${name}: depends_on states conditions`);
+      for (const [dependency, { condition }] of Object.entries(dependsOn)) {
+        const target = services[dependency];
+        assert.ok(target, `${name} depends on ${dependency}, which exists`);
+        if (target.restart === 'no') assert.equal(condition, 'service_completed_successfully', `${name} → ${dependency}`);
+        else {
+          assert.equal(condition, 'service_healthy', `${name} → ${dependency}`);
+          assert.ok(target.healthcheck, `${dependency} has the health check ${name} waits for`);
+        }
+      }
+    }
+    for (const [name, service] of pulseboardServices) {
+      const dependsOn = service.depends_on as Record<string, unknown>;
+      for (const store of ['kurrentdb', 'mongodb', 'redis']) assert.ok(store in dependsOn, `${name} waits for ${store}`);
+    }
+    assert.ok('kafka-init' in (services.ingest?.depends_on as Record<string, unknown>), 'ingest waits for its topics');
+  });
+
+  void it('creates the source and dead-letter topics in a one-shot, on Kafka 3.x in KRaft mode', () => {
+    const init = services['kafka-init'];
+    assert.ok(init);
+    const script = Array.isArray(init.command) ? init.command.join('\n') : String(init.command);
+    for (const topic of ['pulseboard.projects', 'pulseboard.calls', 'pulseboard.pulse', 'pulseboard.dead-letter']) {
+      assert.ok(script.includes(topic), `creates ${topic}`);
+    }
+    const kafka = services.kafka;
+    assert.ok(kafka?.image);
+    assert.match(imageTag(kafka.image) ?? '', /^3\./, 'kafkajs needs a 3.x broker');
+    assert.equal(environmentOf(kafka).KAFKA_PROCESS_ROLES, 'broker,controller');
+  });
+
+  void it('runs MongoDB as a replica set and KurrentDB in insecure dev mode', () => {
+    const mongo = services.mongodb;
+    assert.ok(Array.isArray(mongo?.command) && mongo.command.includes('--replSet'));
+    assert.match(environmentOf(pulseboardServices[0]![1]).MONGODB_URL ?? '', /replicaSet=rs0/);
+    assert.equal(environmentOf(services.kurrentdb!).KURRENTDB_INSECURE, 'true');
+  });
+
+  void it('uses the same images as the testcontainers tests', () => {
+    assert.equal(services.kurrentdb?.image, testImages.kurrentdb);
+    assert.equal(services.mongodb?.image, testImages.mongodb);
+    assert.equal(services.kafka?.image, testImages.kafka);
+  });
+});
+
+void describe('Dockerfile', () => {
+  const lines = dockerfile
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+  const from = lines.filter((line) => /^FROM\s/i.test(line));
+
+  void it('builds on a pinned Node 24 image', () => {
+    assert.equal(from.length, 1, 'one stage');
+    assert.match(from[0]!, /^FROM node:24\.\d+\.\d+(-[a-z0-9.-]+)?(@sha256:[0-9a-f]{64})?$/);
+  });
+
+  void it('installs production dependencies only, from the lockfile', () => {
+    assert.ok(lines.some((line) => /^RUN npm ci --omit=dev\b/.test(line)));
+    assert.ok(lines.some((line) => /^COPY package\.json package-lock\.json /.test(line)));
+  });
+
+  void it('runs as a non-root user', () => {
+    const users = lines.filter((line) => /^USER\s/i.test(line));
+    assert.ok(users.length > 0, 'a USER instruction');
+    const user = users[users.length - 1]!.split(/\s+/)[1]!;
+    assert.ok(!['root', '0', '0:0', 'root:root'].includes(user), `runs as ${user}`);
+    assert.ok(lines.lastIndexOf(users[users.length - 1]!) > lines.indexOf(from[0]!));
+  });
+
+  void it('starts the service with the serve command', () => {
+    assert.ok(lines.includes('CMD ["node","--disable-warning=ExperimentalWarning","bin/pulseboard.ts","serve"]'));
+  });
+
+  void it('keeps dependencies, data and tests out of the build context', () => {
+    const ignored = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n').map((line) => line.trim());
+    for (const entry of ['node_modules', '.git', 'data', 'test']) assert.ok(ignored.includes(entry), `.dockerignore lists ${entry}`);
+  });
+});
