@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { Config } from '../config/config.ts';
 import type { EventLog } from './port.ts';
+import { createKurrentDbEventLog } from './kurrentdb/kurrentdb-event-log.ts';
 import { createSqliteEventLog } from './sqlite/sqlite-event-log.ts';
 
 export const EVENT_LOG_FILE = 'events.sqlite';
@@ -11,13 +12,10 @@ export function embeddedEventLogPath(config: Config): string {
 }
 
 /**
- * The event log the configuration selects: the embedded SQLite file by default. With
- * EVENTSTORE_URL set and no adapter wired, this throws rather than silently writing to a local
- * file nobody reads.
+ * The event log the configuration selects: KurrentDB when EVENTSTORE_URL is set, otherwise the
+ * embedded SQLite file in the data directory.
  */
 export function openEventLog(config: Config): EventLog {
-  if (config.EVENTSTORE_URL !== undefined) {
-    throw new Error('EVENTSTORE_URL is set, but the KurrentDB event log adapter is not wired in; unset it to use the embedded log');
-  }
+  if (config.EVENTSTORE_URL !== undefined) return createKurrentDbEventLog(config.EVENTSTORE_URL);
   return createSqliteEventLog(embeddedEventLogPath(config));
 }

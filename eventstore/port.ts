@@ -3,7 +3,10 @@
  */
 
 export type NewEvent = {
-  /** Caller-chosen id: appending an id that is already stored is a no-op reporting the stored position. */
+  /**
+   * Caller-chosen id: appending an id that is already stored in the stream is a no-op reporting the
+   * stored position (ids derive from the source message, which always maps to one stream).
+   */
   id: string;
   type: string;
   data: unknown;
@@ -29,6 +32,7 @@ export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | number;
 
 export type AppendedEvent = { id: string; position: number; revision: number; duplicate: boolean };
 
+/** Results come back in input order; an id repeated inside one batch is a duplicate of its first occurrence. */
 export type AppendResult =
   | { ok: true; events: AppendedEvent[]; /** revision of the stream after the append */ revision: number }
   | { ok: false; reason: 'wrong_expected_revision'; actualRevision: number | null };
@@ -60,28 +64,9 @@ export interface EventLog {
   /** Position of the newest event, 0 when empty. */
   headPosition(): Promise<number>;
   /**
-   * Resolves once an event past `afterPosition` may exist, or after `timeoutMs`.
+   * Resolves once an event past `afterPosition` may exist, after `timeoutMs`, on abort, or on close.
    * Lets subscribers sleep between polls without missing appends from this process.
    */
   waitForAppend(afterPosition: number, timeoutMs: number, signal?: AbortSignal): Promise<void>;
   close(): Promise<void>;
-}
-
-/** Reads the whole log from a position in batches, following new appends until the signal aborts. */
-export async function* subscribeAll(
-  log: EventLog,
-  options: { afterPosition: number; typePrefixes?: readonly string[]; batchSize?: number; idleWaitMs?: number; signal?: AbortSignal },
-): AsyncGenerator<RecordedEvent[]> {
-  let after = options.afterPosition;
-  const batchSize = options.batchSize ?? 500;
-  while (!options.signal?.aborted) {
-    const batch = await log.readAll({ afterPosition: after, typePrefixes: options.typePrefixes, limit: batchSize });
-    if (batch.length > 0) {
-      after = batch[batch.length - 1]!.position;
-      yield batch;
-      continue;
-    }
-    // An empty filtered read may still have passed unrelated events; the head is the safe resume point.
-    await log.waitForAppend(after, options.idleWaitMs ?? 250, options.signal);
-  }
 }

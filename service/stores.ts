@@ -5,6 +5,7 @@ import { openEventLog } from '../eventstore/open.ts';
 import { projectors } from '../projectors/registry.ts';
 import { createProjectorRunner, type ProjectorRunner } from '../projectors/runner.ts';
 import type { ReadStore } from '../readmodels/port.ts';
+import { createMongoReadStore } from '../readmodels/mongodb/mongodb-read-store.ts';
 import { createSqliteReadStore } from '../readmodels/sqlite/sqlite-read-store.ts';
 
 export type Stores = {
@@ -16,10 +17,12 @@ export type Stores = {
   close(): Promise<void>;
 };
 
-/** Opens the event log and read store the configuration selects (embedded SQLite by default). */
+/** Opens the event log and read store the configuration selects (KurrentDB / MongoDB, else embedded SQLite). */
 export async function openStores(config: Config): Promise<Stores> {
   const log = openEventLog(config);
-  const store = createSqliteReadStore(join(config.PULSEBOARD_DATA_DIR, 'readmodels.sqlite'));
+  const store = config.MONGODB_URL !== undefined
+    ? createMongoReadStore(config.MONGODB_URL)
+    : createSqliteReadStore(join(config.PULSEBOARD_DATA_DIR, 'readmodels.sqlite'));
   return assembleStores(log, store);
 }
 

@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { buildApp, mountHealth } from '../../api/app.ts';
 import { loadConfig, type Config } from '../../config/config.ts';
+import { createKafkaSource, type KafkaSource } from '../../ingest/kafka/kafka-source.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
 import { changeOwner, issueKey } from '../../service/access.ts';
 import { createRateLimiter } from '../../service/rate/create.ts';
@@ -68,6 +69,17 @@ export async function run(args: string[]): Promise<number> {
     background.push(reader.run(stop.signal));
   }
 
+  let kafka: KafkaSource | null = null;
+  if ((role === 'all' || role === 'ingest') && config.KAFKA_BROKERS !== undefined) {
+    const ingestor = createIngestor(stores.log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER });
+    kafka = createKafkaSource({ brokers: config.KAFKA_BROKERS.split(',').map((b) => b.trim()), ingestor });
+    await kafka.start();
+    process.stderr.write(`ingest: consuming Kafka at ${config.KAFKA_BROKERS}\n`);
+  } else if (role === 'ingest') {
+    process.stderr.write('ingest role: KAFKA_BROKERS is not set; use `pulseboard ingest FILE` for NDJSON\n');
+    return 2;
+  }
+
   if (role === 'all' || role === 'projectors') {
     await stores.catchUp();
     for (const runner of stores.runners) background.push(runner.run(stop.signal));
@@ -100,6 +112,7 @@ export async function run(args: string[]): Promise<number> {
   // Graceful: stop taking requests, let the projectors finish their batch, then close the stores.
   stop.abort();
   await app.close();
+  await kafka?.stop();
   await Promise.allSettled(background);
   await limiter.close();
   await heartbeat.close();

@@ -17,7 +17,7 @@
  * protocol versions it uses; docker-compose.yml pins apache/kafka:3.9.0.
  */
 import { Kafka, logLevel as kafkaLogLevel, type Consumer, type EachBatchPayload, type KafkaMessage, type Producer } from 'kafkajs';
-import type { IngestOutcome, Ingestor } from './types.ts';
+import type { IngestOutcome, Ingestor } from '../pipeline.ts';
 
 export const sourceTopics = {
   projects: 'pulseboard.projects',

@@ -15,7 +15,7 @@ import { streams } from '../../events/streams.ts';
 import { createKurrentDbEventLog } from '../../eventstore/kurrentdb/kurrentdb-event-log.ts';
 import type { EventLog } from '../../eventstore/port.ts';
 import { createKafkaFeeder, createKafkaSource, defaultDeadLetterTopic, sourceTopics, type DeadLetter, type HandledMessage } from '../../ingest/kafka/kafka-source.ts';
-import type { IngestOutcome, Ingestor } from '../../ingest/kafka/types.ts';
+import type { IngestOutcome, Ingestor } from '../../ingest/pipeline.ts';
 import type { Projector } from '../../projectors/projector.ts';
 import { createProjectorRunner } from '../../projectors/runner.ts';
 import { createMongoReadStore } from '../../readmodels/mongodb/mongodb-read-store.ts';

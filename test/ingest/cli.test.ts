@@ -100,6 +100,14 @@ void describe('pulseboard ingest (child process)', () => {
     assert.equal((await pulseboard(['ingest'], env)).code, 2);
     assert.equal((await pulseboard(['ingest', dir], env)).code, 2);
     assert.equal((await pulseboard(['ingest', '--frobnicate', good], env)).code, 2);
-    assert.equal((await pulseboard(['ingest', good], { ...env, EVENTSTORE_URL: 'kurrentdb://localhost:2113' })).code, 2);
+  });
+
+  void it('stops with status 1 naming the line when the configured event log cannot be reached', async () => {
+    const good = join(dir, 'good-unreachable.ndjson');
+    writeFileSync(good, line(examples['rival.listed']));
+    // A KurrentDB URL on a loopback port where nothing listens.
+    const result = await pulseboard(['ingest', good], { ...env, EVENTSTORE_URL: 'kurrentdb://127.0.0.1:1?tls=false' });
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /good-unreachable\.ndjson:1: event log failed/);
   });
 });

@@ -10,7 +10,7 @@ import {
   type DeadLetter,
   type HandledMessage,
 } from '../../ingest/kafka/kafka-source.ts';
-import type { IngestOutcome, Ingestor } from '../../ingest/kafka/types.ts';
+import type { IngestOutcome, Ingestor } from '../../ingest/pipeline.ts';
 
 function message(offset: number, value: string | null, key: string | null = null): KafkaMessage {
   return {
