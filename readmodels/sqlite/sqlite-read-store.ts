@@ -140,9 +140,13 @@ export function createSqliteReadStore(path: string): ReadStore {
       const params: (string | number)[] = [collection];
       const facetClause = facetFilter(query.facets, params);
       params.push(query.limit, query.offset);
+      // Offsets are skipped in the covering listing index; only the page's own rows are read.
       const rows = db
-        .prepare(`SELECT * FROM docs WHERE collection = ? ${facetClause} ORDER BY sort_key DESC, id DESC LIMIT ? OFFSET ?`)
-        .all(...params) as DocRow[];
+        .prepare(
+          `SELECT docs.* FROM (SELECT id FROM docs WHERE collection = ? ${facetClause} ORDER BY sort_key DESC, id DESC LIMIT ? OFFSET ?) AS page
+           CROSS JOIN docs ON docs.collection = ? AND docs.id = page.id ORDER BY docs.sort_key DESC, docs.id DESC`,
+        )
+        .all(...params, collection) as DocRow[];
       return rows.map((r) => toStored<D, unknown>(r));
     },
 
