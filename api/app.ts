@@ -3,6 +3,7 @@ import { errors } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { sendError } from './errors.ts';
 import type { RestOperation } from './operation.ts';
+import { historyOperations } from './routes/history.ts';
 import { projectOperations } from './routes/projects.ts';
 
 export type AppOptions = {
@@ -12,7 +13,7 @@ export type AppOptions = {
 
 /** Every REST operation, in the order the OpenAPI document lists them. */
 export function restOperations(services: Services): RestOperation[] {
-  return [...projectOperations(services)];
+  return [...projectOperations(services), ...historyOperations(services)];
 }
 
 /** Outside /v1: unauthenticated, not rate-limited, for orchestrators and load balancers. */

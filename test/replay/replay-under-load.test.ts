@@ -74,6 +74,7 @@ describe('pulseboard replay while the service serves', () => {
         `/v1/projects?cursor=${midCursor}&limit=40`,
         `/v1/projects/${first!.id}`,
         `/v1/projects/${second!.id}?include=context`,
+        `/v1/projects/${first!.id}/history?limit=5`,
       ];
       const expected = new Map<string, any>();
       for (const url of reads) expected.set(url, stable((await h.get(url, key)).json()));
