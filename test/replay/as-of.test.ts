@@ -166,6 +166,9 @@ describe('as-of reads and project history', () => {
       assert.equal((await h.get('/v1/projects/life?asOf=2026-11-01T00:00:00', key)).status, 400, 'an offset is required');
       assert.equal((await h.get(`/v1/projects/nobody?asOf=${iso(Date.now())}`, key)).status, 404);
       assert.equal((await h.get(`/v1/projects/life?asOf=${iso(Date.now())}`)).status, 401);
+      // Folding a stream per request is an enriched read: rate protection treats it as protected.
+      assert.equal(h.services.projects.isEnriched({ asOf: iso(Date.now()) }), true);
+      assert.equal(h.services.projects.isEnriched({}), false);
     } finally {
       await h.close();
       mock.timers.reset();
