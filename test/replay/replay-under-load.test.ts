@@ -10,7 +10,7 @@ import { createProjectorRunner } from '../../projectors/runner.ts';
 import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { appendProjectHistory, dumpReadModels, firstDifference } from '../support/seed.ts';
-import { eventually, startReplay } from './support.ts';
+import { eventually, startReplay, stopReplay, type ReplayChild } from './support.ts';
 
 /** A body without the read time, which differs on every read. */
 function stable(body: any): any {
@@ -52,6 +52,7 @@ describe('pulseboard replay while the service serves', () => {
     const h = await createHarness();
     const stop = new AbortController();
     let background: Promise<void>[] = [];
+    let replay: ReplayChild | null = null;
     try {
       await appendProjectHistory(h.stores.log, { projects: 150, steps: 3000, seed: 21 });
       const key = await h.key('reader', ['allow']);
@@ -79,7 +80,7 @@ describe('pulseboard replay while the service serves', () => {
       const expected = new Map<string, any>();
       for (const url of reads) expected.set(url, stable((await h.get(url, key)).json()));
 
-      const replay = startReplay(h.dir, { batchSize: 25 });
+      replay = startReplay(h.dir, { batchSize: 25 });
       let done = false;
       let readsDuringReplay = 0;
       let total = 0;
@@ -123,6 +124,7 @@ describe('pulseboard replay while the service serves', () => {
       const live = await h.stores.store.count(PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS);
       assert.equal((await h.get('/v1/projects', key)).json().total, live);
     } finally {
+      await stopReplay(replay);
       stop.abort();
       await Promise.all(background);
       await h.close();
@@ -133,6 +135,7 @@ describe('pulseboard replay while the service serves', () => {
     const h = await createHarness();
     const stop = new AbortController();
     let background: Promise<void>[] = [];
+    let replay: ReplayChild | null = null;
     try {
       await appendProjectHistory(h.stores.log, { projects: 90, steps: 2000, seed: 31 });
       const key = await h.key('mirror');
@@ -152,7 +155,7 @@ describe('pulseboard replay while the service serves', () => {
       };
 
       let burst = 0;
-      const replay = startReplay(h.dir, { batchSize: 40 });
+      replay = startReplay(h.dir, { batchSize: 40 });
       let done = false;
       const finished = replay.exited.then((run) => {
         done = true;
@@ -189,6 +192,7 @@ describe('pulseboard replay while the service serves', () => {
       for (const row of truth) assert.equal(mirror.get(row.id), JSON.stringify(row.doc), `row ${row.id} is current`);
       assert.equal(firstDifference(await dumpReadModels(h.stores.store), await referenceDump(h)), null);
     } finally {
+      await stopReplay(replay);
       stop.abort();
       await Promise.all(background);
       await h.close();

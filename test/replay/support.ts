@@ -58,6 +58,13 @@ export function startReplay(dataDir: string, options: { batchSize: number; onPro
   return { child, progressLines: () => progress, exited };
 }
 
+/** Kills a replay a failed test left running, so it cannot write into a removed data directory. */
+export async function stopReplay(replay: ReplayChild | null): Promise<void> {
+  if (!replay || replay.child.exitCode !== null || replay.child.signalCode !== null) return;
+  replay.child.kill('SIGKILL');
+  await replay.exited;
+}
+
 /** Polls `check` until it holds (at most `tries` times, `everyMs` apart); returns whether it did. */
 export async function eventually(check: () => Promise<boolean> | boolean, tries = 500, everyMs = 20): Promise<boolean> {
   for (let i = 0; i < tries; i++) {
