@@ -7,6 +7,7 @@ import { buildOpenApiDocument } from './openapi.ts';
 import type { RestOperation } from './operation.ts';
 import { mcpPlugin } from '../mcp/plugin.ts';
 import { askOperations } from './routes/asks.ts';
+import { historyOperations } from './routes/history.ts';
 import { projectOperations } from './routes/projects.ts';
 import { thesisOperations } from './routes/thesis.ts';
 import { callOperations } from './routes/calls.ts';
@@ -23,6 +24,7 @@ export function restOperations(services: Services): RestOperation[] {
   return [
     ...projectOperations(services),
     ...askOperations(services),
+    ...historyOperations(services),
     ...searchOperations(services),
     ...callOperations(services),
     ...pulseOperations(services),

@@ -10,6 +10,8 @@ const commands: Record<string, Command> = {
   keys: { summary: 'keys issue --owner NAME | keys revoke KEY_ID | keys list', load: () => import('./commands/keys.ts') },
   owners: { summary: 'owners allow|deny|link|unlink NAME', load: () => import('./commands/owners.ts') },
   ingest: { summary: 'ingest FILE… | - (NDJSON source messages)', load: () => import('./commands/ingest.ts') },
+  replay: { summary: 'replay [--batch-size N] (rebuild every read model beside the live one, then switch)', load: () => import('./commands/replay.ts') },
+  export: { summary: 'export --from ISO --to ISO [--types P,…] [--include-private] [--out FILE|-] (events as NDJSON)', load: () => import('./commands/export.ts') },
   generate: { summary: 'generate --projects N [--seed S] … (synthetic NDJSON)', load: () => import('./commands/generate.ts') },
 };
 

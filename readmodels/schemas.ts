@@ -425,3 +425,49 @@ export type AskReceipt = z.infer<typeof askReceiptSchema>;
 export type BoardPage = z.infer<typeof boardPageSchema>;
 export type SyncPage = z.infer<typeof syncPageSchema>;
 export type ResearchState = z.infer<typeof researchStateSchema>;
+
+// ---- Project history (GET /v1/projects/{handle}/history)
+
+export const HISTORY_LIMIT_DEFAULT = 20;
+export const HISTORY_LIMIT_MAX = 100;
+
+type ProjectField = keyof Project;
+
+/** One changed top-level field of a Project; `before` is null on the project's first write. */
+export type ProjectFieldChange = { [F in ProjectField]: { field: F; before: Project[F] | null; after: Project[F] } }[ProjectField];
+
+const projectFieldChangeSchemas = (Object.keys(projectSchema.shape) as ProjectField[]).map((field) => {
+  const value = projectSchema.shape[field];
+  return z
+    .object({ field: z.literal(field), before: value.safeParse(null).success ? value : value.nullable(), after: value })
+    .strict();
+});
+
+/** Derived from projectSchema field by field, so a field added to Project is covered here too. */
+export const projectFieldChangeSchema = z.discriminatedUnion(
+  'field',
+  projectFieldChangeSchemas as unknown as [(typeof projectFieldChangeSchemas)[number], ...(typeof projectFieldChangeSchemas)[number][]],
+) as unknown as z.ZodType<ProjectFieldChange>;
+
+export const projectWriteSchema = z
+  .object({
+    /** recordedAt of the event that made the write. */
+    writtenAt: isoDateTime,
+    /** Its log position: the `seq` the delta mode ordered this write by. */
+    seq: z.number().int().min(1),
+    type: z.string(),
+    changes: z.array(projectFieldChangeSchema).min(1),
+  })
+  .strict();
+
+export const projectHistorySchema = z
+  .object({
+    projectId: str,
+    writes: z.array(projectWriteSchema).max(HISTORY_LIMIT_MAX),
+    next: z.string().max(CURSOR_MAX).nullable(),
+    readAt: isoDateTime,
+  })
+  .strict();
+
+export type ProjectWrite = z.infer<typeof projectWriteSchema>;
+export type ProjectHistory = z.infer<typeof projectHistorySchema>;

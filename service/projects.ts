@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { EventLog } from '../eventstore/port.ts';
-import { CONTEXTS_COLLECTION, emptyContext, type StoredContext } from '../projectors/contexts.ts';
-import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS, PROJECT_FACETS, type ProjectState } from '../projectors/projects.ts';
+import { CONTEXTS_COLLECTION, contextsProjector, emptyContext, type StoredContext } from '../projectors/contexts.ts';
+import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS, PROJECT_FACETS, projectsProjector, type ProjectState } from '../projectors/projects.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import {
   BOARD_PAGE_SIZE,
@@ -15,6 +15,7 @@ import type { Access } from './access.ts';
 import type { Caller } from './caller.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
+import { foldAsOf, isPublicProject, readProjectStream } from './history.ts';
 import { parseParams } from './requests/params.ts';
 import { projectParamsSchema, projectQuerySchema, projectsQuerySchema, type ProjectsQuery } from './requests/projects.ts';
 
@@ -25,7 +26,7 @@ export type ProjectsService = {
   list(query: unknown): Promise<Result<BoardPage | SyncPage>>;
   /** GET /v1/projects/{handle}[?include=context]. */
   get(caller: Caller, params: unknown, query: unknown): Promise<Result<ProjectRead>>;
-  /** Whether a get with this query is an enriched read (rate protection treats it as protected). */
+  /** Whether a get with this query is an enriched read (include=context or asOf; rate protection treats it as protected). */
   isEnriched(query: unknown): boolean;
   /** The public project behind an id or handle, or null. Used by other services (asks, search). */
   resolve(handleOrId: string): Promise<StoredDoc<Project, ProjectState> | null>;
@@ -131,6 +132,10 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
 
   async function contextFor(caller: Caller, project: Project, readAt: string): Promise<ProjectContext> {
     const stored = (await store.get<StoredContext>(CONTEXTS_COLLECTION, project.id))?.doc ?? emptyContext();
+    return contextFrom(caller, project, stored, readAt);
+  }
+
+  async function contextFrom(caller: Caller, project: Project, stored: StoredContext, readAt: string): Promise<ProjectContext> {
     const { allowlisted } = await access.ownerAccess(caller.owner);
     return {
       votes: stored.votes,
@@ -138,6 +143,20 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
       research: { ...stored.research, hasDossier: project.dossier !== null },
       freshness: { readAt, ...stored.freshness },
     };
+  }
+
+  /**
+   * The project as it stood at `at`: its stream folded by the projectors' own code up to the
+   * events recorded by then. The id comes from the live read model (an id first, then a handle).
+   */
+  async function asOf(caller: Caller, projectId: string, at: string, withContext: boolean): Promise<Result<ProjectRead>> {
+    const atMs = Date.parse(at);
+    const events = await readProjectStream(log, projectId);
+    const project = foldAsOf(projectsProjector, projectId, events, atMs);
+    if (!isPublicProject(project)) return fail(errors.notFound(`project '${projectId}' was not yet on the board at ${at}`));
+    if (!withContext) return ok({ project: project.doc });
+    const context = foldAsOf(contextsProjector, projectId, events, atMs)?.doc ?? emptyContext();
+    return ok({ project: project.doc, context: await contextFrom(caller, project.doc, context, now().toISOString()) });
   }
 
   return {
@@ -154,7 +173,8 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
 
     isEnriched(query) {
       const parsed = parseParams(projectQuerySchema, query);
-      return parsed.ok && parsed.value.include === 'context';
+      // As-of reads fold the project's stream on every request: protected like include=context.
+      return parsed.ok && (parsed.value.include === 'context' || parsed.value.asOf !== undefined);
     },
 
     async get(caller, params, query) {
@@ -164,6 +184,7 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
       if (!q.ok) return fail(errors.badRequest(q.message));
       const found = await resolve(p.value.handle);
       if (!found) return fail(errors.notFound(`no project with id or handle '${p.value.handle}'`));
+      if (q.value.asOf !== undefined) return asOf(caller, found.id, q.value.asOf, q.value.include === 'context');
       if (q.value.include !== 'context') return ok({ project: found.doc });
       const readAt = now().toISOString();
       return ok({ project: found.doc, context: await contextFor(caller, found.doc, readAt) });

@@ -1,45 +1,127 @@
-import { join } from 'node:path';
 import type { Config } from '../config/config.ts';
 import type { EventLog } from '../eventstore/port.ts';
 import { openEventLog } from '../eventstore/open.ts';
+import type { Projector } from '../projectors/projector.ts';
 import { projectors } from '../projectors/registry.ts';
 import { createProjectorRunner, type ProjectorRunner } from '../projectors/runner.ts';
 import type { ReadStore } from '../readmodels/port.ts';
 import { createMongoReadStore } from '../readmodels/mongodb/mongodb-read-store.ts';
-import { createSqliteReadStore } from '../readmodels/sqlite/sqlite-read-store.ts';
+import { openGenerationalReadStore, type GenerationalReadStore, type WriterGeneration } from '../readmodels/sqlite/generational-read-store.ts';
 
 export type Stores = {
   log: EventLog;
+  /** The read store reads are served from (for the embedded store: the serving generation). */
   store: ReadStore;
   runners: ProjectorRunner[];
   /** Applies everything the log holds now to every read model. */
   catchUp(): Promise<number>;
+  /** Read-model generations (`pulseboard replay`); null for a store without generations. */
+  generations(): { serving: number; newest: number } | null;
+  /** Looks for a generation switch now instead of at the next periodic check. */
+  refreshGenerations(): Promise<void>;
   close(): Promise<void>;
 };
 
-/** Opens the event log and read store the configuration selects (KurrentDB / MongoDB, else embedded SQLite). */
-export async function openStores(config: Config): Promise<Stores> {
+/**
+ * Opens the event log and read store the configuration selects (KurrentDB / MongoDB, else embedded SQLite).
+ * The embedded read store follows `pulseboard replay`: a running process notices a switch to a
+ * new generation within `pollMs`, moves its projectors there, and moves its reads there once the
+ * new generation has caught up.
+ */
+export async function openStores(config: Config, options: { pollMs?: number } = {}): Promise<Stores> {
   const log = openEventLog(config);
-  const store = config.MONGODB_URL !== undefined
-    ? createMongoReadStore(config.MONGODB_URL)
-    : createSqliteReadStore(join(config.PULSEBOARD_DATA_DIR, 'readmodels.sqlite'));
-  return assembleStores(log, store);
+  // MongoDB read models (distributed deployment): one generation, no replay switching yet.
+  if (config.MONGODB_URL !== undefined) return assembleStores(log, createMongoReadStore(config.MONGODB_URL));
+  const opened = openGenerationalReadStore(config.PULSEBOARD_DATA_DIR, {
+    collections: projectors.map((p) => p.collection),
+    ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
+  });
+  if (!opened.ok) {
+    await log.close();
+    throw new Error(opened.reason);
+  }
+  const generational = opened.value;
+  const runners = projectors.map((p) => generationFollowingRunner(log, generational, p));
+  return {
+    log,
+    store: generational.reader,
+    runners,
+    async catchUp() {
+      await generational.refresh();
+      return catchUpAll(runners);
+    },
+    generations: () => generational.generations(),
+    refreshGenerations: () => generational.refresh(),
+    async close() {
+      await generational.close();
+      await log.close();
+    },
+  };
 }
 
+/** Stores over one read store without generations (other adapters, tests). */
 export function assembleStores(log: EventLog, store: ReadStore): Stores {
   const runners = projectors.map((p) => createProjectorRunner(log, store, p));
   return {
     log,
     store,
     runners,
-    async catchUp() {
-      let applied = 0;
-      for (const runner of runners) applied += await runner.catchUp();
-      return applied;
-    },
+    catchUp: () => catchUpAll(runners),
+    generations: () => null,
+    refreshGenerations: async () => undefined,
     async close() {
       await store.close();
       await log.close();
+    },
+  };
+}
+
+async function catchUpAll(runners: readonly ProjectorRunner[]): Promise<number> {
+  let applied = 0;
+  for (const runner of runners) applied += await runner.catchUp();
+  return applied;
+}
+
+/**
+ * A projector runner that writes to the newest generation. When the pointer moves on, it finishes
+ * its batch on the old generation (harmless: that file is being dropped) and resumes on the new
+ * one from the new one's own checkpoint. One inner runner per generation keeps `catchUp` and `run`
+ * under one lock, as the plain runner does.
+ */
+function generationFollowingRunner(log: EventLog, generational: GenerationalReadStore, projector: Projector): ProjectorRunner {
+  const inner = new WeakMap<ReadStore, ProjectorRunner>();
+  const runnerFor = (generation: WriterGeneration): ProjectorRunner => {
+    let runner = inner.get(generation.store);
+    if (!runner) {
+      runner = createProjectorRunner(log, generation.store, projector);
+      inner.set(generation.store, runner);
+    }
+    return runner;
+  };
+
+  return {
+    async catchUp() {
+      const writer = generational.acquireWriter();
+      try {
+        return await runnerFor(writer.generation).catchUp();
+      } finally {
+        writer.release();
+      }
+    },
+
+    async run(signal: AbortSignal) {
+      while (!signal.aborted) {
+        const writer = generational.acquireWriter();
+        try {
+          await runnerFor(writer.generation).run(AbortSignal.any([signal, writer.generation.retired]));
+        } catch (error) {
+          // A generation that a replay has just replaced (and removed) refuses writes: move on.
+          await generational.refresh().catch(() => undefined);
+          if (!writer.generation.retired.aborted) throw error;
+        } finally {
+          writer.release();
+        }
+      }
     },
   };
 }

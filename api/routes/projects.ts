@@ -33,7 +33,7 @@ export function projectOperations(services: Services): RestOperation[] {
       protection: (query) => (services.projects.isEnriched(query) ? 'protected' : 'basic'),
       request: { params: projectParamsSchema, query: projectQuerySchema },
       responses: { 200: { description: 'The project, with context when asked', schema: projectReadSchema } },
-      errors: { 400: 'Invalid handle or include value', 404: 'No project with that id or handle' },
+      errors: { 400: 'Invalid handle, include or asOf value', 404: 'No project with that id or handle, or (with asOf) not yet sighted at that time' },
       run: ({ caller, params, query }) => reply(services.projects.get(caller, params, query)),
     },
   ];

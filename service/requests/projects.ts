@@ -28,5 +28,10 @@ export const projectQuerySchema = z
       .enum(['context'], { message: "must be 'context'" })
       .optional()
       .describe("'context' adds vote counts, research status and freshness (and voter names for an allowlisted key owner)."),
+    asOf: dateTimeParam
+      .optional()
+      .describe(
+        "ISO 8601 date-time: the project as it stood then, i.e. folded by the live projector code from the events the archive had recorded (recordedAt) at or before this instant. Before the project's first sighting: 404. The handle is resolved against the current board; use the id for a project whose handle has changed. With include=context the context is folded the same way (voter names still only for an allowlisted key owner).",
+      ),
   })
   .strict();

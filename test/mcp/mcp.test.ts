@@ -61,7 +61,7 @@ describe('MCP at /mcp with the official SDK client', () => {
     assert.deepEqual(inputs, {
       list_projects: ['hasDossier', 'page'],
       sync_projects: ['cursor', 'hasDossier', 'limit', 'since'],
-      get_project: ['handle', 'include'],
+      get_project: ['asOf', 'handle', 'include'],
       get_thesis_feed: ['contract'],
       request_thesis_feed: ['contract'],
       ask_researcher: ['handle', 'question'],
@@ -113,6 +113,11 @@ describe('MCP at /mcp with the official SDK client', () => {
   it('get_project returns the REST project read, with and without context', async () => {
     await sameAsRest('get_project', { handle: 'h1' }, '/v1/projects/h1');
     await sameAsRest('get_project', { handle: 'p001' }, '/v1/projects/p001');
+    // As-of reads: the same fold on both surfaces, and 404 before the archive had the project.
+    const now = new Date().toISOString();
+    await sameAsRest('get_project', { handle: 'p001', asOf: now }, `/v1/projects/p001?asOf=${now}`);
+    const { rest: before } = await sameAsRest('get_project', { handle: 'p001', asOf: '2000-01-01T00:00:00Z' }, '/v1/projects/p001?asOf=2000-01-01T00:00:00Z');
+    assert.equal(before.status, 404);
     const { result } = await sameAsRest('get_project', { handle: '@H1', include: 'context' }, '/v1/projects/@H1?include=context');
     const context = (result.structuredContent as any).context;
     assert.deepEqual(context.votes, { up: 1, down: 0 });

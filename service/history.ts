@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import type { EventLog, RecordedEvent } from '../eventstore/port.ts';
+import { streams } from '../events/streams.ts';
+import type { Projector } from '../projectors/projector.ts';
+import { PROJECT_FACETS, projectsProjector, type ProjectState } from '../projectors/projects.ts';
+import { foldEvents } from '../projectors/runner.ts';
+import type { StoredDoc } from '../readmodels/port.ts';
+import {
+  HISTORY_LIMIT_DEFAULT,
+  type Project,
+  type ProjectFieldChange,
+  type ProjectHistory,
+  type ProjectWrite,
+} from '../readmodels/schemas.ts';
+import { decodeCursor, encodeCursor } from './cursor.ts';
+import { errors, fail, ok, type Result } from './errors.ts';
+import type { ProjectsService } from './projects.ts';
+import { historyParamsSchema, historyQuerySchema } from './requests/history.ts';
+import { parseParams } from './requests/params.ts';
+
+/**
+ * A project's past, folded from its own stream (`project-<id>`) by the projectors' own fold code
+ * (`foldEvents`), never by a second implementation. Used by as-of reads and the history.
+ */
+
+/** Every event of the project's stream, in log order. Folds pick the types they read. */
+export function readProjectStream(log: EventLog, projectId: string): Promise<RecordedEvent[]> {
+  return log.readStream(streams.project(projectId));
+}
+
+/** The events a projector would fold into document `id`, as its runner selects them. */
+function eventsFor(projector: Projector, id: string, events: readonly RecordedEvent[]): RecordedEvent[] {
+  return events.filter((e) => projector.typePrefixes.some((prefix) => e.type.startsWith(prefix)) && projector.keyOf(e) === id);
+}
+
+/**
+ * Document `id` as the projector had it once the archive had recorded everything up to `asOfMs`
+ * (recordedAt, compared as instants); null when nothing was folded by then.
+ */
+export function foldAsOf<D, S>(projector: Projector<D, S>, id: string, events: readonly RecordedEvent[], asOfMs: number): StoredDoc<D, S> | null {
+  const upTo = eventsFor(projector as Projector, id, events).filter((e) => Date.parse(e.recordedAt) <= asOfMs);
+  return foldEvents(projector, new Map(), upTo).get(id) ?? null;
+}
+
+/** A project is public (listed, readable) once sighted; before that its document is pending. */
+export const isPublicProject = (stored: StoredDoc<Project, ProjectState> | null): stored is StoredDoc<Project, ProjectState> =>
+  stored !== null && stored.facet !== PROJECT_FACETS.pending;
+
+function fieldChanges(before: Project | null, after: Project): ProjectFieldChange[] {
+  const changes: ProjectFieldChange[] = [];
+  for (const field of Object.keys(after) as (keyof Project)[]) {
+    const previous = before === null ? null : before[field];
+    if (before !== null && JSON.stringify(previous) === JSON.stringify(after[field])) continue;
+    changes.push({ field, before: previous, after: after[field] } as ProjectFieldChange);
+  }
+  return changes;
+}
+
+/**
+ * The project's writes, oldest first: the events after which its public document differed from
+ * the one before (DESIGN §4). The first write is the first sighting, listing every field with
+ * `before` null; events that changed nothing public (or happened before the first sighting) are
+ * not writes. `seq` and `writtenAt` are those the live read model gave the same write.
+ */
+export function projectWrites(projectId: string, events: readonly RecordedEvent[]): ProjectWrite[] {
+  const writes: ProjectWrite[] = [];
+  let folded = new Map<string, StoredDoc<Project, ProjectState>>();
+  let published: Project | null = null;
+  for (const event of eventsFor(projectsProjector as Projector, projectId, events)) {
+    const changed = foldEvents(projectsProjector, folded, [event]);
+    if (changed.size === 0) continue;
+    folded = changed;
+    const current = changed.get(projectId) ?? null;
+    if (!isPublicProject(current)) continue;
+    const changes = fieldChanges(published, current.doc);
+    if (changes.length === 0) continue;
+    writes.push({ writtenAt: event.recordedAt, seq: event.position, type: event.type, changes });
+    published = current.doc;
+  }
+  return writes;
+}
+
+/** History cursor: bound to the archive and the project; continues with writes older than `s`. */
+const historyCursorSchema = z.object({ v: z.literal(1), a: z.string(), p: z.string(), s: z.number().int().min(1) }).strict();
+
+export type HistoryService = {
+  /** GET /v1/projects/{handle}/history: newest first, cursor-paged. */
+  history(params: unknown, query: unknown): Promise<Result<ProjectHistory>>;
+};
+
+export function createHistoryService(deps: { log: EventLog; projects: ProjectsService; now?: () => Date }): HistoryService {
+  const { log, projects } = deps;
+  const now = deps.now ?? (() => new Date());
+  return {
+    async history(params, query) {
+      const p = parseParams(historyParamsSchema, params);
+      if (!p.ok) return fail(errors.badRequest(p.message));
+      const q = parseParams(historyQuerySchema, query);
+      if (!q.ok) return fail(errors.badRequest(q.message));
+      const found = await projects.resolve(p.value.handle);
+      if (!found) return fail(errors.notFound(`no project with id or handle '${p.value.handle}'`));
+      const projectId = found.id;
+      const archive = await log.archiveId();
+
+      let before = Number.POSITIVE_INFINITY;
+      if (q.value.cursor !== undefined) {
+        const decoded = decodeCursor(historyCursorSchema, q.value.cursor);
+        if (!decoded.ok) return fail(errors.badRequest("parameter 'cursor' is not a history cursor this service issued; start again without it"));
+        if (decoded.value.a !== archive) return fail(errors.conflict('this cursor was issued by a different archive; start again without it'));
+        if (decoded.value.p !== projectId) {
+          return fail(errors.badRequest("parameter 'cursor' belongs to another project's history; send it with that project, or start again without it"));
+        }
+        before = decoded.value.s;
+      }
+
+      const readAt = now().toISOString();
+      const limit = q.value.limit ?? HISTORY_LIMIT_DEFAULT;
+      const older = projectWrites(projectId, await readProjectStream(log, projectId))
+        .filter((w) => w.seq < before)
+        .reverse();
+      const writes = older.slice(0, limit);
+      const last = writes[writes.length - 1];
+      const next = older.length > limit && last ? encodeCursor({ v: 1, a: archive, p: projectId, s: last.seq } satisfies z.output<typeof historyCursorSchema>) : null;
+      return ok({ projectId, writes, next, readAt });
+    },
+  };
+}

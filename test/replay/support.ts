@@ -1,0 +1,75 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export const CLI = join(import.meta.dirname, '../../bin/pulseboard.ts');
+
+export type CliRun = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
+
+/** Runs `pulseboard …` in a child process on a data directory; resolves once it has exited. */
+export function pulseboard(args: string[], dataDir: string): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, ...args], {
+      env: { PATH: process.env['PATH'] ?? '', PULSEBOARD_DATA_DIR: dataDir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+export type ReplayChild = {
+  child: ChildProcess;
+  /** Progress lines seen so far. */
+  progressLines: () => number;
+  exited: Promise<CliRun>;
+};
+
+/**
+ * Starts `pulseboard replay` with a progress line per batch. `onProgress` sees each progress
+ * line's number as it arrives, so a test can act (or SIGKILL) at a chosen line, not a chosen time.
+ */
+export function startReplay(dataDir: string, options: { batchSize: number; onProgress?: (line: number, child: ChildProcess) => void }): ReplayChild {
+  const child = spawn(
+    process.execPath,
+    ['--disable-warning=ExperimentalWarning', CLI, 'replay', '--batch-size', String(options.batchSize), '--progress-interval', '0'],
+    { env: { PATH: process.env['PATH'] ?? '', PULSEBOARD_DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let progress = 0;
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    stderr += `${line}\n`;
+    if (/^replay: position \d+ of \d+/.test(line)) {
+      progress += 1;
+      options.onProgress?.(progress, child);
+    }
+  });
+  const exited = new Promise<CliRun>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+  return { child, progressLines: () => progress, exited };
+}
+
+/** Kills a replay a failed test left running, so it cannot write into a removed data directory. */
+export async function stopReplay(replay: ReplayChild | null): Promise<void> {
+  if (!replay || replay.child.exitCode !== null || replay.child.signalCode !== null) return;
+  replay.child.kill('SIGKILL');
+  await replay.exited;
+}
+
+/** Polls `check` until it holds (at most `tries` times, `everyMs` apart); returns whether it did. */
+export async function eventually(check: () => Promise<boolean> | boolean, tries = 500, everyMs = 20): Promise<boolean> {
+  for (let i = 0; i < tries; i++) {
+    if (await check()) return true;
+    await sleep(everyMs);
+  }
+  return false;
+}
