@@ -32,7 +32,7 @@ describe('pulseboard serve on an empty data directory', () => {
   });
 
   after(async () => {
-    if (child.exitCode === null) {
+    if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
       await exited;
@@ -66,6 +66,8 @@ describe('pulseboard serve on an empty data directory', () => {
   });
 
   it('stops cleanly on SIGTERM', async () => {
+    assert.equal(child.exitCode, null, 'the server was still running');
+    assert.equal(child.signalCode, null, 'the server was still running');
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     assert.equal(await exited, 0);
