@@ -27,6 +27,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { sleepUntilAppend } from '../append-signals.ts';
 import {
   BACKWARDS,
   END,
@@ -389,22 +390,7 @@ export function createKurrentDbEventLog(connectionString: string): EventLog {
         const remaining = deadline - Date.now();
         if (remaining <= 0 || closed || signal?.aborted) return;
         // Sleep until the next poll, an append through this log, the abort, or close.
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            clearTimeout(timer);
-            signals.off('append', onAppend);
-            signals.off('close', done);
-            signal?.removeEventListener('abort', done);
-            resolve();
-          };
-          const onAppend = (position: number) => {
-            if (position > afterPosition) done();
-          };
-          const timer = setTimeout(done, Math.min(remaining, POLL_INTERVAL_MS));
-          signals.on('append', onAppend);
-          signals.on('close', done);
-          signal?.addEventListener('abort', done, { once: true });
-        });
+        await sleepUntilAppend(signals, afterPosition, Math.min(remaining, POLL_INTERVAL_MS), signal);
       }
     },
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { sleepUntilAppend } from '../append-signals.ts';
 import { inTransaction, openSqlite } from '../../config/sqlite.ts';
 import type {
   AppendResult,
@@ -191,22 +192,7 @@ export function createSqliteEventLog(path: string): EventLog {
       const head = (selectHead.get() as { head: number }).head;
       if (head > headSeen) headSeen = head;
       if (headSeen > afterPosition) return;
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          appended.off('append', onAppend);
-          appended.off('close', done);
-          signal?.removeEventListener('abort', done);
-          resolve();
-        };
-        const onAppend = (position: number) => {
-          if (position > afterPosition) done();
-        };
-        const timer = setTimeout(done, timeoutMs);
-        appended.on('append', onAppend);
-        appended.on('close', done);
-        signal?.addEventListener('abort', done, { once: true });
-      });
+      await sleepUntilAppend(appended, afterPosition, timeoutMs, signal);
     },
 
     async close() {
