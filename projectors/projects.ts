@@ -11,6 +11,11 @@ export const PROJECTS_COLLECTION = 'projects';
 export const PROJECT_FACETS = { dossier: 'dossier', noDossier: 'no_dossier', pending: 'pending' } as const;
 export const PUBLIC_PROJECT_FACETS = [PROJECT_FACETS.dossier, PROJECT_FACETS.noDossier] as const;
 
+/** A project is public (listed, readable) once sighted; before that its document is pending. */
+export function isPublicProject<T extends { facet: string }>(stored: T | null | undefined): stored is T {
+  return !!stored && (PUBLIC_PROJECT_FACETS as readonly string[]).includes(stored.facet);
+}
+
 const DAY_MS = 86_400_000;
 
 type FollowerSample = { at: string; fol: number };

@@ -12,7 +12,7 @@ import {
   tokenChain,
   type StoredCall,
 } from '../projectors/calls.ts';
-import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS } from '../projectors/projects.ts';
+import { PROJECTS_COLLECTION, isPublicProject } from '../projectors/projects.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import {
   CALL_PAGE_DEFAULT,
@@ -124,7 +124,7 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date })
       [...wanted].map(async (key) => {
         const ids = await store.findIds(PROJECTS_COLLECTION, 'chainContract', key, 10);
         const docs = ids.length > 0 ? await store.getMany<Project>(PROJECTS_COLLECTION, ids) : new Map<string, StoredDoc<Project>>();
-        const current = [...docs.values()].filter((d) => (PUBLIC_PROJECT_FACETS as readonly string[]).includes(d.facet));
+        const current = [...docs.values()].filter((d) => isPublicProject(d));
         links.set(key, current.length === 1 ? callProjectOf(current[0]!.doc) : null);
       }),
     );

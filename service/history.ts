@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { EventLog, RecordedEvent } from '../eventstore/port.ts';
 import { streams } from '../events/streams.ts';
 import type { Projector } from '../projectors/projector.ts';
-import { PROJECT_FACETS, projectsProjector, type ProjectState } from '../projectors/projects.ts';
+import { projectsProjector, type ProjectState, isPublicProject } from '../projectors/projects.ts';
 import { foldEvents } from '../projectors/runner.ts';
 import type { StoredDoc } from '../readmodels/port.ts';
 import {
@@ -41,10 +41,6 @@ export function foldAsOf<D, S>(projector: Projector<D, S>, id: string, events: r
   const upTo = eventsFor(projector as Projector, id, events).filter((e) => Date.parse(e.recordedAt) <= asOfMs);
   return foldEvents(projector, new Map(), upTo).get(id) ?? null;
 }
-
-/** A project is public (listed, readable) once sighted; before that its document is pending. */
-export const isPublicProject = (stored: StoredDoc<Project, ProjectState> | null): stored is StoredDoc<Project, ProjectState> =>
-  stored !== null && stored.facet !== PROJECT_FACETS.pending;
 
 function fieldChanges(before: Project | null, after: Project): ProjectFieldChange[] {
   const changes: ProjectFieldChange[] = [];

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { EventLog } from '../eventstore/port.ts';
 import { CONTEXTS_COLLECTION, contextsProjector, emptyContext, type StoredContext } from '../projectors/contexts.ts';
-import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS, PROJECT_FACETS, projectsProjector, type ProjectState } from '../projectors/projects.ts';
+import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS, PROJECT_FACETS, projectsProjector, type ProjectState, isPublicProject } from '../projectors/projects.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import {
   BOARD_PAGE_SIZE,
@@ -15,7 +15,7 @@ import type { Access } from './access.ts';
 import type { Caller } from './caller.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
-import { foldAsOf, isPublicProject, readProjectStream } from './history.ts';
+import { foldAsOf, readProjectStream } from './history.ts';
 import { parseParams } from './requests/params.ts';
 import { projectParamsSchema, projectQuerySchema, projectsQuerySchema, type ProjectsQuery } from './requests/projects.ts';
 
@@ -39,9 +39,6 @@ const deltaCursorSchema = z
   .object({ v: z.literal(1), a: z.string(), s: z.number().int().min(0), i: z.string(), f: z.enum(['all', 'dossier', 'no_dossier']) })
   .strict();
 type DeltaCursor = z.output<typeof deltaCursorSchema>;
-
-const isPublic = (doc: StoredDoc<Project, ProjectState> | null | undefined): doc is StoredDoc<Project, ProjectState> =>
-  !!doc && doc.facet !== PROJECT_FACETS.pending;
 
 function facetsFor(hasDossier: boolean | undefined): readonly string[] {
   if (hasDossier === undefined) return PUBLIC_PROJECT_FACETS;
@@ -120,11 +117,11 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
 
   async function resolve(handleOrId: string): Promise<StoredDoc<Project, ProjectState> | null> {
     const byId = await store.get<Project, ProjectState>(PROJECTS_COLLECTION, handleOrId);
-    if (isPublic(byId)) return byId;
+    if (isPublicProject(byId)) return byId;
     const handle = handleOrId.replace(/^@/, '').toLowerCase();
     if (handle === '') return null;
     const ids = await store.findIds(PROJECTS_COLLECTION, 'handle', handle, 100);
-    const candidates = [...(await store.getMany<Project, ProjectState>(PROJECTS_COLLECTION, ids)).values()].filter(isPublic);
+    const candidates = [...(await store.getMany<Project, ProjectState>(PROJECTS_COLLECTION, ids)).values()].filter(isPublicProject);
     // A reused handle resolves to the project that claimed it most recently.
     candidates.sort((a, b) => (b.state.handleClaimedAt ?? -1) - (a.state.handleClaimedAt ?? -1) || (a.id < b.id ? 1 : -1));
     return candidates[0] ?? null;

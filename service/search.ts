@@ -1,5 +1,5 @@
 import { normalizeChain, normalizeContract, websiteHost } from '../config/chains.ts';
-import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS, type ProjectState } from '../projectors/projects.ts';
+import { PROJECTS_COLLECTION, type ProjectState, isPublicProject } from '../projectors/projects.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import type { z } from 'zod';
 import type { Project, projectSearchSchema, projectSearchStateSchema } from '../readmodels/schemas.ts';
@@ -62,7 +62,6 @@ export function classifyQuery(q: string): SearchForm | null {
   return null;
 }
 
-const isPublic = (doc: StoredDoc<Project, ProjectState>) => (PUBLIC_PROJECT_FACETS as readonly string[]).includes(doc.facet);
 
 export function createSearchService(deps: { store: ReadStore; projects: ProjectsService; now?: () => Date }): SearchService {
   const { store, projects } = deps;
@@ -71,7 +70,7 @@ export function createSearchService(deps: { store: ReadStore; projects: Projects
   async function byKey(key: string, value: string): Promise<StoredDoc<Project, ProjectState>[]> {
     const ids = await store.findIds(PROJECTS_COLLECTION, key, value, 100);
     if (ids.length === 0) return [];
-    return [...(await store.getMany<Project, ProjectState>(PROJECTS_COLLECTION, ids)).values()].filter(isPublic);
+    return [...(await store.getMany<Project, ProjectState>(PROJECTS_COLLECTION, ids)).values()].filter((doc) => isPublicProject(doc));
   }
 
   /** found / missing / ambiguous from a match list. */
@@ -116,7 +115,7 @@ export function createSearchService(deps: { store: ReadStore; projects: Projects
       // A stable project id wins over every other reading of q.
       const byId = await store.get<Project, ProjectState>(PROJECTS_COLLECTION, q);
       let result: { state: ProjectSearchState; project: Project | null };
-      if (byId && isPublic(byId)) {
+      if (isPublicProject(byId)) {
         result = { state: 'found', project: byId.doc };
       } else {
         const form = classifyQuery(q);
