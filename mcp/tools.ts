@@ -14,7 +14,7 @@ import {
   thesisStatusSchema,
 } from '../readmodels/schemas.ts';
 import type { Caller } from '../service/caller.ts';
-import { errors, fail, type Result } from '../service/errors.ts';
+import type { Result } from '../service/errors.ts';
 import type { Protection } from '../service/guard.ts';
 import { askListParamsSchema, askListQuerySchema, askResearcherSchema } from '../service/requests/asks.ts';
 import { thesisContractInputSchema } from '../service/requests/thesis.ts';
@@ -75,12 +75,7 @@ const projectAndPrivateTools: Tool[] = [
     outputSchema: syncPageSchema,
     readOnly: true,
     protection: basic,
-    call: async (services, _caller, args) => {
-      if (args.query.since === undefined && args.query.cursor === undefined) {
-        return fail(errors.badRequest("send 'since' (an ISO 8601 time) to start a sync, or 'cursor' from an earlier reply to continue"));
-      }
-      return services.projects.list(args.query);
-    },
+    call: (services, _caller, args) => services.projects.sync(args.query),
   },
   {
     name: 'get_project',

@@ -24,6 +24,8 @@ export type ProjectRead = { project: Project; context?: ProjectContext };
 export type ProjectsService = {
   /** GET /v1/projects: board mode (page) or delta mode (since / cursor). */
   list(query: unknown): Promise<Result<BoardPage | SyncPage>>;
+  /** Delta mode only (the sync_projects tool): `since` or `cursor` is required. */
+  sync(query: unknown): Promise<Result<SyncPage>>;
   /** GET /v1/projects/{handle}[?include=context]. */
   get(caller: Caller, params: unknown, query: unknown): Promise<Result<ProjectRead>>;
   /** Whether a get with this query is an enriched read (include=context or asOf; rate protection treats it as protected). */
@@ -166,6 +168,15 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
         return fail(errors.badRequest("parameter 'page' (board mode) cannot be combined with 'since' or 'cursor' (delta mode)"));
       }
       return deltaMode ? delta(q) : board(q);
+    },
+
+    async sync(query) {
+      const parsed = parseParams(projectsQuerySchema, query);
+      if (!parsed.ok) return fail(errors.badRequest(parsed.message));
+      if (parsed.value.since === undefined && parsed.value.cursor === undefined) {
+        return fail(errors.badRequest("send 'since' (an ISO 8601 time) to start a sync, or 'cursor' from an earlier reply to continue"));
+      }
+      return delta(parsed.value);
     },
 
     isEnriched(query) {

@@ -5,6 +5,7 @@ import { createAsksService, type AsksService } from './asks.ts';
 import { createCallsService, type CallsService } from './calls.ts';
 import { createGuard, type Guard } from './guard.ts';
 import { createHealth, type Health } from './health.ts';
+import { createHistoryService, type HistoryService } from './history.ts';
 import { createProjectsService, type ProjectsService } from './projects.ts';
 import { createPulseService, type PulseService } from './pulse.ts';
 import { createRateGate, type RateGate } from './rate/gate.ts';
@@ -23,6 +24,7 @@ export type Services = {
   health: Health;
   projects: ProjectsService;
   asks: AsksService;
+  history: HistoryService;
   thesis: ThesisFeed;
   calls: CallsService;
   search: SearchService;
@@ -54,6 +56,7 @@ export function createServices(deps: ServiceDeps): Services {
     health: createHealth({ log, store, collections: projectors.map((p) => p.collection), limiter: deps.limiter }),
     projects,
     asks: createAsksService({ log, store, access, projects, now }),
+    history: createHistoryService({ log, projects, now }),
     thesis: createThesisFeed({ log, store, access, config: deps.config, heartbeat: deps.heartbeat ?? createInProcessHeartbeat({ now }), now }),
     calls: createCallsService({ store, now }),
     search: createSearchService({ store, projects, now }),

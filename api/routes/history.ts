@@ -1,12 +1,9 @@
-import { ok } from '../../service/errors.ts';
-import { createHistoryService } from '../../service/history.ts';
 import { historyParamsSchema, historyQuerySchema } from '../../service/requests/history.ts';
 import type { Services } from '../../service/services.ts';
 import { projectHistorySchema } from '../../readmodels/schemas.ts';
-import type { RestOperation } from '../operation.ts';
+import { replyWith, type RestOperation } from '../operation.ts';
 
 export function historyOperations(services: Services): RestOperation[] {
-  const history = createHistoryService({ log: services.stores.log, projects: services.projects, now: services.now });
   return [
     {
       operationId: 'getProjectHistory',
@@ -24,10 +21,7 @@ export function historyOperations(services: Services): RestOperation[] {
         404: 'No project with that id or handle',
         409: 'The cursor was issued by a different archive; start again without it',
       },
-      run: async ({ params, query }) => {
-        const result = await history.history(params, query);
-        return result.ok ? ok({ body: result.value }) : result;
-      },
+      run: ({ params, query }) => replyWith(services.history.history(params, query)),
     },
   ];
 }
