@@ -1,5 +1,5 @@
+import { runCli } from '../support/cli.ts';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
@@ -15,7 +15,6 @@ import { tempDir } from '../ingest/helpers.ts';
 import { assertEveryRule } from './coverage.ts';
 
 const SAMPLE = fileURLToPath(new URL('../../sample/sample.ndjson', import.meta.url));
-const CLI = fileURLToPath(new URL('../../bin/pulseboard.ts', import.meta.url));
 
 const smallest: GenerateOptions = {
   projects: MIN_PROJECTS,
@@ -162,20 +161,8 @@ void describe('bundled sample', () => {
   });
 });
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, ...args], {
-      env: { PATH: process.env['PATH'] ?? '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+
+const cli = (args: string[]) => runCli(args);
 
 void describe('pulseboard generate (child process)', () => {
   void it('writes the same lines to stdout and to --out', async () => {

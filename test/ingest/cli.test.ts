@@ -1,33 +1,16 @@
+import { runCli } from '../support/cli.ts';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { example, examples, line, THESIS } from './examples.ts';
 import { tempDir } from './helpers.ts';
 
-const CLI = fileURLToPath(new URL('../../bin/pulseboard.ts', import.meta.url));
 
-type Run = { code: number | null; stdout: string; stderr: string };
 
-/** Runs `node bin/pulseboard.ts …` with its own data dir; resolves when the child has exited. */
-function pulseboard(args: string[], env: Record<string, string>, stdin?: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, ...args], {
-      env: { PATH: process.env['PATH'] ?? '', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin ?? '');
-  });
-}
+
+const pulseboard = (args: string[], env: Record<string, string>, stdin?: string) => runCli(args, { env, ...(stdin === undefined ? {} : { stdin }) });
 
 void describe('pulseboard ingest (child process)', () => {
   let dir: string;

@@ -1,27 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-export const CLI = join(import.meta.dirname, '../../bin/pulseboard.ts');
+import { CLI, runCli, type CliRun } from '../support/cli.ts';
 
-export type CliRun = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
+export { CLI, type CliRun };
 
 /** Runs `pulseboard …` in a child process on a data directory; resolves once it has exited. */
-export function pulseboard(args: string[], dataDir: string): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, ...args], {
-      env: { PATH: process.env['PATH'] ?? '', PULSEBOARD_DATA_DIR: dataDir },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-}
+export const pulseboard = (args: string[], dataDir: string): Promise<CliRun> => runCli(args, { env: { PULSEBOARD_DATA_DIR: dataDir } });
+
 
 export type ReplayChild = {
   child: ChildProcess;
