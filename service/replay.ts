@@ -1,17 +1,8 @@
 import type { EventLog } from '../eventstore/port.ts';
 import type { Projector } from '../projectors/projector.ts';
 import { createProjectorRunner } from '../projectors/runner.ts';
-import {
-  acquireReplayLock,
-  generationFile,
-  generationPath,
-  listGenerations,
-  readCheckpoints,
-  readPointer,
-  removeGeneration,
-  writePointer,
-} from '../readmodels/sqlite/generations.ts';
-import { createSqliteReadStore } from '../readmodels/sqlite/sqlite-read-store.ts';
+import type { GenerationSpace } from '../readmodels/generations/port.ts';
+import type { ReadStore } from '../readmodels/port.ts';
 
 export type ReplayProgress = {
   generation: number;
@@ -35,13 +26,13 @@ export type ReplayOutcome =
       head: number;
       eventsApplied: number;
       elapsedMs: number;
-      /** Files of the previous generation that could not be removed (they are retried by the next replay). */
+      /** The previous generation when it could not be removed, and why (the next replay removes it). */
       leftBehind: string | null;
     }
   | { ok: false; reason: string };
 
 export type ReplayOptions = {
-  dataDir: string;
+  space: GenerationSpace;
   log: EventLog;
   projectors: readonly Projector[];
   batchSize?: number;
@@ -49,44 +40,67 @@ export type ReplayOptions = {
   /** One-line notes (partial generations removed, the switch) for the operator. */
   onNote?: (message: string) => void;
   clock?: () => number;
+  /** How long to wait, after the switch, for processes still using the old generation (where removal would disturb them). */
+  releaseTimeoutMs?: number;
 };
 
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
+async function readCheckpoints(store: ReadStore, collections: readonly string[]): Promise<Map<string, number>> {
+  const checkpoints = new Map<string, number>();
+  for (const collection of collections) checkpoints.set(collection, await store.checkpoint(collection));
+  return checkpoints;
+}
+
+/** Waits until no process uses `generation`; false if some still did after `timeoutMs`. */
+async function released(space: GenerationSpace, generation: number, timeoutMs: number, clock: () => number): Promise<boolean> {
+  const deadline = clock() + timeoutMs;
+  while (await space.inUse(generation)) {
+    if (clock() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return true;
+}
+
 /**
- * `pulseboard replay` for the embedded read store: folds the whole log, with the projectors'
- * own runners (the same fold code as the live service), into generation live+1 beside the live
- * generation; catches up to the live generation's checkpoints; then names the new generation live
- * with one atomic pointer replacement and removes the old generation's files. Until that
- * replacement nothing the live service reads is touched, so a replay that fails or is killed
- * leaves the live generation as it was; the partial file it leaves is removed by the next replay.
+ * `pulseboard replay`: folds the whole log, with the projectors' own runners (the same fold code as
+ * the live service), into generation live+1 beside the live generation; catches up to the live
+ * generation's checkpoints; then names the new generation live with one compare-and-set on the
+ * pointer and removes the old generation once nobody uses it. Until that switch nothing the live
+ * service reads is touched, so a replay that fails or is killed leaves the live generation as it
+ * was; what it built is removed at once, or by the next replay if it was killed.
  */
 export async function replayReadModels(options: ReplayOptions): Promise<ReplayOutcome> {
-  const { dataDir, log } = options;
+  const { space, log } = options;
   const clock = options.clock ?? (() => performance.now());
   const note = options.onNote ?? (() => undefined);
-  const lock = acquireReplayLock(dataDir);
+  const collections = options.projectors.map((p) => p.collection);
+  const lock = await space.acquireReplayLock();
   if (!lock.ok) return lock;
   try {
-    const pointer = readPointer(dataDir);
+    const pointer = await space.readPointer();
     if (!pointer.ok) return pointer;
     const live = pointer.generation;
     const target = live + 1;
-    for (const generation of listGenerations(dataDir)) {
+    for (const generation of await space.list()) {
       if (generation === live) continue;
-      removeGeneration(dataDir, generation);
+      if (generation < live && (await space.inUse(generation))) {
+        note(`left ${space.label(generation)}, an old generation a process still uses`);
+        continue;
+      }
+      await space.remove(generation);
       note(
         generation > live
-          ? `removed ${generationFile(generation)}, left by an interrupted replay`
-          : `removed ${generationFile(generation)}, an old generation`,
+          ? `removed ${space.label(generation)}, left by an interrupted replay`
+          : `removed ${space.label(generation)}, an old generation`,
       );
     }
 
     const started = clock();
-    const store = createSqliteReadStore(generationPath(dataDir, target));
+    const store = space.open(target);
     let built = false;
     try {
-      const checkpoints = new Map<string, number>(options.projectors.map((p) => [p.collection, 0]));
+      const checkpoints = new Map<string, number>(collections.map((collection) => [collection, 0]));
       let eventsApplied = 0;
       let head = await log.headPosition();
       const progress = (): ReplayProgress => {
@@ -117,38 +131,52 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
       // From position 0 to the head; then until every read model is at least where the live
       // generation is, so readers can move over without seeing anything go backwards.
       await Promise.all(runners.map((r) => r.catchUp()));
-      const liveCheckpoints = readCheckpoints(dataDir, live);
+      const liveStore = space.open(live);
+      let liveCheckpoints: Map<string, number>;
+      try {
+        liveCheckpoints = await readCheckpoints(liveStore, collections);
+      } finally {
+        await liveStore.close();
+      }
       for (let round = 0; round < 5; round++) {
         head = await log.headPosition();
         await Promise.all(runners.map((r) => r.catchUp()));
-        const behind = options.projectors.some((p) => (checkpoints.get(p.collection) ?? 0) < (liveCheckpoints.get(p.collection) ?? 0));
+        const behind = collections.some((c) => (checkpoints.get(c) ?? 0) < (liveCheckpoints.get(c) ?? 0));
         if (!behind) break;
       }
-      for (const projector of options.projectors) {
-        const stored = await store.checkpoint(projector.collection);
-        if (stored < (liveCheckpoints.get(projector.collection) ?? 0)) {
-          return { ok: false, reason: `the new ${projector.collection} read model stayed behind the live one; the live generation is unchanged` };
+      for (const [collection, stored] of await readCheckpoints(store, collections)) {
+        if (stored < (liveCheckpoints.get(collection) ?? 0)) {
+          return { ok: false, reason: `the new ${collection} read model stayed behind the live one; the live generation is unchanged` };
         }
-        checkpoints.set(projector.collection, stored);
+        checkpoints.set(collection, stored);
       }
       options.onProgress?.(progress());
-      built = true;
       const finished = progress();
-      await store.close();
 
-      const still = readPointer(dataDir);
-      if (!still.ok || still.generation !== live) {
-        return { ok: false, reason: 'the live generation changed during the replay; nothing was switched' };
+      if (!(await lock.held())) {
+        return { ok: false, reason: 'the replay lock was lost (another replay may have taken it over); nothing was switched' };
       }
-      writePointer(dataDir, target);
-      note(`switched to ${generationFile(target)} (generation ${target})`);
+      // Closed before the switch: a serving process then opens the new generation with no other
+      // connection holding it (SQLite), and nothing more is written to it from here.
+      await store.close();
+      const switched = await space.switchPointer(live, target);
+      if (!switched.ok) {
+        return { ok: false, reason: `the live generation changed during the replay (${switched.reason}); nothing was switched` };
+      }
+      built = true;
+      note(`switched to ${space.label(target)} (generation ${target})`);
 
       let leftBehind: string | null = null;
       try {
-        removeGeneration(dataDir, live);
-        note(`removed ${generationFile(live)} (generation ${live})`);
+        if (space.removalDisturbsUsers) note(`waiting for processes still using ${space.label(live)} to move to generation ${target}`);
+        if (await released(space, live, options.releaseTimeoutMs ?? 60_000, clock)) {
+          await space.remove(live);
+          note(`removed ${space.label(live)} (generation ${live})`);
+        } else {
+          leftBehind = `${space.label(live)} (still in use after ${Math.round((options.releaseTimeoutMs ?? 60_000) / 1000)} s)`;
+        }
       } catch (error) {
-        leftBehind = `${generationPath(dataDir, live)} (${describe(error)})`;
+        leftBehind = `${space.label(live)} (${describe(error)})`;
       }
       return {
         ok: true,
@@ -165,11 +193,11 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
       if (!built) {
         await store.close().catch(() => undefined);
         // A failed build is never made live; drop it now rather than wait for the next replay.
-        const current = readPointer(dataDir);
-        if (!current.ok || current.generation !== target) removeGeneration(dataDir, target);
+        const current = await space.readPointer().catch(() => null);
+        if (current?.ok && current.generation !== target) await space.remove(target).catch(() => undefined);
       }
     }
   } finally {
-    lock.release();
+    await lock.release().catch(() => undefined);
   }
 }

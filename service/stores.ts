@@ -4,9 +4,11 @@ import { openEventLog } from '../eventstore/open.ts';
 import type { Projector } from '../projectors/projector.ts';
 import { projectors } from '../projectors/registry.ts';
 import { createProjectorRunner, type ProjectorRunner } from '../projectors/runner.ts';
+import { openGenerationalReadStore, type GenerationalReadStore, type WriterGeneration } from '../readmodels/generations/generational-read-store.ts';
+import type { GenerationSpace } from '../readmodels/generations/port.ts';
+import { createMongoGenerationSpace } from '../readmodels/mongodb/mongodb-generations.ts';
 import type { ReadStore } from '../readmodels/port.ts';
-import { createMongoReadStore } from '../readmodels/mongodb/mongodb-read-store.ts';
-import { openGenerationalReadStore, type GenerationalReadStore, type WriterGeneration } from '../readmodels/sqlite/generational-read-store.ts';
+import { createSqliteGenerationSpace } from '../readmodels/sqlite/generations.ts';
 
 export type Stores = {
   log: EventLog;
@@ -22,17 +24,20 @@ export type Stores = {
   close(): Promise<void>;
 };
 
+/** Where the configuration keeps read-model generations: MongoDB when MONGODB_URL is set, else the data directory. */
+export function openGenerationSpace(config: Config): GenerationSpace {
+  return config.MONGODB_URL !== undefined ? createMongoGenerationSpace(config.MONGODB_URL) : createSqliteGenerationSpace(config.PULSEBOARD_DATA_DIR);
+}
+
 /**
  * Opens the event log and read store the configuration selects (KurrentDB / MongoDB, else embedded SQLite).
- * The embedded read store follows `pulseboard replay`: a running process notices a switch to a
- * new generation within `pollMs`, moves its projectors there, and moves its reads there once the
- * new generation has caught up.
+ * The read store follows `pulseboard replay`: a running process notices a switch to a new
+ * generation within `pollMs`, moves its projectors there, and moves its reads there once the new
+ * generation has caught up.
  */
 export async function openStores(config: Config, options: { pollMs?: number } = {}): Promise<Stores> {
   const log = openEventLog(config);
-  // MongoDB read models (distributed deployment): one generation, no replay switching yet.
-  if (config.MONGODB_URL !== undefined) return assembleStores(log, createMongoReadStore(config.MONGODB_URL));
-  const opened = openGenerationalReadStore(config.PULSEBOARD_DATA_DIR, {
+  const opened = await openGenerationalReadStore(openGenerationSpace(config), {
     collections: projectors.map((p) => p.collection),
     ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
   });

@@ -4,12 +4,16 @@ import { openEventLog } from '../../eventstore/open.ts';
 import type { EventLog } from '../../eventstore/port.ts';
 import { projectors } from '../../projectors/registry.ts';
 import { replayReadModels, type ReplayProgress } from '../../service/replay.ts';
+import { openGenerationSpace } from '../../service/stores.ts';
 
 const USAGE = `usage: pulseboard replay [--batch-size N] [--progress-interval MS]
 
 Rebuilds every read model from the event log, from position 0, into a new generation beside the
 live one (the live one keeps serving), then switches over atomically and removes the old
-generation. A running 'pulseboard serve' follows the switch by itself; delta cursors stay valid.
+generation: readmodels-<N>.sqlite in the data directory, or <collection>_v<N> collections when
+MONGODB_URL is set. A running 'pulseboard serve' follows the switch by itself; delta cursors stay
+valid. With MongoDB, the old generation is removed once no process uses it (at most 60 s later;
+otherwise the next replay removes it).
 Progress goes to stderr: log position reached, events/s, estimated time left.
 A replay that fails or is interrupted leaves the live generation untouched; run it again.
 
@@ -66,10 +70,6 @@ export async function run(args: string[]): Promise<number> {
     process.stderr.write(`pulseboard replay: ${config.reason}\n`);
     return 2;
   }
-  if (config.config.MONGODB_URL !== undefined) {
-    process.stderr.write('pulseboard replay: MONGODB_URL is set, but replay supports only the embedded read store so far; unset it to replay the embedded one\n');
-    return 2;
-  }
   let log: EventLog;
   try {
     log = openEventLog(config.config);
@@ -78,10 +78,11 @@ export async function run(args: string[]): Promise<number> {
     return 2;
   }
 
+  const space = openGenerationSpace(config.config);
   let lastPrinted = -Infinity;
   try {
     const outcome = await replayReadModels({
-      dataDir: config.config.PULSEBOARD_DATA_DIR,
+      space,
       log,
       projectors,
       ...(parsed.batchSize === undefined ? {} : { batchSize: parsed.batchSize }),
@@ -106,6 +107,7 @@ export async function run(args: string[]): Promise<number> {
     process.stderr.write(`pulseboard replay: ${error instanceof Error ? error.message : String(error)}; the live generation is unchanged\n`);
     return 1;
   } finally {
+    await space.close().catch(() => undefined);
     await log.close();
   }
 }

@@ -1,12 +1,14 @@
 /**
  * The ReadStore port on MongoDB (DESIGN §2, §4, §8), through the `mongodb` driver.
  *
- * Layout. One MongoDB collection per read-model collection, named after it, in the database the URL
- * names (e.g. mongodb://host/pulseboard?replicaSet=rs0). A document carries the StoredDoc fields with
+ * Layout. One MongoDB collection per read-model collection and generation, in the database the URL
+ * names (e.g. mongodb://host/pulseboard?replicaSet=rs0): generation 0 uses the read model's own name,
+ * generation N ≥ 1 (built by `pulseboard replay`, readmodels/mongodb/mongodb-generations.ts) the name
+ * with `_v<N>` appended. A document carries the StoredDoc fields with
  * `_id` = id; `doc`, `state` and `keys` are kept as JSON text so what a projector wrote comes back
  * byte-identical (key order, `$`/`.` in keys, lone surrogates — none of which BSON round-trips
  * reliably), and `lookup` holds the [key, value] pairs of `keys` for the findIds index.
- * Checkpoints live in `_pulseboard_checkpoints` as {_id: collection, position}.
+ * Checkpoints live in `_pulseboard_checkpoints` (`_pulseboard_checkpoints_v<N>`) as {_id: collection, position}.
  *
  * Commits. The batch is one ordered bulk write of whole-document replacements, and the checkpoint is
  * advanced with a compare-and-set on the value read before the batch (DESIGN §8); both happen in one
@@ -35,8 +37,23 @@ type MongoDoc = {
 type CheckpointDoc = { _id: string; position: number };
 
 const CHECKPOINTS = '_pulseboard_checkpoints';
+/** The pointer, the replay lock and who uses which generation (mongodb-generations.ts); no generation's data. */
+export const GENERATIONS_COLLECTION = '_pulseboard_generations';
 const GET_MANY_CHUNK = 1000;
-const COLLECTION_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,119}$/;
+const COLLECTION_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,109}$/;
+const GENERATION_SUFFIX = /_v([1-9]\d{0,8})$/;
+
+/** The MongoDB collection that holds read-model collection `name` in `generation`. */
+export function generationCollection(name: string, generation: number): string {
+  return generation === 0 ? name : `${name}_v${generation}`;
+}
+
+/** The generation a MongoDB collection of this database belongs to; null for one that holds no read-model data. */
+export function generationOfCollection(name: string): number | null {
+  if (name.startsWith('system.') || name === GENERATIONS_COLLECTION) return null;
+  const match = GENERATION_SUFFIX.exec(name);
+  return match ? Number(match[1]) : 0;
+}
 
 const INDEXES = [
   { key: { sortKey: -1, _id: -1 }, name: 'listing' },
@@ -89,18 +106,27 @@ function facetFilter(facets: readonly string[] | undefined): Filter<MongoDoc> {
   return facets === undefined ? {} : { facet: { $in: [...facets] } };
 }
 
+/** The read store of generation 0, with a client of its own (tests, tools); serving goes through generations. */
 export function createMongoReadStore(url: string): ReadStore {
-  const client = new MongoClient(url);
+  return mongoReadStoreOn(new MongoClient(url), 0, { ownsClient: true });
+}
+
+/**
+ * The read store of one generation over `client`. With `ownsClient: false`, `close` leaves the
+ * client open for the other generations that share it.
+ */
+export function mongoReadStoreOn(client: MongoClient, generation: number, options: { ownsClient: boolean }): ReadStore {
   const db: Db = client.db();
-  const checkpoints = db.collection<CheckpointDoc>(CHECKPOINTS);
+  const checkpoints = db.collection<CheckpointDoc>(generationCollection(CHECKPOINTS, generation));
   const ensured = new Map<string, Promise<void>>();
   let transactionsChecked: Promise<void> | undefined;
 
   function collectionOf(name: string): Collection<MongoDoc> {
-    if (!COLLECTION_NAME.test(name) || name.startsWith('system.')) {
+    // A name ending in _v<N> would be read as another generation's collection, and _pulseboard… names are ours.
+    if (!COLLECTION_NAME.test(name) || name.startsWith('system.') || name.startsWith('_pulseboard') || GENERATION_SUFFIX.test(name)) {
       throw new TypeError(`read-model collection name ${JSON.stringify(name)} is not usable as a MongoDB collection`);
     }
-    return db.collection<MongoDoc>(name);
+    return db.collection<MongoDoc>(generationCollection(name, generation));
   }
 
   async function ensureIndexes(name: string): Promise<Collection<MongoDoc>> {
@@ -241,17 +267,16 @@ export function createMongoReadStore(url: string): ReadStore {
     },
 
     async clear() {
-      // The database belongs to this store: every read-model collection and the checkpoints are emptied,
-      // their indexes kept.
+      // Every collection of this generation (read models and checkpoints) is emptied, its indexes kept;
+      // other generations and the generation pointer are left alone.
       const collections = await db.listCollections({}, { nameOnly: true }).toArray();
       for (const { name } of collections) {
-        if (name.startsWith('system.')) continue;
-        await db.collection(name).deleteMany({});
+        if (generationOfCollection(name) === generation) await db.collection(name).deleteMany({});
       }
     },
 
     async close() {
-      await client.close();
+      if (options.ownsClient) await client.close();
     },
   };
 }

@@ -1,7 +1,7 @@
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { ReadStore } from '../port.ts';
+import type { GenerationSpace, PointerRead } from '../generations/port.ts';
 import { createSqliteReadStore } from './sqlite-read-store.ts';
 
 /**
@@ -27,8 +27,6 @@ export function generationFile(generation: number): string {
 export function generationPath(dataDir: string, generation: number): string {
   return join(dataDir, generationFile(generation));
 }
-
-export type PointerRead = { ok: true; generation: number } | { ok: false; reason: string };
 
 /** The live generation: what the pointer names, 0 when there is no pointer yet. */
 export function readPointer(dataDir: string): PointerRead {
@@ -99,95 +97,88 @@ export function removeGeneration(dataDir: string, generation: number): void {
   for (const suffix of SIDE_FILES) rmSync(`${base}${suffix}`, { force: true });
 }
 
-/** Checkpoints stored in a generation's file, without the adapter (and without creating the file). */
-export function readCheckpoints(dataDir: string, generation: number): Map<string, number> {
-  const path = generationPath(dataDir, generation);
-  const checkpoints = new Map<string, number>();
-  if (!existsSync(path)) return checkpoints;
-  const db = new DatabaseSync(path);
-  try {
-    db.exec('PRAGMA busy_timeout = 10000');
-    const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'`).get();
-    if (!table) return checkpoints;
-    for (const row of db.prepare('SELECT collection, position FROM checkpoints').all() as { collection: string; position: number }[]) {
-      checkpoints.set(row.collection, row.position);
-    }
-    return checkpoints;
-  } finally {
-    db.close();
-  }
-}
-
-export type OpenedGeneration = { ok: true; generation: number; store: ReadStore } | { ok: false; reason: string };
+export type FileReplayLock = { ok: true; held(): boolean; release(): void } | { ok: false; reason: string };
 
 /**
- * Opens the live generation. The pointer is read again after opening: if a replay switched (and
- * may have removed the file) in between, the handle is closed and the new live one opened instead.
+ * One replay at a time per data directory: the replay keeps a write transaction open on the lock
+ * file (a small SQLite database) for as long as it runs. The operating system drops that lock
+ * when the process ends in any way, a SIGKILL included, so a killed replay never leaves a lock
+ * behind and there is no stale holder to recognise or race for. The pid beside it only names the
+ * holder in the refusal. The file itself stays: removing it could let a waiting opener lock a
+ * file that nobody else sees any more.
  */
-export function openLiveGeneration(dataDir: string): OpenedGeneration {
-  mkdirSync(dataDir, { recursive: true });
-  for (let attempt = 0; attempt < 10; attempt++) {
-    const pointer = readPointer(dataDir);
-    if (!pointer.ok) return pointer;
-    const path = generationPath(dataDir, pointer.generation);
-    if (pointer.generation > 0 && !existsSync(path)) {
-      const again = readPointer(dataDir);
-      if (again.ok && again.generation !== pointer.generation) continue;
-      return {
-        ok: false,
-        reason: `${join(dataDir, POINTER_FILE)} names generation ${pointer.generation}, but ${path} is missing; run 'pulseboard replay' to rebuild the read models`,
-      };
-    }
-    const store = createSqliteReadStore(path);
-    const after = readPointer(dataDir);
-    if (after.ok && after.generation === pointer.generation) return { ok: true, generation: pointer.generation, store };
-    void store.close();
-  }
-  return { ok: false, reason: `the read-model generation in ${dataDir} keeps changing; try again` };
-}
-
-export type ReplayLock = { ok: true; release(): void } | { ok: false; reason: string };
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * One replay at a time per data directory: an exclusive lock file holding the pid. A lock whose
- * process is gone (a killed replay) is taken over.
- */
-export function acquireReplayLock(dataDir: string): ReplayLock {
+export function acquireReplayLock(dataDir: string): FileReplayLock {
   mkdirSync(dataDir, { recursive: true });
   const path = join(dataDir, REPLAY_LOCK_FILE);
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const fd = openSync(path, 'wx');
-      try {
-        writeSync(fd, `${process.pid}\n`);
-      } finally {
-        closeSync(fd);
-      }
-      return { ok: true, release: () => rmSync(path, { force: true }) };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
-        return { ok: false, reason: `cannot create ${path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}` };
-      }
-    }
-    let holder = NaN;
-    try {
-      holder = Number(readFileSync(path, 'utf8').trim());
-    } catch {
-      continue; // removed meanwhile: try again
-    }
-    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && processAlive(holder)) {
-      return { ok: false, reason: `another replay is running (pid ${holder}); if none is, remove ${path}` };
-    }
-    rmSync(path, { force: true });
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(path, { timeout: 0 });
+  } catch (error) {
+    return { ok: false, reason: `cannot open ${path}: ${error instanceof Error ? error.message : String(error)}` };
   }
-  return { ok: false, reason: `could not take ${path}; try again` };
+  try {
+    db.exec('BEGIN IMMEDIATE');
+  } catch (error) {
+    db.close();
+    const busy = error instanceof Error && /locked|busy/i.test(error.message);
+    if (!busy) return { ok: false, reason: `cannot lock ${path}: ${error instanceof Error ? error.message : String(error)}` };
+    let holder = '';
+    try {
+      holder = readFileSync(`${path}.pid`, 'utf8').trim();
+    } catch {
+      /* not written yet */
+    }
+    return { ok: false, reason: `another replay is running${/^\d+$/.test(holder) ? ` (pid ${holder})` : ''} on ${dataDir}` };
+  }
+  writeFileSync(`${path}.pid`, `${process.pid}\n`);
+  let held = true;
+  return {
+    ok: true,
+    held: () => held,
+    release() {
+      if (!held) return;
+      held = false;
+      rmSync(`${path}.pid`, { force: true });
+      db.exec('ROLLBACK');
+      db.close();
+    },
+  };
+}
+
+/**
+ * The embedded generation space: one SQLite file per generation in the data directory. Removing a
+ * file never disturbs a process reading it (its open handle keeps the unlinked file), so nobody
+ * needs to announce what they use. The pointer is only ever replaced by a replay holding the lock,
+ * which makes the read-compare-write of `switchPointer` a compare-and-set.
+ */
+export function createSqliteGenerationSpace(dataDir: string): GenerationSpace {
+  return {
+    label: generationFile,
+    pointerLabel: join(dataDir, POINTER_FILE),
+    readPointer: async () => readPointer(dataDir),
+    pointerStamp: async () => pointerStamp(dataDir),
+    async switchPointer(expected, next) {
+      const current = readPointer(dataDir);
+      if (!current.ok) return current;
+      if (current.generation !== expected) {
+        return { ok: false, reason: `the live generation is ${current.generation}, not ${expected}` };
+      }
+      writePointer(dataDir, next);
+      return { ok: true };
+    },
+    list: async () => listGenerations(dataDir),
+    exists: async (generation) => existsSync(generationPath(dataDir, generation)),
+    open: (generation) => createSqliteReadStore(generationPath(dataDir, generation)),
+    remove: async (generation) => removeGeneration(dataDir, generation),
+    async acquireReplayLock() {
+      const lock = acquireReplayLock(dataDir);
+      if (!lock.ok) return lock;
+      return { ok: true, held: async () => lock.held(), release: async () => lock.release() };
+    },
+    removalDisturbsUsers: false,
+    announce: async () => undefined,
+    withdraw: async () => undefined,
+    inUse: async () => false,
+    close: async () => undefined,
+  };
 }

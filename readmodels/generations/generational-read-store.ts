@@ -1,6 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import type { DeltaQuery, KeysetQuery, ListQuery, ReadStore } from '../port.ts';
-import { generationPath, openLiveGeneration, pointerStamp, readPointer } from './generations.ts';
-import { createSqliteReadStore } from './sqlite-read-store.ts';
+import type { GenerationSpace, Refusal } from './port.ts';
 
 /** One open generation, as the projectors see it: `retired` aborts once the pointer names a newer one. */
 export type WriterGeneration = { generation: number; store: ReadStore; retired: AbortSignal };
@@ -17,6 +17,7 @@ export type GenerationalReadStore = {
   generations(): { serving: number; newest: number };
   /** Checks the pointer now; a timer also does so every `pollMs`. */
   refresh(): Promise<void>;
+  /** Closes every open generation and the space. */
   close(): Promise<void>;
 };
 
@@ -30,16 +31,57 @@ export type GenerationalOptions = {
   onProblem?: (message: string) => void;
 };
 
-export type OpenGenerational = { ok: true; value: GenerationalReadStore } | { ok: false; reason: string };
+export type OpenGenerational = { ok: true; value: GenerationalReadStore } | Refusal;
+
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+type OpenedLive = { ok: true; generation: number; store: ReadStore } | Refusal;
 
 /**
- * The embedded read store across generations, for a process that keeps running while
- * `pulseboard replay` switches generations underneath it. Reads cost one field lookup more than
- * the plain adapter; the pointer is checked by a timer with one stat call.
+ * Opens the live generation and announces it before reading the pointer again: a replay switches
+ * the pointer first and then looks for users of the old generation, so either it sees this
+ * announcement or this second read sees its switch (and the newer generation is opened instead).
  */
-export function openGenerationalReadStore(dataDir: string, options: GenerationalOptions): OpenGenerational {
-  const opened = openLiveGeneration(dataDir);
-  if (!opened.ok) return opened;
+async function openLive(space: GenerationSpace, instance: string): Promise<OpenedLive> {
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const pointer = await space.readPointer();
+    if (!pointer.ok) return pointer;
+    const { generation } = pointer;
+    if (generation > 0 && !(await space.exists(generation))) {
+      const again = await space.readPointer();
+      if (again.ok && again.generation !== generation) continue;
+      return {
+        ok: false,
+        reason: `${space.pointerLabel} names generation ${generation}, but ${space.label(generation)} is missing; run 'pulseboard replay' to rebuild the read models`,
+      };
+    }
+    const store = space.open(generation);
+    await space.announce(instance, [generation]);
+    const after = await space.readPointer();
+    if (after.ok && after.generation === generation) return { ok: true, generation, store };
+    await store.close().catch(() => undefined);
+  }
+  return { ok: false, reason: `the live read-model generation (${space.pointerLabel}) keeps changing; try again` };
+}
+
+/**
+ * A read store across generations, for a process that keeps running while `pulseboard replay`
+ * switches generations underneath it. Reads cost one field lookup more than the plain adapter;
+ * the pointer is checked by a timer (one stat call embedded, one indexed lookup in MongoDB).
+ * Takes ownership of `space`.
+ */
+export async function openGenerationalReadStore(space: GenerationSpace, options: GenerationalOptions): Promise<OpenGenerational> {
+  const instance = randomUUID();
+  let opened: OpenedLive;
+  try {
+    opened = await openLive(space, instance);
+  } catch (error) {
+    opened = { ok: false, reason: `cannot open the read models: ${describe(error)}` };
+  }
+  if (!opened.ok) {
+    await space.close().catch(() => undefined);
+    return opened;
+  }
   const pollMs = options.pollMs ?? 200;
   const report = options.onProblem ?? ((message: string) => process.stderr.write(`read models: ${message}\n`));
   const slots = new Set<Slot>();
@@ -50,7 +92,9 @@ export function openGenerationalReadStore(dataDir: string, options: Generational
   };
   let serving = slot(opened.generation, opened.store);
   let newest = serving;
-  let stamp = pointerStamp(dataDir);
+  // Unknown until the first check, which therefore reads the pointer once more: a switch between
+  // opening and that check is not missed.
+  let stamp = '';
   let closed = false;
   let lastProblem = '';
 
@@ -63,7 +107,7 @@ export function openGenerationalReadStore(dataDir: string, options: Generational
     for (const s of slots) {
       if (s === serving || s === newest || s.writers > 0) continue;
       slots.delete(s);
-      // Its file may already be removed by the replay that retired it; closing is best effort.
+      // Its data may already be removed by the replay that retired it; closing is best effort.
       s.store.close().catch(() => undefined);
     }
   }
@@ -84,20 +128,19 @@ export function openGenerationalReadStore(dataDir: string, options: Generational
 
   async function follow(): Promise<void> {
     if (closed) return;
-    const now = pointerStamp(dataDir);
+    const now = await space.pointerStamp();
     if (now !== stamp) {
-      const pointer = readPointer(dataDir);
+      const pointer = await space.readPointer();
       if (!pointer.ok) return problem(pointer.reason);
       if (pointer.generation !== newest.generation) {
-        const path = generationPath(dataDir, pointer.generation);
         let store: ReadStore;
         try {
-          store = createSqliteReadStore(path);
+          store = space.open(pointer.generation);
         } catch (error) {
-          return problem(`cannot open ${path}: ${error instanceof Error ? error.message : String(error)}`);
+          return problem(`cannot open ${space.label(pointer.generation)}: ${describe(error)}`);
         }
         // Switched again while opening: leave this one and pick the newest up on the next check.
-        const again = readPointer(dataDir);
+        const again = await space.readPointer();
         if (!again.ok || again.generation !== pointer.generation) {
           await store.close().catch(() => undefined);
           return;
@@ -111,6 +154,7 @@ export function openGenerationalReadStore(dataDir: string, options: Generational
     }
     if (serving !== newest && (await caughtUp(newest, serving))) serving = newest;
     sweep();
+    await space.announce(instance, [...new Set([...slots].map((s) => s.generation))].sort((a, b) => a - b));
   }
 
   let running: Promise<void> | null = null;
@@ -122,7 +166,7 @@ export function openGenerationalReadStore(dataDir: string, options: Generational
   };
 
   const timer = setInterval(() => {
-    refresh().catch((error: unknown) => problem(error instanceof Error ? error.message : String(error)));
+    refresh().catch((error: unknown) => problem(describe(error)));
   }, pollMs);
   timer.unref();
 
@@ -136,6 +180,8 @@ export function openGenerationalReadStore(dataDir: string, options: Generational
       await s.store.close().catch(() => undefined);
     }
     slots.clear();
+    await space.withdraw(instance).catch(() => undefined);
+    await space.close().catch(() => undefined);
   }
 
   // Each call goes to the serving generation as it is at the moment of the call.

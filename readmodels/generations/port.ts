@@ -1,0 +1,61 @@
+/**
+ * The generation-space port (DESIGN §7, `pulseboard replay`): where a read store keeps whole
+ * generations of every read model side by side, and which one is live.
+ *
+ * A replay builds generation live+1 beside the live one, names it live with one compare-and-set on
+ * the pointer, and then removes the old one. Everything that follows switches (serving processes,
+ * projectors) and everything that replays is written once against this port
+ * (readmodels/generations/, service/replay.ts); the adapters only say where generations live:
+ * SQLite files in the data directory, or `<collection>_v<N>` collections in MongoDB.
+ * Every adapter passes test/contract/generations.contract.ts.
+ */
+import type { ReadStore } from '../port.ts';
+
+export type Refusal = { ok: false; reason: string };
+
+export type PointerRead = { ok: true; generation: number } | Refusal;
+
+export type ReplayLock =
+  | {
+      ok: true;
+      /** Whether this replay still holds the lock (a lease can be lost to a stall); asked before switching. */
+      held(): Promise<boolean>;
+      release(): Promise<void>;
+    }
+  | Refusal;
+
+export type GenerationSpace = {
+  /** How an operator finds a generation in the store: `readmodels-2.sqlite`, `collections *_v2`. */
+  label(generation: number): string;
+  /** Where the pointer lives, for messages. */
+  pointerLabel: string;
+  /** The live generation: 0 until a replay has switched. */
+  readPointer(): Promise<PointerRead>;
+  /** Changes whenever the pointer is replaced; cheap enough to ask on every poll. */
+  pointerStamp(): Promise<string>;
+  /** Names `next` live only if `expected` still is, so two replays can never both switch. */
+  switchPointer(expected: number, next: number): Promise<{ ok: true } | Refusal>;
+  /** Generations that hold anything in the store, ascending. */
+  list(): Promise<number[]>;
+  exists(generation: number): Promise<boolean>;
+  /** A read store over one generation (created by its first write). Closing it leaves the space open. */
+  open(generation: number): ReadStore;
+  /** Removes everything a generation holds. */
+  remove(generation: number): Promise<void>;
+  /** One replay at a time per space; the lock of a replay that is gone is taken over. */
+  acquireReplayLock(): Promise<ReplayLock>;
+  /**
+   * Whether removing a generation can disturb a process that still reads it. SQLite: no, an
+   * unlinked file stays readable through the handles open on it. MongoDB: yes, a dropped collection
+   * reads as empty; so processes announce the generations they use, and a replay waits until the
+   * old generation is unused before removing it.
+   */
+  removalDisturbsUsers: boolean;
+  /** Records that `instance` uses `generations` now (where removal can disturb users; otherwise nothing). */
+  announce(instance: string, generations: readonly number[]): Promise<void>;
+  /** `instance` uses no generation any more. */
+  withdraw(instance: string): Promise<void>;
+  /** Whether a process that announced recently still uses `generation`. */
+  inUse(generation: number): Promise<boolean>;
+  close(): Promise<void>;
+};

@@ -1,0 +1,209 @@
+/**
+ * The generation space on MongoDB (DESIGN §7): generation N of read model `projects` is the
+ * collection `projects_v<N>` (generation 0, from before any replay, is `projects`), with its
+ * checkpoints in `_pulseboard_checkpoints_v<N>`. One client serves every generation.
+ *
+ * `_pulseboard_generations` holds the rest, one document each:
+ * - `live`: {generation}, the pointer; absent means 0. A switch is one conditional update.
+ * - `replay-lock`: {holder, host, pid, expiresAt}, a lease the replay renews every third of its
+ *   length. A lock whose lease ran out, or whose process on this host is gone, is taken over.
+ * - `user:<instance>`: {kind: 'user', generations, at}, what a serving process or projector uses,
+ *   written when that changes and at least every `announceEveryMs`. A dropped collection reads as
+ *   empty instead of failing, so a replay removes the old generation only once no announcement
+ *   younger than `staleMs` names it. Times are each process's own clock: hosts are assumed to
+ *   agree to well within `staleMs`.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { MongoClient, MongoServerError } from 'mongodb';
+import type { GenerationSpace, PointerRead, ReplayLock } from '../generations/port.ts';
+import { GENERATIONS_COLLECTION, generationOfCollection, mongoReadStoreOn } from './mongodb-read-store.ts';
+
+type MetaDoc = {
+  _id: string;
+  generation?: unknown;
+  kind?: 'user';
+  generations?: number[];
+  at?: Date;
+  holder?: string;
+  host?: string;
+  pid?: number;
+  expiresAt?: Date;
+};
+
+export type MongoGenerationOptions = {
+  /** Length of the replay lock's lease (renewed while the replay runs). */
+  leaseMs?: number;
+  /** An announcement older than this no longer keeps a generation in use. */
+  staleMs?: number;
+  /** An unchanged announcement is written again at most this often. */
+  announceEveryMs?: number;
+  clock?: () => number;
+};
+
+const LIVE = 'live';
+const LOCK = 'replay-lock';
+const DUPLICATE_KEY = 11000;
+const NAMESPACE_NOT_FOUND = 26;
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+const isDuplicateKey = (error: unknown) => error instanceof MongoServerError && error.code === DUPLICATE_KEY;
+
+export function createMongoGenerationSpace(url: string, options: MongoGenerationOptions = {}): GenerationSpace {
+  const leaseMs = options.leaseMs ?? 30_000;
+  const staleMs = options.staleMs ?? 10_000;
+  const announceEveryMs = options.announceEveryMs ?? 1_000;
+  const clock = options.clock ?? Date.now;
+  const client = new MongoClient(url);
+  const db = client.db();
+  const meta = db.collection<MetaDoc>(GENERATIONS_COLLECTION);
+  const announced = new Map<string, { generations: string; at: number }>();
+
+  async function collectionsByGeneration(): Promise<Map<number, string[]>> {
+    const byGeneration = new Map<number, string[]>();
+    for (const { name } of await db.listCollections({}, { nameOnly: true }).toArray()) {
+      const generation = generationOfCollection(name);
+      if (generation === null) continue;
+      byGeneration.set(generation, [...(byGeneration.get(generation) ?? []), name]);
+    }
+    return byGeneration;
+  }
+
+  async function readPointer(): Promise<PointerRead> {
+    const live = await meta.findOne({ _id: LIVE });
+    if (!live) return { ok: true, generation: 0 };
+    const { generation } = live;
+    if (typeof generation !== 'number' || !Number.isInteger(generation) || generation < 0) {
+      return { ok: false, reason: `the '${LIVE}' document in ${GENERATIONS_COLLECTION} does not hold a generation number; run 'pulseboard replay' to rebuild the read models` };
+    }
+    return { ok: true, generation };
+  }
+
+  async function acquireReplayLock(): Promise<ReplayLock> {
+    const token = randomUUID();
+    const host = hostname();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        await meta.insertOne({ _id: LOCK, holder: token, host, pid: process.pid, expiresAt: new Date(clock() + leaseMs) });
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+        const current = await meta.findOne({ _id: LOCK });
+        if (!current) continue; // released meanwhile
+        const expired = !(current.expiresAt instanceof Date) || current.expiresAt.getTime() <= clock();
+        const deadHere = current.host === host && typeof current.pid === 'number' && current.pid !== process.pid && !processAlive(current.pid);
+        if (!expired && !deadHere) {
+          return {
+            ok: false,
+            reason: `another replay is running (pid ${String(current.pid)} on ${String(current.host)}); if it was killed, its lock lapses at ${current.expiresAt!.toISOString()}`,
+          };
+        }
+        await meta.deleteOne({ _id: LOCK, holder: current.holder });
+        continue;
+      }
+
+      let lost = false;
+      const renew = setInterval(() => {
+        meta
+          .updateOne({ _id: LOCK, holder: token }, { $set: { expiresAt: new Date(clock() + leaseMs) } })
+          .then((result) => {
+            if (result.matchedCount === 0) lost = true;
+          })
+          .catch(() => undefined); // a missed renewal is caught by held() before the switch
+      }, Math.max(1, Math.floor(leaseMs / 3)));
+      renew.unref();
+      return {
+        ok: true,
+        async held() {
+          if (lost) return false;
+          const current = await meta.findOne({ _id: LOCK });
+          return current?.holder === token && current.expiresAt instanceof Date && current.expiresAt.getTime() > clock();
+        },
+        async release() {
+          clearInterval(renew);
+          await meta.deleteOne({ _id: LOCK, holder: token });
+        },
+      };
+    }
+    return { ok: false, reason: `could not take the replay lock in ${GENERATIONS_COLLECTION}; try again` };
+  }
+
+  return {
+    label: (generation) => (generation === 0 ? 'the collections without a _v suffix (generation 0)' : `collections *_v${generation}`),
+    pointerLabel: `the '${LIVE}' document in ${GENERATIONS_COLLECTION}`,
+    readPointer,
+
+    async pointerStamp() {
+      const live = await meta.findOne({ _id: LIVE }, { projection: { generation: 1 } });
+      return live ? JSON.stringify(live.generation) : 'absent';
+    },
+
+    async switchPointer(expected, next) {
+      try {
+        // Without a pointer document the live generation is 0: the upsert creates it, and a
+        // concurrent creator makes it a duplicate key instead of a second switch.
+        const result = await meta.updateOne(
+          { _id: LIVE, generation: expected },
+          { $set: { generation: next } },
+          { upsert: expected === 0, writeConcern: { w: 'majority' } },
+        );
+        if (result.matchedCount + result.upsertedCount === 1) return { ok: true };
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+      }
+      const current = await readPointer();
+      return { ok: false, reason: `the live generation is ${current.ok ? current.generation : 'unreadable'}, not ${expected}` };
+    },
+
+    list: async () => [...(await collectionsByGeneration()).keys()].sort((a, b) => a - b),
+    exists: async (generation) => (await collectionsByGeneration()).has(generation),
+    open: (generation) => mongoReadStoreOn(client, generation, { ownsClient: false }),
+
+    async remove(generation) {
+      for (const name of (await collectionsByGeneration()).get(generation) ?? []) {
+        try {
+          await db.dropCollection(name);
+        } catch (error) {
+          if (!(error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND)) throw error;
+        }
+      }
+    },
+
+    acquireReplayLock,
+    removalDisturbsUsers: true,
+
+    async announce(instance, generations) {
+      const now = clock();
+      const key = generations.join(',');
+      const last = announced.get(instance);
+      if (last && last.generations === key && now - last.at < announceEveryMs) return;
+      await meta.updateOne(
+        { _id: `user:${instance}` },
+        { $set: { kind: 'user', generations: [...generations], at: new Date(now) } },
+        { upsert: true },
+      );
+      announced.set(instance, { generations: key, at: now });
+    },
+
+    async withdraw(instance) {
+      announced.delete(instance);
+      await meta.deleteOne({ _id: `user:${instance}` });
+    },
+
+    async inUse(generation) {
+      const users = await meta.countDocuments({ kind: 'user', generations: generation, at: { $gt: new Date(clock() - staleMs) } }, { limit: 1 });
+      return users > 0;
+    },
+
+    async close() {
+      await client.close();
+    },
+  };
+}
