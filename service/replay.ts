@@ -173,7 +173,7 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
           await space.remove(live);
           note(`removed ${space.label(live)} (generation ${live})`);
         } else {
-          leftBehind = `${space.label(live)} (still in use after ${Math.round((options.releaseTimeoutMs ?? 60_000) / 1000)} s)`;
+          leftBehind = `${space.label(live)} (still in use after ${((options.releaseTimeoutMs ?? 60_000) / 1000).toFixed(1)} s)`;
         }
       } catch (error) {
         leftBehind = `${space.label(live)} (${describe(error)})`;

@@ -21,11 +21,14 @@ export type ReplayChild = {
  * Starts `pulseboard replay` with a progress line per batch. `onProgress` sees each progress
  * line's number as it arrives, so a test can act (or SIGKILL) at a chosen line, not a chosen time.
  */
-export function startReplay(dataDir: string, options: { batchSize: number; onProgress?: (line: number, child: ChildProcess) => void }): ReplayChild {
+export function startReplay(
+  dataDir: string,
+  options: { batchSize: number; env?: Record<string, string>; onProgress?: (line: number, child: ChildProcess) => void },
+): ReplayChild {
   const child = spawn(
     process.execPath,
     ['--disable-warning=ExperimentalWarning', CLI, 'replay', '--batch-size', String(options.batchSize), '--progress-interval', '0'],
-    { env: { PATH: process.env['PATH'] ?? '', PULSEBOARD_DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] },
+    { env: { PATH: process.env['PATH'] ?? '', PULSEBOARD_DATA_DIR: dataDir, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let progress = 0;
   let stdout = '';
