@@ -13,6 +13,9 @@ import { issueKey } from '../service/access.ts';
 import { createRateLimiter } from '../service/rate/create.ts';
 import { createServices } from '../service/services.ts';
 import { openStores } from '../service/stores.ts';
+import { projectors } from '../projectors/registry.ts';
+import { createSqliteGenerationSpace } from '../readmodels/sqlite/generations.ts';
+import { replayReadModels } from '../service/replay.ts';
 
 const ITERATIONS = 2000;
 
@@ -53,6 +56,16 @@ export async function main(): Promise<void> {
     process.stdout.write(`data set: ${messages} messages, ${head} events\n`);
     process.stdout.write(
       `projection: ${(head / foldSeconds).toFixed(0)} events/s across all projectors; raw log read ${(head / readSeconds).toFixed(0)} events/s; ratio ${(readSeconds / foldSeconds).toFixed(3)}\n`,
+    );
+
+    // A full replay into a new generation beside the live one (what `pulseboard replay` does), then the switch.
+    const replayStart = process.hrtime.bigint();
+    const replayed = await replayReadModels({ space: createSqliteGenerationSpace(dir), log: stores.log, projectors });
+    const replaySeconds = Number(process.hrtime.bigint() - replayStart) / 1e9;
+    if (!replayed.ok) throw new Error(replayed.reason);
+    await stores.refreshGenerations();
+    process.stdout.write(
+      `replay: ${head} log positions (${replayed.eventsApplied} events applied) in ${replaySeconds.toFixed(2)} s, ${(head / replaySeconds).toFixed(0)} positions/s; ratio to the raw log read ${(readSeconds / replaySeconds).toFixed(3)}; now serving generation ${stores.generations()?.serving}\n`,
     );
 
     const limiter = createRateLimiter(parsed.config);
