@@ -26,6 +26,12 @@ if (!command) {
   process.stderr.write(usage());
   process.exitCode = name === undefined || name === '--help' ? 0 : 2;
 } else {
-  const module = await command.load();
-  process.exitCode = await module.run(args);
+  try {
+    const module = await command.load();
+    process.exitCode = await module.run(args);
+  } catch (error) {
+    // A command that could not even start (a store unreachable, a driver refusing its settings) says so in one line.
+    process.stderr.write(`pulseboard ${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  }
 }

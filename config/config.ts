@@ -3,13 +3,21 @@ import { z } from 'zod';
 /** The one place environment variables are read. A bad value stops start-up naming the variable. */
 const emptyAsUnset = (v: unknown) => (v === '' ? undefined : v);
 const optionalUrl = z.preprocess(emptyAsUnset, z.string().min(1).optional());
+/** The driver accepts only these two schemes; a space anywhere would make it fail later, with a stack. */
+const optionalMongoUrl = z.preprocess(
+  emptyAsUnset,
+  z
+    .string()
+    .regex(/^mongodb(\+srv)?:\/\/[^\s/?#]+(\/[^\s]*)?$/, 'must be a MongoDB connection string: mongodb://host[:port][,host…]/database[?options] or mongodb+srv://…')
+    .optional(),
+);
 
 export const configSchema = z.object({
   PORT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(0).max(65535).default(8080)),
   HOST: z.preprocess(emptyAsUnset, z.string().min(1).default('127.0.0.1')),
   PULSEBOARD_DATA_DIR: z.preprocess(emptyAsUnset, z.string().min(1).default('./data')),
   EVENTSTORE_URL: optionalUrl,
-  MONGODB_URL: optionalUrl,
+  MONGODB_URL: optionalMongoUrl,
   REDIS_URL: optionalUrl,
   KAFKA_BROKERS: optionalUrl,
   PULSEBOARD_RATE_LIMIT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(1).default(60)),
