@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /** The one place environment variables are read. A bad value stops start-up naming the variable. */
 const emptyAsUnset = (v: unknown) => (v === '' ? undefined : v);
-const optionalUrl = z.preprocess(emptyAsUnset, z.string().min(1).optional());
+const optionalText = z.preprocess(emptyAsUnset, z.string().min(1).optional());
 /** The driver accepts only these two schemes; a space anywhere would make it fail later, with a stack. */
 const optionalMongoUrl = z.preprocess(
   emptyAsUnset,
@@ -11,20 +11,39 @@ const optionalMongoUrl = z.preprocess(
     .regex(/^mongodb(\+srv)?:\/\/[^\s/?#]+(\/[^\s]*)?$/, 'must be a MongoDB connection string: mongodb://host[:port][,host…]/database[?options] or mongodb+srv://…')
     .optional(),
 );
+/** The schemes the KurrentDB client accepts, and no whitespace (the client's own error would only echo the URL). */
+const optionalKurrentUrl = z.preprocess(
+  emptyAsUnset,
+  z
+    .string()
+    .regex(/^(kurrentdb|kurrent|kdb)(\+discover)?:\/\/[^\s]+$/, 'must be a KurrentDB connection string: kurrentdb://host:2113[?options] (or kurrent://, kdb://, with +discover for gossip)')
+    .optional(),
+);
+const optionalRedisUrl = z.preprocess(
+  emptyAsUnset,
+  z.string().regex(/^rediss?:\/\/[^\s]+$/, 'must be a Redis URL: redis://host:6379[/db] or rediss://…').optional(),
+);
+const optionalBrokers = z.preprocess(
+  emptyAsUnset,
+  z
+    .string()
+    .regex(/^\s*(\[[0-9A-Fa-f:.]+\]|[^\s,:[\]]+):\d{1,5}(\s*,\s*(\[[0-9A-Fa-f:.]+\]|[^\s,:[\]]+):\d{1,5})*\s*$/, 'must be a comma-separated list of Kafka brokers: host:port[,host:port…]')
+    .optional(),
+);
 
 export const configSchema = z.object({
   PORT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(0).max(65535).default(8080)),
   HOST: z.preprocess(emptyAsUnset, z.string().min(1).default('127.0.0.1')),
   PULSEBOARD_DATA_DIR: z.preprocess(emptyAsUnset, z.string().min(1).default('./data')),
-  EVENTSTORE_URL: optionalUrl,
+  EVENTSTORE_URL: optionalKurrentUrl,
   MONGODB_URL: optionalMongoUrl,
-  REDIS_URL: optionalUrl,
-  KAFKA_BROKERS: optionalUrl,
+  REDIS_URL: optionalRedisUrl,
+  KAFKA_BROKERS: optionalBrokers,
   PULSEBOARD_RATE_LIMIT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(1).default(60)),
   PULSEBOARD_FOLLOWER_PROVIDER: z.preprocess(emptyAsUnset, z.string().min(1).default('followerscope')),
   PULSEBOARD_THESIS_FEED: z.preprocess(emptyAsUnset, z.enum(['on', 'off']).default('on')),
-  PULSEBOARD_THESIS_SOURCE_URL: optionalUrl,
-  PULSEBOARD_THESIS_SOURCE_KEY: optionalUrl,
+  PULSEBOARD_THESIS_SOURCE_URL: optionalText,
+  PULSEBOARD_THESIS_SOURCE_KEY: optionalText,
   /** One read of the thesis source, headers and body together; no retries follow a timeout. */
   PULSEBOARD_THESIS_SOURCE_TIMEOUT_MS: z.preprocess(emptyAsUnset, z.coerce.number().int().min(100).max(120_000).default(15_000)),
   PULSEBOARD_LOG_LEVEL: z.preprocess(emptyAsUnset, z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'silent']).default('info')),

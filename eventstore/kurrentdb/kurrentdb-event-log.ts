@@ -36,6 +36,7 @@ import {
   NO_STREAM,
   START,
   StreamNotFoundError,
+  UnavailableError,
   WrongExpectedVersionError,
   eventTypeFilter,
   excludeSystemEvents,
@@ -158,7 +159,33 @@ function filterFor(prefixes: readonly string[] | undefined): Filter | 'nothing' 
 type StoredRef = { id: string; position: number; revision: number };
 type StreamIndex = { revision: number | null; byId: Map<string, StoredRef> };
 
+/**
+ * The client reports a server it cannot reach as a bare "UnavailableError"; this names the server
+ * (without credentials) so an operator reading one line knows what to start.
+ */
+function namingTheServer(log: EventLog, connectionString: string): EventLog {
+  const where = connectionString.replace(/\/\/[^@/]*@/, '//');
+  const translate = (error: unknown): never => {
+    if (error instanceof UnavailableError) throw new Error(`KurrentDB at ${where} does not answer (unavailable)`, { cause: error });
+    throw error;
+  };
+  return {
+    archiveId: () => log.archiveId().catch(translate),
+    append: (stream, events, expected) => log.append(stream, events, expected).catch(translate),
+    readStream: (stream, options) => log.readStream(stream, options).catch(translate),
+    streamRevision: (stream) => log.streamRevision(stream).catch(translate),
+    readAll: (options) => log.readAll(options).catch(translate),
+    headPosition: () => log.headPosition().catch(translate),
+    waitForAppend: (afterPosition, timeoutMs, signal) => log.waitForAppend(afterPosition, timeoutMs, signal).catch(translate),
+    close: () => log.close(),
+  };
+}
+
 export function createKurrentDbEventLog(connectionString: string): EventLog {
+  return namingTheServer(openKurrentDbEventLog(connectionString), connectionString);
+}
+
+function openKurrentDbEventLog(connectionString: string): EventLog {
   const client = KurrentDBClient.connectionString(connectionString);
   const signals = new EventEmitter();
   signals.setMaxListeners(0);

@@ -1,0 +1,59 @@
+/** Server addresses are checked when the configuration is read, so a typo stops start-up naming the variable. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseConfig } from '../../config/config.ts';
+
+const cases: Record<string, { accepted: string[]; refused: string[]; reason: RegExp }> = {
+  MONGODB_URL: {
+    accepted: [
+      'mongodb://mongodb:27017/pulseboard?replicaSet=rs0',
+      'mongodb://a:1,b:2,c:3/pulseboard?replicaSet=rs0&directConnection=false',
+      'mongodb://user:p%40ss@localhost/pulseboard',
+      'mongodb+srv://cluster0.example.net/pulseboard?retryWrites=true',
+      'mongodb://localhost',
+    ],
+    refused: ['localhost:27017', 'http://localhost:27017/db', 'mongodb://bad host/db', 'mongodb:///db', 'mongodb://'],
+    reason: /MONGODB_URL: must be a MongoDB connection string/,
+  },
+  EVENTSTORE_URL: {
+    accepted: ['kurrentdb://kurrentdb:2113?tls=false', 'kurrentdb+discover://a:2113,b:2113', 'kdb://localhost:2113', 'kurrent://admin:changeit@localhost:2113'],
+    refused: ['esdb://localhost:2113', 'localhost:2113', 'kurrentdb://bad host:2113', 'nonsense'],
+    reason: /EVENTSTORE_URL: must be a KurrentDB connection string/,
+  },
+  REDIS_URL: {
+    accepted: ['redis://redis:6379', 'redis://127.0.0.1:6379/2', 'rediss://user:secret@cache.example.net:6380'],
+    refused: ['nonsense', 'localhost:6379', 'http://redis:6379', 'redis://bad host:6379'],
+    reason: /REDIS_URL: must be a Redis URL/,
+  },
+  KAFKA_BROKERS: {
+    accepted: ['kafka:9092', 'a:9092,b:9093', 'a:9092, b:9093', '[::1]:9092', '10.0.0.5:9094'],
+    refused: [':::', 'kafka', 'kafka:', 'kafka:port', 'a:9092,,b:9093', 'kafka://kafka:9092'],
+    reason: /KAFKA_BROKERS: must be a comma-separated list of Kafka brokers/,
+  },
+};
+
+describe('server addresses in the configuration', () => {
+  for (const [variable, { accepted, refused, reason }] of Object.entries(cases)) {
+    it(`${variable}: accepts what its client accepts`, () => {
+      for (const value of accepted) {
+        const parsed = parseConfig({ [variable]: value });
+        assert.ok(parsed.ok, `${value}: ${parsed.ok ? '' : parsed.reason}`);
+      }
+    });
+
+    it(`${variable}: refuses anything else, naming the variable`, () => {
+      for (const value of refused) {
+        const parsed = parseConfig({ [variable]: value });
+        assert.equal(parsed.ok, false, value);
+        assert.match(parsed.ok ? '' : parsed.reason, reason);
+      }
+    });
+  }
+
+  it('treats an empty value as unset (the embedded default)', () => {
+    const parsed = parseConfig({ MONGODB_URL: '', EVENTSTORE_URL: '', REDIS_URL: '', KAFKA_BROKERS: '' });
+    assert.ok(parsed.ok);
+    assert.equal(parsed.config.MONGODB_URL, undefined);
+    assert.equal(parsed.config.EVENTSTORE_URL, undefined);
+  });
+});
