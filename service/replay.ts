@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventLog } from '../eventstore/port.ts';
 import type { Projector } from '../projectors/projector.ts';
 import { createProjectorRunner } from '../projectors/runner.ts';
@@ -57,7 +58,7 @@ async function released(space: GenerationSpace, generation: number, timeoutMs: n
   const deadline = clock() + timeoutMs;
   while (await space.inUse(generation)) {
     if (clock() >= deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
   }
   return true;
 }

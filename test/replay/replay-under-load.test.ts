@@ -10,15 +10,7 @@ import { createProjectorRunner } from '../../projectors/runner.ts';
 import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { appendProjectHistory, dumpReadModels, firstDifference } from '../support/seed.ts';
-import { eventually, startReplay, stopReplay, type ReplayChild } from './support.ts';
-
-/** A body without the read time, which differs on every read. */
-function stable(body: any): any {
-  const copy = structuredClone(body);
-  delete copy.readAt;
-  if (copy.context?.freshness) delete copy.context.freshness.readAt;
-  return copy;
-}
+import { eventually, startReplay, stopReplay, type ReplayChild, stable } from './support.ts';
 
 /** Follows the delta from the start to the end: every page's URL and body. */
 async function deltaPages(h: Harness, key: string): Promise<{ url: string; body: any }[]> {

@@ -11,15 +11,9 @@ import { GENERATIONS_COLLECTION } from '../../readmodels/mongodb/mongodb-read-st
 import { skipUnlessDocker, startMongo } from '../support/containers.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { appendProjectHistory, dumpReadModels, firstDifference } from '../support/seed.ts';
-import { startReplay, stopReplay, type ReplayChild } from './support.ts';
+import { startReplay, stopReplay, type ReplayChild, stable } from './support.ts';
 
 const skip = await skipUnlessDocker('MongoDB');
-
-function stable(body: any): any {
-  const copy = structuredClone(body);
-  delete copy.readAt;
-  return copy;
-}
 
 async function collectionNames(url: string): Promise<string[]> {
   const client = new MongoClient(url);

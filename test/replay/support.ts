@@ -63,3 +63,11 @@ export async function eventually(check: () => Promise<boolean> | boolean, tries 
   }
   return false;
 }
+
+/** A response body without its read times, which differ on every read. */
+export function stable(body: any): any {
+  const copy = structuredClone(body);
+  delete copy.readAt;
+  if (copy.context?.freshness) delete copy.context.freshness.readAt;
+  return copy;
+}
