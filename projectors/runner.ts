@@ -25,8 +25,6 @@ export function foldEvents<D, S>(
   events: readonly RecordedEvent[],
 ): Map<string, StoredDoc<D, S>> {
   const changed = new Map<string, StoredDoc<D, S>>();
-  // The serialized public document per id, so each event costs one stringify, not two.
-  const published = new Map<string, string>();
   for (const event of events) {
     const id = projector.keyOf(event);
     if (id === null) continue;
@@ -36,13 +34,13 @@ export function foldEvents<D, S>(
       : null;
     const next = projector.fold(current, event);
     if (next === null) continue;
-    const beforeJson = before ? (published.get(id) ?? JSON.stringify(before.doc)) : null;
+    // Stored documents carry their JSON text, so each event costs one stringify.
     const nextJson = JSON.stringify(next.doc);
-    published.set(id, nextJson);
-    const docChanged = !before || beforeJson !== nextJson;
+    const docChanged = !before || before.json !== nextJson;
     changed.set(id, {
       id,
       doc: next.doc,
+      json: nextJson,
       state: next.state,
       // A write is a change of the public document (DESIGN §4); a state-only change keeps seq.
       seq: docChanged ? event.position : before.seq,
@@ -93,7 +91,10 @@ export function createProjectorRunner(
       const ids = [...new Set(events.map((e) => projector.keyOf(e)).filter((id): id is string => id !== null))];
       const existing = ids.length > 0 ? await store.getMany(projector.collection, ids) : new Map<string, StoredDoc>();
       const changed = foldEvents(projector, existing, events);
-      await store.commit(projector.collection, [...changed.values()], checkpoint);
+      const committed = await store.commit(projector.collection, [...changed.values()], checkpoint, after);
+      // Another writer advanced this collection since `after` was read: nothing of this batch was
+      // written; the next step starts again from the checkpoint it stored.
+      if (!committed.ok) return { applied: 1, checkpoint: committed.actual };
       options.onBatch?.({ collection: projector.collection, checkpoint, applied: events.length });
       return { applied: Math.max(events.length, 1), checkpoint };
     });

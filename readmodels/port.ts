@@ -7,6 +7,11 @@ export type StoredDoc<D = unknown, S = unknown> = {
   id: string;
   /** The public, response-shaped document. */
   doc: D;
+  /**
+   * `doc` as JSON text, exactly as the projector serialised it: read paths splice it into responses
+   * without parsing and re-serialising (it is what `JSON.stringify(doc)` gives).
+   */
+  json: string;
   /** Projector-private state needed for later folds (follower history, claim positions …); never served. */
   state: S;
   /** Global position of the event that last changed `doc` (DESIGN §4). */
@@ -23,6 +28,15 @@ export type StoredDoc<D = unknown, S = unknown> = {
   /** Lookup keys: index name → values (e.g. handle → ['foo']). */
   keys: Record<string, string[]>;
 };
+
+/** What a projector hands to `commit`: a stored document whose JSON text it may already have made. */
+export type DocWrite<D = unknown, S = unknown> = Omit<StoredDoc<D, S>, 'json'> & { json?: string };
+
+/**
+ * A commit applies only when the stored checkpoint is still the one the batch started from; otherwise
+ * another writer advanced the collection and nothing of this batch is written.
+ */
+export type CommitOutcome = { ok: true } | { ok: false; reason: 'checkpoint_moved'; actual: number };
 
 export type DeltaPosition = { seq: number; id: string };
 
@@ -43,8 +57,12 @@ export type KeysetQuery = { facets?: readonly string[]; before?: { sortKey: stri
 export interface ReadStore {
   /** Last event position applied to a collection, 0 when none. */
   checkpoint(collection: string): Promise<number>;
-  /** Writes documents and advances the checkpoint atomically (a crash replays the batch harmlessly). */
-  commit(collection: string, writes: readonly StoredDoc[], checkpoint: number): Promise<void>;
+  /**
+   * Writes documents and advances the checkpoint atomically (a crash replays the batch harmlessly).
+   * With `expected`, the batch applies only if the stored checkpoint equals it at commit time
+   * (compare-and-set: two writers on one collection never apply a fold twice nor move it back).
+   */
+  commit(collection: string, writes: readonly DocWrite[], checkpoint: number, expected?: number): Promise<CommitOutcome>;
   get<D = unknown, S = unknown>(collection: string, id: string): Promise<StoredDoc<D, S> | null>;
   getMany<D = unknown, S = unknown>(collection: string, ids: readonly string[]): Promise<Map<string, StoredDoc<D, S>>>;
   /** Ids of documents having `value` under lookup key `key`, at most `limit`, in id order. */

@@ -187,7 +187,7 @@ export async function openGenerationalReadStore(space: GenerationSpace, options:
   // Each call goes to the serving generation as it is at the moment of the call.
   const reader: ReadStore = {
     checkpoint: (collection) => serving.store.checkpoint(collection),
-    commit: (collection, writes, checkpoint) => serving.store.commit(collection, writes, checkpoint),
+    commit: (collection, writes, checkpoint, expected) => serving.store.commit(collection, writes, checkpoint, expected),
     get: <D, S>(collection: string, id: string) => serving.store.get<D, S>(collection, id),
     getMany: <D, S>(collection: string, ids: readonly string[]) => serving.store.getMany<D, S>(collection, ids),
     findIds: (collection, key, value, limit) => serving.store.findIds(collection, key, value, limit),

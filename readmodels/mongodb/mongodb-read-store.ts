@@ -20,7 +20,7 @@
  * (createIndexes is idempotent); collections are only written by commit, so none exists without them.
  */
 import { MongoClient, type AnyBulkWriteOperation, type ClientSession, type Collection, type Db, type Filter } from 'mongodb';
-import type { DeltaQuery, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
+import type { CommitOutcome, DocWrite, DeltaQuery, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 
 type MongoDoc = {
   _id: string;
@@ -74,10 +74,10 @@ function jsonText(value: unknown, what: string, id: string): string {
   return text;
 }
 
-function toMongo(write: StoredDoc): MongoDoc {
+function toMongo(write: DocWrite): MongoDoc {
   return {
     _id: write.id,
-    doc: jsonText(write.doc, 'doc', write.id),
+    doc: write.json ?? jsonText(write.doc, 'doc', write.id),
     state: jsonText(write.state, 'state', write.id),
     seq: write.seq,
     writtenAt: write.writtenAt,
@@ -92,6 +92,7 @@ function fromMongo<D, S>(row: MongoDoc): StoredDoc<D, S> {
   return {
     id: row._id,
     doc: JSON.parse(row.doc) as D,
+    json: row.doc,
     state: JSON.parse(row.state) as S,
     seq: row.seq,
     writtenAt: row.writtenAt,
@@ -175,29 +176,38 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       return row?.position ?? 0;
     },
 
-    async commit(collection, writes, checkpoint) {
+    async commit(collection, writes, checkpoint, expected) {
       // Serialised first: a document that is not JSON fails the commit before anything is written.
       const rows = writes.map(toMongo);
       const target = await ensureIndexes(collection);
       await checkTransactions();
+      let outcome: CommitOutcome = { ok: true };
       await inTransaction(async (session) => {
-        const previous = (await checkpoints.findOne({ _id: collection }, { session }))?.position;
+        // The driver re-runs this callback on a transient error, so whatever is compared must come from
+        // the caller (the checkpoint its batch started from), never from a read made inside the callback.
+        const stored = (await checkpoints.findOne({ _id: collection }, { session }))?.position;
+        if (expected !== undefined && (stored ?? 0) !== expected) {
+          outcome = { ok: false, reason: 'checkpoint_moved', actual: stored ?? 0 };
+          return;
+        }
+        outcome = { ok: true };
         if (rows.length > 0) {
           const operations: AnyBulkWriteOperation<MongoDoc>[] = rows.map((row) => ({
             replaceOne: { filter: { _id: row._id }, replacement: row, upsert: true },
           }));
           await target.bulkWrite(operations, { ordered: true, session });
         }
-        // Compare-and-set on the value read above: a concurrent writer makes this a write conflict,
-        // which aborts and retries the whole transaction instead of losing either batch.
+        // Conditional on the value read in this same transaction: a concurrent writer makes this a write
+        // conflict (the transaction retries and the check above then refuses), never a lost batch.
         const advanced =
-          previous === undefined
-            ? await checkpoints.updateOne({ _id: collection }, { $set: { position: checkpoint } }, { upsert: true, session })
-            : await checkpoints.updateOne({ _id: collection, position: previous }, { $set: { position: checkpoint } }, { session });
+          stored === undefined
+            ? await checkpoints.updateOne({ _id: collection }, { $setOnInsert: { position: checkpoint } }, { upsert: true, session })
+            : await checkpoints.updateOne({ _id: collection, position: stored }, { $set: { position: checkpoint } }, { session });
         if (advanced.matchedCount + advanced.upsertedCount !== 1) {
-          throw new Error(`checkpoint of ${collection} moved during the commit (expected ${previous ?? 'none'})`);
+          throw new Error(`checkpoint of ${collection} moved during the commit`);
         }
       });
+      return outcome;
     },
 
     async get<D, S>(collection: string, id: string) {

@@ -1,5 +1,5 @@
 import { inTransaction, openSqlite } from '../../config/sqlite.ts';
-import type { DeltaQuery, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
+import type { CommitOutcome, DeltaQuery, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS docs (
@@ -40,13 +40,18 @@ type DocRow = {
   keys: string;
 };
 
-/** `state` and `keys` are parsed on first access: read paths serve `doc` only. */
+/** `doc`, `state` and `keys` are parsed on first access: read paths that splice `json` parse nothing. */
 function toStored<D, S>(row: DocRow): StoredDoc<D, S> {
+  let doc: { value: D } | undefined;
   let state: { value: S } | undefined;
   let keys: Record<string, string[]> | undefined;
   return {
     id: row.id,
-    doc: JSON.parse(row.doc) as D,
+    get doc() {
+      doc ??= { value: JSON.parse(row.doc) as D };
+      return doc.value;
+    },
+    json: row.doc,
     get state() {
       state ??= { value: JSON.parse(row.state) as S };
       return state.value;
@@ -95,12 +100,16 @@ export function createSqliteReadStore(path: string): ReadStore {
       return row?.position ?? 0;
     },
 
-    async commit(collection, writes, checkpoint) {
-      inTransaction(db, () => {
+    async commit(collection, writes, checkpoint, expected) {
+      return inTransaction(db, (): CommitOutcome => {
+        if (expected !== undefined) {
+          const actual = (getCheckpoint.get(collection) as { position: number } | undefined)?.position ?? 0;
+          if (actual !== expected) return { ok: false, reason: 'checkpoint_moved', actual };
+        }
         for (const w of writes) {
           const keysJson = JSON.stringify(w.keys);
           const previous = selectKeys.get(collection, w.id) as { keys: string } | undefined;
-          upsert.run(collection, w.id, JSON.stringify(w.doc), JSON.stringify(w.state), w.seq, w.writtenAt, w.sortKey, w.facet, keysJson);
+          upsert.run(collection, w.id, w.json ?? JSON.stringify(w.doc), JSON.stringify(w.state), w.seq, w.writtenAt, w.sortKey, w.facet, keysJson);
           if (previous?.keys === keysJson) continue;
           deleteKeys.run(collection, w.id);
           for (const [key, values] of Object.entries(w.keys)) {
@@ -108,6 +117,7 @@ export function createSqliteReadStore(path: string): ReadStore {
           }
         }
         setCheckpoint.run(collection, checkpoint);
+        return { ok: true };
       });
     },
 

@@ -26,6 +26,7 @@ function doc(id: string, seq: number): StoredDoc {
   return {
     id,
     doc: { id, title: `doc ${id}` },
+    json: JSON.stringify({ id, title: `doc ${id}` }),
     state: null,
     seq,
     writtenAt: '2026-11-20T08:00:00.000Z',

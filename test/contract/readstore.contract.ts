@@ -20,17 +20,29 @@ function freshCollection(): string {
 
 type Fields = Partial<Omit<StoredDoc, 'id'>>;
 
+/** JSON text as a projector makes it; a value that is not JSON gets none, so the store must serialise (and refuse) it. */
+function jsonOf(value: unknown): string | undefined {
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return undefined;
+  }
+}
+
 function doc(id: string, fields: Fields = {}): StoredDoc {
+  const value = fields.doc ?? { id, title: `doc ${id}` };
+  const json = jsonOf(value);
   return {
     id,
-    doc: fields.doc ?? { id, title: `doc ${id}` },
+    doc: value,
+    ...(json === undefined ? {} : { json }),
     state: fields.state ?? { history: [id] },
     seq: fields.seq ?? 1,
     writtenAt: fields.writtenAt ?? '2026-11-20T08:00:00.000Z',
     sortKey: fields.sortKey ?? '2026-11-20T08:00:00.000Z',
     facet: fields.facet ?? 'visible',
     keys: fields.keys ?? {},
-  };
+  } as StoredDoc;
 }
 
 const ids = (docs: readonly StoredDoc[]) => docs.map((d) => d.id);
@@ -75,6 +87,36 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         await store().commit(collection, [], 40);
         assert.equal(await store().checkpoint(collection), 40);
         assert.equal(await store().count(collection), 0);
+      });
+
+      void it(`${adapterName}: a commit from a checkpoint another writer has moved applies nothing`, { skip }, async () => {
+        const collection = freshCollection();
+        assert.deepEqual(await store().commit(collection, [doc('a', { doc: { v: 1 }, seq: 4 })], 4, 0), { ok: true });
+        // A second writer that also started from 0 must not apply its fold of the same events again,
+        // nor move the checkpoint back.
+        assert.deepEqual(await store().commit(collection, [doc('a', { doc: { v: 99 }, seq: 3 }), doc('b')], 3, 0), {
+          ok: false,
+          reason: 'checkpoint_moved',
+          actual: 4,
+        });
+        assert.equal(await store().checkpoint(collection), 4);
+        assert.deepEqual((await store().get(collection, 'a'))?.doc, { v: 1 });
+        assert.equal(await store().get(collection, 'b'), null);
+        assert.deepEqual(await store().commit(collection, [doc('a', { doc: { v: 2 }, seq: 9 })], 9, 4), { ok: true });
+        assert.equal(await store().checkpoint(collection), 9);
+      });
+
+      void it(`${adapterName}: of two writers racing from one checkpoint, exactly one commits`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, [], 10);
+        const outcomes = await Promise.all(
+          [20, 30].map((to) => store().commit(collection, [doc('raced', { doc: { to }, seq: to })], to, 10)),
+        );
+        const won = outcomes.filter((o) => o.ok).length;
+        assert.equal(won, 1, JSON.stringify(outcomes));
+        const winner = outcomes[0]!.ok ? 20 : 30;
+        assert.equal(await store().checkpoint(collection), winner);
+        assert.deepEqual((await store().get(collection, 'raced'))?.doc, { to: winner });
       });
 
       void it(`${adapterName}: a commit that fails writes nothing and keeps the checkpoint`, { skip }, async () => {
