@@ -37,6 +37,9 @@ export type AppendResult =
   | { ok: true; events: AppendedEvent[]; /** revision of the stream after the append */ revision: number }
   | { ok: false; reason: 'wrong_expected_revision'; actualRevision: number | null };
 
+/** One group of a batch append: events for one stream, appended as `append(stream, events, 'any')` would. */
+export type StreamAppend = { stream: string; events: readonly NewEvent[] };
+
 export type ReadAllOptions = {
   /** Exclusive: events with position greater than this. 0 reads from the start. */
   afterPosition: number;
@@ -57,6 +60,13 @@ export interface EventLog {
   /** Identifies this log; delta cursors minted against another log are refused with 409. */
   archiveId(): Promise<string>;
   append(stream: string, events: readonly NewEvent[], expected?: ExpectedRevision): Promise<AppendResult>;
+  /**
+   * Appends many groups in input order, each as `append(group.stream, group.events, 'any')` would
+   * (idempotent ids, per-stream revisions; an id seen earlier in the batch is a duplicate of it), at
+   * the cost of one batch rather than one append per group. Each group is all or nothing; the
+   * embedded log stores the whole batch in one transaction. Results: one list per group, in order.
+   */
+  appendBatch(groups: readonly StreamAppend[]): Promise<AppendedEvent[][]>;
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /** Last revision of a stream, null when it does not exist. */
   streamRevision(stream: string): Promise<number | null>;

@@ -57,6 +57,7 @@ import type {
   ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
+  StreamAppend,
 } from '../port.ts';
 
 const ARCHIVE_STREAM = 'pulseboard-archive';
@@ -172,6 +173,7 @@ function namingTheServer(log: EventLog, connectionString: string): EventLog {
   return {
     archiveId: () => log.archiveId().catch(translate),
     append: (stream, events, expected) => log.append(stream, events, expected).catch(translate),
+    appendBatch: (groups) => log.appendBatch(groups).catch(translate),
     readStream: (stream, options) => log.readStream(stream, options).catch(translate),
     streamRevision: (stream) => log.streamRevision(stream).catch(translate),
     readAll: (options) => log.readAll(options).catch(translate),
@@ -407,6 +409,10 @@ function openKurrentDbEventLog(connectionString: string): EventLog {
 
     headPosition,
 
+    appendBatch(groups: readonly StreamAppend[]) {
+      return appendGroupsPerStream((stream, events) => this.append(stream, events, 'any'), groups);
+    },
+
     async waitForAppend(afterPosition: number, timeoutMs: number, signal?: AbortSignal) {
       const deadline = Date.now() + timeoutMs;
       while (!closed && !signal?.aborted) {
@@ -428,4 +434,43 @@ function openKurrentDbEventLog(connectionString: string): EventLog {
       await client.dispose();
     },
   };
+}
+
+/** Streams appended to at once by one batch append. */
+const BATCH_STREAMS_IN_FLIGHT = 16;
+
+/**
+ * The batch append on KurrentDB, which has no transaction across streams: each stream's groups are
+ * joined into one append (one idempotency read and one write per stream per batch, atomic for that
+ * stream, so every group stays all or nothing), and up to 16 streams are appended concurrently.
+ * Groups of one stream keep their input order; the global order of different streams may differ
+ * from it, as for concurrent sources.
+ */
+async function appendGroupsPerStream(
+  append: (stream: string, events: readonly NewEvent[]) => Promise<AppendResult>,
+  groups: readonly StreamAppend[],
+): Promise<AppendedEvent[][]> {
+  const byStream = new Map<string, number[]>();
+  groups.forEach((group, index) => {
+    const indexes = byStream.get(group.stream);
+    if (indexes) indexes.push(index);
+    else byStream.set(group.stream, [index]);
+  });
+  const results: AppendedEvent[][] = groups.map(() => []);
+  const pending = [...byStream];
+  const worker = async (): Promise<void> => {
+    for (let next = pending.shift(); next; next = pending.shift()) {
+      const [stream, indexes] = next;
+      const result = await append(stream, indexes.flatMap((index) => groups[index]!.events));
+      if (!result.ok) throw new Error(`event log refused an 'any' append to ${stream}: ${result.reason}`);
+      let offset = 0;
+      for (const index of indexes) {
+        const count = groups[index]!.events.length;
+        results[index] = result.events.slice(offset, offset + count);
+        offset += count;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(BATCH_STREAMS_IN_FLIGHT, pending.length) }, worker));
+  return results;
 }

@@ -11,7 +11,9 @@ import type {
   ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
+  StreamAppend,
 } from '../port.ts';
+import type { StatementSync } from 'node:sqlite';
 
 type EventRow = {
   position: number;
@@ -52,6 +54,20 @@ function toRecorded(row: EventRow): RecordedEvent {
   };
 }
 
+/** Ids (or streams) per `IN (…)` look-up of a batch append; shorter lists are padded, so one statement serves. */
+const LOOKUP_CHUNK = 500;
+
+/** Runs `statement` over `values` in fixed-size chunks, padding the last with its own first value. */
+function lookupInChunks<R>(statement: StatementSync, values: readonly string[]): R[] {
+  const rows: R[] = [];
+  for (let i = 0; i < values.length; i += LOOKUP_CHUNK) {
+    const part = values.slice(i, i + LOOKUP_CHUNK);
+    while (part.length < LOOKUP_CHUNK) part.push(part[0]!);
+    rows.push(...(statement.all(...part) as R[]));
+  }
+  return rows;
+}
+
 function revisionMatches(expected: ExpectedRevision, actual: number | null): boolean {
   if (expected === 'any') return true;
   if (expected === 'no_stream') return actual === null;
@@ -78,6 +94,11 @@ export function createSqliteEventLog(path: string): EventLog {
     'INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
   const selectHead = db.prepare('SELECT COALESCE(MAX(position), 0) AS head FROM events');
+  const placeholders = Array.from({ length: LOOKUP_CHUNK }, () => '?').join(',');
+  const selectStoredIds = db.prepare(`SELECT id, position, revision FROM events WHERE id IN (${placeholders})`);
+  const selectStreamRevisions = db.prepare(
+    `SELECT stream, MAX(revision) AS revision FROM events WHERE stream IN (${placeholders}) GROUP BY stream`,
+  );
 
   function currentRevision(stream: string): number | null {
     const row = selectStreamRevision.get(stream) as { revision: number | null };
@@ -92,6 +113,58 @@ export function createSqliteEventLog(path: string): EventLog {
   }
 
   let headSeen = 0;
+
+  function noteAppended(events: Iterable<AppendedEvent>): void {
+    let top = 0;
+    for (const event of events) if (event.position > top) top = event.position;
+    if (top > headSeen) headSeen = top;
+    appended.emit('append', top);
+  }
+
+  /**
+   * The batch append inside one transaction: one id look-up and one revision look-up per 500
+   * names, one recordedAt, then only inserts. Nothing is read per event.
+   */
+  function appendGroups(groups: readonly StreamAppend[]): AppendedEvent[][] {
+    const ids = new Set<string>();
+    for (const group of groups) for (const event of group.events) ids.add(event.id);
+    // An id seen before (stored, or earlier in this batch) reports its first event as a duplicate.
+    const seen = new Map<string, AppendedEvent>();
+    if (ids.size > 0) {
+      for (const row of lookupInChunks<{ id: string; position: number; revision: number }>(selectStoredIds, [...ids])) {
+        seen.set(row.id, { id: row.id, position: row.position, revision: row.revision, duplicate: true });
+      }
+    }
+    const streams = new Set<string>();
+    for (const group of groups) if (group.events.some((event) => !seen.has(event.id))) streams.add(group.stream);
+    const revisions = new Map<string, number>();
+    if (streams.size > 0) {
+      for (const row of lookupInChunks<{ stream: string; revision: number }>(selectStreamRevisions, [...streams])) {
+        revisions.set(row.stream, row.revision);
+      }
+    }
+    const recordedAt = nextRecordedAt();
+    return groups.map((group) =>
+      group.events.map((event): AppendedEvent => {
+        const prior = seen.get(event.id);
+        if (prior) return prior.duplicate ? prior : { ...prior, duplicate: true };
+        const revision = (revisions.get(group.stream) ?? -1) + 1;
+        revisions.set(group.stream, revision);
+        const info = insert.run(
+          event.id,
+          group.stream,
+          revision,
+          event.type,
+          JSON.stringify(event.data),
+          event.metadata === undefined ? '{}' : JSON.stringify(event.metadata),
+          recordedAt,
+        );
+        const stored: AppendedEvent = { id: event.id, position: Number(info.lastInsertRowid), revision, duplicate: false };
+        seen.set(event.id, stored);
+        return stored;
+      }),
+    );
+  }
 
   return {
     async archiveId() {
@@ -142,12 +215,15 @@ export function createSqliteEventLog(path: string): EventLog {
         }
         return { ok: true, events: finish(), revision };
       });
-      if (result.ok) {
-        const top = Math.max(0, ...result.events.map((e) => e.position));
-        if (top > headSeen) headSeen = top;
-        appended.emit('append', top);
-      }
+      if (result.ok) noteAppended(result.events);
       return result;
+    },
+
+    async appendBatch(groups: readonly StreamAppend[]) {
+      if (groups.length === 0) return [];
+      const results = inTransaction(db, () => appendGroups(groups));
+      noteAppended(results.flat());
+      return results;
     },
 
     async readStream(stream: string, options: ReadStreamOptions = {}) {

@@ -185,6 +185,99 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
       });
     });
 
+    void describe(`${adapterName}: batch appends`, () => {
+      void it(`${adapterName}: appendBatch appends groups across streams with per-stream revisions, results in group order`, { skip }, async () => {
+        const [s1, s2] = [freshStream(), freshStream()];
+        const existing = newEvent('contract.batch');
+        expectOk(await log().append(s2, [existing], 'no_stream'));
+        const headBefore = await log().headPosition();
+        const groups = [
+          { stream: s1, events: [newEvent('contract.batch'), newEvent('contract.batch')] },
+          { stream: s2, events: [newEvent('contract.batch')] },
+          { stream: s1, events: [newEvent('contract.batch')] },
+          { stream: s2, events: [] },
+        ];
+        const results = await log().appendBatch(groups);
+        assert.deepEqual(
+          results.map((group) => group.map((e) => ({ id: e.id, revision: e.revision, duplicate: e.duplicate }))),
+          [
+            [
+              { id: groups[0]!.events[0]!.id, revision: 0, duplicate: false },
+              { id: groups[0]!.events[1]!.id, revision: 1, duplicate: false },
+            ],
+            [{ id: groups[1]!.events[0]!.id, revision: 1, duplicate: false }],
+            [{ id: groups[2]!.events[0]!.id, revision: 2, duplicate: false }],
+            [],
+          ],
+        );
+        const positions = results.flat().map((e) => e.position);
+        assert.ok(positions.every((p) => p > headBefore), 'every event lands past the previous head');
+        assert.equal(new Set(positions).size, positions.length, 'one position per event');
+        // Within a stream, input order is revision order is position order.
+        const s1Stored = await log().readStream(s1);
+        assert.deepEqual(
+          s1Stored.map((e) => [e.id, e.revision, e.position]),
+          [...results[0]!, ...results[2]!].map((e) => [e.id, e.revision, e.position]),
+        );
+        assert.ok(s1Stored[0]!.position < s1Stored[1]!.position && s1Stored[1]!.position < s1Stored[2]!.position);
+        assert.deepEqual(
+          (await log().readStream(s2)).map((e) => e.id),
+          [existing.id, groups[1]!.events[0]!.id],
+        );
+        assert.equal(await log().streamRevision(s1), 2);
+      });
+
+      void it(`${adapterName}: appendBatch reports stored ids and ids repeated in the batch as duplicates of the first`, { skip }, async () => {
+        const stream = freshStream();
+        const stored = newEvent('contract.batchdup', { v: 'stored' });
+        const first = expectOk(await log().append(stream, [stored]));
+        const fresh = newEvent('contract.batchdup', { v: 'fresh' });
+        const head = await log().headPosition();
+        const results = await log().appendBatch([
+          { stream, events: [{ ...stored, data: { v: 'changed' } }] },
+          { stream, events: [fresh] },
+          { stream, events: [{ ...fresh, data: { v: 'again' } }, stored] },
+        ]);
+        const freshStored = results[1]![0]!;
+        assert.deepEqual(results, [
+          [{ ...first.events[0]!, duplicate: true }],
+          [{ id: fresh.id, position: freshStored.position, revision: 1, duplicate: false }],
+          [
+            { ...freshStored, duplicate: true },
+            { ...first.events[0]!, duplicate: true },
+          ],
+        ]);
+        assert.ok(freshStored.position > head);
+        assert.deepEqual(
+          (await log().readStream(stream)).map((e) => e.data),
+          [{ v: 'stored' }, { v: 'fresh' }],
+        );
+        // A retried batch appends nothing.
+        const headAfter = await log().headPosition();
+        const retry = await log().appendBatch([{ stream, events: [fresh] }]);
+        assert.deepEqual(retry, [[{ ...freshStored, duplicate: true }]]);
+        assert.equal(await log().headPosition(), headAfter);
+      });
+
+      void it(`${adapterName}: appendBatch of nothing changes nothing; readAll sees a batch like single appends`, { skip }, async () => {
+        const head = await log().headPosition();
+        assert.deepEqual(await log().appendBatch([]), []);
+        assert.equal(await log().headPosition(), head);
+        const tag = freshTag();
+        const stream = freshStream();
+        const events = [newEvent(`${tag}.a`, { k: [1, 'x', null] }, { source: 'batch' }), newEvent(`${tag}.b`, 'text')];
+        await log().appendBatch([{ stream, events }]);
+        const read = await readAllPages(log(), head, [tag]);
+        assert.deepEqual(
+          read.map((e) => ({ id: e.id, type: e.type, data: e.data, metadata: e.metadata, stream: e.stream })),
+          [
+            { id: events[0]!.id, type: `${tag}.a`, data: { k: [1, 'x', null] }, metadata: { source: 'batch' }, stream },
+            { id: events[1]!.id, type: `${tag}.b`, data: 'text', metadata: {}, stream },
+          ],
+        );
+      });
+    });
+
     void describe(`${adapterName}: optimistic concurrency`, () => {
       void it(`${adapterName}: no_stream succeeds only while the stream does not exist`, { skip }, async () => {
         const stream = freshStream();

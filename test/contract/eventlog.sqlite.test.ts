@@ -129,3 +129,54 @@ void describe('EventLog sqlite: separate processes on one file', () => {
     }
   });
 });
+
+void describe('EventLog sqlite: batch appends are one transaction', () => {
+  void it('sqlite: a batch that fails part-way stores none of its groups', async () => {
+    const temp = openTempLog();
+    try {
+      const stream = `batch-${randomUUID()}`;
+      const head = await temp.log.headPosition();
+      // A BigInt cannot be serialised: the third group throws after the first two were inserted.
+      const groups = [
+        { stream, events: [{ id: randomUUID(), type: 'contract.batchfail', data: { n: 1 } }] },
+        { stream: `${stream}-b`, events: [{ id: randomUUID(), type: 'contract.batchfail', data: { n: 2 } }] },
+        { stream, events: [{ id: randomUUID(), type: 'contract.batchfail', data: { n: 10n } }] },
+      ];
+      await assert.rejects(temp.log.appendBatch(groups), /BigInt/);
+      assert.equal(await temp.log.headPosition(), head);
+      assert.equal(await temp.log.streamRevision(stream), null);
+      assert.equal(await temp.log.streamRevision(`${stream}-b`), null);
+      // The same batch, fixed, then lands whole with revisions from 0.
+      const fixed = [groups[0]!, groups[1]!, { stream, events: [{ ...groups[2]!.events[0]!, data: { n: 3 } }] }];
+      const results = await temp.log.appendBatch(fixed);
+      assert.deepEqual(
+        results.map((g) => g.map((e) => [e.revision, e.duplicate])),
+        [[[0, false]], [[0, false]], [[1, false]]],
+      );
+    } finally {
+      await temp.dispose();
+    }
+  });
+
+  void it('sqlite: a batch larger than one look-up chunk finds every stored id and stream', async () => {
+    const temp = openTempLog();
+    try {
+      const groups = Array.from({ length: 1203 }, (_, n) => ({
+        stream: `chunk-${n % 601}`,
+        events: [{ id: randomUUID(), type: 'contract.chunk', data: { n } }],
+      }));
+      const first = await temp.log.appendBatch(groups.slice(0, 700));
+      assert.ok(first.flat().every((e) => !e.duplicate));
+      const all = await temp.log.appendBatch(groups);
+      assert.deepEqual(
+        all.slice(0, 700),
+        first.map((g) => g.map((e) => ({ ...e, duplicate: true }))),
+      );
+      assert.ok(all.slice(700).flat().every((e) => !e.duplicate));
+      // Stream n % 601 got one event per group in order: revisions 0, 1 (and 2 for the first two streams).
+      for (const [n, group] of all.entries()) assert.equal(group[0]!.revision, Math.floor(n / 601), `group ${n}`);
+    } finally {
+      await temp.dispose();
+    }
+  });
+});
