@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { decodeJson } from './messages.ts';
-import type { Ingestor } from './pipeline.ts';
+import type { BatchIngestor, IngestOutcome } from './pipeline.ts';
 
 /** One NDJSON input: a file, or stdin under the name '-'. */
 export type NdjsonInput = { name: string; stream: Readable };
@@ -27,7 +27,9 @@ export type DeadLetterSink = { write(entry: DeadLetterEntry): Promise<void>; clo
 export type NdjsonProgress = { lines: number; linesPerSecond: number };
 
 export type NdjsonOptions = {
-  ingestor: Ingestor;
+  ingestor: BatchIngestor;
+  /** Messages per batch append (one transaction on the embedded log); default 1000. */
+  batchSize?: number;
   deadLetter: DeadLetterSink;
   /** Called at most once per `progressIntervalMs` while lines are being read. */
   onProgress?: (progress: NdjsonProgress) => void;
@@ -37,7 +39,10 @@ export type NdjsonOptions = {
 
 export type NdjsonResult =
   | { ok: true; counts: NdjsonCounts }
-  /** The event log failed: counts so far, and where ingest stopped (that line was not counted). */
+  /**
+   * The event log failed: counts of the batches stored, and the first line of the batch that was
+   * not (nothing from that line on was stored or dead-lettered; ingest it again from there).
+   */
   | { ok: false; counts: NdjsonCounts; file: string; line: number; reason: string };
 
 const THESIS_KEY = 'thesisText';
@@ -137,11 +142,13 @@ function errorText(error: unknown): string {
 
 /**
  * Streams each input line by line (readline over the stream, so memory stays flat whatever the
- * file size), skips blank lines, ingests the rest in order and dead-letters the rejects.
+ * file size), skips blank lines, ingests the rest in order in batches of `batchSize` messages, and
+ * dead-letters the rejects of each batch once it is stored.
  */
 export async function ingestNdjson(inputs: readonly NdjsonInput[], options: NdjsonOptions): Promise<NdjsonResult> {
   const now = options.now ?? Date.now;
   const interval = options.progressIntervalMs ?? 2000;
+  const batchSize = Math.max(1, options.batchSize ?? 1000);
   const counts: NdjsonCounts = { lines: 0, accepted: 0, duplicate: 0, rejected: 0 };
   const started = now();
   let lastProgress = started;
@@ -149,6 +156,51 @@ export async function ingestNdjson(inputs: readonly NdjsonInput[], options: Ndjs
   for (const input of inputs) {
     const lines = createInterface({ input: input.stream, crlfDelay: Infinity });
     let lineNumber = 0;
+    // The batch: each message with its line number and `counts.lines` when it was read.
+    let raws: string[] = [];
+    let lineNumbers: number[] = [];
+    let linesRead: number[] = [];
+
+    /** Appends the batch; on failure, the result that stops ingest at its first line. */
+    const flush = async (): Promise<NdjsonResult | null> => {
+      if (raws.length === 0) return null;
+      const batch = raws;
+      const numbers = lineNumbers;
+      const read = linesRead;
+      raws = [];
+      lineNumbers = [];
+      linesRead = [];
+      let outcomes: IngestOutcome[];
+      try {
+        outcomes = await options.ingestor.ingestBatch(batch, 'ndjson');
+      } catch (error) {
+        return { ok: false, counts: { ...counts, lines: read[0]! }, file: input.name, line: numbers[0]!, reason: errorText(error) };
+      }
+      for (const [index, outcome] of outcomes.entries()) {
+        if (outcome.status !== 'rejected') {
+          counts[outcome.status] += 1;
+          continue;
+        }
+        counts.rejected += 1;
+        const kept = deadLetterMessage(batch[index]!);
+        await options.deadLetter.write({
+          file: input.name,
+          line: numbers[index]!,
+          type: kept.type,
+          id: kept.id,
+          path: outcome.path,
+          reason: outcome.reason,
+          message: kept.message,
+        });
+      }
+      return null;
+    };
+    const stop = (failure: NdjsonResult): NdjsonResult => {
+      lines.close();
+      input.stream.destroy();
+      return failure;
+    };
+
     for await (const text of lines) {
       lineNumber += 1;
       counts.lines += 1;
@@ -162,31 +214,16 @@ export async function ingestNdjson(inputs: readonly NdjsonInput[], options: Ndjs
       }
       const raw = lineNumber === 1 ? text.replace(/^\uFEFF/, '') : text;
       if (raw.trim().length === 0) continue;
-
-      let outcome;
-      try {
-        outcome = await options.ingestor.ingest(raw, 'ndjson');
-      } catch (error) {
-        lines.close();
-        input.stream.destroy();
-        return { ok: false, counts, file: input.name, line: lineNumber, reason: errorText(error) };
-      }
-      if (outcome.status === 'rejected') {
-        counts.rejected += 1;
-        const kept = deadLetterMessage(raw);
-        await options.deadLetter.write({
-          file: input.name,
-          line: lineNumber,
-          type: kept.type,
-          id: kept.id,
-          path: outcome.path,
-          reason: outcome.reason,
-          message: kept.message,
-        });
-      } else {
-        counts[outcome.status] += 1;
+      raws.push(raw);
+      lineNumbers.push(lineNumber);
+      linesRead.push(counts.lines);
+      if (raws.length >= batchSize) {
+        const failure = await flush();
+        if (failure) return stop(failure);
       }
     }
+    const failure = await flush();
+    if (failure) return stop(failure);
   }
   return { ok: true, counts };
 }

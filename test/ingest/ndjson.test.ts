@@ -34,12 +34,13 @@ void describe('NDJSON ingest', () => {
     await cleanup();
   });
 
-  const run = async (file: string, deadLetterPath: string, options: { log?: EventLog } = {}) => {
+  const run = async (file: string, deadLetterPath: string, options: { log?: EventLog; batchSize?: number } = {}) => {
     const deadLetter = createDeadLetterFile(deadLetterPath);
     try {
       return await ingestNdjson([{ name: file, stream: createReadStream(file) }], {
         ingestor: createIngestor(options.log ?? log, { followerProvider: 'followerscope' }),
         deadLetter,
+        ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
       });
     } finally {
       await deadLetter.close();
@@ -108,12 +109,12 @@ void describe('NDJSON ingest', () => {
     let appends = 0;
     const flaky: EventLog = {
       ...log,
-      append: (stream, events, expected) => {
+      appendBatch: (groups) => {
         appends += 1;
-        return appends === 2 ? Promise.reject(new Error('database is locked')) : log.append(stream, events, expected);
+        return appends === 2 ? Promise.reject(new Error('database is locked')) : log.appendBatch(groups);
       },
     };
-    const result = await run(file, join(dir, 'dl.ndjson'), { log: flaky });
+    const result = await run(file, join(dir, 'dl.ndjson'), { log: flaky, batchSize: 1 });
     assert.deepEqual(result, {
       ok: false,
       counts: { lines: 2, accepted: 1, duplicate: 0, rejected: 0 },
@@ -121,6 +122,43 @@ void describe('NDJSON ingest', () => {
       line: 2,
       reason: 'database is locked',
     });
+  });
+
+  void it('a failed batch stores and dead-letters nothing of itself; ingest resumes from its first line exactly once', async () => {
+    const file = join(dir, 'in.ndjson');
+    const bad = example('pulse.published');
+    bad.data.card.beat = 'weather';
+    const texts = [
+      line(examples['rival.listed']), // 1, batch 1
+      line({ ...examples['vote.cast'], id: 'v-1' }), // 2, batch 1
+      '', // 3 blank
+      line(bad), // 4, batch 2: rejected
+      line({ ...examples['vote.cast'], id: 'v-2' }), // 5, batch 2
+      line(examples['ask.updated']), // 6, batch 3
+    ];
+    writeFileSync(file, texts.join('\n'));
+    let batches = 0;
+    const flaky: EventLog = {
+      ...log,
+      appendBatch: (groups) => {
+        batches += 1;
+        return batches === 2 ? Promise.reject(new Error('disk I/O error')) : log.appendBatch(groups);
+      },
+    };
+    const deadLetterPath = join(dir, 'dl.ndjson');
+    const failed = await run(file, deadLetterPath, { log: flaky, batchSize: 2 });
+    assert.deepEqual(failed, { ok: false, counts: { lines: 4, accepted: 2, duplicate: 0, rejected: 0 }, file, line: 4, reason: 'disk I/O error' });
+    assert.equal(existsSync(deadLetterPath), false, 'the reject of the failed batch is not dead-lettered yet');
+    const headAfterFailure = await log.headPosition();
+    assert.equal((await log.readAll({ afterPosition: 0, limit: 100 })).length, 2, 'batch 1 only');
+    // Running the whole file again stores the rest once and dead-letters the reject once.
+    const again = await run(file, deadLetterPath, { batchSize: 2 });
+    assert.deepEqual(again, { ok: true, counts: { lines: 6, accepted: 2, duplicate: 2, rejected: 1 } });
+    assert.ok((await log.headPosition()) > headAfterFailure);
+    assert.equal((await log.readAll({ afterPosition: 0, limit: 100 })).length, 4);
+    const letters = readFileSync(deadLetterPath, 'utf8').trim().split('\n');
+    assert.equal(letters.length, 1);
+    assert.equal((JSON.parse(letters[0]!) as { line: number }).line, 4);
   });
 
   void it('reports progress at most once per interval', async () => {

@@ -35,6 +35,41 @@ void describe('ingest pipeline', () => {
     assert.equal(await log.headPosition(), head);
   });
 
+  void it('a batch stores what one-by-one ingest stores, with one outcome per message in order', async () => {
+    const batchLog = tempLog();
+    try {
+      const bad = example('pulse.published');
+      bad.data.card.beat = 'weather';
+      const raws = [
+        ...sourceTypes.map((type) => line(examples[type])),
+        line(bad),
+        line(examples['vote.cast']), // the same message again inside the batch
+        'not json',
+      ];
+      const single = createIngestor(log, { followerProvider: 'followerscope' });
+      const expected = [];
+      for (const raw of raws) expected.push(await single.ingest(raw, 'ndjson'));
+      const batch = createIngestor(batchLog.log, { followerProvider: 'followerscope' });
+      const outcomes = await batch.ingestBatch(raws, 'ndjson');
+      assert.deepEqual(outcomes, expected);
+      assert.deepEqual(
+        outcomes.map((o) => o.status),
+        [...sourceTypes.map(() => 'accepted'), 'rejected', 'duplicate', 'rejected'],
+      );
+      const strip = (events: Awaited<ReturnType<EventLog['readAll']>>) => events.map(({ recordedAt: _at, ...rest }) => rest);
+      assert.deepEqual(
+        strip(await batchLog.log.readAll({ afterPosition: 0, limit: 100 })),
+        strip(await log.readAll({ afterPosition: 0, limit: 100 })),
+      );
+      assert.deepEqual(
+        (await batch.ingestBatch(raws, 'kafka')).map((o) => o.status),
+        [...sourceTypes.map(() => 'duplicate'), 'rejected', 'duplicate', 'rejected'],
+      );
+    } finally {
+      await batchLog.cleanup();
+    }
+  });
+
   void it('stores the event with its derived id, data + at and metadata', async () => {
     const ingestor = createIngestor(log, { followerProvider: 'followerscope' });
     await ingestor.ingest(line(examples['project.sighted']), 'kafka');
