@@ -75,16 +75,15 @@ export function foldAsks(current: Entity<StoredAsks, AsksState> | null, event: R
       return current;
   }
 
-  const doc: StoredAsks = current ? structuredClone(current.doc) : { projectId, asks: [] };
-  const state: AsksState = current ? structuredClone(current.state) : { firstSeenAt: {} };
-  let ask = doc.asks.find((a) => a.id === askId);
-  if (!ask) {
-    ask = blankAsk(askId);
-    doc.asks.push(ask);
-    state.firstSeenAt[askId] = at;
-  }
+  // Copy-on-write: only the ask this event changes is copied (and the first-seen times when it is new).
+  const previous = current ? current.doc : { projectId, asks: [] };
+  let state: AsksState = current ? current.state : { firstSeenAt: {} };
+  const found = previous.asks.find((a) => a.id === askId);
+  const ask = found ? { ...found } : blankAsk(askId);
+  if (!found) state = { firstSeenAt: { ...state.firstSeenAt, [askId]: at } };
   apply(ask);
-  doc.asks = ordered(doc.asks, state);
+  const asks = found ? previous.asks.map((a) => (a === found ? ask : a)) : [...previous.asks, ask];
+  const doc: StoredAsks = { ...previous, asks: ordered(asks, state) };
   return { doc, state, sortKey: '', facet: 'asks', keys: {} };
 }
 

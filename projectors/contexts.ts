@@ -34,8 +34,11 @@ function recentVoters(votes: readonly StandingVote[]): { name: string | null; av
 }
 
 export function foldContext(current: Entity<StoredContext, ContextState> | null, event: RecordedEvent): Entity<StoredContext, ContextState> {
-  const doc = current ? structuredClone(current.doc) : emptyContext();
-  const state: ContextState = current ? structuredClone(current.state) : { votes: {} };
+  // Copy-on-write: the nested objects this fold edits are copied; votes only when a vote changes them.
+  const doc: StoredContext = current
+    ? { ...current.doc, research: { ...current.doc.research }, freshness: { ...current.doc.freshness } }
+    : emptyContext();
+  let state: ContextState = current ? current.state : { votes: {} };
 
   switch (event.type) {
     case 'dossier.written':
@@ -56,6 +59,7 @@ export function foldContext(current: Entity<StoredContext, ContextState> | null,
     }
     case 'vote.cast': {
       const d = dataOf('vote.cast', event.data);
+      state = { votes: { ...state.votes } };
       if (d.direction === 'none') delete state.votes[d.voterId];
       else state.votes[d.voterId] = { direction: d.direction, name: d.name, avatar: d.avatar, at: d.at, position: event.position };
       const standing = Object.values(state.votes);

@@ -199,8 +199,10 @@ function applyFollowers(doc: Project, d: EventData<'followers.observed'>): void 
 
 export function foldProject(current: ProjectEntity | null, event: RecordedEvent): ProjectEntity {
   const projectId = (event.data as { projectId: string }).projectId;
-  const doc: Project = current ? structuredClone(current.doc) : emptyProject(projectId);
-  const state: ProjectState = current ? structuredClone(current.state) : emptyState();
+  // Copy-on-write: every change below replaces a top-level field (nested values are replaced, never
+  // edited), so shallow copies keep `current` — and the event's data the doc may share — unchanged.
+  const doc: Project = current ? { ...current.doc } : emptyProject(projectId);
+  const state: ProjectState = current ? { ...current.state } : emptyState();
 
   switch (event.type) {
     case 'project.sighted':

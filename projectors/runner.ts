@@ -9,15 +9,19 @@ export type ProjectorRunner = {
   run(signal: AbortSignal): Promise<void>;
 };
 
-type RunnerOptions = {
+export type RunnerOptions = {
+  /** Log positions read per batch (default 1000; replay uses larger ones). */
   batchSize?: number;
   idleWaitMs?: number;
+  /** After each collection's commit: its new checkpoint and how many events it folded. */
   onBatch?: (info: { collection: string; checkpoint: number; applied: number }) => void;
 };
 
 /**
  * Folds one batch: the documents it touches, in log order. Exported for as-of reads and tests
- * that fold a stream through the same code.
+ * that fold a stream through the same code. Folds are copy-on-write, so a fold that returns the
+ * document it was given changed nothing; any other result is compared as JSON with the document
+ * before it (one stringify per changing event).
  */
 export function foldEvents<D, S>(
   projector: Projector<D, S>,
@@ -34,9 +38,9 @@ export function foldEvents<D, S>(
       : null;
     const next = projector.fold(current, event);
     if (next === null) continue;
-    // Stored documents carry their JSON text, so each event costs one stringify.
-    const nextJson = JSON.stringify(next.doc);
-    const docChanged = !before || before.json !== nextJson;
+    const sameDoc = current !== null && next.doc === current.doc;
+    const nextJson = sameDoc ? before!.json : JSON.stringify(next.doc);
+    const docChanged = !before || (!sameDoc && before.json !== nextJson);
     changed.set(id, {
       id,
       doc: next.doc,
@@ -53,18 +57,37 @@ export function foldEvents<D, S>(
   return changed;
 }
 
+/** Which projectors read an event type (by their type prefixes), cached per type. */
+function dispatcher(projectors: readonly Projector[]): (type: string) => readonly boolean[] {
+  const cache = new Map<string, boolean[]>();
+  return (type) => {
+    let wanted = cache.get(type);
+    if (!wanted) {
+      wanted = projectors.map((p) => p.typePrefixes.some((prefix) => type.startsWith(prefix)));
+      cache.set(type, wanted);
+    }
+    return wanted;
+  };
+}
+
 /**
- * One ordered writer per collection: batches, folds, and commits writes with the checkpoint.
- * `catchUp` and `run` share one lock and always resume from the stored checkpoint, so they never
- * apply a batch twice even when called together.
+ * One ordered writer for a set of read models. Each step reads one batch of the log once (each
+ * event parsed once) from the lowest checkpoint among them, hands every projector the events past
+ * its own checkpoint whose types it reads, and commits each collection's documents with its
+ * checkpoint — a compare-and-set against the checkpoint the batch started from, so a second
+ * runner on the same store never makes a fold apply twice or a checkpoint move back. `catchUp`
+ * and `run` share one lock and always resume from the stored checkpoints.
  */
-export function createProjectorRunner(
+export function createProjectionRunner(
   log: EventLog,
   store: ReadStore,
-  projector: Projector,
+  projectors: readonly Projector[],
   options: RunnerOptions = {},
 ): ProjectorRunner {
   const batchSize = options.batchSize ?? 1000;
+  const wants = dispatcher(projectors);
+  // One projector reads only its own types; several read everything once and dispatch here.
+  const typePrefixes = projectors.length === 1 ? projectors[0]!.typePrefixes : undefined;
   let lock: Promise<unknown> = Promise.resolve();
 
   function exclusive<T>(work: () => Promise<T>): Promise<T> {
@@ -73,30 +96,51 @@ export function createProjectorRunner(
     return next;
   }
 
-  /** Applies one batch after the stored checkpoint; `applied` is 0 only when nothing was left. */
-  function step(): Promise<{ applied: number; checkpoint: number }> {
+  async function project(projector: Projector, after: number, checkpoint: number, events: readonly RecordedEvent[]): Promise<number> {
+    const ids = new Set<string>();
+    for (const event of events) {
+      const id = projector.keyOf(event);
+      if (id !== null) ids.add(id);
+    }
+    const existing = ids.size > 0 ? await store.getMany(projector.collection, [...ids]) : new Map<string, StoredDoc>();
+    const changed = foldEvents(projector, existing, events);
+    const committed = await store.commit(projector.collection, [...changed.values()], checkpoint, after);
+    // Another writer advanced this collection since `after` was read: nothing of this batch was
+    // written; the next step starts again from the checkpoint it stored.
+    if (!committed.ok) return 0;
+    options.onBatch?.({ collection: projector.collection, checkpoint, applied: events.length });
+    return events.length;
+  }
+
+  /** One batch; `done` only when every collection had reached the head. */
+  function step(): Promise<{ done: boolean; applied: number; checkpoint: number }> {
     return exclusive(async () => {
-      const after = await store.checkpoint(projector.collection);
+      const afters = await Promise.all(projectors.map((p) => store.checkpoint(p.collection)));
+      const from = Math.min(...afters);
       const head = await log.headPosition();
-      if (head <= after) return { applied: 0, checkpoint: after };
+      if (head <= from) return { done: true, applied: 0, checkpoint: from };
       const events = await log.readAll({
-        afterPosition: after,
+        afterPosition: from,
         toPosition: head,
-        typePrefixes: projector.typePrefixes,
         limit: batchSize,
+        ...(typePrefixes ? { typePrefixes } : {}),
       });
-      // A short batch means everything up to `head` was considered: the checkpoint may move there
+      // A short batch means everything up to `head` was considered: checkpoints may move there
       // even past events of other types, so idle projectors do not rescan them.
       const checkpoint = events.length < batchSize ? head : events[events.length - 1]!.position;
-      const ids = [...new Set(events.map((e) => projector.keyOf(e)).filter((id): id is string => id !== null))];
-      const existing = ids.length > 0 ? await store.getMany(projector.collection, ids) : new Map<string, StoredDoc>();
-      const changed = foldEvents(projector, existing, events);
-      const committed = await store.commit(projector.collection, [...changed.values()], checkpoint, after);
-      // Another writer advanced this collection since `after` was read: nothing of this batch was
-      // written; the next step starts again from the checkpoint it stored.
-      if (!committed.ok) return { applied: 1, checkpoint: committed.actual };
-      options.onBatch?.({ collection: projector.collection, checkpoint, applied: events.length });
-      return { applied: Math.max(events.length, 1), checkpoint };
+      const perProjector: RecordedEvent[][] = projectors.map(() => []);
+      for (const event of events) {
+        const wanted = wants(event.type);
+        for (let i = 0; i < projectors.length; i++) {
+          if (wanted[i] && event.position > afters[i]!) perProjector[i]!.push(event);
+        }
+      }
+      const applied = await Promise.all(
+        projectors.map((projector, i) =>
+          afters[i]! < checkpoint ? project(projector, afters[i]!, checkpoint, perProjector[i]!) : Promise.resolve(0),
+        ),
+      );
+      return { done: false, applied: applied.reduce((sum, n) => sum + n, 0), checkpoint };
     });
   }
 
@@ -105,7 +149,7 @@ export function createProjectorRunner(
       let applied = 0;
       for (;;) {
         const result = await step();
-        if (result.applied === 0) return applied;
+        if (result.done) return applied;
         applied += result.applied;
       }
     },
@@ -113,8 +157,13 @@ export function createProjectorRunner(
     async run(signal: AbortSignal) {
       while (!signal.aborted) {
         const result = await step();
-        if (result.applied === 0) await log.waitForAppend(result.checkpoint, options.idleWaitMs ?? 250, signal);
+        if (result.done) await log.waitForAppend(result.checkpoint, options.idleWaitMs ?? 250, signal);
       }
     },
   };
+}
+
+/** The runner of one read model alone (tests, and callers that need one collection brought up to date). */
+export function createProjectorRunner(log: EventLog, store: ReadStore, projector: Projector, options: RunnerOptions = {}): ProjectorRunner {
+  return createProjectionRunner(log, store, [projector], options);
 }

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventLog } from '../eventstore/port.ts';
 import type { Projector } from '../projectors/projector.ts';
-import { createProjectorRunner } from '../projectors/runner.ts';
+import { createProjectionRunner } from '../projectors/runner.ts';
 import type { GenerationSpace } from '../readmodels/generations/port.ts';
 import type { ReadStore } from '../readmodels/port.ts';
 
@@ -36,6 +36,7 @@ export type ReplayOptions = {
   space: GenerationSpace;
   log: EventLog;
   projectors: readonly Projector[];
+  /** Log positions per batch (default 10,000: fewer, larger commits than live catch-up). */
   batchSize?: number;
   onProgress?: (progress: ReplayProgress) => void;
   /** One-line notes (partial generations removed, the switch) for the operator. */
@@ -44,6 +45,9 @@ export type ReplayOptions = {
   /** How long to wait, after the switch, for processes still using the old generation (where removal would disturb them). */
   releaseTimeoutMs?: number;
 };
+
+/** Log positions per replay batch unless the caller says otherwise. */
+export const REPLAY_BATCH_SIZE = 10_000;
 
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
@@ -118,20 +122,19 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
           elapsedMs,
         };
       };
-      const runners = options.projectors.map((projector) =>
-        createProjectorRunner(log, store, projector, {
-          ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
-          onBatch: ({ collection, checkpoint, applied }) => {
-            checkpoints.set(collection, checkpoint);
-            eventsApplied += applied;
-            options.onProgress?.(progress());
-          },
-        }),
-      );
+      // One runner for every read model: the log is read once, each batch dispatched to all of them.
+      const runner = createProjectionRunner(log, store, options.projectors, {
+        batchSize: options.batchSize ?? REPLAY_BATCH_SIZE,
+        onBatch: ({ collection, checkpoint, applied }) => {
+          checkpoints.set(collection, checkpoint);
+          eventsApplied += applied;
+          options.onProgress?.(progress());
+        },
+      });
 
       // From position 0 to the head; then until every read model is at least where the live
       // generation is, so readers can move over without seeing anything go backwards.
-      await Promise.all(runners.map((r) => r.catchUp()));
+      await runner.catchUp();
       const liveStore = space.open(live);
       let liveCheckpoints: Map<string, number>;
       try {
@@ -141,7 +144,7 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
       }
       for (let round = 0; round < 5; round++) {
         head = await log.headPosition();
-        await Promise.all(runners.map((r) => r.catchUp()));
+        await runner.catchUp();
         const behind = collections.some((c) => (checkpoints.get(c) ?? 0) < (liveCheckpoints.get(c) ?? 0));
         if (!behind) break;
       }

@@ -3,7 +3,7 @@ import type { EventLog } from '../eventstore/port.ts';
 import { openEventLog } from '../eventstore/open.ts';
 import type { Projector } from '../projectors/projector.ts';
 import { projectors } from '../projectors/registry.ts';
-import { createProjectorRunner, type ProjectorRunner } from '../projectors/runner.ts';
+import { createProjectionRunner, type ProjectorRunner } from '../projectors/runner.ts';
 import { openGenerationalReadStore, type GenerationalReadStore, type WriterGeneration } from '../readmodels/generations/generational-read-store.ts';
 import type { GenerationSpace } from '../readmodels/generations/port.ts';
 import { createMongoGenerationSpace } from '../readmodels/mongodb/mongodb-generations.ts';
@@ -14,6 +14,10 @@ export type Stores = {
   log: EventLog;
   /** The read store reads are served from (for the embedded store: the serving generation). */
   store: ReadStore;
+  /**
+   * The projection runners to run in the background: one, which reads the log once per batch for
+   * every read model (each collection still committed with its own checkpoint).
+   */
   runners: ProjectorRunner[];
   /** Applies everything the log holds now to every read model. */
   catchUp(): Promise<number>;
@@ -46,14 +50,14 @@ export async function openStores(config: Config, options: { pollMs?: number } = 
     throw new Error(opened.reason);
   }
   const generational = opened.value;
-  const runners = projectors.map((p) => generationFollowingRunner(log, generational, p));
+  const runner = generationFollowingRunner(log, generational, projectors);
   return {
     log,
     store: generational.reader,
-    runners,
+    runners: [runner],
     async catchUp() {
       await generational.refresh();
-      return catchUpAll(runners);
+      return runner.catchUp();
     },
     generations: () => generational.generations(),
     refreshGenerations: () => generational.refresh(),
@@ -66,12 +70,12 @@ export async function openStores(config: Config, options: { pollMs?: number } = 
 
 /** Stores over one read store without generations (other adapters, tests). */
 export function assembleStores(log: EventLog, store: ReadStore): Stores {
-  const runners = projectors.map((p) => createProjectorRunner(log, store, p));
+  const runner = createProjectionRunner(log, store, projectors);
   return {
     log,
     store,
-    runners,
-    catchUp: () => catchUpAll(runners),
+    runners: [runner],
+    catchUp: () => runner.catchUp(),
     generations: () => null,
     refreshGenerations: async () => undefined,
     async close() {
@@ -81,24 +85,18 @@ export function assembleStores(log: EventLog, store: ReadStore): Stores {
   };
 }
 
-async function catchUpAll(runners: readonly ProjectorRunner[]): Promise<number> {
-  let applied = 0;
-  for (const runner of runners) applied += await runner.catchUp();
-  return applied;
-}
-
 /**
- * A projector runner that writes to the newest generation. When the pointer moves on, it finishes
+ * A projection runner that writes to the newest generation. When the pointer moves on, it finishes
  * its batch on the old generation (harmless: that file is being dropped) and resumes on the new
  * one from the new one's own checkpoint. One inner runner per generation keeps `catchUp` and `run`
  * under one lock, as the plain runner does.
  */
-function generationFollowingRunner(log: EventLog, generational: GenerationalReadStore, projector: Projector): ProjectorRunner {
+function generationFollowingRunner(log: EventLog, generational: GenerationalReadStore, projectors: readonly Projector[]): ProjectorRunner {
   const inner = new WeakMap<ReadStore, ProjectorRunner>();
   const runnerFor = (generation: WriterGeneration): ProjectorRunner => {
     let runner = inner.get(generation.store);
     if (!runner) {
-      runner = createProjectorRunner(log, generation.store, projector);
+      runner = createProjectionRunner(log, generation.store, projectors);
       inner.set(generation.store, runner);
     }
     return runner;

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CALL_INDEX_COLLECTION, CALLS_COLLECTION } from '../../projectors/calls.ts';
 import { projectors } from '../../projectors/registry.ts';
+import { createProjectorRunner } from '../../projectors/runner.ts';
 import { callPageSchema } from '../../readmodels/schemas.ts';
 import {
   callId,
@@ -175,7 +176,7 @@ describe('GET /v1/calltracker/calls', () => {
     const victim = before[4];
     await suppressCall(h, victim, day(29, 2));
     // Only the records are brought up to date; the index still lists the call as visible.
-    const recordsRunner = h.stores.runners[projectors.findIndex((p) => p.collection === CALLS_COLLECTION)]!;
+    const recordsRunner = createProjectorRunner(h.stores.log, h.stores.store, projectors.find((p) => p.collection === CALLS_COLLECTION)!);
     await recordsRunner.catchUp();
     assert.equal((await h.stores.store.get(CALL_INDEX_COLLECTION, victim))!.facet, 'visible');
     const after = (await allPages(client, key, url)).flatMap((p) => p.calls.map((c: any) => c.id));
