@@ -6,9 +6,11 @@ import { DatabaseSync } from 'node:sqlite';
 export function openSqlite(path: string): DatabaseSync {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new DatabaseSync(path);
+  // First, so that even switching to WAL (or recovering the WAL a killed writer left) waits for a
+  // lock another process holds instead of failing at once with "database is locked".
+  db.exec('PRAGMA busy_timeout = 10000');
   db.exec('PRAGMA journal_mode = WAL');
   db.exec('PRAGMA synchronous = NORMAL');
-  db.exec('PRAGMA busy_timeout = 10000');
   db.exec('PRAGMA foreign_keys = ON');
   return db;
 }
