@@ -10,25 +10,40 @@ export type ProjectorRunner = {
 };
 
 export type RunnerOptions = {
-  /** Log positions read per batch (default 1000; replay uses larger ones). */
+  /**
+   * At most this many log positions per commit (default 100,000): read in pages of up to 10,000,
+   * folded in memory, committed together. A commit also comes as soon as the log's head is reached
+   * (so a runner that keeps up commits every page) or when `maxPendingDocs` documents are held.
+   */
   batchSize?: number;
+  /** Documents held in memory (changed, or read for folding) before a commit (default 20,000). */
+  maxPendingDocs?: number;
   idleWaitMs?: number;
   /** After each collection's commit: its new checkpoint and how many events it folded. */
   onBatch?: (info: { collection: string; checkpoint: number; applied: number }) => void;
 };
 
+export const DEFAULT_BATCH_SIZE = 100_000;
+export const DEFAULT_MAX_PENDING_DOCS = 20_000;
+/** Log positions per read of the log. */
+const PAGE_SIZE = 10_000;
+
+/** What foldEvents needs of the documents already stored. */
+type DocLookup<D, S> = { get(id: string): StoredDoc<D, S> | undefined };
+
 /**
  * Folds one batch: the documents it touches, in log order. Exported for as-of reads and tests
  * that fold a stream through the same code. Folds are copy-on-write, so a fold that returns the
  * document it was given changed nothing; any other result is compared as JSON with the document
- * before it (one stringify per changing event).
+ * before it (one stringify per changing event). `changed` may carry documents folded by earlier
+ * batches not yet committed; it is updated in place and returned.
  */
 export function foldEvents<D, S>(
   projector: Projector<D, S>,
-  existing: Map<string, StoredDoc<D, S>>,
+  existing: DocLookup<D, S>,
   events: readonly RecordedEvent[],
+  changed: Map<string, StoredDoc<D, S>> = new Map(),
 ): Map<string, StoredDoc<D, S>> {
-  const changed = new Map<string, StoredDoc<D, S>>();
   for (const event of events) {
     const id = projector.keyOf(event);
     if (id === null) continue;
@@ -70,13 +85,26 @@ function dispatcher(projectors: readonly Projector[]): (type: string) => readonl
   };
 }
 
+/** One read model's work in progress between two commits. */
+type Pending = {
+  projector: Projector;
+  /** Its stored checkpoint when this batch began: the commit's compare-and-set. */
+  after: number;
+  /** Documents this batch changed, to be written. */
+  changed: Map<string, StoredDoc>;
+  /** Documents read from the store for folding and not changed (yet). */
+  read: Map<string, StoredDoc>;
+  applied: number;
+};
+
 /**
- * One ordered writer for a set of read models. Each step reads one batch of the log once (each
- * event parsed once) from the lowest checkpoint among them, hands every projector the events past
- * its own checkpoint whose types it reads, and commits each collection's documents with its
- * checkpoint — a compare-and-set against the checkpoint the batch started from, so a second
- * runner on the same store never makes a fold apply twice or a checkpoint move back. `catchUp`
- * and `run` share one lock and always resume from the stored checkpoints.
+ * One ordered writer for a set of read models. Each batch reads the log once, in pages, from the
+ * lowest checkpoint among them (each event parsed once), hands every projector the events past
+ * its own checkpoint whose types it reads, folds them in memory, and then commits each
+ * collection's changed documents with its checkpoint — a compare-and-set against the checkpoint
+ * the batch began from, so a second runner on the same store never makes a fold apply twice or a
+ * checkpoint move back. A document folded by several pages of one batch is written once.
+ * `catchUp` and `run` share one lock and always resume from the stored checkpoints.
  */
 export function createProjectionRunner(
   log: EventLog,
@@ -84,7 +112,9 @@ export function createProjectionRunner(
   projectors: readonly Projector[],
   options: RunnerOptions = {},
 ): ProjectorRunner {
-  const batchSize = options.batchSize ?? 1000;
+  const batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH_SIZE);
+  const pageSize = Math.min(batchSize, PAGE_SIZE);
+  const maxPendingDocs = options.maxPendingDocs ?? DEFAULT_MAX_PENDING_DOCS;
   const wants = dispatcher(projectors);
   // One projector reads only its own types; several read everything once and dispatch here.
   const typePrefixes = projectors.length === 1 ? projectors[0]!.typePrefixes : undefined;
@@ -96,20 +126,28 @@ export function createProjectionRunner(
     return next;
   }
 
-  async function project(projector: Projector, after: number, checkpoint: number, events: readonly RecordedEvent[]): Promise<number> {
-    const ids = new Set<string>();
+  /** Folds one page's events of one read model into its pending documents. */
+  async function fold(work: Pending, events: readonly RecordedEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const missing = new Set<string>();
     for (const event of events) {
-      const id = projector.keyOf(event);
-      if (id !== null) ids.add(id);
+      const id = work.projector.keyOf(event);
+      if (id !== null && !work.changed.has(id) && !work.read.has(id)) missing.add(id);
     }
-    const existing = ids.size > 0 ? await store.getMany(projector.collection, [...ids]) : new Map<string, StoredDoc>();
-    const changed = foldEvents(projector, existing, events);
-    const committed = await store.commit(projector.collection, [...changed.values()], checkpoint, after);
+    if (missing.size > 0) {
+      for (const [id, doc] of await store.getMany(work.projector.collection, [...missing])) work.read.set(id, doc);
+    }
+    foldEvents(work.projector, work.read, events, work.changed);
+    work.applied += events.length;
+  }
+
+  async function commit(work: Pending, checkpoint: number): Promise<number> {
+    const committed = await store.commit(work.projector.collection, [...work.changed.values()], checkpoint, work.after);
     // Another writer advanced this collection since `after` was read: nothing of this batch was
-    // written; the next step starts again from the checkpoint it stored.
+    // written; the next batch starts again from the checkpoint it stored.
     if (!committed.ok) return 0;
-    options.onBatch?.({ collection: projector.collection, checkpoint, applied: events.length });
-    return events.length;
+    options.onBatch?.({ collection: work.projector.collection, checkpoint, applied: work.applied });
+    return work.applied;
   }
 
   /** One batch; `done` only when every collection had reached the head. */
@@ -119,27 +157,31 @@ export function createProjectionRunner(
       const from = Math.min(...afters);
       const head = await log.headPosition();
       if (head <= from) return { done: true, applied: 0, checkpoint: from };
-      const events = await log.readAll({
-        afterPosition: from,
-        toPosition: head,
-        limit: batchSize,
-        ...(typePrefixes ? { typePrefixes } : {}),
-      });
-      // A short batch means everything up to `head` was considered: checkpoints may move there
-      // even past events of other types, so idle projectors do not rescan them.
-      const checkpoint = events.length < batchSize ? head : events[events.length - 1]!.position;
-      const perProjector: RecordedEvent[][] = projectors.map(() => []);
-      for (const event of events) {
-        const wanted = wants(event.type);
-        for (let i = 0; i < projectors.length; i++) {
-          if (wanted[i] && event.position > afters[i]!) perProjector[i]!.push(event);
+      const work: Pending[] = projectors.map((projector, i) => ({ projector, after: afters[i]!, changed: new Map(), read: new Map(), applied: 0 }));
+      let position = from;
+      for (;;) {
+        const events = await log.readAll({
+          afterPosition: position,
+          toPosition: head,
+          limit: pageSize,
+          ...(typePrefixes ? { typePrefixes } : {}),
+        });
+        // A short page means everything up to `head` was considered: checkpoints may move there
+        // even past events of other types, so idle projectors do not rescan them.
+        position = events.length < pageSize ? head : events[events.length - 1]!.position;
+        const perProjector: RecordedEvent[][] = projectors.map(() => []);
+        for (const event of events) {
+          const wanted = wants(event.type);
+          for (let i = 0; i < projectors.length; i++) {
+            if (wanted[i] && event.position > afters[i]!) perProjector[i]!.push(event);
+          }
         }
+        await Promise.all(work.map((w, i) => fold(w, perProjector[i]!)));
+        const held = work.reduce((sum, w) => sum + w.changed.size + w.read.size, 0);
+        if (position >= head || position - from >= batchSize || held >= maxPendingDocs) break;
       }
-      const applied = await Promise.all(
-        projectors.map((projector, i) =>
-          afters[i]! < checkpoint ? project(projector, afters[i]!, checkpoint, perProjector[i]!) : Promise.resolve(0),
-        ),
-      );
+      const checkpoint = position;
+      const applied = await Promise.all(work.map((w) => (w.after < checkpoint ? commit(w, checkpoint) : Promise.resolve(0))));
       return { done: false, applied: applied.reduce((sum, n) => sum + n, 0), checkpoint };
     });
   }

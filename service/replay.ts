@@ -36,7 +36,7 @@ export type ReplayOptions = {
   space: GenerationSpace;
   log: EventLog;
   projectors: readonly Projector[];
-  /** Log positions per batch (default 10,000: fewer, larger commits than live catch-up). */
+  /** Log positions per commit (the runner's default unless given). */
   batchSize?: number;
   onProgress?: (progress: ReplayProgress) => void;
   /** One-line notes (partial generations removed, the switch) for the operator. */
@@ -45,9 +45,6 @@ export type ReplayOptions = {
   /** How long to wait, after the switch, for processes still using the old generation (where removal would disturb them). */
   releaseTimeoutMs?: number;
 };
-
-/** Log positions per replay batch unless the caller says otherwise. */
-export const REPLAY_BATCH_SIZE = 10_000;
 
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
@@ -124,7 +121,7 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
       };
       // One runner for every read model: the log is read once, each batch dispatched to all of them.
       const runner = createProjectionRunner(log, store, options.projectors, {
-        batchSize: options.batchSize ?? REPLAY_BATCH_SIZE,
+        ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
         onBatch: ({ collection, checkpoint, applied }) => {
           checkpoints.set(collection, checkpoint);
           eventsApplied += applied;

@@ -17,7 +17,7 @@ otherwise the next replay removes it).
 Progress goes to stderr: log position reached, events/s, estimated time left.
 A replay that fails or is interrupted leaves the live generation untouched; run it again.
 
-  --batch-size N          log positions per batch, read once for every read model (default 10000)
+  --batch-size N          at most N log positions per commit of each read model (default 100000)
   --progress-interval MS  at most one progress line per MS milliseconds (default 1000; 0: every batch)
 
 Exit status: 0 switched, 1 failed (live generation unchanged), 2 usage error.
