@@ -13,9 +13,6 @@ import { issueKey } from '../service/access.ts';
 import { createRateLimiter } from '../service/rate/create.ts';
 import { createServices } from '../service/services.ts';
 import { openStores } from '../service/stores.ts';
-import { projectors } from '../projectors/registry.ts';
-import { createSqliteGenerationSpace } from '../readmodels/sqlite/generations.ts';
-import { replayReadModels } from '../service/replay.ts';
 
 const ITERATIONS = 2000;
 
@@ -42,31 +39,9 @@ export async function main(): Promise<void> {
       await ingestor.ingest(line, 'ndjson');
       messages += 1;
     }
-    const head = await stores.log.headPosition();
-    const foldStart = process.hrtime.bigint();
+    // Projection and replay throughput are measured by write-paths.bench.ts.
     await stores.catchUp();
-    const foldSeconds = Number(process.hrtime.bigint() - foldStart) / 1e9;
-    const readStart = process.hrtime.bigint();
-    for (let after = 0; ; ) {
-      const batch = await stores.log.readAll({ afterPosition: after, limit: 1000 });
-      if (batch.length === 0) break;
-      after = batch[batch.length - 1]!.position;
-    }
-    const readSeconds = Number(process.hrtime.bigint() - readStart) / 1e9;
-    process.stdout.write(`data set: ${messages} messages, ${head} events\n`);
-    process.stdout.write(
-      `projection: ${(head / foldSeconds).toFixed(0)} events/s across all projectors; raw log read ${(head / readSeconds).toFixed(0)} events/s; ratio ${(readSeconds / foldSeconds).toFixed(3)}\n`,
-    );
-
-    // A full replay into a new generation beside the live one (what `pulseboard replay` does), then the switch.
-    const replayStart = process.hrtime.bigint();
-    const replayed = await replayReadModels({ space: createSqliteGenerationSpace(dir), log: stores.log, projectors });
-    const replaySeconds = Number(process.hrtime.bigint() - replayStart) / 1e9;
-    if (!replayed.ok) throw new Error(replayed.reason);
-    await stores.refreshGenerations();
-    process.stdout.write(
-      `replay: ${head} log positions (${replayed.eventsApplied} events applied) in ${replaySeconds.toFixed(2)} s, ${(head / replaySeconds).toFixed(0)} positions/s; ratio to the raw log read ${(readSeconds / replaySeconds).toFixed(3)}; now serving generation ${stores.generations()?.serving}\n`,
-    );
+    process.stdout.write(`data set: ${messages} messages, ${await stores.log.headPosition()} events\n`);
 
     const limiter = createRateLimiter(parsed.config);
     const services = createServices({ config: parsed.config, stores, limiter });

@@ -1,0 +1,188 @@
+/**
+ * Write-path throughput of the embedded stores, each figure printed beside a baseline measured in
+ * the same run on the same machine, and the ratio (1.000 = as fast as the baseline):
+ *
+ * - ingest of an NDJSON data set (`ingestNdjson`, what `pulseboard ingest` runs) against inserting
+ *   the same rows into the same schema, with the same page cache, in 1000-row transactions;
+ * - projector catch-up (every read model from an empty store, as `serve` does) and a full replay
+ *   into a new generation (`pulseboard replay`) against the sum of a raw read of the whole log
+ *   (`readAll` in pages of 10,000) and a raw upsert of the final documents and their lookup keys
+ *   into an empty read store in 1000-row transactions.
+ *
+ * Data sets come from `pulseboard generate --projects N --seed 1` and are cached in
+ * <tmpdir>/pulseboard-bench-cache (generated once). Sizes: PULSEBOARD_BENCH_WRITE_PROJECTS, a comma
+ * list, default 10000 (100000 takes about ten times as long; see README "Benchmarks").
+ */
+import { spawnSync } from 'node:child_process';
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { inTransaction, openSqlite } from '../config/sqlite.ts';
+import { createSqliteEventLog, EVENT_LOG_PRAGMAS } from '../eventstore/sqlite/sqlite-event-log.ts';
+import { createDeadLetterFile, ingestNdjson } from '../ingest/ndjson.ts';
+import { createIngestor } from '../ingest/pipeline.ts';
+import { projectors } from '../projectors/registry.ts';
+import { createSqliteGenerationSpace } from '../readmodels/sqlite/generations.ts';
+import { createSqliteReadStore } from '../readmodels/sqlite/sqlite-read-store.ts';
+import { replayReadModels } from '../service/replay.ts';
+import { assembleStores } from '../service/stores.ts';
+
+const FOLLOWER_PROVIDER = 'followerscope';
+const ROWS_PER_TRANSACTION = 1000;
+
+const seconds = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e9;
+const rate = (n: number, s: number) => `${Math.round(n / s).toLocaleString('en-US')}/s`;
+const line = (text: string) => process.stdout.write(`${text}\n`);
+
+function dataSet(projects: number): string {
+  const cache = join(tmpdir(), 'pulseboard-bench-cache');
+  mkdirSync(cache, { recursive: true });
+  const file = join(cache, `projects-${projects}-seed-1.ndjson`);
+  if (existsSync(file)) return file;
+  const partial = `${file}.${process.pid}.partial`;
+  const generated = spawnSync(
+    process.execPath,
+    ['--disable-warning=ExperimentalWarning', join(import.meta.dirname, '..', 'bin', 'pulseboard.ts'), 'generate', '--projects', String(projects), '--seed', '1', '--out', partial],
+    { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, PULSEBOARD_FOLLOWER_PROVIDER: FOLLOWER_PROVIDER } },
+  );
+  if (generated.status !== 0) throw new Error(`generate --projects ${projects} failed`);
+  renameSync(partial, file);
+  return file;
+}
+
+type EventRow = { id: string; stream: string; revision: number; type: string; data: string; metadata: string; recorded_at: string };
+
+/** Inserts the log's rows, read back from `source`, into a fresh log of the same schema; times only the transactions. */
+function rawInsertBaseline(source: string, target: string): { rows: number; seconds: number } {
+  createSqliteEventLog(target).close().catch(() => undefined);
+  const db = openSqlite(target);
+  db.exec(EVENT_LOG_PRAGMAS);
+  const from = new DatabaseSync(source, { readOnly: true });
+  const select = from.prepare('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?');
+  const insert = db.prepare('INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  let after = 0;
+  let rows = 0;
+  let elapsed = 0;
+  for (;;) {
+    const chunk = select.all(after, ROWS_PER_TRANSACTION) as (EventRow & { position: number })[];
+    if (chunk.length === 0) break;
+    after = chunk[chunk.length - 1]!.position;
+    const start = process.hrtime.bigint();
+    inTransaction(db, () => {
+      for (const r of chunk) insert.run(r.id, r.stream, r.revision, r.type, r.data, r.metadata, r.recorded_at);
+    });
+    elapsed += seconds(start);
+    rows += chunk.length;
+  }
+  from.close();
+  db.close();
+  return { rows, seconds: elapsed };
+}
+
+type DocRow = Record<'collection' | 'id' | 'doc' | 'state' | 'written_at' | 'sort_key' | 'facet' | 'keys', string> & { seq: number };
+
+/**
+ * Upserts the final documents of a built read store (rows and lookup keys as stored) into an empty
+ * read store of the same schema, in 1000-document transactions; times only the transactions.
+ */
+function rawUpsertBaseline(source: string, target: string): { docs: number; seconds: number } {
+  createSqliteReadStore(target).close().catch(() => undefined);
+  const db = openSqlite(target);
+  const from = new DatabaseSync(source, { readOnly: true });
+  const docs = from.prepare('SELECT * FROM docs ORDER BY collection, id').all() as DocRow[];
+  from.close();
+  const upsert = db.prepare(`
+    INSERT INTO docs (collection, id, doc, state, seq, written_at, sort_key, facet, keys) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (collection, id) DO UPDATE SET doc = excluded.doc, state = excluded.state, seq = excluded.seq,
+      written_at = excluded.written_at, sort_key = excluded.sort_key, facet = excluded.facet, keys = excluded.keys`);
+  const insertKey = db.prepare('INSERT OR IGNORE INTO doc_keys (collection, key, value, id) VALUES (?, ?, ?, ?)');
+  let elapsed = 0;
+  for (let i = 0; i < docs.length; i += ROWS_PER_TRANSACTION) {
+    const chunk = docs.slice(i, i + ROWS_PER_TRANSACTION);
+    const start = process.hrtime.bigint();
+    inTransaction(db, () => {
+      for (const d of chunk) {
+        upsert.run(d.collection, d.id, d.doc, d.state, d.seq, d.written_at, d.sort_key, d.facet, d.keys);
+        for (const [key, values] of Object.entries(JSON.parse(d.keys) as Record<string, string[]>)) {
+          for (const value of values) insertKey.run(d.collection, key, value, d.id);
+        }
+      }
+    });
+    elapsed += seconds(start);
+  }
+  db.close();
+  return { docs: docs.length, seconds: elapsed };
+}
+
+async function benchSize(projects: number): Promise<void> {
+  const file = dataSet(projects);
+  const dir = mkdtempSync(join(tmpdir(), 'pulseboard-write-bench-'));
+  try {
+    line(`\n-- ${projects.toLocaleString('en-US')} projects (${(statSync(file).size / 1e6).toFixed(0)} MB of NDJSON)`);
+
+    // Ingest, then the baseline: the same rows into the same schema.
+    const logPath = join(dir, 'events.sqlite');
+    const log = createSqliteEventLog(logPath);
+    const deadLetter = createDeadLetterFile(join(dir, 'dead-letter.ndjson'));
+    let start = process.hrtime.bigint();
+    const ingested = await ingestNdjson([{ name: file, stream: createReadStream(file) }], {
+      ingestor: createIngestor(log, { followerProvider: FOLLOWER_PROVIDER }),
+      deadLetter,
+    });
+    const ingestSeconds = seconds(start);
+    await deadLetter.close();
+    if (!ingested.ok || ingested.counts.rejected > 0) throw new Error(`ingest did not store every message: ${JSON.stringify(ingested)}`);
+    const head = await log.headPosition();
+    const baseline = rawInsertBaseline(logPath, join(dir, 'baseline-events.sqlite'));
+    if (baseline.rows !== head) throw new Error(`baseline inserted ${baseline.rows} rows, the log holds ${head}`);
+    line(`ingest    ${ingested.counts.accepted} messages, ${head} events in ${ingestSeconds.toFixed(1)} s: ${rate(ingested.counts.accepted, ingestSeconds)} messages, ${rate(head, ingestSeconds)} rows`);
+    line(`  baseline  raw inserts of the same ${baseline.rows} rows in 1000-row transactions: ${baseline.seconds.toFixed(1)} s, ${rate(baseline.rows, baseline.seconds)} rows`);
+    line(`  ratio     ${(baseline.seconds / ingestSeconds).toFixed(3)} (goal ≥ 0.8)`);
+
+    // Catch-up of every read model from an empty store, in live-sized batches.
+    const catchUpPath = join(dir, 'catch-up.sqlite');
+    const stores = assembleStores(log, createSqliteReadStore(catchUpPath));
+    start = process.hrtime.bigint();
+    const applied = await stores.catchUp();
+    const catchUpSeconds = seconds(start);
+    await stores.store.close();
+
+    // Replay into a new generation, in replay-sized batches.
+    const dataDir = join(dir, 'data');
+    start = process.hrtime.bigint();
+    const replayed = await replayReadModels({ space: createSqliteGenerationSpace(dataDir), log, projectors });
+    const replaySeconds = seconds(start);
+    if (!replayed.ok) throw new Error(replayed.reason);
+
+    // Baselines: the raw read of the whole log, the raw upsert of the final documents.
+    start = process.hrtime.bigint();
+    let read = 0;
+    for (let after = 0; ; ) {
+      const page = await log.readAll({ afterPosition: after, limit: 10_000 });
+      if (page.length === 0) break;
+      read += page.length;
+      after = page[page.length - 1]!.position;
+    }
+    const readSeconds = seconds(start);
+    await log.close();
+    const upserted = rawUpsertBaseline(join(dataDir, `readmodels-${replayed.generation}.sqlite`), join(dir, 'baseline-readmodels.sqlite'));
+    const raw = readSeconds + upserted.seconds;
+    line(`catch-up  ${head} log positions (${applied} events applied) in ${catchUpSeconds.toFixed(1)} s: ${rate(head, catchUpSeconds)} positions`);
+    line(`replay    ${head} log positions (${replayed.eventsApplied} events applied) in ${replaySeconds.toFixed(1)} s: ${rate(head, replaySeconds)} positions`);
+    line(`  baseline  raw read of the whole log (${read} events, readAll pages of 10,000): ${readSeconds.toFixed(1)} s, ${rate(read, readSeconds)} events`);
+    line(`  baseline  raw upsert of the ${upserted.docs} final documents and their keys: ${upserted.seconds.toFixed(1)} s, ${rate(upserted.docs, upserted.seconds)} documents`);
+    line(`  ratio     catch-up ${(raw / catchUpSeconds).toFixed(3)}, replay ${(raw / replaySeconds).toFixed(3)} of (read + upsert) = ${raw.toFixed(1)} s (goal ≥ 0.5)`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function main(): Promise<void> {
+  const sizes = (process.env['PULSEBOARD_BENCH_WRITE_PROJECTS'] ?? '10000').split(',').map((s) => Number(s.trim()));
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('PULSEBOARD_BENCH_WRITE_PROJECTS must list whole numbers of projects');
+  line('write paths (embedded SQLite): each figure beside its baseline measured in this run; ratio = baseline time / our time');
+  for (const projects of sizes) await benchSize(projects);
+}
+
+if (import.meta.main) await main();
