@@ -61,7 +61,10 @@ function toRecorded(row: EventRow): RecordedEvent {
  */
 export const EVENT_LOG_PRAGMAS = 'PRAGMA cache_size = -65536';
 
-/** Ids (or streams) per `IN (…)` look-up of a batch append; shorter lists are padded, so one statement serves. */
+/** SQLite's extended result code for a UNIQUE constraint failure. */
+const SQLITE_CONSTRAINT_UNIQUE = 2067;
+
+/** Streams per `IN (…)` look-up of a batch append; shorter lists are padded, so one statement serves. */
 const LOOKUP_CHUNK = 500;
 
 /** Runs `statement` over `values` in fixed-size chunks, padding the last with its own first value. */
@@ -103,7 +106,6 @@ export function createSqliteEventLog(path: string): EventLog {
   );
   const selectHead = db.prepare('SELECT COALESCE(MAX(position), 0) AS head FROM events');
   const placeholders = Array.from({ length: LOOKUP_CHUNK }, () => '?').join(',');
-  const selectStoredIds = db.prepare(`SELECT id, position, revision FROM events WHERE id IN (${placeholders})`);
   const selectStreamRevisions = db.prepare(
     `SELECT stream, MAX(revision) AS revision FROM events WHERE stream IN (${placeholders}) GROUP BY stream`,
   );
@@ -130,48 +132,80 @@ export function createSqliteEventLog(path: string): EventLog {
   }
 
   /**
-   * The batch append inside one transaction: one id look-up and one revision look-up per 500
-   * names, one recordedAt, then only inserts. Nothing is read per event.
+   * Last revision of the streams this connection appended to, valid while the log's head is still
+   * `revisionsHead` (the head this connection left after its own last batch): any other append,
+   * by this process or another, moves the head, and the cache is dropped.
+   */
+  const revisionCache = new Map<string, number>();
+  let revisionsHead = -1;
+  const REVISION_CACHE_LIMIT = 1_000_000;
+
+  /**
+   * Inserts a fresh event, or reports the stored one with its id. A plain INSERT refused by the id's
+   * UNIQUE constraint is undone by SQLite without consuming a position (ON CONFLICT DO NOTHING
+   * would consume one per skipped row, leaving gaps that a clean run does not have).
+   */
+  function insertUnlessStored(
+    event: NewEvent,
+    stream: string,
+    revision: number,
+    recordedAt: string,
+  ): { ok: true; position: number } | { ok: false; stored: AppendedEvent } {
+    try {
+      const info = insert.run(
+        event.id,
+        stream,
+        revision,
+        event.type,
+        JSON.stringify(event.data),
+        event.metadata === undefined ? '{}' : JSON.stringify(event.metadata),
+        recordedAt,
+      );
+      return { ok: true, position: Number(info.lastInsertRowid) };
+    } catch (error) {
+      const stored = (error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE ? (selectById.get(event.id) as EventRow | undefined) : undefined;
+      // Any other failure (or a (stream, revision) clash, which the revision cache rules out) aborts the batch.
+      if (!stored) throw error;
+      return { ok: false, stored: { id: stored.id, position: stored.position, revision: stored.revision, duplicate: true } };
+    }
+  }
+
+  /**
+   * The batch append inside one transaction: one revision look-up per 500 streams not cached, one
+   * recordedAt, then one insert per event: a fresh event costs nothing more, and only an id the
+   * log already holds is read back.
    */
   function appendGroups(groups: readonly StreamAppend[]): AppendedEvent[][] {
-    const ids = new Set<string>();
-    for (const group of groups) for (const event of group.events) ids.add(event.id);
-    // An id seen before (stored, or earlier in this batch) reports its first event as a duplicate.
-    const seen = new Map<string, AppendedEvent>();
-    if (ids.size > 0) {
-      for (const row of lookupInChunks<{ id: string; position: number; revision: number }>(selectStoredIds, [...ids])) {
-        seen.set(row.id, { id: row.id, position: row.position, revision: row.revision, duplicate: true });
-      }
-    }
-    const streams = new Set<string>();
-    for (const group of groups) if (group.events.some((event) => !seen.has(event.id))) streams.add(group.stream);
-    const revisions = new Map<string, number>();
-    if (streams.size > 0) {
-      for (const row of lookupInChunks<{ stream: string; revision: number }>(selectStreamRevisions, [...streams])) {
-        revisions.set(row.stream, row.revision);
+    const head = (selectHead.get() as { head: number }).head;
+    if (head !== revisionsHead || revisionCache.size > REVISION_CACHE_LIMIT) revisionCache.clear();
+    const unknown = new Set<string>();
+    for (const group of groups) if (group.events.length > 0 && !revisionCache.has(group.stream)) unknown.add(group.stream);
+    if (unknown.size > 0) {
+      for (const stream of unknown) revisionCache.set(stream, -1);
+      for (const row of lookupInChunks<{ stream: string; revision: number }>(selectStreamRevisions, [...unknown])) {
+        revisionCache.set(row.stream, row.revision);
       }
     }
     const recordedAt = nextRecordedAt();
-    return groups.map((group) =>
+    // An id stored earlier in this batch reports its first event as a duplicate.
+    const batch = new Map<string, AppendedEvent>();
+    let top = head;
+    const results = groups.map((group) =>
       group.events.map((event): AppendedEvent => {
-        const prior = seen.get(event.id);
-        if (prior) return prior.duplicate ? prior : { ...prior, duplicate: true };
-        const revision = (revisions.get(group.stream) ?? -1) + 1;
-        revisions.set(group.stream, revision);
-        const info = insert.run(
-          event.id,
-          group.stream,
-          revision,
-          event.type,
-          JSON.stringify(event.data),
-          event.metadata === undefined ? '{}' : JSON.stringify(event.metadata),
-          recordedAt,
-        );
-        const stored: AppendedEvent = { id: event.id, position: Number(info.lastInsertRowid), revision, duplicate: false };
-        seen.set(event.id, stored);
-        return stored;
+        const earlier = batch.get(event.id);
+        if (earlier) return { ...earlier, duplicate: true };
+        const revision = revisionCache.get(group.stream)! + 1;
+        const inserted = insertUnlessStored(event, group.stream, revision, recordedAt);
+        if (!inserted.ok) return inserted.stored;
+        revisionCache.set(group.stream, revision);
+        const appendedEvent: AppendedEvent = { id: event.id, position: inserted.position, revision, duplicate: false };
+        if (appendedEvent.position > top) top = appendedEvent.position;
+        batch.set(event.id, appendedEvent);
+        return appendedEvent;
       }),
     );
+    revisionsHead = top;
+    return results;
   }
 
   return {
@@ -229,7 +263,14 @@ export function createSqliteEventLog(path: string): EventLog {
 
     async appendBatch(groups: readonly StreamAppend[]) {
       if (groups.length === 0) return [];
-      const results = inTransaction(db, () => appendGroups(groups));
+      let results: AppendedEvent[][];
+      try {
+        results = inTransaction(db, () => appendGroups(groups));
+      } catch (error) {
+        // Rolled back: what the cache learnt inside the transaction may not be stored.
+        revisionsHead = -1;
+        throw error;
+      }
       noteAppended(results.flat());
       return results;
     },

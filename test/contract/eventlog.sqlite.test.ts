@@ -158,6 +158,30 @@ void describe('EventLog sqlite: batch appends are one transaction', () => {
     }
   });
 
+  void it('sqlite: batches over two connections continue each other\'s stream revisions', async () => {
+    const temp = openTempLog();
+    try {
+      const other = await temp.connect();
+      const stream = `shared-${randomUUID()}`;
+      const event = () => ({ id: randomUUID(), type: 'contract.shared', data: {} });
+      const revisions: number[] = [];
+      for (let round = 0; round < 3; round++) {
+        revisions.push(...(await temp.log.appendBatch([{ stream, events: [event()] }]))[0]!.map((e) => e.revision));
+        const single = await other.append(stream, [event()]);
+        assert.ok(single.ok);
+        revisions.push(single.events[0]!.revision);
+        revisions.push(...(await other.appendBatch([{ stream, events: [event()] }]))[0]!.map((e) => e.revision));
+      }
+      assert.deepEqual(revisions, [0, 1, 2, 3, 4, 5, 6, 7, 8]);
+      assert.deepEqual(
+        (await temp.log.readStream(stream)).map((e) => e.revision),
+        [0, 1, 2, 3, 4, 5, 6, 7, 8],
+      );
+    } finally {
+      await temp.dispose();
+    }
+  });
+
   void it('sqlite: a batch larger than one look-up chunk finds every stored id and stream', async () => {
     const temp = openTempLog();
     try {
