@@ -7,11 +7,13 @@ import { createDeadLetterFile, ingestNdjson, type NdjsonInput } from '../../inge
 import { openEventLog } from '../../eventstore/open.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
 
-const USAGE = `usage: pulseboard ingest [--dead-letter PATH] FILE… | -
+const USAGE = `usage: pulseboard ingest [--dead-letter PATH] [--batch-size N] FILE… | -
 
 Appends NDJSON source messages (INGEST.md) to the event log, one message per line; '-' reads stdin.
 Prints "accepted N, duplicate N, rejected N". Rejected lines go to the dead-letter file
 (default <PULSEBOARD_DATA_DIR>/dead-letter.ndjson) with their file, line, field path and reason.
+Messages are stored N at a time (default 4000), each batch all or nothing: after a crash, run the
+same command again; what was stored is reported as duplicate and the rest is stored once.
 Exit status: 0 all stored, 1 some rejected (or the event log failed), 2 usage error.
 `;
 
@@ -35,15 +37,29 @@ function checkFile(path: string): string | null {
   }
 }
 
-function parse(args: string[]): { ok: true; files: string[]; deadLetter: string | undefined; help: boolean } | { ok: false; reason: string } {
+type Parsed =
+  | { ok: true; files: string[]; deadLetter: string | undefined; batchSize: number | undefined; help: boolean }
+  | { ok: false; reason: string };
+
+function parse(args: string[]): Parsed {
   try {
     const { values, positionals } = parseArgs({
       args,
-      options: { 'dead-letter': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: { 'dead-letter': { type: 'string' }, 'batch-size': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
       strict: true,
     });
-    return { ok: true, files: positionals, deadLetter: values['dead-letter'], help: values.help === true };
+    const batch = values['batch-size'];
+    if (batch !== undefined && (!/^\d+$/.test(batch) || Number(batch) < 1 || Number(batch) > 100_000)) {
+      return { ok: false, reason: '--batch-size must be a whole number from 1 to 100000' };
+    }
+    return {
+      ok: true,
+      files: positionals,
+      deadLetter: values['dead-letter'],
+      batchSize: batch === undefined ? undefined : Number(batch),
+      help: values.help === true,
+    };
   } catch (error) {
     return { ok: false, reason: error instanceof Error ? error.message : String(error) };
   }
@@ -87,6 +103,7 @@ export async function run(args: string[]): Promise<number> {
     const result = await ingestNdjson(inputs, {
       ingestor: createIngestor(log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER }),
       deadLetter,
+      ...(parsed.batchSize === undefined ? {} : { batchSize: parsed.batchSize }),
       onProgress: ({ lines, linesPerSecond }) => process.stderr.write(`ingest: ${lines} lines read, ${linesPerSecond} lines/s\n`),
     });
     const { accepted, duplicate, rejected } = result.counts;

@@ -83,6 +83,12 @@ void describe('pulseboard ingest (child process)', () => {
     assert.equal((await pulseboard(['ingest'], env)).code, 2);
     assert.equal((await pulseboard(['ingest', dir], env)).code, 2);
     assert.equal((await pulseboard(['ingest', '--frobnicate', good], env)).code, 2);
+    for (const size of ['0', '-3', '1.5', 'many', '100001']) {
+      const bad = await pulseboard(['ingest', `--batch-size=${size}`, good], env);
+      assert.equal(bad.code, 2, size);
+      assert.match(bad.stderr, /--batch-size must be a whole number from 1 to 100000/);
+    }
+    assert.equal(existsSync(join(dir, 'data', 'events.sqlite')), false, 'nothing ingested on a usage error');
   });
 
   void it('stops with status 1 naming the line when the configured event log cannot be reached', async () => {

@@ -56,7 +56,7 @@ function headOf(eventsPath: string): number {
  * (if it gets there): the seeded delay moves the kill off batch boundaries, into parsing or a transaction.
  */
 async function ingestKilledAt(dataDir: string, file: string, killAt: number, delayMs: number): Promise<CliRun> {
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, 'ingest', file], {
+  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, 'ingest', '--batch-size', '500', file], {
     env: { PATH: process.env['PATH'] ?? '', PULSEBOARD_DATA_DIR: dataDir },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -99,7 +99,7 @@ void describe(`ingest and replay killed at seeded points (seed ${SEED})`, () => 
     const clean = await pulseboard(['ingest', file], cleanDir);
     assert.equal(clean.code, 0, clean.stderr);
     total = headOf(join(cleanDir, 'events.sqlite'));
-    assert.ok(total > 3000, `the data set has ${total} events: enough for several 1000-message batches`);
+    assert.ok(total > 3000, `the data set has ${total} events: several batches of 500 messages`);
   });
 
   after(() => {
@@ -122,7 +122,7 @@ void describe(`ingest and replay killed at seeded points (seed ${SEED})`, () => 
     }
     t.diagnostic(`ingest killed ${killed} times of ${KILLS} (${kills.join('; ')}) in a log of ${total} events`);
     assert.ok(killed > 0, 'at least one ingest was killed part-way');
-    const finish = await pulseboard(['ingest', file], crashDir);
+    const finish = await pulseboard(['ingest', '--batch-size', '300', file], crashDir);
     assert.equal(finish.code, 0, finish.stderr);
     assert.match(finish.stdout, /, rejected 0\n$/);
     const crashRows = dump(join(crashDir, 'events.sqlite'), EVENT_ROWS);
