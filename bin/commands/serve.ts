@@ -7,6 +7,8 @@ import { loadConfig, type Config } from '../../config/config.ts';
 import { createKafkaSource, type KafkaSource } from '../../ingest/kafka/kafka-source.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
 import { changeOwner, issueKey } from '../../service/access.ts';
+import { createSupervisor } from '../../service/background.ts';
+import { projectors } from '../../projectors/registry.ts';
 import { createRateLimiter } from '../../service/rate/create.ts';
 import { createServices } from '../../service/services.ts';
 import { createThesisReader, createThesisSource, createWorkerHeartbeat } from '../../service/thesis/feed.ts';
@@ -54,8 +56,10 @@ export async function run(args: string[]): Promise<number> {
   const localKey = role === 'all' && embedded ? await initialiseEmbedded(stores, config) : null;
   const limiter = createRateLimiter(config);
   const heartbeat = createWorkerHeartbeat(config);
-  const services = createServices({ config, stores, limiter, heartbeat });
   const stop = new AbortController();
+  // Every background loop survives store failures: restarted with backoff, its state in /readyz.
+  const supervisor = createSupervisor({ signal: stop.signal });
+  const services = createServices({ config, stores, limiter, heartbeat, background: supervisor.status });
   const background: Promise<unknown>[] = [];
 
   if ((role === 'all' || role === 'thesis-reader') && config.PULSEBOARD_THESIS_FEED === 'on') {
@@ -66,7 +70,7 @@ export async function run(args: string[]): Promise<number> {
     }
     if (choice.kind === 'sample') process.stderr.write('thesis feed: using the bundled SAMPLE source (set PULSEBOARD_THESIS_SOURCE_URL for the provider)\n');
     const reader = createThesisReader({ log: stores.log, store: stores.store, source: choice.source, heartbeat });
-    background.push(reader.run(stop.signal));
+    background.push(supervisor.supervise('thesis-reader', (signal) => reader.run(signal)));
   }
 
   let kafka: KafkaSource | null = null;
@@ -82,7 +86,9 @@ export async function run(args: string[]): Promise<number> {
 
   if (role === 'all' || role === 'projectors') {
     await stores.catchUp();
-    for (const runner of stores.runners) background.push(runner.run(stop.signal));
+    stores.runners.forEach((runner, i) => {
+      background.push(supervisor.supervise(`projector:${projectors[i]!.collection}`, (signal) => runner.run(signal)));
+    });
   }
 
   const logger = config.PULSEBOARD_LOG_LEVEL === 'silent' ? false : { level: config.PULSEBOARD_LOG_LEVEL };
