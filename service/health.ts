@@ -10,9 +10,10 @@ import type { LoopStatus } from './background.ts';
 export type CheckStatus = 'ok' | 'unreachable';
 
 /**
- * `ready`: everything works. `degraded`: the instance still serves reads, but something it depends
- * on is failing (the rate limiter's Redis, a background loop retrying); it stays in rotation
- * (HTTP 200). `not_ready`: a store its reads need cannot be reached (HTTP 503).
+ * `ready`: everything works. `degraded`: the instance still serves reads from its read store, but
+ * something it depends on is failing (the event log, the rate limiter's Redis, a background loop
+ * retrying); it stays in rotation (HTTP 200). `not_ready`: the read store cannot be reached, so it
+ * can serve nothing (HTTP 503).
  */
 export type ReadinessStatus = 'ready' | 'degraded' | 'not_ready';
 
@@ -95,11 +96,11 @@ export function createHealth(options: HealthOptions): Health {
       if (limiterUp !== undefined) checks.rateLimiter = limiterUp.ok && limiterUp.value ? 'ok' : 'degraded';
       const background = options.background?.() ?? {};
 
-      // Basic reads go on without Redis (unlimited) and while a background loop retries.
+      // Reads and access come from the read store, so only its loss takes the instance out of rotation.
       const status: ReadinessStatus =
-        checks.readStore !== 'ok' || checks.eventLog !== 'ok'
+        checks.readStore !== 'ok'
           ? 'not_ready'
-          : checks.rateLimiter === 'degraded' || Object.values(background).some((loop) => loop.state === 'retrying')
+          : checks.eventLog !== 'ok' || checks.rateLimiter === 'degraded' || Object.values(background).some((loop) => loop.state === 'retrying')
             ? 'degraded'
             : 'ready';
       return { ready: status !== 'not_ready', status, checks, background, lag };

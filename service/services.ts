@@ -49,7 +49,7 @@ export type ServiceDeps = {
 export function createServices(deps: ServiceDeps): Services {
   const now = deps.now ?? (() => new Date());
   const { log, store } = deps.stores;
-  const access = createAccess(log, now);
+  const access = createAccess(store, now);
   const projects = createProjectsService({ log, store, access, now });
   return {
     config: deps.config,

@@ -21,7 +21,7 @@ export async function run(args: string[]): Promise<number> {
     }
     const stores = await openStores(config);
     try {
-      const issued = await issueKey(stores.log, owner, { expiresAt: expires === undefined ? null : new Date(expires).toISOString() });
+      const issued = await issueKey(stores, owner, { expiresAt: expires === undefined ? null : new Date(expires).toISOString() });
       process.stdout.write(`${issued.key}\n`);
       return 0;
     } finally {
@@ -36,7 +36,7 @@ export async function run(args: string[]): Promise<number> {
     }
     const stores = await openStores(config);
     try {
-      const result = await revokeKey(stores.log, keyId);
+      const result = await revokeKey(stores, keyId);
       if (!result.ok) {
         process.stderr.write(`${result.reason}\n`);
         return 1;

@@ -37,9 +37,9 @@ async function initialiseEmbedded(stores: Stores, config: Config): Promise<strin
     const outcome = await ingestor.ingest(line, 'ndjson');
     if (outcome.status === 'accepted') accepted += 1;
   }
-  await changeOwner(stores.log, LOCAL_OWNER, 'allow');
-  await changeOwner(stores.log, LOCAL_OWNER, 'link');
-  const issued = await issueKey(stores.log, LOCAL_OWNER);
+  await changeOwner(stores, LOCAL_OWNER, 'allow');
+  await changeOwner(stores, LOCAL_OWNER, 'link');
+  const issued = await issueKey(stores, LOCAL_OWNER);
   process.stderr.write(`loaded ${accepted} sample messages into ${config.PULSEBOARD_DATA_DIR}\n`);
   return issued.key;
 }
