@@ -8,11 +8,11 @@ import { createKafkaSource, type KafkaSource } from '../../ingest/kafka/kafka-so
 import { createIngestor } from '../../ingest/pipeline.ts';
 import { changeOwner, issueKey } from '../../service/access.ts';
 import { createSupervisor } from '../../service/background.ts';
-import { projectors } from '../../projectors/registry.ts';
 import { createRateLimiter } from '../../service/rate/create.ts';
 import { createServices } from '../../service/services.ts';
 import { createThesisReader, createThesisSource, createWorkerHeartbeat } from '../../service/thesis/feed.ts';
 import { openStores, type Stores } from '../../service/stores.ts';
+import { createProjectorThread } from './projector-thread.ts';
 
 const ROLES = ['all', 'api', 'projectors', 'thesis-reader', 'ingest'] as const;
 type Role = (typeof ROLES)[number];
@@ -40,6 +40,8 @@ async function initialiseEmbedded(stores: Stores, config: Config): Promise<strin
   await changeOwner(stores, LOCAL_OWNER, 'allow');
   await changeOwner(stores, LOCAL_OWNER, 'link');
   const issued = await issueKey(stores, LOCAL_OWNER);
+  // The bundled sample is small: project it before listening, so the printed key meets a full board.
+  await stores.catchUp();
   process.stderr.write(`loaded ${accepted} sample messages into ${config.PULSEBOARD_DATA_DIR}\n`);
   return issued.key;
 }
@@ -59,7 +61,9 @@ export async function run(args: string[]): Promise<number> {
   const stop = new AbortController();
   // Every background loop survives store failures: restarted with backoff, its state in /readyz.
   const supervisor = createSupervisor({ signal: stop.signal });
-  const services = createServices({ config, stores, limiter, heartbeat, background: supervisor.status });
+  const projectorThread = role === 'all' || role === 'projectors' ? createProjectorThread() : null;
+  const backgroundStatus = () => ({ ...supervisor.status(), ...projectorThread?.status() });
+  const services = createServices({ config, stores, limiter, heartbeat, background: backgroundStatus });
   const background: Promise<unknown>[] = [];
 
   if ((role === 'all' || role === 'thesis-reader') && config.PULSEBOARD_THESIS_FEED === 'on') {
@@ -84,13 +88,6 @@ export async function run(args: string[]): Promise<number> {
     return 2;
   }
 
-  if (role === 'all' || role === 'projectors') {
-    await stores.catchUp();
-    stores.runners.forEach((runner, i) => {
-      background.push(supervisor.supervise(`projector:${projectors[i]!.collection}`, (signal) => runner.run(signal)));
-    });
-  }
-
   const logger = config.PULSEBOARD_LOG_LEVEL === 'silent' ? false : { level: config.PULSEBOARD_LOG_LEVEL };
   let app: FastifyInstance;
   if (role === 'all' || role === 'api') {
@@ -104,6 +101,9 @@ export async function run(args: string[]): Promise<number> {
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const url = `http://${config.HOST}:${port}`;
+  // Listen first, then catch up: a process restarted behind a backlog answers /healthz at once and
+  // reports its lag in /readyz, and reads serve up to each collection's committed checkpoint meanwhile.
+  if (projectorThread) background.push(supervisor.supervise('projectors', (signal) => projectorThread.run(signal)));
   process.stdout.write(`pulseboard (${role}) listening on ${url}/v1  (MCP: ${url}/mcp, docs: ${url}/docs)\n`);
   if (localKey) {
     process.stdout.write(`API key for this local instance (shown once; owner "${LOCAL_OWNER}", allowlisted and linked):\n${localKey}\n`);
