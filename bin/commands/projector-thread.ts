@@ -14,13 +14,25 @@ export type ProjectorThread = {
 /** How long a stopping worker may take to finish its batch before it is terminated. */
 const STOP_GRACE_MS = 5_000;
 
+export type ProjectorThreadOptions = {
+  /** The worker module (tests pass stand-ins); by default projector-worker.ts. */
+  workerUrl?: URL;
+  /** Handed to the worker as its workerData (tests). */
+  workerData?: unknown;
+  stopGraceMs?: number;
+  /** Called with each state the worker posts, after it is recorded. */
+  onChange?: (name: string, status: LoopStatus) => void;
+};
+
 /**
  * The projectors in a worker thread (see projector-worker.ts). A worker that stops is an ordinary
  * failure of this loop, so the serving thread's supervisor restarts it with backoff. On stop the worker
  * is asked to finish its batch; one that is still catching up (its thread busy folding) is terminated
  * after a grace period, which is harmless: each batch commits documents and checkpoint together.
  */
-export function createProjectorThread(): ProjectorThread {
+export function createProjectorThread(options: ProjectorThreadOptions = {}): ProjectorThread {
+  const workerUrl = options.workerUrl ?? new URL('./projector-worker.ts', import.meta.url);
+  const stopGraceMs = options.stopGraceMs ?? STOP_GRACE_MS;
   let states: Record<string, LoopStatus> = {};
 
   return {
@@ -28,15 +40,17 @@ export function createProjectorThread(): ProjectorThread {
 
     run(signal) {
       return new Promise<void>((resolve, reject) => {
-        const worker = new Worker(new URL('./projector-worker.ts', import.meta.url));
+        const worker = new Worker(workerUrl, { workerData: options.workerData });
         let grace: NodeJS.Timeout | null = null;
         const onAbort = () => {
           worker.postMessage('stop');
-          grace = setTimeout(() => void worker.terminate(), STOP_GRACE_MS);
+          grace = setTimeout(() => void worker.terminate(), stopGraceMs);
         };
         let failure: unknown = null;
         worker.on('message', (message: WorkerMessage) => {
-          if (message.kind === 'status') states = { ...states, [message.name]: message.status };
+          if (message.kind !== 'status') return;
+          states = { ...states, [message.name]: message.status };
+          options.onChange?.(message.name, message.status);
         });
         worker.on('error', (error) => {
           failure = error;
