@@ -78,6 +78,11 @@ async function settle(stores: AccessStores, projector: Projector, position: numb
   }
 }
 
+/** Brings the keys read model up to everything the log holds now (`keys list`), without the other projections. */
+export async function settleKeys(stores: AccessStores): Promise<void> {
+  await settle(stores, keysProjector, await stores.log.headPosition());
+}
+
 /** The position an access append landed at (a command event id is fresh, so never a duplicate). */
 function positionOf(result: AppendResult): number {
   if (!result.ok) throw new Error('access change was refused by the event log');

@@ -1,5 +1,5 @@
 import { loadConfig } from '../../config/config.ts';
-import { issueKey, revokeKey } from '../../service/access.ts';
+import { issueKey, revokeKey, settleKeys } from '../../service/access.ts';
 import { openStores } from '../../service/stores.ts';
 import { KEYS_COLLECTION, type KeyDoc } from '../../projectors/access.ts';
 
@@ -50,7 +50,7 @@ export async function run(args: string[]): Promise<number> {
   if (action === 'list') {
     const stores = await openStores(config);
     try {
-      await stores.catchUp();
+      await settleKeys(stores);
       const rows = await stores.store.list<KeyDoc>(KEYS_COLLECTION, { offset: 0, limit: 100_000 });
       for (const { doc } of rows) {
         const state = doc.revokedAt ? `revoked ${doc.revokedAt}` : doc.expiresAt ? `expires ${doc.expiresAt}` : 'active';
