@@ -47,7 +47,7 @@ export async function main(): Promise<void> {
     const services = createServices({ config: parsed.config, stores, limiter });
     const app = buildApp(services);
     await app.ready();
-    const { key } = await issueKey(stores.log, 'bench');
+    const { key } = await issueKey(stores, 'bench');
     const headers = { authorization: `Bearer ${key}` };
     const get = (url: string) => () => app.inject({ method: 'GET', url, headers });
 

@@ -1,8 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { EventLog } from '../eventstore/port.ts';
+import type { AppendResult, EventLog } from '../eventstore/port.ts';
 import { commandEventId } from '../events/ids.ts';
 import { streams } from '../events/streams.ts';
-import { foldKey, foldOwner, type KeyDoc, type OwnerDoc } from '../projectors/access.ts';
+import { KEYS_COLLECTION, keysProjector, OWNERS_COLLECTION, ownersProjector, type KeyDoc, type OwnerDoc } from '../projectors/access.ts';
+import type { Projector } from '../projectors/projector.ts';
+import { foldEvents } from '../projectors/runner.ts';
+import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import type { Caller } from './caller.ts';
 
 /** `pbk_` + 32 random bytes in base64url (DESIGN §6). */
@@ -18,22 +21,18 @@ export type OwnerAccess = { allowlisted: boolean; linked: boolean };
 export type Access = {
   /** Every failure (missing, malformed, unknown, revoked, expired) is the same `null`. */
   authenticate(authorization: string | undefined): Promise<Caller | null>;
-  /** Re-checked on every call: folds the owner's stream, so allow/deny/link apply immediately. */
+  /** Re-checked on every call from the owners read model, which every owner change settles before it returns. */
   ownerAccess(owner: string): Promise<OwnerAccess>;
 };
 
 /**
- * Authentication and allowlist checks fold the key's and the owner's own streams (a few events
- * each) on every request instead of reading a projection: an issue, revoke, allow or deny takes
- * effect on the very next request on both surfaces, whatever the projectors' lag.
+ * Authentication and allowlist checks read the keys and owners read models: one indexed read each,
+ * no event-log read per request, so reads go on while the log is unreachable. Every access command
+ * (issue, revoke, allow, deny, link, unlink) brings those read models up to its own append before it
+ * returns, so the next request on any instance sharing the read store sees the change, whatever
+ * the projectors' lag.
  */
-export function createAccess(log: EventLog, now: () => Date = () => new Date()): Access {
-  async function keyDoc(keyId: string): Promise<KeyDoc | null> {
-    let doc: KeyDoc | null = null;
-    for (const event of await log.readStream(streams.key(keyId))) doc = foldKey(doc, event);
-    return doc;
-  }
-
+export function createAccess(store: ReadStore, now: () => Date = () => new Date()): Access {
   return {
     async authenticate(authorization) {
       if (typeof authorization !== 'string') return null;
@@ -41,24 +40,60 @@ export function createAccess(log: EventLog, now: () => Date = () => new Date()):
       const key = match?.[1];
       if (!key || !KEY_PATTERN.test(key)) return null;
       const keyHash = hashKey(key);
-      const doc = await keyDoc(keyIdOf(keyHash));
+      const doc = (await store.get<KeyDoc>(KEYS_COLLECTION, keyIdOf(keyHash)))?.doc;
       if (!doc || doc.keyHash !== keyHash || doc.revokedAt !== null) return null;
       if (doc.expiresAt !== null && Date.parse(doc.expiresAt) <= now().getTime()) return null;
       return { keyId: doc.keyId, owner: doc.owner };
     },
 
     async ownerAccess(owner) {
-      let doc: OwnerDoc | null = null;
-      for (const event of await log.readStream(streams.owner(owner))) doc = foldOwner(doc, event);
+      const doc = (await store.get<OwnerDoc>(OWNERS_COLLECTION, owner))?.doc;
       return { allowlisted: doc?.allowlisted ?? false, linked: doc?.linked ?? false };
     },
   };
 }
 
+/** What an access command writes to: the log it appends to and the read store it settles. */
+export type AccessStores = { log: EventLog; store: ReadStore };
+
+/** Events folded per commit while settling (access streams are small; this bounds a long gap). */
+const SETTLE_BATCH = 1000;
+
+/**
+ * Brings one access read model up to `position` (at least), folding with the projector's own code
+ * and committing with a compare-and-set on the checkpoint it started from: when a running projector
+ * (or another command) advanced the collection meanwhile, the commit is refused and the loop looks
+ * again, so nothing is applied twice and the checkpoint never moves back.
+ */
+async function settle(stores: AccessStores, projector: Projector, position: number): Promise<void> {
+  const { log, store } = stores;
+  for (;;) {
+    const after = await store.checkpoint(projector.collection);
+    if (after >= position) return;
+    const events = await log.readAll({ afterPosition: after, toPosition: position, typePrefixes: projector.typePrefixes, limit: SETTLE_BATCH });
+    const checkpoint = events.length < SETTLE_BATCH ? position : events[events.length - 1]!.position;
+    const ids = [...new Set(events.map((e) => projector.keyOf(e)).filter((id): id is string => id !== null))];
+    const existing = ids.length > 0 ? await store.getMany(projector.collection, ids) : new Map<string, StoredDoc>();
+    await store.commit(projector.collection, [...foldEvents(projector, existing, events).values()], checkpoint, after);
+  }
+}
+
+/** Brings the keys read model up to everything the log holds now (`keys list`), without the other projections. */
+export async function settleKeys(stores: AccessStores): Promise<void> {
+  await settle(stores, keysProjector, await stores.log.headPosition());
+}
+
+/** The position an access append landed at (a command event id is fresh, so never a duplicate). */
+function positionOf(result: AppendResult): number {
+  if (!result.ok) throw new Error('access change was refused by the event log');
+  return Math.max(...result.events.map((e) => e.position));
+}
+
 export type IssuedKey = { key: string; keyId: string; owner: string; expiresAt: string | null };
 
-/** Appends `key.issued`; the raw key is returned once and never stored. */
-export async function issueKey(log: EventLog, owner: string, options: { expiresAt?: string | null; now?: Date } = {}): Promise<IssuedKey> {
+/** Appends `key.issued` and settles the keys read model; the raw key is returned once and never stored. */
+export async function issueKey(stores: AccessStores, owner: string, options: { expiresAt?: string | null; now?: Date } = {}): Promise<IssuedKey> {
+  const { log } = stores;
   const key = `pbk_${randomBytes(32).toString('base64url')}`;
   const keyHash = hashKey(key);
   const keyId = keyIdOf(keyHash);
@@ -70,15 +105,19 @@ export async function issueKey(log: EventLog, owner: string, options: { expiresA
     'no_stream',
   );
   if (!result.ok) throw new Error('key id collision; issue again');
+  await settle(stores, keysProjector, positionOf(result));
   return { key, keyId, owner, expiresAt };
 }
 
 export type AccessCommandResult = { ok: true } | { ok: false; reason: string };
 
-export async function revokeKey(log: EventLog, keyId: string, now = new Date()): Promise<AccessCommandResult> {
+/** Appends `key.revoked` and returns once the keys read model refuses the key. */
+export async function revokeKey(stores: AccessStores, keyId: string, now = new Date()): Promise<AccessCommandResult> {
+  const { log } = stores;
   const revision = await log.streamRevision(streams.key(keyId));
   if (revision === null) return { ok: false, reason: `no key with id ${keyId}` };
-  await log.append(streams.key(keyId), [{ id: commandEventId(), type: 'key.revoked', data: { keyId, revokedAt: now.toISOString() } }]);
+  const appended = await log.append(streams.key(keyId), [{ id: commandEventId(), type: 'key.revoked', data: { keyId, revokedAt: now.toISOString() } }]);
+  await settle(stores, keysProjector, positionOf(appended));
   return { ok: true };
 }
 
@@ -91,6 +130,8 @@ const ownerEventType: Record<OwnerChange, string> = {
   unlink: 'owner.unlinked',
 };
 
-export async function changeOwner(log: EventLog, owner: string, change: OwnerChange, now = new Date()): Promise<void> {
-  await log.append(streams.owner(owner), [{ id: commandEventId(), type: ownerEventType[change], data: { owner, at: now.toISOString() } }]);
+/** Appends the owner change and returns once the owners read model reflects it. */
+export async function changeOwner(stores: AccessStores, owner: string, change: OwnerChange, now = new Date()): Promise<void> {
+  const appended = await stores.log.append(streams.owner(owner), [{ id: commandEventId(), type: ownerEventType[change], data: { owner, at: now.toISOString() } }]);
+  await settle(stores, ownersProjector, positionOf(appended));
 }

@@ -1,21 +1,34 @@
 import type { EventLog } from '../eventstore/port.ts';
 import type { ReadStore } from '../readmodels/port.ts';
+import type { LoopStatus } from './background.ts';
 
 /**
  * What /healthz and /readyz answer (outside /v1, unauthenticated, not rate-limited).
- * Only 'ok' or 'unreachable' is reported, never the underlying error: the endpoint is public
- * and store errors can name hosts.
+ * Only fixed words are reported, never the underlying error: the endpoint is public and store
+ * errors can name hosts.
  */
 export type CheckStatus = 'ok' | 'unreachable';
 
+/**
+ * `ready`: everything works. `degraded`: the instance still serves reads from its read store, but
+ * something it depends on is failing (the event log, the rate limiter's Redis, a background loop
+ * retrying); it stays in rotation (HTTP 200). `not_ready`: the read store cannot be reached, so it
+ * can serve nothing (HTTP 503).
+ */
+export type ReadinessStatus = 'ready' | 'degraded' | 'not_ready';
+
 export type Readiness = {
+  /** False only when `status` is `not_ready`: what an orchestrator should act on. */
   ready: boolean;
+  status: ReadinessStatus;
   checks: {
     eventLog: CheckStatus;
     readStore: CheckStatus;
-    /** Present when a limiter was handed over (the lead passes the Redis one when REDIS_URL is set). */
-    rateLimiter?: CheckStatus;
+    /** Present when a limiter was handed over; `degraded` while its Redis cannot be reached. */
+    rateLimiter?: 'ok' | 'degraded';
   };
+  /** The background loops this process runs (projectors, thesis reader …) and their states. */
+  background: Record<string, LoopStatus>;
   /** Head position minus each collection's checkpoint; null when either side could not be read. */
   lag: Record<string, number | null>;
 };
@@ -31,6 +44,8 @@ export type HealthOptions = {
   /** The projected collections whose lag is reported. */
   collections: string[];
   limiter?: { ping(): Promise<boolean> };
+  /** The states of this process's supervised background loops (none when not given). */
+  background?: () => Record<string, LoopStatus>;
   /** A probe that has not answered by then counts as unreachable, so /readyz itself never hangs. */
   probeTimeoutMs?: number;
 };
@@ -78,9 +93,17 @@ export function createHealth(options: HealthOptions): Health {
         eventLog: head.ok ? 'ok' : 'unreachable',
         readStore: checkpoints.ok ? 'ok' : 'unreachable',
       };
-      if (limiterUp !== undefined) checks.rateLimiter = limiterUp.ok && limiterUp.value ? 'ok' : 'unreachable';
+      if (limiterUp !== undefined) checks.rateLimiter = limiterUp.ok && limiterUp.value ? 'ok' : 'degraded';
+      const background = options.background?.() ?? {};
 
-      return { ready: Object.values(checks).every((status) => status === 'ok'), checks, lag };
+      // Reads and access come from the read store, so only its loss takes the instance out of rotation.
+      const status: ReadinessStatus =
+        checks.readStore !== 'ok'
+          ? 'not_ready'
+          : checks.eventLog !== 'ok' || checks.rateLimiter === 'degraded' || Object.values(background).some((loop) => loop.state === 'retrying')
+            ? 'degraded'
+            : 'ready';
+      return { ready: status !== 'not_ready', status, checks, background, lag };
     },
   };
 }

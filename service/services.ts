@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.ts';
 import { projectors } from '../projectors/registry.ts';
 import { createAccess, type Access } from './access.ts';
+import type { LoopStatus } from './background.ts';
 import { createAsksService, type AsksService } from './asks.ts';
 import { createCallsService, type CallsService } from './calls.ts';
 import { createGuard, type Guard } from './guard.ts';
@@ -38,6 +39,8 @@ export type ServiceDeps = {
   limiter: RateLimiter;
   /** The thesis reader's heartbeat; `serve` shares one with the reader it runs. */
   heartbeat?: WorkerHeartbeat;
+  /** The states of the background loops this process supervises, reported by /readyz. */
+  background?: () => Record<string, LoopStatus>;
   /** Replaces the gate built from `limiter` (tests that record what each operation counts as). */
   gate?: RateGate;
   now?: () => Date;
@@ -46,14 +49,14 @@ export type ServiceDeps = {
 export function createServices(deps: ServiceDeps): Services {
   const now = deps.now ?? (() => new Date());
   const { log, store } = deps.stores;
-  const access = createAccess(log, now);
+  const access = createAccess(store, now);
   const projects = createProjectsService({ log, store, access, now });
   return {
     config: deps.config,
     stores: deps.stores,
     access,
     guard: createGuard(access, deps.gate ?? createRateGate(deps.limiter)),
-    health: createHealth({ log, store, collections: projectors.map((p) => p.collection), limiter: deps.limiter }),
+    health: createHealth({ log, store, collections: projectors.map((p) => p.collection), limiter: deps.limiter, ...(deps.background ? { background: deps.background } : {}) }),
     projects,
     asks: createAsksService({ log, store, access, projects, now }),
     history: createHistoryService({ log, projects, now }),

@@ -1,5 +1,5 @@
 import { loadConfig } from '../../config/config.ts';
-import { issueKey, revokeKey } from '../../service/access.ts';
+import { issueKey, revokeKey, settleKeys } from '../../service/access.ts';
 import { openStores } from '../../service/stores.ts';
 import { KEYS_COLLECTION, type KeyDoc } from '../../projectors/access.ts';
 
@@ -21,7 +21,7 @@ export async function run(args: string[]): Promise<number> {
     }
     const stores = await openStores(config);
     try {
-      const issued = await issueKey(stores.log, owner, { expiresAt: expires === undefined ? null : new Date(expires).toISOString() });
+      const issued = await issueKey(stores, owner, { expiresAt: expires === undefined ? null : new Date(expires).toISOString() });
       process.stdout.write(`${issued.key}\n`);
       return 0;
     } finally {
@@ -36,7 +36,7 @@ export async function run(args: string[]): Promise<number> {
     }
     const stores = await openStores(config);
     try {
-      const result = await revokeKey(stores.log, keyId);
+      const result = await revokeKey(stores, keyId);
       if (!result.ok) {
         process.stderr.write(`${result.reason}\n`);
         return 1;
@@ -50,7 +50,7 @@ export async function run(args: string[]): Promise<number> {
   if (action === 'list') {
     const stores = await openStores(config);
     try {
-      await stores.catchUp();
+      await settleKeys(stores);
       const rows = await stores.store.list<KeyDoc>(KEYS_COLLECTION, { offset: 0, limit: 100_000 });
       for (const { doc } of rows) {
         const state = doc.revokedAt ? `revoked ${doc.revokedAt}` : doc.expiresAt ? `expires ${doc.expiresAt}` : 'active';

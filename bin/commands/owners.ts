@@ -13,7 +13,7 @@ export async function run(args: string[]): Promise<number> {
   }
   const stores = await openStores(loadConfig());
   try {
-    await changeOwner(stores.log, owner, action as OwnerChange);
+    await changeOwner(stores, owner, action as OwnerChange);
     process.stdout.write(`${action} ${owner}\n`);
     return 0;
   } finally {

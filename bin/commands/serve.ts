@@ -7,10 +7,12 @@ import { loadConfig, type Config } from '../../config/config.ts';
 import { createKafkaSource, type KafkaSource } from '../../ingest/kafka/kafka-source.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
 import { changeOwner, issueKey } from '../../service/access.ts';
+import { createSupervisor } from '../../service/background.ts';
 import { createRateLimiter } from '../../service/rate/create.ts';
 import { createServices } from '../../service/services.ts';
 import { createThesisReader, createThesisSource, createWorkerHeartbeat } from '../../service/thesis/feed.ts';
 import { openStores, type Stores } from '../../service/stores.ts';
+import { createProjectorThread } from './projector-thread.ts';
 
 const ROLES = ['all', 'api', 'projectors', 'thesis-reader', 'ingest'] as const;
 type Role = (typeof ROLES)[number];
@@ -35,9 +37,11 @@ async function initialiseEmbedded(stores: Stores, config: Config): Promise<strin
     const outcome = await ingestor.ingest(line, 'ndjson');
     if (outcome.status === 'accepted') accepted += 1;
   }
-  await changeOwner(stores.log, LOCAL_OWNER, 'allow');
-  await changeOwner(stores.log, LOCAL_OWNER, 'link');
-  const issued = await issueKey(stores.log, LOCAL_OWNER);
+  await changeOwner(stores, LOCAL_OWNER, 'allow');
+  await changeOwner(stores, LOCAL_OWNER, 'link');
+  const issued = await issueKey(stores, LOCAL_OWNER);
+  // The bundled sample is small: project it before listening, so the printed key meets a full board.
+  await stores.catchUp();
   process.stderr.write(`loaded ${accepted} sample messages into ${config.PULSEBOARD_DATA_DIR}\n`);
   return issued.key;
 }
@@ -54,8 +58,12 @@ export async function run(args: string[]): Promise<number> {
   const localKey = role === 'all' && embedded ? await initialiseEmbedded(stores, config) : null;
   const limiter = createRateLimiter(config);
   const heartbeat = createWorkerHeartbeat(config);
-  const services = createServices({ config, stores, limiter, heartbeat });
   const stop = new AbortController();
+  // Every background loop survives store failures: restarted with backoff, its state in /readyz.
+  const supervisor = createSupervisor({ signal: stop.signal });
+  const projectorThread = role === 'all' || role === 'projectors' ? createProjectorThread() : null;
+  const backgroundStatus = () => ({ ...supervisor.status(), ...projectorThread?.status() });
+  const services = createServices({ config, stores, limiter, heartbeat, background: backgroundStatus });
   const background: Promise<unknown>[] = [];
 
   if ((role === 'all' || role === 'thesis-reader') && config.PULSEBOARD_THESIS_FEED === 'on') {
@@ -66,7 +74,7 @@ export async function run(args: string[]): Promise<number> {
     }
     if (choice.kind === 'sample') process.stderr.write('thesis feed: using the bundled SAMPLE source (set PULSEBOARD_THESIS_SOURCE_URL for the provider)\n');
     const reader = createThesisReader({ log: stores.log, store: stores.store, source: choice.source, heartbeat });
-    background.push(reader.run(stop.signal));
+    background.push(supervisor.supervise('thesis-reader', (signal) => reader.run(signal)));
   }
 
   let kafka: KafkaSource | null = null;
@@ -78,11 +86,6 @@ export async function run(args: string[]): Promise<number> {
   } else if (role === 'ingest') {
     process.stderr.write('ingest role: KAFKA_BROKERS is not set; use `pulseboard ingest FILE` for NDJSON\n');
     return 2;
-  }
-
-  if (role === 'all' || role === 'projectors') {
-    await stores.catchUp();
-    for (const runner of stores.runners) background.push(runner.run(stop.signal));
   }
 
   const logger = config.PULSEBOARD_LOG_LEVEL === 'silent' ? false : { level: config.PULSEBOARD_LOG_LEVEL };
@@ -98,6 +101,9 @@ export async function run(args: string[]): Promise<number> {
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const url = `http://${config.HOST}:${port}`;
+  // Listen first, then catch up: a process restarted behind a backlog answers /healthz at once and
+  // reports its lag in /readyz, and reads serve up to each collection's committed checkpoint meanwhile.
+  if (projectorThread) background.push(supervisor.supervise('projectors', (signal) => projectorThread.run(signal)));
   process.stdout.write(`pulseboard (${role}) listening on ${url}/v1  (MCP: ${url}/mcp, docs: ${url}/docs)\n`);
   if (localKey) {
     process.stdout.write(`API key for this local instance (shown once; owner "${LOCAL_OWNER}", allowlisted and linked):\n${localKey}\n`);

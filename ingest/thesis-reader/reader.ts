@@ -161,26 +161,28 @@ export function createThesisReader(deps: ThesisReaderDeps): ThesisReader {
     runOnce,
 
     async run(signal) {
+      // A failing beat is logged when it starts failing and when it works again, not every interval.
+      let beatFailing = false;
       const beat = async () => {
         try {
           await deps.heartbeat.beat();
+          if (beatFailing) logger.warn({}, 'thesis reader heartbeat works again');
+          beatFailing = false;
         } catch (error) {
-          logger.warn(errorFields(error), 'thesis reader heartbeat failed');
+          if (!beatFailing) logger.warn(errorFields(error), 'thesis reader heartbeat failed');
+          beatFailing = true;
         }
       };
       await beat();
       const timer = setInterval(() => void beat(), HEARTBEAT_INTERVAL_MS);
       const idleWaitMs = deps.idleWaitMs ?? 1_000;
       try {
+        // A failed pass (a store error) ends the run: the supervisor (service/background.ts) restarts
+        // it with backoff and reports it, instead of this loop retrying and logging every second.
         while (!signal.aborted) {
-          try {
-            const head = await log.headPosition();
-            const moved = await runOnce();
-            if (moved === 0) await log.waitForAppend(head, idleWaitMs, signal);
-          } catch (error) {
-            logger.error(errorFields(error), 'thesis reader pass failed; retrying the pass');
-            await sleep(idleWaitMs, signal);
-          }
+          const head = await log.headPosition();
+          const moved = await runOnce();
+          if (moved === 0) await log.waitForAppend(head, idleWaitMs, signal);
         }
       } finally {
         clearInterval(timer);
@@ -188,17 +190,4 @@ export function createThesisReader(deps: ThesisReaderDeps): ThesisReader {
       }
     },
   };
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

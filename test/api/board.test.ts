@@ -204,9 +204,9 @@ describe('authentication', () => {
   after(() => h.close());
 
   it('gives every kind of failure the same status, headers and body', async () => {
-    const revoked = await issueKey(h.stores.log, 'gone');
-    await revokeKey(h.stores.log, revoked.keyId);
-    const expired = await issueKey(h.stores.log, 'old', { expiresAt: '2020-01-01T00:00:00.000Z' });
+    const revoked = await issueKey(h.stores, 'gone');
+    await revokeKey(h.stores, revoked.keyId);
+    const expired = await issueKey(h.stores, 'old', { expiresAt: '2020-01-01T00:00:00.000Z' });
     const unknown = `pbk_${'A'.repeat(43)}`;
     const variants: Record<string, Record<string, string>> = {
       missing: {},
@@ -236,9 +236,9 @@ describe('authentication', () => {
   });
 
   it('applies a revocation on the very next request', async () => {
-    const k = await issueKey(h.stores.log, 'soon-gone');
+    const k = await issueKey(h.stores, 'soon-gone');
     assert.equal((await h.get('/v1/projects', k.key)).status, 200);
-    await revokeKey(h.stores.log, k.keyId);
+    await revokeKey(h.stores, k.keyId);
     assert.equal((await h.get('/v1/projects', k.key)).status, 401);
   });
 

@@ -60,9 +60,9 @@ describe('GET /v1/projects/{handle}/ask and the asks service', () => {
   it('re-checks the allowlist on every call', async () => {
     const carol = await h.key('carol', ['allow']);
     assert.equal((await h.get('/v1/projects/p1/ask', carol)).status, 200);
-    await changeOwner(h.stores.log, 'carol', 'deny');
+    await changeOwner(h.stores, 'carol', 'deny');
     assert.equal((await h.get('/v1/projects/p1/ask', carol)).status, 403);
-    await changeOwner(h.stores.log, 'carol', 'allow');
+    await changeOwner(h.stores, 'carol', 'allow');
     assert.equal((await h.get('/v1/projects/p1/ask', carol)).status, 200);
   });
 

@@ -218,10 +218,10 @@ describe('MCP at /mcp with the official SDK client', () => {
       assert.equal(rest.status, 403);
       assert.deepEqual(answers.structuredContent, rest.json());
       // Re-checked per call: allowlisting takes effect on the very next call.
-      await changeOwner(h.stores.log, 'bob', 'allow');
+      await changeOwner(h.stores, 'bob', 'allow');
       const allowed = await bobClient.callTool({ name: 'researcher_answers', arguments: { handle: 'h2' } });
       assert.equal(allowed.isError ?? false, false);
-      await changeOwner(h.stores.log, 'bob', 'deny');
+      await changeOwner(h.stores, 'bob', 'deny');
     } finally {
       await bobClient.close();
     }
@@ -243,12 +243,12 @@ describe('MCP at /mcp with the official SDK client', () => {
   });
 
   it('a revoked key fails on the very next request on both surfaces', async () => {
-    const issued = await issueKey(h.stores.log, 'dora');
+    const issued = await issueKey(h.stores, 'dora');
     const dora = await connectClient(base, issued.key);
     try {
       assert.equal((await dora.callTool({ name: 'get_project', arguments: { handle: 'h1' } })).isError ?? false, false);
       assert.equal((await h.get('/v1/projects/h1', issued.key)).status, 200);
-      await revokeKey(h.stores.log, issued.keyId);
+      await revokeKey(h.stores, issued.keyId);
       await assert.rejects(
         dora.callTool({ name: 'get_project', arguments: { handle: 'h1' } }),
         (error: unknown) => error instanceof StreamableHTTPError && error.code === 401 && /"unauthorized"/.test(error.message),
@@ -260,8 +260,8 @@ describe('MCP at /mcp with the official SDK client', () => {
   });
 
   it('counts every POST once against the key, with the protection class of the tool called', async () => {
-    const erin = await issueKey(h.stores.log, 'erin');
-    await changeOwner(h.stores.log, 'erin', 'allow');
+    const erin = await issueKey(h.stores, 'erin');
+    await changeOwner(h.stores, 'erin', 'allow');
     const erinClient = await connectClient(base, erin.key);
     try {
       await erinClient.callTool({ name: 'get_project', arguments: { handle: 'h1' } });

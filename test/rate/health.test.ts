@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
 import { createHealth } from '../../service/health.ts';
@@ -50,7 +51,9 @@ void describe('health', () => {
       const health = createHealth({ log, store, collections: ['projects', 'pulse', 'calls'], limiter });
       assert.deepEqual(await health.ready(), {
         ready: true,
+        status: 'ready',
         checks: { eventLog: 'ok', readStore: 'ok', rateLimiter: 'ok' },
+        background: {},
         lag: { projects: 0, pulse: head - pulseCheckpoint, calls: head },
       });
     } finally {
@@ -60,18 +63,30 @@ void describe('health', () => {
     }
   });
 
-  void it('is not ready when the configured Redis is stopped', async () => {
+  void it('stays ready but reports the limiter degraded while the configured Redis is stopped', async () => {
     const { log, store } = await stores('redis-down');
     const down = await startRedisServer();
     const limiter = createRedisLimiter({ url: down.url, limit: 60 });
     try {
       const health = createHealth({ log, store, collections: ['projects'], limiter });
-      assert.equal((await health.ready()).ready, true);
+      assert.equal((await health.ready()).status, 'ready');
       await down.stop();
+      // Basic reads go on unlimited: an orchestrator must keep the instance in rotation.
       const result = await health.ready();
-      assert.equal(result.ready, false);
-      assert.deepEqual(result.checks, { eventLog: 'ok', readStore: 'ok', rateLimiter: 'unreachable' });
+      assert.equal(result.ready, true);
+      assert.equal(result.status, 'degraded');
+      assert.deepEqual(result.checks, { eventLog: 'ok', readStore: 'ok', rateLimiter: 'degraded' });
       assert.deepEqual(result.lag, { projects: 0 });
+      // Limiting resumes by itself when Redis returns, and readiness with it.
+      await down.restart();
+      let again = await health.ready();
+      // The client reconnects on its own schedule: wait for it (bounded), then check the answer.
+      for (let attempt = 0; attempt < 150 && again.status !== 'ready'; attempt += 1) {
+        await sleep(100);
+        again = await health.ready();
+      }
+      assert.deepEqual(again.checks, { eventLog: 'ok', readStore: 'ok', rateLimiter: 'ok' });
+      assert.equal(again.status, 'ready');
     } finally {
       await limiter.close();
       await down.close();
@@ -86,31 +101,37 @@ void describe('health', () => {
     const health = createHealth({ log, store, collections: ['projects'], limiter: createInProcessLimiter({ limit: 60 }) });
     assert.deepEqual(await health.ready(), {
       ready: false,
+      status: 'not_ready',
       checks: { eventLog: 'ok', readStore: 'unreachable', rateLimiter: 'ok' },
+      background: {},
       lag: { projects: null },
     });
     await log.close();
   });
 
-  void it('is not ready when the event log is closed', async () => {
+  void it('is degraded, still in rotation, when the event log is closed (reads come from the read store)', async () => {
     const { log, store } = await stores('log-closed');
     await log.close();
     const health = createHealth({ log, store, collections: ['projects'] });
     assert.deepEqual(await health.ready(), {
-      ready: false,
+      ready: true,
+      status: 'degraded',
       checks: { eventLog: 'unreachable', readStore: 'ok' },
+      background: {},
       lag: { projects: null },
     });
     await store.close();
   });
 
-  void it('counts a probe that never answers as unreachable instead of hanging', async () => {
+  void it('counts a probe that never answers as failed instead of hanging', async () => {
     const { log, store } = await stores('hung');
     const never = { ping: () => new Promise<boolean>(() => {}) };
     const health = createHealth({ log, store, collections: [], limiter: never, probeTimeoutMs: 50 });
     assert.deepEqual(await health.ready(), {
-      ready: false,
-      checks: { eventLog: 'ok', readStore: 'ok', rateLimiter: 'unreachable' },
+      ready: true,
+      status: 'degraded',
+      checks: { eventLog: 'ok', readStore: 'ok', rateLimiter: 'degraded' },
+      background: {},
       lag: {},
     });
     await log.close();

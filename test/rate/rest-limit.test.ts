@@ -80,6 +80,8 @@ describe('REST rate protection on a real Redis', () => {
     // The same key must exist in both instances' logs: copy its issue event.
     const [issued] = await a.stores.log.readAll({ afterPosition: 0, typePrefixes: ['key.issued'], limit: 10 });
     await b.stores.log.append(issued!.stream, [{ id: issued!.id, type: issued!.type, data: issued!.data }]);
+    // Access is served from the keys read model: project the copied event there too.
+    await b.stores.catchUp();
     const statuses: number[] = [];
     for (let i = 0; i < 11; i++) statuses.push((await (i % 2 === 0 ? a : b).get('/v1/projects', key)).status);
     assert.deepEqual(statuses, [...Array(10).fill(200), 429]);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it, mock } from 'node:test';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { sourceEventId } from '../../events/ids.ts';
+import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
 import { changeOwner, issueKey } from '../../service/access.ts';
 import { exportEvents } from '../../service/export.ts';
 import { prng } from '../support/seed.ts';
@@ -25,6 +26,8 @@ const QUESTION = 'Is the team doxxed?';
 async function seed(dir: string): Promise<void> {
   mock.timers.enable({ apis: ['Date'], now: START });
   const log = createSqliteEventLog(join(dir, 'events.sqlite'));
+  // Access commands settle their read models; these ones are not looked at here.
+  const accessStore = createSqliteReadStore(':memory:');
   const append = async (stream: string, type: string, id: string, data: Record<string, unknown>) => {
     const result = await log.append(stream, [{ id: sourceEventId(type, id), type, data, metadata: { source: 'test', messageId: id } }]);
     assert.ok(result.ok);
@@ -36,8 +39,8 @@ async function seed(dir: string): Promise<void> {
     () => append('thesis-0xabc', 'thesis.requested', 't1', { contract: '0xabc', owner: 'member', at: at(2) }),
     () => append('thesis-0xabc', 'thesis.snapshot.saved', 't2', { contract: '0xabc', items: [{ id: 'i1', text: FEED_TEXT }], at: at(3) }),
     () => append('project-p1', 'vote.cast', 'v1', { projectId: 'p1', at: at(4), voterId: 'u1', name: VOTER, avatar: 'https://a.example/v.png', direction: 'up' }),
-    () => issueKey(log, 'analyst'),
-    () => changeOwner(log, 'analyst', 'allow'),
+    () => issueKey({ log, store: accessStore }, 'analyst'),
+    () => changeOwner({ log, store: accessStore }, 'analyst', 'allow'),
     () => append('call-c2', 'call.recorded', 'c2', call('22222222-2222-4222-8222-222222222222', SECOND_THESIS)),
     () => append('thesis-0xabc', 'thesis.failed', 't3', { contract: '0xabc', reason: 'source down', at: at(8) }),
     () => append('project-p1', 'ask.asked', 'a1', { projectId: 'p1', askId: 'q1', question: QUESTION, owner: 'analyst', at: at(9) }),
@@ -50,6 +53,7 @@ async function seed(dir: string): Promise<void> {
     }
   } finally {
     await log.close();
+    await accessStore.close();
     mock.timers.reset();
   }
 }

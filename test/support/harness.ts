@@ -72,8 +72,8 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       if (!result.ok) throw new Error('append failed');
     },
     async key(owner, changes = []) {
-      for (const change of changes) await changeOwner(stores.log, owner, change);
-      return (await issueKey(stores.log, owner)).key;
+      for (const change of changes) await changeOwner(stores, owner, change);
+      return (await issueKey(stores, owner)).key;
     },
     async get(url, key) {
       const res = await app.inject({ method: 'GET', url, headers: key ? { authorization: `Bearer ${key}` } : {} });

@@ -67,11 +67,11 @@ void describe('thesis feed: input, switch and access', () => {
       return results.every((r) => !r.ok && r.error.status === 403);
     };
     assert.ok(await forbidden(), 'unknown owner');
-    await changeOwner(h.log, 'bob', 'allow');
+    await changeOwner(h, 'bob', 'allow');
     assert.ok(await forbidden(), 'allowlisted, not linked');
-    await changeOwner(h.log, 'bob', 'link');
+    await changeOwner(h, 'bob', 'link');
     assert.equal((await h.feed.status(caller, { contract: A })).ok, true);
-    await changeOwner(h.log, 'bob', 'deny');
+    await changeOwner(h, 'bob', 'deny');
     assert.ok(await forbidden(), 'denied after being allowed');
   });
 });

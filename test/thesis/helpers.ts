@@ -111,7 +111,7 @@ export async function harness(options: {
   const config = testConfig(options.env ?? {});
   const heartbeat = createInProcessHeartbeat({ now: clock.now });
   if (options.readerAlive !== false) await heartbeat.beat();
-  const access = createAccess(log, clock.now);
+  const access = createAccess(store, clock.now);
   const feed = createThesisFeed({ log, store, access, config, heartbeat, now: clock.now, logger });
   const reader = createThesisReader({ log, store, source: options.source, heartbeat, now: clock.now, logger });
   const runner = createProjectorRunner(log, store, thesisProjector);
@@ -125,8 +125,8 @@ export async function harness(options: {
     logger,
     config,
     async member(owner) {
-      await changeOwner(log, owner, 'allow', clock.now());
-      await changeOwner(log, owner, 'link', clock.now());
+      await changeOwner({ log, store }, owner, 'allow', clock.now());
+      await changeOwner({ log, store }, owner, 'link', clock.now());
       return { keyId: `key-${owner}`, owner };
     },
     async tick(ms) {

@@ -70,7 +70,7 @@ void it('no thesis text in logs, output, errors, outcomes, other read models or 
   try {
     const { output } = await capturingOutput(async () => {
       // The same feed and reader with their default (stderr) logger, so real log output is scanned too.
-      const access = createAccess(h.log, h.clock.now);
+      const access = createAccess(h.store, h.clock.now);
       const feed = createThesisFeed({ log: h.log, store: h.store, access, config: h.config, heartbeat: h.heartbeat, now: h.clock.now });
       const reader = createThesisReader({ log: h.log, store: h.store, source: routing, heartbeat: h.heartbeat, now: h.clock.now });
       const ann = await h.member('ann');

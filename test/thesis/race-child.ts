@@ -51,7 +51,7 @@ log.append = async (stream, events, expected) => {
 const heartbeat = createInProcessHeartbeat({ now });
 await heartbeat.beat();
 const quiet = { info() {}, warn() {}, error() {} };
-const feed = createThesisFeed({ log, store, access: createAccess(log, now), config: config.config, heartbeat, now, logger: quiet });
+const feed = createThesisFeed({ log, store, access: createAccess(store, now), config: config.config, heartbeat, now, logger: quiet });
 
 process.stdout.write('ready\n');
 await expectLine('go');

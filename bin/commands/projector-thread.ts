@@ -1,0 +1,70 @@
+import { Worker } from 'node:worker_threads';
+import type { LoopStatus } from '../../service/background.ts';
+
+/** What the projector worker posts to the serving thread. */
+export type WorkerMessage = { kind: 'status'; name: string; status: LoopStatus };
+
+export type ProjectorThread = {
+  /** Runs the worker until it ends; rejects when it fails (a supervised loop of the serving thread). */
+  run(signal: AbortSignal): Promise<void>;
+  /** The worker's projectors and their states, as last posted (empty while no worker runs). */
+  status(): Record<string, LoopStatus>;
+};
+
+/** How long a stopping worker may take to finish its batch before it is terminated. */
+const STOP_GRACE_MS = 5_000;
+
+export type ProjectorThreadOptions = {
+  /** The worker module (tests pass stand-ins); by default projector-worker.ts. */
+  workerUrl?: URL;
+  /** Handed to the worker as its workerData (tests). */
+  workerData?: unknown;
+  stopGraceMs?: number;
+  /** Called with each state the worker posts, after it is recorded. */
+  onChange?: (name: string, status: LoopStatus) => void;
+};
+
+/**
+ * The projectors in a worker thread (see projector-worker.ts). A worker that stops is an ordinary
+ * failure of this loop, so the serving thread's supervisor restarts it with backoff. On stop the worker
+ * is asked to finish its batch; one that is still catching up (its thread busy folding) is terminated
+ * after a grace period, which is harmless: each batch commits documents and checkpoint together.
+ */
+export function createProjectorThread(options: ProjectorThreadOptions = {}): ProjectorThread {
+  const workerUrl = options.workerUrl ?? new URL('./projector-worker.ts', import.meta.url);
+  const stopGraceMs = options.stopGraceMs ?? STOP_GRACE_MS;
+  let states: Record<string, LoopStatus> = {};
+
+  return {
+    status: () => states,
+
+    run(signal) {
+      return new Promise<void>((resolve, reject) => {
+        const worker = new Worker(workerUrl, { workerData: options.workerData });
+        let grace: NodeJS.Timeout | null = null;
+        const onAbort = () => {
+          worker.postMessage('stop');
+          grace = setTimeout(() => void worker.terminate(), stopGraceMs);
+        };
+        let failure: unknown = null;
+        worker.on('message', (message: WorkerMessage) => {
+          if (message.kind !== 'status') return;
+          states = { ...states, [message.name]: message.status };
+          options.onChange?.(message.name, message.status);
+        });
+        worker.on('error', (error) => {
+          failure = error;
+        });
+        worker.on('exit', (code) => {
+          signal.removeEventListener('abort', onAbort);
+          if (grace) clearTimeout(grace);
+          states = {};
+          if (signal.aborted) return resolve();
+          reject(failure ?? new Error(`projector worker exited with code ${code}`));
+        });
+        if (signal.aborted) onAbort();
+        else signal.addEventListener('abort', onAbort, { once: true });
+      });
+    },
+  };
+}

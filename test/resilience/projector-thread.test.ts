@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createProjectorThread } from '../../bin/commands/projector-thread.ts';
+import { createSupervisor } from '../../service/background.ts';
+import { manualClock, stateLog } from './support.ts';
+
+const standIn = new URL('./fixtures/worker-stand-in.ts', import.meta.url);
+
+/** A thread over the stand-in worker, and a promise of the first state it posts. */
+function thread(mode: string, stopGraceMs = 5_000) {
+  let posted: () => void = () => undefined;
+  const firstState = new Promise<void>((resolve) => (posted = resolve));
+  const projectorThread = createProjectorThread({ workerUrl: standIn, workerData: { mode }, stopGraceMs, onChange: () => posted() });
+  return { projectorThread, firstState };
+}
+
+void describe('the projector thread of serve', () => {
+  void it('reports the states its worker posts, and clears them when the worker stops', async () => {
+    const { projectorThread, firstState } = thread('stops');
+    const stop = new AbortController();
+    const running = projectorThread.run(stop.signal);
+    try {
+      await firstState;
+      assert.deepEqual(Object.keys(projectorThread.status()), ['projector:projects']);
+      assert.equal(projectorThread.status()['projector:projects']!.state, 'running');
+    } finally {
+      stop.abort();
+      await running;
+    }
+    assert.deepEqual(projectorThread.status(), {});
+  });
+
+  void it('fails when its worker dies, so the supervisor restarts it and /readyz shows it retrying', async () => {
+    const manual = manualClock();
+    const states = stateLog();
+    const stop = new AbortController();
+    const supervisor = createSupervisor({ signal: stop.signal, clock: manual.clock, logger: { info() {}, warn() {} }, onChange: states.onChange });
+    const { projectorThread } = thread('fails');
+    await assert.rejects(projectorThread.run(new AbortController().signal), /stand-in worker failed/);
+    const supervised = supervisor.supervise('projectors', (signal) => projectorThread.run(signal));
+    await states.until('projectors', 'retrying');
+    assert.equal(supervisor.status().projectors!.state, 'retrying');
+    stop.abort();
+    await supervised;
+  });
+
+  void it('terminates a worker that cannot stop because its thread is busy catching up', async () => {
+    const { projectorThread, firstState } = thread('busy', 20);
+    const stop = new AbortController();
+    const running = projectorThread.run(stop.signal);
+    try {
+      await firstState;
+    } finally {
+      stop.abort();
+      await running;
+    }
+    assert.deepEqual(projectorThread.status(), {});
+  });
+});
