@@ -68,6 +68,8 @@ const MAX_APPEND_ATTEMPTS = 50;
 const POLL_INTERVAL_MS = 100;
 /** Events read per backward page while looking for the newest non-system event. */
 const HEAD_PAGE = 32;
+/** Events per page of each of the two scans of positionBefore. */
+const SEEK_PAGE = 512;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -176,6 +178,7 @@ function namingTheServer(log: EventLog, connectionString: string): EventLog {
     streamRevision: (stream) => log.streamRevision(stream).catch(translate),
     readAll: (options) => log.readAll(options).catch(translate),
     headPosition: () => log.headPosition().catch(translate),
+    positionBefore: (time) => log.positionBefore(time).catch(translate),
     waitForAppend: (afterPosition, timeoutMs, signal) => log.waitForAppend(afterPosition, timeoutMs, signal).catch(translate),
     close: () => log.close(),
   };
@@ -406,6 +409,50 @@ function openKurrentDbEventLog(connectionString: string): EventLog {
     },
 
     headPosition,
+
+    /**
+     * $all cannot be entered at a guessed position (positions are byte offsets; a read from inside a
+     * record is refused) and has no index by time, so the boundary is found by two scans from the
+     * ends, one page of each in turn: forwards from the start to the first event recorded at or after
+     * `time`, backwards from the end to the newest one recorded before it. Whichever meets the
+     * boundary first answers, so the cost is the smaller side of the log, not the whole of it; an
+     * export of a recent range reads only the events after its start.
+     */
+    async positionBefore(time: string) {
+      const at = Date.parse(time);
+      if (Number.isNaN(at)) throw new RangeError(`positionBefore: ${JSON.stringify(time)} is not an ISO 8601 time`);
+      let forwardCursor = 0;
+      let forwardLast = 0;
+      let backwardFrom: ReadPosition = END;
+      for (;;) {
+        let seen = 0;
+        for await (const resolved of client.readAll({ direction: FORWARDS, fromPosition: readPositionAfter(forwardCursor), maxCount: SEEK_PAGE, filter: excludeSystemEvents() })) {
+          seen += 1;
+          const event = resolved.event;
+          if (!event) continue;
+          const position = portPosition(event.position, event);
+          if (position <= forwardCursor) continue;
+          forwardCursor = position;
+          if (isSystem(event)) continue;
+          if (event.created.getTime() >= at) return forwardLast;
+          forwardLast = position;
+        }
+        if (seen < SEEK_PAGE) return forwardLast;
+
+        seen = 0;
+        let oldest: Position | undefined;
+        for await (const resolved of client.readAll({ direction: BACKWARDS, fromPosition: backwardFrom, maxCount: SEEK_PAGE, filter: excludeSystemEvents() })) {
+          seen += 1;
+          const event = resolved.event;
+          if (!event) continue;
+          oldest = event.position;
+          if (!isSystem(event) && event.created.getTime() < at) return portPosition(event.position, event);
+        }
+        if (seen < SEEK_PAGE || !oldest) return 0;
+        // Backward reads take the position after a record; the record's own position excludes it.
+        backwardFrom = oldest;
+      }
+    },
 
     async waitForAppend(afterPosition: number, timeoutMs: number, signal?: AbortSignal) {
       const deadline = Date.now() + timeoutMs;
