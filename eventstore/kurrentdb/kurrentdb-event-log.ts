@@ -28,6 +28,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { sleepUntilAppend } from '../append-signals.ts';
+import { createAppendSubscription, type SubscriptionSource } from './append-subscription.ts';
 import {
   BACKWARDS,
   END,
@@ -48,15 +49,16 @@ import {
   type ReadPosition,
   type RecordedEvent as KurrentRecordedEvent,
 } from '@kurrent/kurrentdb-client';
-import type {
-  AppendResult,
-  AppendedEvent,
-  EventLog,
-  ExpectedRevision,
-  NewEvent,
-  ReadAllOptions,
-  ReadStreamOptions,
-  RecordedEvent,
+import {
+  EventLogUnavailableError,
+  type AppendResult,
+  type AppendedEvent,
+  type EventLog,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
 } from '../port.ts';
 
 const ARCHIVE_STREAM = 'pulseboard-archive';
@@ -64,8 +66,6 @@ const ARCHIVE_METADATA_STREAM = `$$${ARCHIVE_STREAM}`;
 const ARCHIVE_KEY = 'pulseboardArchiveId';
 /** `any` appends retry while other writers keep moving the stream; exact expectations settle in two rounds. */
 const MAX_APPEND_ATTEMPTS = 50;
-/** How often waitForAppend looks at the head for appends made by other processes. */
-const POLL_INTERVAL_MS = 100;
 /** Events read per backward page while looking for the newest non-system event. */
 const HEAD_PAGE = 32;
 /** Events per page of each of the two scans of positionBefore. */
@@ -165,10 +165,15 @@ type StreamIndex = { revision: number | null; byId: Map<string, StoredRef> };
  * The client reports a server it cannot reach as a bare "UnavailableError"; this names the server
  * (without credentials) so an operator reading one line knows what to start.
  */
+/** gRPC UNAVAILABLE, as the client's typed error or as a raw gRPC status (status 14). */
+export function isUnavailable(error: unknown): boolean {
+  return error instanceof UnavailableError || (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 14);
+}
+
 function namingTheServer(log: EventLog, connectionString: string): EventLog {
   const where = connectionString.replace(/\/\/[^@/]*@/, '//');
   const translate = (error: unknown): never => {
-    if (error instanceof UnavailableError) throw new Error(`KurrentDB at ${where} does not answer (unavailable)`, { cause: error });
+    if (isUnavailable(error)) throw new EventLogUnavailableError(`KurrentDB at ${where} does not answer (unavailable)`, { cause: error });
     throw error;
   };
   return {
@@ -180,7 +185,7 @@ function namingTheServer(log: EventLog, connectionString: string): EventLog {
     headPosition: () => log.headPosition().catch(translate),
     positionBefore: (time) => log.positionBefore(time).catch(translate),
     waitForAppend: (afterPosition, timeoutMs, signal) => log.waitForAppend(afterPosition, timeoutMs, signal).catch(translate),
-    close: () => log.close(),
+    close: () => log.close().catch(translate),
   };
 }
 
@@ -195,6 +200,41 @@ function openKurrentDbEventLog(connectionString: string): EventLog {
   let headSeen = 0;
   let closed = false;
   let archive: string | undefined;
+
+  // One filtered $all subscription from the end, shared by every waiter of this log.
+  const source: SubscriptionSource = {
+    open(handlers) {
+      const subscription = client.subscribeToAll({ fromPosition: END, filter: excludeSystemEvents() });
+      let over = false;
+      const fail = (error: unknown) => {
+        if (over) return;
+        over = true;
+        void subscription.unsubscribe().catch(() => undefined);
+        handlers.failed(error);
+      };
+      subscription.on('confirmation', () => handlers.confirmed());
+      subscription.on('data', (resolved) => {
+        const event = resolved.event;
+        if (!event || isSystem(event)) return;
+        try {
+          const position = portPosition(event.position, event);
+          if (position > headSeen) headSeen = position;
+          handlers.appended(position);
+        } catch (error) {
+          fail(error);
+        }
+      });
+      subscription.on('error', fail);
+      subscription.on('end', () => fail(new Error('the KurrentDB subscription ended')));
+      return {
+        async close() {
+          over = true;
+          await subscription.unsubscribe().catch(() => undefined);
+        },
+      };
+    },
+  };
+  const subscription = createAppendSubscription(source, { signals });
 
   async function streamIndex(stream: string): Promise<StreamIndex> {
     const byId = new Map<string, StoredRef>();
@@ -455,23 +495,23 @@ function openKurrentDbEventLog(connectionString: string): EventLog {
     },
 
     async waitForAppend(afterPosition: number, timeoutMs: number, signal?: AbortSignal) {
-      const deadline = Date.now() + timeoutMs;
-      while (!closed && !signal?.aborted) {
-        if (headSeen > afterPosition) return;
-        const head = await headPosition();
-        if (head > headSeen) headSeen = head;
-        if (head > afterPosition) return;
-        const remaining = deadline - Date.now();
-        if (remaining <= 0 || closed || signal?.aborted) return;
-        // Sleep until the next poll, an append through this log, the abort, or close.
-        await sleepUntilAppend(signals, afterPosition, Math.min(remaining, POLL_INTERVAL_MS), signal);
-      }
+      if (closed || signal?.aborted || headSeen > afterPosition) return;
+      const started = Date.now();
+      // Live before the head is read: an append after the read is then delivered by the subscription.
+      await subscription.ready();
+      const head = await headPosition();
+      if (head > headSeen) headSeen = head;
+      if (head > afterPosition || closed || signal?.aborted) return;
+      const remaining = timeoutMs - (Date.now() - started);
+      if (remaining <= 0) return;
+      await sleepUntilAppend(signals, afterPosition, remaining, signal);
     },
 
     async close() {
       closed = true;
       signals.emit('close');
       signals.removeAllListeners();
+      await subscription.close();
       await client.dispose();
     },
   };
