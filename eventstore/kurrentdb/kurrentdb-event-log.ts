@@ -12,13 +12,16 @@
  * transactions) is refused with an error rather than ordered wrongly. User events never sit at
  * position 0 (the log starts with the server's own records), so `afterPosition: 0` reads everything.
  *
- * Idempotency. KurrentDB only deduplicates event ids on a best-effort basis (and not at all for a
- * batch mixing stored and new ids), so the adapter decides itself: it reads the stream's ids, appends
- * only the new events with the stream's observed revision as the server-side expected state, and on a
- * conflict reads again. Ids are therefore idempotent per stream — the service derives each event id
- * from a source message that always maps to the same stream (events/ids.ts). A caller expectation
- * (no_stream, stream_exists, a revision) is checked against the observed revision; `any` retries until
- * its events land. The cost is one read of the stream per append.
+ * Idempotency (idempotent-append.ts). The server checks event ids only best-effort, and not at all
+ * when the expected revision is the current one, so the adapter decides itself, in a bounded number of
+ * round trips whatever the stream's length: every event is preceded by an id marker (a `$`-typed event
+ * in `pulseboard-id-<event id>`, filtered out of every $all read) naming the stream and revision the
+ * event takes; an append reads the stream's revision, then its ids' markers, and appends only the ids
+ * no marker proves stored, expecting that revision. Ids are therefore idempotent per stream — the
+ * service derives each event id from a source message that always maps to the same stream
+ * (events/ids.ts). A caller expectation (no_stream, stream_exists, a revision) is checked against the
+ * observed revision; `any` retries until its events land. Events stored by a version of pulseboard
+ * before the markers have none (see docs/decisions.md).
  *
  * System events ($-prefixed types or streams) are never returned. The archive id is a custom property
  * of the metadata of the stream `pulseboard-archive`, written once with expected state NO_STREAM.
@@ -29,6 +32,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { sleepUntilAppend } from '../append-signals.ts';
 import { createAppendSubscription, type SubscriptionSource } from './append-subscription.ts';
+import { ID_MARKER_TYPE, appendIdempotent, markerStream, type IdMarker, type IdempotencyServer, type StoredRef } from './idempotent-append.ts';
 import {
   BACKWARDS,
   END,
@@ -52,7 +56,6 @@ import {
 import {
   EventLogUnavailableError,
   type AppendResult,
-  type AppendedEvent,
   type EventLog,
   type ExpectedRevision,
   type NewEvent,
@@ -64,8 +67,6 @@ import {
 const ARCHIVE_STREAM = 'pulseboard-archive';
 const ARCHIVE_METADATA_STREAM = `$$${ARCHIVE_STREAM}`;
 const ARCHIVE_KEY = 'pulseboardArchiveId';
-/** `any` appends retry while other writers keep moving the stream; exact expectations settle in two rounds. */
-const MAX_APPEND_ATTEMPTS = 50;
 /** Events read per backward page while looking for the newest non-system event. */
 const HEAD_PAGE = 32;
 /** Events per page of each of the two scans of positionBefore. */
@@ -143,13 +144,6 @@ function jsonData(event: NewEvent): JSONType {
   );
 }
 
-function revisionMatches(expected: ExpectedRevision, actual: number | null): boolean {
-  if (expected === 'any') return true;
-  if (expected === 'no_stream') return actual === null;
-  if (expected === 'stream_exists') return actual !== null;
-  return actual === expected;
-}
-
 /** The filter for a readAll; 'nothing' when the prefixes can only select system events. */
 function filterFor(prefixes: readonly string[] | undefined): Filter | 'nothing' {
   if (prefixes === undefined || prefixes.length === 0 || prefixes.includes('')) return excludeSystemEvents();
@@ -157,9 +151,6 @@ function filterFor(prefixes: readonly string[] | undefined): Filter | 'nothing' 
   if (user.length === 0) return 'nothing';
   return eventTypeFilter({ prefixes: [...user] });
 }
-
-type StoredRef = { id: string; position: number; revision: number };
-type StreamIndex = { revision: number | null; byId: Map<string, StoredRef> };
 
 /**
  * The client reports a server it cannot reach as a bare "UnavailableError"; this names the server
@@ -236,34 +227,71 @@ function openKurrentDbEventLog(connectionString: string): EventLog {
   };
   const subscription = createAppendSubscription(source, { signals });
 
-  async function streamIndex(stream: string): Promise<StreamIndex> {
-    const byId = new Map<string, StoredRef>();
-    let revision: number | null = null;
-    try {
-      for await (const resolved of client.readStream(stream, { requiresLeader: true })) {
-        const event = resolved.event;
-        if (!event) continue;
-        const ref = { id: event.id, position: portPosition(event.position, event), revision: toSafeNumber(event.revision, 'stream revision') };
-        byId.set(event.id.toLowerCase(), ref);
-        revision = ref.revision;
-      }
-    } catch (error) {
-      if (!(error instanceof StreamNotFoundError)) throw error;
-    }
-    return { revision, byId };
+  /** The idempotency protocol's server calls (idempotent-append.ts), each one round trip. */
+  function idempotencyServer(payloads: ReadonlyMap<NewEvent, JSONType>): IdempotencyServer {
+    const ref = (event: KurrentRecordedEvent): StoredRef => ({
+      id: event.id,
+      position: portPosition(event.position, event),
+      revision: toSafeNumber(event.revision, 'stream revision'),
+    });
+    return {
+      lastRevision: (stream) => lastRevision(stream),
+      async readMarkers(eventId) {
+        const markers: IdMarker[] = [];
+        try {
+          for await (const resolved of client.readStream(markerStream(eventId), { requiresLeader: true })) {
+            const marker = resolved.event?.type === ID_MARKER_TYPE ? (resolved.event.data as Partial<IdMarker>) : undefined;
+            if (marker && typeof marker.stream === 'string' && Number.isSafeInteger(marker.revision)) {
+              markers.push({ stream: marker.stream, revision: marker.revision! });
+            }
+          }
+        } catch (error) {
+          if (!(error instanceof StreamNotFoundError)) throw error;
+        }
+        return markers;
+      },
+      async readAt(stream, revision) {
+        const [event] = await readRevisions(stream, revision, 1);
+        return event && event.revision === BigInt(revision) ? ref(event) : null;
+      },
+      async readRange(stream, fromRevision, count) {
+        return (await readRevisions(stream, fromRevision, count)).map(ref);
+      },
+      async writeMarker(eventId, marker) {
+        await client.appendToStream(markerStream(eventId), jsonEvent({ type: ID_MARKER_TYPE, data: marker }), { requiresLeader: true });
+      },
+      async appendExpecting(stream, events, expected) {
+        const streamState: AppendStreamState = expected === null ? NO_STREAM : BigInt(expected);
+        try {
+          await client.appendToStream(
+            stream,
+            events.map((event) => jsonEvent({ id: event.id, type: event.type, data: payloads.get(event)!, metadata: event.metadata ?? {} })),
+            { streamState, requiresLeader: true },
+          );
+          return 'ok';
+        } catch (error) {
+          if (error instanceof WrongExpectedVersionError) return 'conflict';
+          throw error;
+        }
+      },
+    };
   }
 
   async function readRevisions(stream: string, fromRevision: number, count: number): Promise<KurrentRecordedEvent[]> {
     const events: KurrentRecordedEvent[] = [];
-    for await (const resolved of client.readStream(stream, { fromRevision: BigInt(fromRevision), maxCount: count, requiresLeader: true })) {
-      if (resolved.event) events.push(resolved.event);
+    try {
+      for await (const resolved of client.readStream(stream, { fromRevision: BigInt(fromRevision), maxCount: count, requiresLeader: true })) {
+        if (resolved.event) events.push(resolved.event);
+      }
+    } catch (error) {
+      if (!(error instanceof StreamNotFoundError)) throw error;
     }
     return events;
   }
 
   async function lastRevision(stream: string): Promise<number | null> {
     try {
-      for await (const resolved of client.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1 })) {
+      for await (const resolved of client.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1, requiresLeader: true })) {
         if (resolved.event) return toSafeNumber(resolved.event.revision, 'stream revision');
       }
     } catch (error) {
@@ -331,67 +359,12 @@ function openKurrentDbEventLog(connectionString: string): EventLog {
         if (!UUID.test(event.id)) throw new TypeError(`event id ${JSON.stringify(event.id)} is not a UUID (KurrentDB requires one)`);
         payloads.set(event, jsonData(event));
       }
-      for (let attempt = 1; ; attempt += 1) {
-        const index = await streamIndex(stream);
-        const results: (AppendedEvent | undefined)[] = [];
-        const fresh: { index: number; event: NewEvent }[] = [];
-        const firstIndex = new Map<string, number>();
-        events.forEach((event, i) => {
-          const key = event.id.toLowerCase();
-          const stored = index.byId.get(key);
-          if (stored) results[i] = { id: event.id, position: stored.position, revision: stored.revision, duplicate: true };
-          else if (!firstIndex.has(key)) {
-            firstIndex.set(key, i);
-            fresh.push({ index: i, event });
-          }
-        });
-        const finish = (): AppendedEvent[] =>
-          events.map((event, i) => {
-            const own = results[i];
-            if (own) return own;
-            return { ...results[firstIndex.get(event.id.toLowerCase())!]!, id: event.id, duplicate: true };
-          });
-
-        // A retry of an append that already landed is idempotent whatever revision it expected.
-        if (fresh.length === 0) return { ok: true, events: finish(), revision: index.revision ?? -1 };
-        if (!revisionMatches(expected, index.revision)) {
-          return { ok: false, reason: 'wrong_expected_revision', actualRevision: index.revision };
-        }
-        const streamState: AppendStreamState = index.revision === null ? NO_STREAM : BigInt(index.revision);
-        try {
-          await client.appendToStream(
-            stream,
-            fresh.map(({ event }) => jsonEvent({ id: event.id, type: event.type, data: payloads.get(event)!, metadata: event.metadata ?? {} })),
-            { streamState, requiresLeader: true },
-          );
-        } catch (error) {
-          // Another writer moved the stream since it was read: decide again from what is stored now.
-          if (error instanceof WrongExpectedVersionError && attempt < MAX_APPEND_ATTEMPTS) continue;
-          if (error instanceof WrongExpectedVersionError) {
-            throw new Error(`append to ${stream}: the stream kept changing during ${MAX_APPEND_ATTEMPTS} attempts`, { cause: error });
-          }
-          throw error;
-        }
-
-        // The new events hold the revisions right after the observed one; read back their positions.
-        const firstRevision = (index.revision ?? -1) + 1;
-        const written = await readRevisions(stream, firstRevision, fresh.length);
-        if (written.length !== fresh.length) {
-          throw new Error(`append to ${stream}: expected ${fresh.length} events from revision ${firstRevision}, read ${written.length}`);
-        }
-        let top = 0;
-        fresh.forEach(({ index: i, event }, k) => {
-          const stored = written[k]!;
-          if (stored.id.toLowerCase() !== event.id.toLowerCase()) {
-            throw new Error(`append to ${stream}: revision ${firstRevision + k} holds ${stored.id}, not ${event.id}`);
-          }
-          const position = portPosition(stored.position, stored);
-          top = Math.max(top, position);
-          results[i] = { id: event.id, position, revision: firstRevision + k, duplicate: false };
-        });
-        noteHead(top);
-        return { ok: true, events: finish(), revision: firstRevision + fresh.length - 1 };
+      const result = await appendIdempotent(idempotencyServer(payloads), stream, events, expected);
+      if (result.ok) {
+        const top = result.events.reduce((max, event) => (event.duplicate ? max : Math.max(max, event.position)), 0);
+        if (top > 0) noteHead(top);
       }
+      return result;
     },
 
     async readStream(stream: string, options: ReadStreamOptions = {}) {
