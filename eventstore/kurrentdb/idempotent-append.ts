@@ -23,7 +23,7 @@
  * Cost per append of n new events: five round trips (revision, markers, marker writes, append,
  * positions), n of them parallel small reads and writes; a retry of stored ids costs three.
  */
-import type { AppendResult, AppendedEvent, ExpectedRevision, NewEvent } from '../port.ts';
+import type { AppendResult, AppendedEvent, EventLog, ExpectedRevision, NewEvent } from '../port.ts';
 
 /** The event type of id markers; `$`-prefixed, so every $all read and subscription filters them out. */
 export const ID_MARKER_TYPE = '$pulseboard-id';
@@ -138,5 +138,39 @@ export async function appendIdempotent(
       results[index] = { id: event.id, position: ref.position, revision: firstRevision + k, duplicate: false };
     });
     return { ok: true, events: finish(), revision: firstRevision + fresh.length - 1 };
+  }
+}
+
+export type BackfillProgress = { scanned: number; written: number; position: number };
+
+/**
+ * Writes the id markers a log stored before markers existed lacks: for every user event (in `$all`
+ * order, through the port's readAll, which never returns markers), a marker naming its stream and
+ * revision unless one already does. Safe to run again, and while the log takes appends (an append
+ * writes its own markers). Costs one marker read per event and one write per missing marker.
+ */
+export async function backfillIdMarkers(
+  server: Pick<IdempotencyServer, 'readMarkers' | 'writeMarker'>,
+  log: Pick<EventLog, 'readAll'>,
+  options: { pageSize?: number; onProgress?: (progress: BackfillProgress) => void } = {},
+): Promise<BackfillProgress> {
+  const pageSize = options.pageSize ?? 200;
+  const progress: BackfillProgress = { scanned: 0, written: 0, position: 0 };
+  for (;;) {
+    const page = await log.readAll({ afterPosition: progress.position, limit: pageSize });
+    if (page.length === 0) return progress;
+    const written = await Promise.all(
+      page.map(async (event) => {
+        const id = event.id.toLowerCase();
+        const markers = await server.readMarkers(id);
+        if (markers.some((m) => m.stream === event.stream && m.revision === event.revision)) return 0;
+        await server.writeMarker(id, { stream: event.stream, revision: event.revision });
+        return 1;
+      }),
+    );
+    progress.scanned += page.length;
+    progress.written += written.reduce<number>((sum, n) => sum + n, 0);
+    progress.position = page[page.length - 1]!.position;
+    options.onProgress?.({ ...progress });
   }
 }

@@ -32,7 +32,16 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { sleepUntilAppend } from '../append-signals.ts';
 import { createAppendSubscription, type SubscriptionSource } from './append-subscription.ts';
-import { ID_MARKER_TYPE, appendIdempotent, markerStream, type IdMarker, type IdempotencyServer, type StoredRef } from './idempotent-append.ts';
+import {
+  ID_MARKER_TYPE,
+  appendIdempotent,
+  backfillIdMarkers,
+  markerStream,
+  type BackfillProgress,
+  type IdMarker,
+  type IdempotencyServer,
+  type StoredRef,
+} from './idempotent-append.ts';
 import {
   BACKWARDS,
   END,
@@ -180,6 +189,43 @@ function namingTheServer(log: EventLog, connectionString: string): EventLog {
   };
 }
 
+async function readMarkers(client: KurrentDBClient, eventId: string): Promise<IdMarker[]> {
+  const markers: IdMarker[] = [];
+  try {
+    for await (const resolved of client.readStream(markerStream(eventId), { requiresLeader: true })) {
+      const marker = resolved.event?.type === ID_MARKER_TYPE ? (resolved.event.data as Partial<IdMarker>) : undefined;
+      if (marker && typeof marker.stream === 'string' && Number.isSafeInteger(marker.revision)) {
+        markers.push({ stream: marker.stream, revision: marker.revision! });
+      }
+    }
+  } catch (error) {
+    if (!(error instanceof StreamNotFoundError)) throw error;
+  }
+  return markers;
+}
+
+async function writeMarker(client: KurrentDBClient, eventId: string, marker: IdMarker): Promise<void> {
+  await client.appendToStream(markerStream(eventId), jsonEvent({ type: ID_MARKER_TYPE, data: marker }), { requiresLeader: true });
+}
+
+/**
+ * Writes the id markers of every event a log stored before this version (docs/decisions.md), so a
+ * source message sent again is recognised. Run once per log, before ingesting into it with this version.
+ */
+export async function backfillKurrentDbIdMarkers(
+  connectionString: string,
+  onProgress?: (progress: BackfillProgress) => void,
+): Promise<BackfillProgress> {
+  const client = KurrentDBClient.connectionString(connectionString);
+  const log = createKurrentDbEventLog(connectionString);
+  try {
+    return await backfillIdMarkers({ readMarkers: (id) => readMarkers(client, id), writeMarker: (id, m) => writeMarker(client, id, m) }, log, { onProgress });
+  } finally {
+    await log.close();
+    await client.dispose();
+  }
+}
+
 export function createKurrentDbEventLog(connectionString: string): EventLog {
   return namingTheServer(openKurrentDbEventLog(connectionString), connectionString);
 }
@@ -236,20 +282,7 @@ function openKurrentDbEventLog(connectionString: string): EventLog {
     });
     return {
       lastRevision: (stream) => lastRevision(stream),
-      async readMarkers(eventId) {
-        const markers: IdMarker[] = [];
-        try {
-          for await (const resolved of client.readStream(markerStream(eventId), { requiresLeader: true })) {
-            const marker = resolved.event?.type === ID_MARKER_TYPE ? (resolved.event.data as Partial<IdMarker>) : undefined;
-            if (marker && typeof marker.stream === 'string' && Number.isSafeInteger(marker.revision)) {
-              markers.push({ stream: marker.stream, revision: marker.revision! });
-            }
-          }
-        } catch (error) {
-          if (!(error instanceof StreamNotFoundError)) throw error;
-        }
-        return markers;
-      },
+      readMarkers: (eventId) => readMarkers(client, eventId),
       async readAt(stream, revision) {
         const [event] = await readRevisions(stream, revision, 1);
         return event && event.revision === BigInt(revision) ? ref(event) : null;
@@ -257,9 +290,7 @@ function openKurrentDbEventLog(connectionString: string): EventLog {
       async readRange(stream, fromRevision, count) {
         return (await readRevisions(stream, fromRevision, count)).map(ref);
       },
-      async writeMarker(eventId, marker) {
-        await client.appendToStream(markerStream(eventId), jsonEvent({ type: ID_MARKER_TYPE, data: marker }), { requiresLeader: true });
-      },
+      writeMarker: (eventId, marker) => writeMarker(client, eventId, marker),
       async appendExpecting(stream, events, expected) {
         const streamState: AppendStreamState = expected === null ? NO_STREAM : BigInt(expected);
         try {

@@ -393,7 +393,7 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
 let negativeTimeoutsQuiet = false;
 
 /**
- * kafkajs 2.2.4 (unmaintained, tulios/kafkajs#1751) arms timers with negative delays, e.g. its request
+ * kafkajs 2.2.4 (unmaintained) arms timers with negative delays, e.g. its request
  * queue's "check again once unthrottled" when it never was throttled; Node 24 then prints a
  * TimeoutNegativeWarning on every connection. The delay it means is "as soon as possible", which is
  * what Node does with it, so exactly those warnings — raised from inside kafkajs — are dropped; a

@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { AppendResult, NewEvent } from '../../eventstore/port.ts';
-import { appendIdempotent, type IdMarker, type IdempotencyServer, type StoredRef } from '../../eventstore/kurrentdb/idempotent-append.ts';
+import type { AppendResult, NewEvent, ReadAllOptions, RecordedEvent } from '../../eventstore/port.ts';
+import { appendIdempotent, backfillIdMarkers, type IdMarker, type IdempotencyServer, type StoredRef } from '../../eventstore/kurrentdb/idempotent-append.ts';
 import { prng } from '../support/seed.ts';
 
 type Call = keyof IdempotencyServer;
@@ -186,5 +186,42 @@ void describe('KurrentDB idempotent append (fake server)', () => {
         );
       }
     }
+  });
+});
+
+void describe('KurrentDB id markers for a log written before them (fake server)', () => {
+  void it('backfills a marker for every stored event, once, after which old messages are recognised', async () => {
+    const { server, streams, markers } = fakeServer();
+    // Events stored the old way: in their streams, without markers.
+    const old = Array.from({ length: 25 }, (_, i) => ({ stream: `s${i % 4}`, event: newEvent() }));
+    let position = 10;
+    for (const { stream, event } of old) {
+      const list = streams.get(stream) ?? [];
+      position += 7;
+      list.push({ id: event.id, position, revision: list.length });
+      streams.set(stream, list);
+    }
+    const log = {
+      async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
+        const all = [...streams.entries()]
+          .flatMap(([stream, list]) => list.map((ref) => ({ ...ref, stream, type: 'old', data: {}, metadata: {}, recordedAt: '2026-01-01T00:00:00.000Z' })))
+          .sort((a, b) => a.position - b.position);
+        return all.filter((e) => e.position > options.afterPosition).slice(0, options.limit);
+      },
+    };
+    const before = await appendIdempotent(server, 's1', [old[1]!.event]);
+    assert.equal(ok(before).events[0]!.duplicate, false, 'without markers an old id is stored again: the reason for the backfill');
+    streams.get('s1')!.pop();
+    markers.clear();
+
+    const first = await backfillIdMarkers(server, log, { pageSize: 4 });
+    assert.deepEqual(first, { scanned: 25, written: 25, position: 10 + 25 * 7 }, 'every event, up to the last one');
+    const again = await backfillIdMarkers(server, log, { pageSize: 4 });
+    assert.equal(again.written, 0, 'a second run writes nothing');
+    for (const { stream, event } of old) {
+      const retry = ok(await appendIdempotent(server, stream, [event]));
+      assert.equal(retry.events[0]!.duplicate, true, `${stream} ${event.id}`);
+    }
+    assert.equal([...streams.values()].reduce((n, list) => n + list.length, 0), 25);
   });
 });
