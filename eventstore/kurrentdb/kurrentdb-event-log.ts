@@ -502,7 +502,19 @@ function openKurrentDbEventLog(connectionString: string): EventLog {
       if (closed || signal?.aborted || headSeen > afterPosition) return;
       const started = Date.now();
       // Live before the head is read: an append after the read is then delivered by the subscription.
-      await subscription.ready();
+      // A server that neither confirms nor refuses holds a waiter no longer than its own timeout.
+      let timer: NodeJS.Timeout | undefined;
+      let onAbort: (() => void) | undefined;
+      const givenUp = new Promise<'given up'>((resolve) => {
+        timer = setTimeout(() => resolve('given up'), timeoutMs);
+        onAbort = () => resolve('given up');
+        signal?.addEventListener('abort', onAbort, { once: true });
+      });
+      const outcome = await Promise.race([subscription.ready(), givenUp]).finally(() => {
+        clearTimeout(timer);
+        if (onAbort) signal?.removeEventListener('abort', onAbort);
+      });
+      if (outcome === 'given up' || closed || signal?.aborted) return;
       const head = await headPosition();
       if (head > headSeen) headSeen = head;
       if (head > afterPosition || closed || signal?.aborted) return;

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { EventEmitter } from 'node:events';
+import { EventEmitter, once } from 'node:events';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { EventLogUnavailableError, type EventLog } from '../../eventstore/port.ts';
 import { sleepUntilAppend } from '../../eventstore/append-signals.ts';
 import {
@@ -226,5 +227,28 @@ void describe('EventLog kurrentdb: one subscription fanned out to waiters (no se
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(subscription.state(), 'live');
     await subscription.close();
+  });
+});
+
+void describe('EventLog kurrentdb: a server that never answers (no server needed)', () => {
+  void it('kurrentdb: waitForAppend still ends at its timeout, and on abort, while the subscription waits for a confirmation', { timeout: 60_000 }, async () => {
+    // Accepts connections and says nothing: neither a confirmation nor a refusal ever comes.
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => sockets.push(socket));
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    const { port } = silent.address() as AddressInfo;
+    const log = createKurrentDbEventLog(`kurrentdb://127.0.0.1:${port}?tls=false`);
+    try {
+      await log.waitForAppend(0, 50);
+      const controller = new AbortController();
+      const waiting = log.waitForAppend(0, 3_600_000, controller.signal);
+      controller.abort();
+      await waiting;
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+      await log.close();
+    }
   });
 });
