@@ -31,7 +31,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { sleepUntilAppend } from '../append-signals.ts';
-import { createAppendSubscription, type SubscriptionSource } from './append-subscription.ts';
+import { createAppendSubscription, type AppendSubscriptionState, type SubscriptionSource } from './append-subscription.ts';
 import {
   ID_MARKER_TYPE,
   appendIdempotent,
@@ -226,11 +226,19 @@ export async function backfillKurrentDbIdMarkers(
   }
 }
 
-export function createKurrentDbEventLog(connectionString: string): EventLog {
-  return namingTheServer(openKurrentDbEventLog(connectionString), connectionString);
+export type KurrentDbEventLogOptions = {
+  /**
+   * Hears each change of the append subscription's state (connecting, live, reconnecting, closed),
+   * with the error behind a reconnect: for one log line per change and for readiness reports.
+   */
+  onSubscriptionState?: (state: AppendSubscriptionState, error?: unknown) => void;
+};
+
+export function createKurrentDbEventLog(connectionString: string, options: KurrentDbEventLogOptions = {}): EventLog {
+  return namingTheServer(openKurrentDbEventLog(connectionString, options), connectionString);
 }
 
-function openKurrentDbEventLog(connectionString: string): EventLog {
+function openKurrentDbEventLog(connectionString: string, options: KurrentDbEventLogOptions): EventLog {
   const client = KurrentDBClient.connectionString(connectionString);
   const signals = new EventEmitter();
   signals.setMaxListeners(0);
@@ -271,7 +279,7 @@ function openKurrentDbEventLog(connectionString: string): EventLog {
       };
     },
   };
-  const subscription = createAppendSubscription(source, { signals });
+  const subscription = createAppendSubscription(source, { signals, ...(options.onSubscriptionState ? { onState: options.onSubscriptionState } : {}) });
 
   /** The idempotency protocol's server calls (idempotent-append.ts), each one round trip. */
   function idempotencyServer(payloads: ReadonlyMap<NewEvent, JSONType>): IdempotencyServer {

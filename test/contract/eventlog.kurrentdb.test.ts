@@ -66,7 +66,8 @@ void describe('EventLog kurrentdb: input checks (no server needed)', () => {
 
 void describe('EventLog kurrentdb: an unreachable server (no server needed)', () => {
   void it('kurrentdb: every call fails with the port\'s EventLogUnavailableError naming the server, never a raw gRPC error', { timeout: 120_000 }, async () => {
-    const log = createKurrentDbEventLog('kurrentdb://admin:secret@127.0.0.1:1?tls=false');
+    const states: AppendSubscriptionState[] = [];
+    const log = createKurrentDbEventLog('kurrentdb://admin:secret@127.0.0.1:1?tls=false', { onSubscriptionState: (state) => states.push(state) });
     const calls: [string, () => Promise<unknown>][] = [
       ['archiveId', () => log.archiveId()],
       ['append', () => log.append('s', [{ id: randomUUID(), type: 't', data: {} }])],
@@ -85,6 +86,7 @@ void describe('EventLog kurrentdb: an unreachable server (no server needed)', ()
           return true;
         });
       }
+      assert.deepEqual(states, ['connecting', 'reconnecting'], 'the waiter opened the subscription, which the server refused');
     } finally {
       await log.close();
     }
