@@ -334,8 +334,16 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
       // restart: true — kafkajs restarts this consumer itself and rejoins (GROUP_JOIN above).
       if (!event.payload.restart) restartLater();
     });
+    // stop() may come while this consumer connects: it then never starts consuming.
+    const stopped = async () => {
+      if (state.status !== 'stopped') return false;
+      await own.disconnect().catch(() => undefined);
+      return true;
+    };
     await own.connect();
+    if (await stopped()) return;
     await own.subscribe({ topics, fromBeginning: options.fromBeginning ?? true });
+    if (await stopped()) return;
     await own.run({
       autoCommit: false,
       eachBatchAutoResolve: false,

@@ -322,7 +322,7 @@ void describe('Kafka source: keys in parallel, each key in order, commits after 
 type Listener = (event: { payload: { error: Error; groupId: string; restart: boolean } }) => void;
 
 /** kafkajs consumers as the source sees them, recording what it asked of each. */
-function fakeClients(options: { failConnect?: (n: number) => boolean } = {}) {
+function fakeClients(options: { failConnect?: (n: number) => boolean; connectGate?: Promise<void> } = {}) {
   const consumers: { listeners: Map<string, Listener[]>; runConfig?: ConsumerRunConfig; disconnected: boolean; emit(event: string, payload?: unknown): void }[] = [];
   const scheduled: { run: () => void; delayMs: number; cancelled: boolean }[] = [];
   const events = { CRASH: 'consumer.crash', GROUP_JOIN: 'consumer.group_join' };
@@ -345,6 +345,7 @@ function fakeClients(options: { failConnect?: (n: number) => boolean } = {}) {
           return () => undefined;
         }) as unknown as SourceConsumer['on'],
         connect: async () => {
+          await options.connectGate;
           if (options.failConnect?.(n)) throw new Error('broker unreachable');
         },
         subscribe: async () => undefined,
@@ -437,6 +438,20 @@ void describe('Kafka source: consumer supervision', () => {
     assert.equal(source.state().status, 'running');
     assert.equal(source.state().restarts, 0);
     await source.stop();
+  });
+
+  void it('a consumer still connecting when the source stops never starts consuming', async () => {
+    const gate = deferred<void>();
+    const fake = fakeClients({ connectGate: gate.promise });
+    const source = createKafkaSource({ brokers: ['unused:9092'], ingestor: ingestorNeverCalled, clients: fake.clients, schedule: fake.schedule });
+    const starting = source.start();
+    await settle();
+    const stopping = source.stop();
+    gate.resolve();
+    await Promise.all([starting, stopping]);
+    assert.equal(fake.consumers[0]!.runConfig, undefined, 'run was never called');
+    assert.equal(fake.consumers[0]!.disconnected, true);
+    assert.equal(source.state().status, 'stopped');
   });
 
   void it('bounds the restart delay for any number of crashes', () => {
