@@ -20,6 +20,7 @@ import {
   type HandledMessage,
 } from '../../ingest/kafka/kafka-source.ts';
 import type { IngestOutcome, Ingestor } from '../../ingest/pipeline.ts';
+import { prng } from '../support/seed.ts';
 
 function message(offset: number, value: string | null, key: string | null = null): KafkaMessage {
   return {
@@ -300,6 +301,51 @@ void describe('Kafka source: keys in parallel, each key in order, commits after 
     await failed;
     assert.deepEqual(recorded.resolved, ['10'], 'b1 (11) failed: c1 and d1 are stored but sit past it, and are delivered again');
     assert.deepEqual(recorded.commits.map(committedOffset), ['11']);
+  });
+
+  void it('under random timings: each key strictly in order, offsets resolved in order and only over stored messages, commits never go back', async () => {
+    for (let seed = 1; seed <= 25; seed += 1) {
+      const random = prng(seed);
+      const batch = Array.from({ length: 120 }, (_, i) => message(500 + i, `m${i}`, random() < 0.1 ? null : `k${Math.floor(random() * 9)}`));
+      const keyOf = new Map(batch.map((m) => [m.value!.toString(), m.key === null ? null : m.key.toString()]));
+      const stored = new Set<string>();
+      const inFlight = new Set<string | null>();
+      const startedByKey = new Map<string | null, string[]>();
+      const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
+      const ingestor: Ingestor = {
+        async ingest(raw) {
+          const key = keyOf.get(raw)!;
+          assert.equal(inFlight.has(key), false, `seed ${seed}: two messages of key ${key} at once`);
+          inFlight.add(key);
+          startedByKey.set(key, [...(startedByKey.get(key) ?? []), raw]);
+          for (let i = Math.floor(random() * 4); i > 0; i -= 1) await new Promise((resolve) => setImmediate(resolve));
+          inFlight.delete(key);
+          stored.add(raw);
+          return { status: 'accepted' };
+        },
+      };
+      const eachBatch = createBatchHandler({ ingestor, deadLetter: async () => undefined, keysConcurrently: 4 });
+      const base = payload(batch, recorded);
+      await eachBatch({
+        ...base,
+        resolveOffset: (offset) => {
+          const index = Number(offset) - 500;
+          for (let i = 0; i <= index; i += 1) assert.ok(stored.has(`m${i}`), `seed ${seed}: offset ${offset} resolved before m${i} was stored`);
+          base.resolveOffset(offset);
+        },
+      });
+      for (const [key, started] of startedByKey) {
+        const expected = batch.filter((m) => (m.key === null ? null : m.key.toString()) === key).map((m) => m.value!.toString());
+        assert.deepEqual(started, expected, `seed ${seed}: key ${key} in offset order`);
+      }
+      assert.deepEqual(
+        recorded.resolved,
+        batch.map((m) => m.offset),
+      );
+      const commits = recorded.commits.map((c) => Number(committedOffset(c)));
+      assert.deepEqual(commits, [...commits].sort((a, b) => a - b), `seed ${seed}: commits only move forward`);
+      assert.equal(commits.at(-1), 620);
+    }
   });
 
   void it('bounds how many keys run at once inside one batch', async () => {
