@@ -48,7 +48,10 @@ void describe('GitHub workflow', () => {
     assert.deepEqual(pulled.sort(), Object.values(images).sort());
     const e2e = jobs.compose!.steps!.find((step) => step.run?.includes('test/deploy/compose.e2e.test.ts'));
     assert.equal(e2e?.env?.PULSEBOARD_COMPOSE_E2E, '1');
-    assert.ok(jobs.compose!.steps!.some((step) => step.run?.startsWith('docker compose up') && step.run.includes('--wait')));
+    const up = jobs.compose!.steps!.findIndex((step) => step.run?.startsWith('docker compose up'));
+    const ready = jobs.compose!.steps!.findIndex((step) => step.run?.includes('/readyz'));
+    const e2eIndex = jobs.compose!.steps!.indexOf(e2e!);
+    assert.ok(up >= 0 && up < ready && ready < e2eIndex, 'start the stack, wait until it is ready, then run the end to end');
     const checks = jobs.checks!.steps!.find((step) => step.run === 'npm test');
     assert.equal(checks?.env?.PULSEBOARD_REQUIRE_DOCKER, '1', 'the server suites may not skip on GitHub');
   });
