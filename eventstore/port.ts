@@ -75,8 +75,24 @@ export interface EventLog {
   headPosition(): Promise<number>;
   /**
    * Resolves once an event past `afterPosition` may exist, after `timeoutMs`, on abort, or on close.
-   * Lets subscribers sleep between polls without missing appends from this process.
+   * Lets subscribers sleep between polls without missing appends from this process, another
+   * connection or another process.
    */
   waitForAppend(afterPosition: number, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * The position of the newest event recorded before `time` (ISO 8601), 0 when there is none: a
+   * readAll from it returns exactly the events recorded at or after `time`, because recordedAt never
+   * decreases in log order. Lets a time range start without reading the log before it.
+   */
+  positionBefore(time: string): Promise<number>;
   close(): Promise<void>;
 }
+
+/**
+ * Thrown by any EventLog call when the log's server cannot be reached (gRPC UNAVAILABLE): the one
+ * error a background loop can treat as "wait and retry" rather than as a bug.
+ */
+export class EventLogUnavailableError extends Error {
+  override name = 'EventLogUnavailableError';
+}
+

@@ -72,23 +72,6 @@ function redact(event: RecordedEvent, withheld: Record<string, number>): Recorde
 }
 
 /**
- * The largest position at which every event up to it was recorded before `fromMs`: a binary search
- * over positions, so a range late in a long log does not scan everything before it. Relies on
- * recordedAt never going backwards in log order (DESIGN §4; the embedded log guarantees it).
- */
-async function seekStart(log: EventLog, fromMs: number, head: number): Promise<number> {
-  let low = 0;
-  let high = head;
-  while (low < high) {
-    const mid = Math.ceil((low + high) / 2);
-    const [event] = await log.readAll({ afterPosition: mid - 1, toPosition: head, limit: 1 });
-    if (event && Date.parse(event.recordedAt) < fromMs) low = Math.max(mid, event.position);
-    else high = mid - 1;
-  }
-  return low;
-}
-
-/**
  * Streams the range in batches (constant memory), calling `write` with one NDJSON line per event
  * and awaiting it, so a slow reader slows the export down instead of filling memory.
  */
@@ -104,7 +87,9 @@ export async function exportEvents(
   const batchSize = range.batchSize ?? 1000;
   const head = await log.headPosition();
   const summary: ExportSummary = { written: 0, leftOut: {}, withheld: {}, head };
-  let after = await seekStart(log, fromMs, head);
+  // The log seeks by time itself (EventLog.positionBefore): positions are opaque to the service, and on
+  // KurrentDB they are byte offsets a read may not start in the middle of.
+  let after = Math.min(await log.positionBefore(range.from), head);
   let scanned = 0;
   for (;;) {
     const batch = await log.readAll({

@@ -12,13 +12,16 @@
  * transactions) is refused with an error rather than ordered wrongly. User events never sit at
  * position 0 (the log starts with the server's own records), so `afterPosition: 0` reads everything.
  *
- * Idempotency. KurrentDB only deduplicates event ids on a best-effort basis (and not at all for a
- * batch mixing stored and new ids), so the adapter decides itself: it reads the stream's ids, appends
- * only the new events with the stream's observed revision as the server-side expected state, and on a
- * conflict reads again. Ids are therefore idempotent per stream — the service derives each event id
- * from a source message that always maps to the same stream (events/ids.ts). A caller expectation
- * (no_stream, stream_exists, a revision) is checked against the observed revision; `any` retries until
- * its events land. The cost is one read of the stream per append.
+ * Idempotency (idempotent-append.ts). The server checks event ids only best-effort, and not at all
+ * when the expected revision is the current one, so the adapter decides itself, in a bounded number of
+ * round trips whatever the stream's length: every event is preceded by an id marker (a `$`-typed event
+ * in `pulseboard-id-<event id>`, filtered out of every $all read) naming the stream and revision the
+ * event takes; an append reads the stream's revision, then its ids' markers, and appends only the ids
+ * no marker proves stored, expecting that revision. Ids are therefore idempotent per stream — the
+ * service derives each event id from a source message that always maps to the same stream
+ * (events/ids.ts). A caller expectation (no_stream, stream_exists, a revision) is checked against the
+ * observed revision; `any` retries until its events land. Events stored by a version of pulseboard
+ * before the markers have none (see docs/decisions.md).
  *
  * System events ($-prefixed types or streams) are never returned. The archive id is a custom property
  * of the metadata of the stream `pulseboard-archive`, written once with expected state NO_STREAM.
@@ -28,6 +31,17 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { sleepUntilAppend } from '../append-signals.ts';
+import { createAppendSubscription, type AppendSubscriptionState, type SubscriptionSource } from './append-subscription.ts';
+import {
+  ID_MARKER_TYPE,
+  appendIdempotent,
+  backfillIdMarkers,
+  markerStream,
+  type BackfillProgress,
+  type IdMarker,
+  type IdempotencyServer,
+  type StoredRef,
+} from './idempotent-append.ts';
 import {
   BACKWARDS,
   END,
@@ -48,27 +62,26 @@ import {
   type ReadPosition,
   type RecordedEvent as KurrentRecordedEvent,
 } from '@kurrent/kurrentdb-client';
-import type {
-  AppendResult,
-  AppendedEvent,
-  EventLog,
-  ExpectedRevision,
-  NewEvent,
-  ReadAllOptions,
-  ReadStreamOptions,
-  RecordedEvent,
-  StreamAppend,
+import {
+  EventLogUnavailableError,
+  type AppendResult,
+  type AppendedEvent,
+  type EventLog,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type StreamAppend,
 } from '../port.ts';
 
 const ARCHIVE_STREAM = 'pulseboard-archive';
 const ARCHIVE_METADATA_STREAM = `$$${ARCHIVE_STREAM}`;
 const ARCHIVE_KEY = 'pulseboardArchiveId';
-/** `any` appends retry while other writers keep moving the stream; exact expectations settle in two rounds. */
-const MAX_APPEND_ATTEMPTS = 50;
-/** How often waitForAppend looks at the head for appends made by other processes. */
-const POLL_INTERVAL_MS = 100;
 /** Events read per backward page while looking for the newest non-system event. */
 const HEAD_PAGE = 32;
+/** Events per page of each of the two scans of positionBefore. */
+const SEEK_PAGE = 512;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -142,13 +155,6 @@ function jsonData(event: NewEvent): JSONType {
   );
 }
 
-function revisionMatches(expected: ExpectedRevision, actual: number | null): boolean {
-  if (expected === 'any') return true;
-  if (expected === 'no_stream') return actual === null;
-  if (expected === 'stream_exists') return actual !== null;
-  return actual === expected;
-}
-
 /** The filter for a readAll; 'nothing' when the prefixes can only select system events. */
 function filterFor(prefixes: readonly string[] | undefined): Filter | 'nothing' {
   if (prefixes === undefined || prefixes.length === 0 || prefixes.includes('')) return excludeSystemEvents();
@@ -157,17 +163,19 @@ function filterFor(prefixes: readonly string[] | undefined): Filter | 'nothing' 
   return eventTypeFilter({ prefixes: [...user] });
 }
 
-type StoredRef = { id: string; position: number; revision: number };
-type StreamIndex = { revision: number | null; byId: Map<string, StoredRef> };
-
 /**
  * The client reports a server it cannot reach as a bare "UnavailableError"; this names the server
  * (without credentials) so an operator reading one line knows what to start.
  */
+/** gRPC UNAVAILABLE, as the client's typed error or as a raw gRPC status (status 14). */
+export function isUnavailable(error: unknown): boolean {
+  return error instanceof UnavailableError || (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 14);
+}
+
 function namingTheServer(log: EventLog, connectionString: string): EventLog {
   const where = connectionString.replace(/\/\/[^@/]*@/, '//');
   const translate = (error: unknown): never => {
-    if (error instanceof UnavailableError) throw new Error(`KurrentDB at ${where} does not answer (unavailable)`, { cause: error });
+    if (isUnavailable(error)) throw new EventLogUnavailableError(`KurrentDB at ${where} does not answer (unavailable)`, { cause: error });
     throw error;
   };
   return {
@@ -178,16 +186,62 @@ function namingTheServer(log: EventLog, connectionString: string): EventLog {
     streamRevision: (stream) => log.streamRevision(stream).catch(translate),
     readAll: (options) => log.readAll(options).catch(translate),
     headPosition: () => log.headPosition().catch(translate),
+    positionBefore: (time) => log.positionBefore(time).catch(translate),
     waitForAppend: (afterPosition, timeoutMs, signal) => log.waitForAppend(afterPosition, timeoutMs, signal).catch(translate),
-    close: () => log.close(),
+    close: () => log.close().catch(translate),
   };
 }
 
-export function createKurrentDbEventLog(connectionString: string): EventLog {
-  return namingTheServer(openKurrentDbEventLog(connectionString), connectionString);
+async function readMarkers(client: KurrentDBClient, eventId: string): Promise<IdMarker[]> {
+  const markers: IdMarker[] = [];
+  try {
+    for await (const resolved of client.readStream(markerStream(eventId), { requiresLeader: true })) {
+      const marker = resolved.event?.type === ID_MARKER_TYPE ? (resolved.event.data as Partial<IdMarker>) : undefined;
+      if (marker && typeof marker.stream === 'string' && Number.isSafeInteger(marker.revision)) {
+        markers.push({ stream: marker.stream, revision: marker.revision! });
+      }
+    }
+  } catch (error) {
+    if (!(error instanceof StreamNotFoundError)) throw error;
+  }
+  return markers;
 }
 
-function openKurrentDbEventLog(connectionString: string): EventLog {
+async function writeMarker(client: KurrentDBClient, eventId: string, marker: IdMarker): Promise<void> {
+  await client.appendToStream(markerStream(eventId), jsonEvent({ type: ID_MARKER_TYPE, data: marker }), { requiresLeader: true });
+}
+
+/**
+ * Writes the id markers of every event a log stored before this version (docs/decisions.md), so a
+ * source message sent again is recognised. Run once per log, before ingesting into it with this version.
+ */
+export async function backfillKurrentDbIdMarkers(
+  connectionString: string,
+  onProgress?: (progress: BackfillProgress) => void,
+): Promise<BackfillProgress> {
+  const client = KurrentDBClient.connectionString(connectionString);
+  const log = createKurrentDbEventLog(connectionString);
+  try {
+    return await backfillIdMarkers({ readMarkers: (id) => readMarkers(client, id), writeMarker: (id, m) => writeMarker(client, id, m) }, log, { onProgress });
+  } finally {
+    await log.close();
+    await client.dispose();
+  }
+}
+
+export type KurrentDbEventLogOptions = {
+  /**
+   * Hears each change of the append subscription's state (connecting, live, reconnecting, closed),
+   * with the error behind a reconnect: for one log line per change and for readiness reports.
+   */
+  onSubscriptionState?: (state: AppendSubscriptionState, error?: unknown) => void;
+};
+
+export function createKurrentDbEventLog(connectionString: string, options: KurrentDbEventLogOptions = {}): EventLog {
+  return namingTheServer(openKurrentDbEventLog(connectionString, options), connectionString);
+}
+
+function openKurrentDbEventLog(connectionString: string, options: KurrentDbEventLogOptions): EventLog {
   const client = KurrentDBClient.connectionString(connectionString);
   const signals = new EventEmitter();
   signals.setMaxListeners(0);
@@ -195,34 +249,91 @@ function openKurrentDbEventLog(connectionString: string): EventLog {
   let closed = false;
   let archive: string | undefined;
 
-  async function streamIndex(stream: string): Promise<StreamIndex> {
-    const byId = new Map<string, StoredRef>();
-    let revision: number | null = null;
-    try {
-      for await (const resolved of client.readStream(stream, { requiresLeader: true })) {
+  // One filtered $all subscription from the end, shared by every waiter of this log.
+  const source: SubscriptionSource = {
+    open(handlers) {
+      const subscription = client.subscribeToAll({ fromPosition: END, filter: excludeSystemEvents() });
+      let over = false;
+      const fail = (error: unknown) => {
+        if (over) return;
+        over = true;
+        void subscription.unsubscribe().catch(() => undefined);
+        handlers.failed(error);
+      };
+      subscription.on('confirmation', () => handlers.confirmed());
+      subscription.on('data', (resolved) => {
         const event = resolved.event;
-        if (!event) continue;
-        const ref = { id: event.id, position: portPosition(event.position, event), revision: toSafeNumber(event.revision, 'stream revision') };
-        byId.set(event.id.toLowerCase(), ref);
-        revision = ref.revision;
-      }
-    } catch (error) {
-      if (!(error instanceof StreamNotFoundError)) throw error;
-    }
-    return { revision, byId };
+        if (!event || isSystem(event)) return;
+        try {
+          const position = portPosition(event.position, event);
+          if (position > headSeen) headSeen = position;
+          handlers.appended(position);
+        } catch (error) {
+          fail(error);
+        }
+      });
+      subscription.on('error', fail);
+      subscription.on('end', () => fail(new Error('the KurrentDB subscription ended')));
+      return {
+        async close() {
+          over = true;
+          await subscription.unsubscribe().catch(() => undefined);
+        },
+      };
+    },
+  };
+  const subscription = createAppendSubscription(source, { signals, ...(options.onSubscriptionState ? { onState: options.onSubscriptionState } : {}) });
+
+  /** The idempotency protocol's server calls (idempotent-append.ts), each one round trip. */
+  function idempotencyServer(payloads: ReadonlyMap<NewEvent, JSONType>): IdempotencyServer {
+    const ref = (event: KurrentRecordedEvent): StoredRef => ({
+      id: event.id,
+      position: portPosition(event.position, event),
+      revision: toSafeNumber(event.revision, 'stream revision'),
+    });
+    return {
+      lastRevision: (stream) => lastRevision(stream),
+      readMarkers: (eventId) => readMarkers(client, eventId),
+      async readAt(stream, revision) {
+        const [event] = await readRevisions(stream, revision, 1);
+        return event && event.revision === BigInt(revision) ? ref(event) : null;
+      },
+      async readRange(stream, fromRevision, count) {
+        return (await readRevisions(stream, fromRevision, count)).map(ref);
+      },
+      writeMarker: (eventId, marker) => writeMarker(client, eventId, marker),
+      async appendExpecting(stream, events, expected) {
+        const streamState: AppendStreamState = expected === null ? NO_STREAM : BigInt(expected);
+        try {
+          await client.appendToStream(
+            stream,
+            events.map((event) => jsonEvent({ id: event.id, type: event.type, data: payloads.get(event)!, metadata: event.metadata ?? {} })),
+            { streamState, requiresLeader: true },
+          );
+          return 'ok';
+        } catch (error) {
+          if (error instanceof WrongExpectedVersionError) return 'conflict';
+          throw error;
+        }
+      },
+    };
   }
 
   async function readRevisions(stream: string, fromRevision: number, count: number): Promise<KurrentRecordedEvent[]> {
     const events: KurrentRecordedEvent[] = [];
-    for await (const resolved of client.readStream(stream, { fromRevision: BigInt(fromRevision), maxCount: count, requiresLeader: true })) {
-      if (resolved.event) events.push(resolved.event);
+    try {
+      for await (const resolved of client.readStream(stream, { fromRevision: BigInt(fromRevision), maxCount: count, requiresLeader: true })) {
+        if (resolved.event) events.push(resolved.event);
+      }
+    } catch (error) {
+      if (!(error instanceof StreamNotFoundError)) throw error;
     }
     return events;
   }
 
   async function lastRevision(stream: string): Promise<number | null> {
     try {
-      for await (const resolved of client.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1 })) {
+      for await (const resolved of client.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1, requiresLeader: true })) {
         if (resolved.event) return toSafeNumber(resolved.event.revision, 'stream revision');
       }
     } catch (error) {
@@ -290,67 +401,12 @@ function openKurrentDbEventLog(connectionString: string): EventLog {
         if (!UUID.test(event.id)) throw new TypeError(`event id ${JSON.stringify(event.id)} is not a UUID (KurrentDB requires one)`);
         payloads.set(event, jsonData(event));
       }
-      for (let attempt = 1; ; attempt += 1) {
-        const index = await streamIndex(stream);
-        const results: (AppendedEvent | undefined)[] = [];
-        const fresh: { index: number; event: NewEvent }[] = [];
-        const firstIndex = new Map<string, number>();
-        events.forEach((event, i) => {
-          const key = event.id.toLowerCase();
-          const stored = index.byId.get(key);
-          if (stored) results[i] = { id: event.id, position: stored.position, revision: stored.revision, duplicate: true };
-          else if (!firstIndex.has(key)) {
-            firstIndex.set(key, i);
-            fresh.push({ index: i, event });
-          }
-        });
-        const finish = (): AppendedEvent[] =>
-          events.map((event, i) => {
-            const own = results[i];
-            if (own) return own;
-            return { ...results[firstIndex.get(event.id.toLowerCase())!]!, id: event.id, duplicate: true };
-          });
-
-        // A retry of an append that already landed is idempotent whatever revision it expected.
-        if (fresh.length === 0) return { ok: true, events: finish(), revision: index.revision ?? -1 };
-        if (!revisionMatches(expected, index.revision)) {
-          return { ok: false, reason: 'wrong_expected_revision', actualRevision: index.revision };
-        }
-        const streamState: AppendStreamState = index.revision === null ? NO_STREAM : BigInt(index.revision);
-        try {
-          await client.appendToStream(
-            stream,
-            fresh.map(({ event }) => jsonEvent({ id: event.id, type: event.type, data: payloads.get(event)!, metadata: event.metadata ?? {} })),
-            { streamState, requiresLeader: true },
-          );
-        } catch (error) {
-          // Another writer moved the stream since it was read: decide again from what is stored now.
-          if (error instanceof WrongExpectedVersionError && attempt < MAX_APPEND_ATTEMPTS) continue;
-          if (error instanceof WrongExpectedVersionError) {
-            throw new Error(`append to ${stream}: the stream kept changing during ${MAX_APPEND_ATTEMPTS} attempts`, { cause: error });
-          }
-          throw error;
-        }
-
-        // The new events hold the revisions right after the observed one; read back their positions.
-        const firstRevision = (index.revision ?? -1) + 1;
-        const written = await readRevisions(stream, firstRevision, fresh.length);
-        if (written.length !== fresh.length) {
-          throw new Error(`append to ${stream}: expected ${fresh.length} events from revision ${firstRevision}, read ${written.length}`);
-        }
-        let top = 0;
-        fresh.forEach(({ index: i, event }, k) => {
-          const stored = written[k]!;
-          if (stored.id.toLowerCase() !== event.id.toLowerCase()) {
-            throw new Error(`append to ${stream}: revision ${firstRevision + k} holds ${stored.id}, not ${event.id}`);
-          }
-          const position = portPosition(stored.position, stored);
-          top = Math.max(top, position);
-          results[i] = { id: event.id, position, revision: firstRevision + k, duplicate: false };
-        });
-        noteHead(top);
-        return { ok: true, events: finish(), revision: firstRevision + fresh.length - 1 };
+      const result = await appendIdempotent(idempotencyServer(payloads), stream, events, expected);
+      if (result.ok) {
+        const top = result.events.reduce((max, event) => (event.duplicate ? max : Math.max(max, event.position)), 0);
+        if (top > 0) noteHead(top);
       }
+      return result;
     },
 
     async readStream(stream: string, options: ReadStreamOptions = {}) {
@@ -413,24 +469,80 @@ function openKurrentDbEventLog(connectionString: string): EventLog {
       return appendGroupsPerStream((stream, events) => this.append(stream, events, 'any'), groups);
     },
 
-    async waitForAppend(afterPosition: number, timeoutMs: number, signal?: AbortSignal) {
-      const deadline = Date.now() + timeoutMs;
-      while (!closed && !signal?.aborted) {
-        if (headSeen > afterPosition) return;
-        const head = await headPosition();
-        if (head > headSeen) headSeen = head;
-        if (head > afterPosition) return;
-        const remaining = deadline - Date.now();
-        if (remaining <= 0 || closed || signal?.aborted) return;
-        // Sleep until the next poll, an append through this log, the abort, or close.
-        await sleepUntilAppend(signals, afterPosition, Math.min(remaining, POLL_INTERVAL_MS), signal);
+    /**
+     * $all cannot be entered at a guessed position (positions are byte offsets; a read from inside a
+     * record is refused) and has no index by time, so the boundary is found by two scans from the
+     * ends, one page of each in turn: forwards from the start to the first event recorded at or after
+     * `time`, backwards from the end to the newest one recorded before it. Whichever meets the
+     * boundary first answers, so the cost is the smaller side of the log, not the whole of it; an
+     * export of a recent range reads only the events after its start.
+     */
+    async positionBefore(time: string) {
+      const at = Date.parse(time);
+      if (Number.isNaN(at)) throw new RangeError(`positionBefore: ${JSON.stringify(time)} is not an ISO 8601 time`);
+      let forwardCursor = 0;
+      let forwardLast = 0;
+      let backwardFrom: ReadPosition = END;
+      for (;;) {
+        let seen = 0;
+        for await (const resolved of client.readAll({ direction: FORWARDS, fromPosition: readPositionAfter(forwardCursor), maxCount: SEEK_PAGE, filter: excludeSystemEvents() })) {
+          seen += 1;
+          const event = resolved.event;
+          if (!event) continue;
+          const position = portPosition(event.position, event);
+          if (position <= forwardCursor) continue;
+          forwardCursor = position;
+          if (isSystem(event)) continue;
+          if (event.created.getTime() >= at) return forwardLast;
+          forwardLast = position;
+        }
+        if (seen < SEEK_PAGE) return forwardLast;
+
+        seen = 0;
+        let oldest: Position | undefined;
+        for await (const resolved of client.readAll({ direction: BACKWARDS, fromPosition: backwardFrom, maxCount: SEEK_PAGE, filter: excludeSystemEvents() })) {
+          seen += 1;
+          const event = resolved.event;
+          if (!event) continue;
+          oldest = event.position;
+          if (!isSystem(event) && event.created.getTime() < at) return portPosition(event.position, event);
+        }
+        if (seen < SEEK_PAGE || !oldest) return 0;
+        // Backward reads take the position after a record; the record's own position excludes it.
+        backwardFrom = oldest;
       }
+    },
+
+    async waitForAppend(afterPosition: number, timeoutMs: number, signal?: AbortSignal) {
+      if (closed || signal?.aborted || headSeen > afterPosition) return;
+      const started = Date.now();
+      // Live before the head is read: an append after the read is then delivered by the subscription.
+      // A server that neither confirms nor refuses holds a waiter no longer than its own timeout.
+      let timer: NodeJS.Timeout | undefined;
+      let onAbort: (() => void) | undefined;
+      const givenUp = new Promise<'given up'>((resolve) => {
+        timer = setTimeout(() => resolve('given up'), timeoutMs);
+        onAbort = () => resolve('given up');
+        signal?.addEventListener('abort', onAbort, { once: true });
+      });
+      const outcome = await Promise.race([subscription.ready(), givenUp]).finally(() => {
+        clearTimeout(timer);
+        if (onAbort) signal?.removeEventListener('abort', onAbort);
+      });
+      if (outcome === 'given up' || closed || signal?.aborted) return;
+      const head = await headPosition();
+      if (head > headSeen) headSeen = head;
+      if (head > afterPosition || closed || signal?.aborted) return;
+      const remaining = timeoutMs - (Date.now() - started);
+      if (remaining <= 0) return;
+      await sleepUntilAppend(signals, afterPosition, remaining, signal);
     },
 
     async close() {
       closed = true;
       signals.emit('close');
       signals.removeAllListeners();
+      await subscription.close();
       await client.dispose();
     },
   };

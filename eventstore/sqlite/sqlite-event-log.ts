@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import type { DatabaseSync } from 'node:sqlite';
 import { sleepUntilAppend } from '../append-signals.ts';
 import { inTransaction, openSqlite } from '../../config/sqlite.ts';
 import type {
@@ -92,6 +93,7 @@ export function createSqliteEventLog(path: string): EventLog {
   db.exec(SCHEMA);
   const appended = new EventEmitter();
   appended.setMaxListeners(0);
+  wakeOnOtherWriters(db, appended);
 
   inTransaction(db, () => {
     const existing = db.prepare(`SELECT value FROM log_meta WHERE key = 'archive_id'`).get() as { value: string } | undefined;
@@ -320,6 +322,8 @@ export function createSqliteEventLog(path: string): EventLog {
       await sleepUntilAppend(appended, afterPosition, timeoutMs, signal);
     },
 
+    positionBefore: async (time) => positionBefore(db, time),
+
     async close() {
       // Pending waits end now rather than holding the process open until their timeout.
       appended.emit('close');
@@ -327,4 +331,66 @@ export function createSqliteEventLog(path: string): EventLog {
       db.close();
     },
   };
+}
+
+/** How often a process waiting for appends looks for commits made by other connections. */
+const OTHER_WRITERS_INTERVAL_MS = 25;
+
+/**
+ * Wakes this connection's waiters (emits 'append' with the head on `appended`) when another
+ * connection or process commits. SQLite notifies nobody across connections, so while someone waits
+ * `PRAGMA data_version` — a memory read that changes whenever another connection commits — is checked
+ * every OTHER_WRITERS_INTERVAL_MS. The first waiter also gets one check of the head right after its
+ * listener is added, so a commit between its own head check and the watch starting is not missed.
+ */
+function wakeOnOtherWriters(db: DatabaseSync, appended: EventEmitter): void {
+  const dataVersion = db.prepare('PRAGMA data_version');
+  const selectHead = db.prepare('SELECT COALESCE(MAX(position), 0) AS head FROM events');
+  const version = (): number => (dataVersion.get() as { data_version: number }).data_version;
+  const head = (): number => (selectHead.get() as { head: number }).head;
+  let timer: NodeJS.Timeout | undefined;
+  let seen = 0;
+  const stop = () => {
+    clearInterval(timer);
+    timer = undefined;
+  };
+  const check = () => {
+    if (!db.isOpen) return stop();
+    const now = version();
+    if (now === seen) return;
+    seen = now;
+    appended.emit('append', head());
+  };
+  appended.on('newListener', (event: string) => {
+    if (event !== 'append' || timer !== undefined || !db.isOpen) return;
+    seen = version();
+    const headNow = head();
+    timer = setInterval(check, OTHER_WRITERS_INTERVAL_MS);
+    timer.unref();
+    queueMicrotask(() => appended.emit('append', headNow));
+  });
+  appended.on('removeListener', (event: string) => {
+    if (event === 'append' && appended.listenerCount('append') === 0) stop();
+  });
+  appended.on('close', stop);
+}
+
+/**
+ * EventLog.positionBefore: a binary search over positions (each probe one primary-key seek), relying
+ * on recordedAt never decreasing in position order (nextRecordedAt). Invariant: every event at or
+ * below `low` was recorded before `time`; every event above `high` at or after it.
+ */
+function positionBefore(db: DatabaseSync, time: string): number {
+  const at = Date.parse(time);
+  if (Number.isNaN(at)) throw new RangeError(`positionBefore: ${JSON.stringify(time)} is not an ISO 8601 time`);
+  const firstFrom = db.prepare('SELECT position, recorded_at FROM events WHERE position >= ? ORDER BY position LIMIT 1');
+  let low = 0;
+  let high = (db.prepare('SELECT COALESCE(MAX(position), 0) AS head FROM events').get() as { head: number }).head;
+  while (low < high) {
+    const mid = Math.ceil((low + high) / 2);
+    const row = firstFrom.get(mid) as { position: number; recorded_at: string } | undefined;
+    if (row && Date.parse(row.recorded_at) < at) low = row.position;
+    else high = mid - 1;
+  }
+  return low;
 }

@@ -1,22 +1,30 @@
 /**
  * The Kafka ingest source (DESIGN §2, INGEST.md "Kafka"), on kafkajs.
  *
- * A consumer group reads the source topics; each message's value goes to the ingestor, one message
- * at a time in offset order per partition. Offsets are resolved only after the ingestor has appended
- * (or rejected) a message, and committed explicitly (autoCommit off) after each batch and every
- * COMMIT_EVERY messages, so a committed offset never passes a message whose events are not stored.
- * When the ingestor throws (e.g. the event log is down) nothing past the last handled message is
- * resolved: kafkajs retries and restarts the consumer, the messages are delivered again, and their
- * deterministic event ids make the second delivery harmless.
+ * A consumer group reads the source topics. Partitions are consumed concurrently
+ * (partitionsConsumedConcurrently; kafkajs never hands out two batches of one partition at once), and
+ * inside a batch the messages of different keys run concurrently while each key's messages run one
+ * after another in offset order, so one entity's messages reach the event log in the order they were
+ * produced. Offsets are resolved only up to the longest run of handled messages from the start of
+ * the batch, and committed explicitly (autoCommit off) after each batch and every COMMIT_EVERY
+ * messages, so a committed offset never passes a message whose events are not stored. When the
+ * ingestor throws (e.g. the event log is down) no new message starts, those in flight finish, and
+ * nothing past the handled run is resolved: the rest is delivered again, and deterministic event ids
+ * make a second delivery of a message that was handled out of that run harmless.
+ *
+ * kafkajs restarts a crashed consumer itself only for errors it deems retriable; after a crash with
+ * `restart: false` its consumer stays disconnected. This source then starts a new consumer itself,
+ * after a capped exponential backoff with jitter, and reports its state (`state()`, for /readyz).
  *
  * A rejected message is written to the dead-letter topic before its offset is resolved, as
  * {topic, partition, offset, key, path, reason, message}, where `message` is the parsed original with
  * every `thesisText` withheld (thesis text never leaves the call-record reads).
  *
  * kafkajs is no longer maintained: it is used against Kafka 3.x brokers (KRaft), which still speak the
- * protocol versions it uses; docker-compose.yml pins apache/kafka:3.9.0.
+ * protocol versions it uses; docker-compose.yml pins apache/kafka:3.9.0. Its two Node 24 warnings are
+ * dealt with here: producers name their partitioner, and its negative timer delays are kept quiet.
  */
-import { Kafka, logLevel as kafkaLogLevel, type Consumer, type EachBatchPayload, type KafkaMessage, type Producer } from 'kafkajs';
+import { Kafka, Partitioners, logLevel as kafkaLogLevel, type Consumer, type EachBatchPayload, type KafkaMessage, type Producer } from 'kafkajs';
 import type { IngestOutcome, Ingestor } from '../pipeline.ts';
 
 export const sourceTopics = {
@@ -31,6 +39,10 @@ export const defaultGroupId = 'pulseboard-ingest';
 
 /** Offsets are committed at least this often within a long batch. */
 const COMMIT_EVERY = 100;
+/** Partitions handled at once (each by its own eachBatch). */
+export const DEFAULT_PARTITIONS_CONCURRENTLY = 4;
+/** Keys handled at once inside one batch. */
+export const DEFAULT_KEYS_CONCURRENTLY = 16;
 const WITHHELD = '[withheld]';
 
 export type HandledMessage = { topic: string; partition: number; offset: string; outcome: IngestOutcome };
@@ -47,13 +59,41 @@ export type KafkaSourceOptions = {
   /** Called after each message is handled (counters, logs). Never receives the message itself. */
   onMessage?: (handled: HandledMessage) => void;
   logLevel?: 'nothing' | 'error' | 'warn' | 'info' | 'debug';
+  partitionsConsumedConcurrently?: number;
+  keysConsumedConcurrently?: number;
+  /** Called once per change of status (e.g. to log it). */
+  onState?: (state: KafkaSourceState) => void;
+  /** Replaced in tests: the kafkajs clients, the restart timer and the jitter. */
+  clients?: KafkaClients;
+  schedule?: (run: () => void, delayMs: number) => () => void;
+  random?: () => number;
+  restartBaseDelayMs?: number;
+  restartMaxDelayMs?: number;
+};
+
+/** The part of a kafkajs consumer the source uses. */
+export type SourceConsumer = Pick<Consumer, 'connect' | 'subscribe' | 'run' | 'disconnect' | 'on' | 'events'>;
+export type SourceProducer = Pick<Producer, 'connect' | 'send' | 'disconnect'>;
+export type KafkaClients = { consumer(): SourceConsumer; producer(): SourceProducer };
+
+export type KafkaSourceState = {
+  /** starting: connecting the first time; running: in its group; restarting: after a crash; stopped: stop() was called. */
+  status: 'idle' | 'starting' | 'running' | 'restarting' | 'stopped';
+  /** Consumers this source started itself after a crash kafkajs would not recover from. */
+  restarts: number;
+  /** When the status last changed (ISO 8601). */
+  since: string;
+  /** The error behind the last crash (its kafkajs name and message), null before any. */
+  lastError: string | null;
 };
 
 export type KafkaSource = {
   /** Connects, subscribes and starts consuming; resolves once the consumer runs. */
   start(): Promise<void>;
-  /** Stops consuming (the current message finishes) and disconnects. */
+  /** Stops consuming (messages in flight finish) and disconnects. */
   stop(): Promise<void>;
+  /** What the consumer is doing now, for readiness reports. */
+  state(): KafkaSourceState;
 };
 
 export type DeadLetter = {
@@ -104,7 +144,12 @@ export type BatchHandlerOptions = {
   /** Stores a rejected message; must not return before it is durably written. */
   deadLetter(letter: DeadLetter): Promise<void>;
   onMessage?: (handled: HandledMessage) => void;
+  /** Keys handled at once inside one batch (default DEFAULT_KEYS_CONCURRENTLY). */
+  keysConcurrently?: number;
 };
+
+/** Messages without a key share one lane: nothing says they may be reordered. */
+const NO_KEY = Symbol('no key');
 
 /**
  * The per-batch work of the source, apart from kafkajs so its offset handling can be tested:
@@ -129,49 +174,135 @@ export function createBatchHandler(options: BatchHandlerOptions): (payload: Each
     return outcome;
   }
 
+  const keysConcurrently = Math.max(1, options.keysConcurrently ?? DEFAULT_KEYS_CONCURRENTLY);
+
   return async function eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale } = payload;
+    const { messages } = batch;
+    // Lanes by key, each in offset order; lanes start in the order of their first message.
+    const lanes = new Map<string | typeof NO_KEY, number[]>();
+    messages.forEach((message, index) => {
+      const key = message.key === null ? NO_KEY : message.key.toString('latin1');
+      const lane = lanes.get(key);
+      if (lane) lane.push(index);
+      else lanes.set(key, [index]);
+    });
+
+    const done: boolean[] = new Array<boolean>(messages.length).fill(false);
+    let next = 0; // the first message not yet resolved: everything before it is handled
     let handled: string | undefined;
     let sinceCommit = 0;
-    const commit = async () => {
-      if (handled === undefined || sinceCommit === 0) return;
-      await commitOffsetsIfNecessary({
-        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: nextOffset(handled) }] }],
+    let failure: { error: unknown } | undefined;
+    let commits = Promise.resolve();
+    const commit = (): Promise<void> => {
+      // Serialized: lanes finish in any order, commits go out one at a time with the latest offset.
+      commits = commits.then(async () => {
+        if (handled === undefined || sinceCommit === 0) return;
+        const offset = nextOffset(handled);
+        sinceCommit = 0;
+        await commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset }] }] });
       });
-      sinceCommit = 0;
+      return commits;
     };
-    try {
-      for (const message of batch.messages) {
-        // After a rebalance or stop, leave the rest to whoever owns the partition next.
-        if (!isRunning() || isStale()) break;
-        // A throw here leaves this message and everything after it uncommitted: they are delivered again.
-        const outcome = await handle(batch.topic, batch.partition, message);
-        resolveOffset(message.offset);
-        handled = message.offset;
-        sinceCommit += 1;
+    const stopping = () => failure !== undefined || !isRunning() || isStale();
+
+    async function runLane(indexes: readonly number[]): Promise<void> {
+      for (const index of indexes) {
+        // After a failure, a rebalance or stop, leave the rest to whoever owns the partition next.
+        if (stopping()) return;
+        const message = messages[index]!;
+        let outcome: IngestOutcome;
+        try {
+          outcome = await handle(batch.topic, batch.partition, message);
+        } catch (error) {
+          failure ??= { error };
+          return;
+        }
+        done[index] = true;
         options.onMessage?.({ topic: batch.topic, partition: batch.partition, offset: message.offset, outcome });
+        while (next < messages.length && done[next]) {
+          resolveOffset(messages[next]!.offset);
+          handled = messages[next]!.offset;
+          sinceCommit += 1;
+          next += 1;
+        }
         if (sinceCommit >= COMMIT_EVERY) await commit();
         await heartbeat();
       }
+    }
+
+    const queue = [...lanes.values()];
+    const workers = Array.from({ length: Math.min(keysConcurrently, queue.length) }, async () => {
+      for (let lane = queue.shift(); lane; lane = queue.shift()) await runLane(lane);
+    });
+    try {
+      await Promise.all(workers);
     } catch (error) {
+      failure ??= { error };
+    }
+    if (failure) {
       // Keep what was handled before the failure; if even that commit fails, those are redelivered too.
       await commit().catch(() => undefined);
-      throw error;
+      throw failure.error;
     }
     await commit();
   };
 }
 
-export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
-  const topics = [...(options.topics ?? defaultSourceTopics)];
-  const deadLetterTopic = options.deadLetterTopic ?? defaultDeadLetterTopic;
+/** The delay before restart attempt `attempt` (0-based): doubling from base, capped, half of it random. */
+export function restartDelay(attempt: number, baseDelayMs: number, maxDelayMs: number, random: () => number): number {
+  const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(attempt, 30));
+  return Math.round(ceiling / 2 + (ceiling / 2) * random());
+}
+
+const defaultSchedule = (run: () => void, delayMs: number): (() => void) => {
+  const timer = setTimeout(run, delayMs);
+  timer.unref();
+  return () => clearTimeout(timer);
+};
+
+function kafkajsClients(options: KafkaSourceOptions): KafkaClients {
+  quietKafkajsNegativeTimeouts();
   const kafka = new Kafka({
     clientId: options.clientId ?? 'pulseboard-ingest',
     brokers: [...options.brokers],
     logLevel: levels[options.logLevel ?? 'warn'],
   });
-  const consumer: Consumer = kafka.consumer({ groupId: options.groupId ?? defaultGroupId });
-  const producer: Producer = kafka.producer({ maxInFlightRequests: 1 });
+  return {
+    consumer: () => kafka.consumer({ groupId: options.groupId ?? defaultGroupId }),
+    producer: () => kafka.producer({ maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner }),
+  };
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
+  const topics = [...(options.topics ?? defaultSourceTopics)];
+  const deadLetterTopic = options.deadLetterTopic ?? defaultDeadLetterTopic;
+  const clients = options.clients ?? kafkajsClients(options);
+  const schedule = options.schedule ?? defaultSchedule;
+  const random = options.random ?? Math.random;
+  const baseDelayMs = options.restartBaseDelayMs ?? 1_000;
+  const maxDelayMs = options.restartMaxDelayMs ?? 60_000;
+  const producer = clients.producer();
+  let consumer: SourceConsumer | undefined;
+  let state: KafkaSourceState = { status: 'idle', restarts: 0, since: new Date().toISOString(), lastError: null };
+  let failures = 0;
+  let cancelRestart: (() => void) | undefined;
+
+  // onState hears of status changes only (one log line per outage, not one per attempt); state()
+  // always has the latest restart count and error.
+  const setState = (change: Partial<KafkaSourceState>) => {
+    const next = { ...state, ...change };
+    if (next.status === state.status) {
+      state = next;
+      return;
+    }
+    state = { ...next, since: new Date().toISOString() };
+    options.onState?.(state);
+  };
 
   async function deadLetter(letter: DeadLetter): Promise<void> {
     await producer.send({
@@ -181,21 +312,120 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
     });
   }
 
-  const eachBatch = createBatchHandler({ ingestor: options.ingestor, deadLetter, onMessage: options.onMessage });
+  const eachBatch = createBatchHandler({
+    ingestor: options.ingestor,
+    deadLetter,
+    onMessage: options.onMessage,
+    keysConcurrently: options.keysConsumedConcurrently ?? DEFAULT_KEYS_CONCURRENTLY,
+  });
+
+  /** A new consumer, in the group and running; a crash it does not recover from schedules the next. */
+  async function launch(): Promise<void> {
+    const own = clients.consumer();
+    consumer = own;
+    own.on(own.events.GROUP_JOIN, () => {
+      if (consumer !== own || state.status === 'stopped') return;
+      failures = 0;
+      setState({ status: 'running' });
+    });
+    own.on(own.events.CRASH, (event) => {
+      if (consumer !== own || state.status === 'stopped') return;
+      setState({ status: 'restarting', lastError: describeError(event.payload.error) });
+      // restart: true — kafkajs restarts this consumer itself and rejoins (GROUP_JOIN above).
+      if (!event.payload.restart) restartLater();
+    });
+    // stop() may come while this consumer connects: it then never starts consuming.
+    const stopped = async () => {
+      if (state.status !== 'stopped') return false;
+      await own.disconnect().catch(() => undefined);
+      return true;
+    };
+    await own.connect();
+    if (await stopped()) return;
+    await own.subscribe({ topics, fromBeginning: options.fromBeginning ?? true });
+    if (await stopped()) return;
+    await own.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? DEFAULT_PARTITIONS_CONCURRENTLY,
+      eachBatch,
+    });
+    if (state.status !== 'stopped' && consumer === own) {
+      failures = 0;
+      setState({ status: 'running' });
+    }
+  }
+
+  function restartLater(): void {
+    if (state.status === 'stopped' || cancelRestart) return;
+    const delay = restartDelay(failures, baseDelayMs, maxDelayMs, random);
+    failures += 1;
+    const dead = consumer;
+    cancelRestart = schedule(() => {
+      cancelRestart = undefined;
+      if (state.status === 'stopped') return;
+      void (async () => {
+        // kafkajs already disconnected a consumer it gave up on; this only releases what is left.
+        await dead?.disconnect().catch(() => undefined);
+        if (state.status === 'stopped') return;
+        setState({ restarts: state.restarts + 1 });
+        try {
+          await launch();
+        } catch (error) {
+          setState({ status: 'restarting', lastError: describeError(error) });
+          restartLater();
+        }
+      })();
+    }, delay);
+  }
 
   return {
     async start() {
+      setState({ status: 'starting' });
       await producer.connect();
-      await consumer.connect();
-      await consumer.subscribe({ topics, fromBeginning: options.fromBeginning ?? true });
-      await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
+      await launch();
     },
 
     async stop() {
-      await consumer.disconnect();
+      setState({ status: 'stopped' });
+      cancelRestart?.();
+      cancelRestart = undefined;
+      await consumer?.disconnect();
       await producer.disconnect();
     },
+
+    state: () => state,
   };
+}
+
+let negativeTimeoutsQuiet = false;
+
+/**
+ * kafkajs 2.2.4 (unmaintained) arms timers with negative delays, e.g. its request
+ * queue's "check again once unthrottled" when it never was throttled; Node 24 then prints a
+ * TimeoutNegativeWarning on every connection. The delay it means is "as soon as possible", which is
+ * what Node does with it, so exactly those warnings — raised from inside kafkajs — are dropped; a
+ * negative delay anywhere else still warns.
+ */
+export function quietKafkajsNegativeTimeouts(): void {
+  if (negativeTimeoutsQuiet) return;
+  negativeTimeoutsQuiet = true;
+  const emitWarning = process.emitWarning;
+  process.emitWarning = function emitWarningUnlessKafkajsTimer(this: NodeJS.Process, ...args: Parameters<typeof process.emitWarning>) {
+    const [warning, second] = args as [string | Error, unknown];
+    const type = typeof second === 'string' ? second : typeof second === 'object' && second !== null ? (second as { type?: unknown }).type : undefined;
+    const name = type ?? (warning instanceof Error ? warning.name : undefined);
+    if (name === 'TimeoutNegativeWarning' && raisedInsideKafkajs()) return;
+    emitWarning.apply(this, args);
+  } as typeof process.emitWarning;
+}
+
+function raisedInsideKafkajs(): boolean {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 30;
+  const stack = new Error().stack ?? '';
+  Error.stackTraceLimit = limit;
+  return /[\\/]node_modules[\\/]kafkajs[\\/]/.test(stack);
 }
 
 /** Which source topic a message type belongs to (INGEST.md: one topic per message family). */
@@ -226,8 +456,10 @@ export type KafkaFeeder = {
 
 /** A producer for tests, tools and feeding sample data into the source topics. */
 export async function createKafkaFeeder(brokers: readonly string[], clientId = 'pulseboard-feeder'): Promise<KafkaFeeder> {
+  quietKafkajsNegativeTimeouts();
   const kafka = new Kafka({ clientId, brokers: [...brokers], logLevel: kafkaLogLevel.WARN });
-  const producer = kafka.producer({ maxInFlightRequests: 1 });
+  // Named explicitly: keys land where Java clients put them, and kafkajs prints no partitioner notice.
+  const producer = kafka.producer({ maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   return {
     async send(messages, topic) {

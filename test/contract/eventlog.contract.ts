@@ -602,6 +602,37 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.ok(appended.events[0]!.position > head);
       });
 
+      void it(`${adapterName}: waitForAppend is woken by an append through another connection`, { skip, timeout: 60_000 }, async () => {
+        // The subscription rule: a waiter in one process learns of appends made by any other writer,
+        // not only by its own connection (an hour-long timeout: only the other append can end it).
+        const other = await connect();
+        const head = await log().headPosition();
+        let resolved = false;
+        const waiting = log()
+          .waitForAppend(head, HOUR)
+          .then(() => {
+            resolved = true;
+          });
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.equal(resolved, false, 'nothing was appended yet');
+        const appended = expectOk(await other.append(freshStream(), [newEvent('contract.wait.other')]));
+        await waiting;
+        assert.ok(appended.events[0]!.position > head);
+        // Waiters that start later, on either connection, see it at once.
+        await log().waitForAppend(head, HOUR);
+        await other.waitForAppend(head, HOUR);
+      });
+
+      void it(`${adapterName}: several waiters on one connection all wake on one append from another`, { skip, timeout: 60_000 }, async () => {
+        const other = await connect();
+        const head = await log().headPosition();
+        const waits = Array.from({ length: 5 }, () => log().waitForAppend(head, HOUR));
+        const stillWaiting = log().waitForAppend(head + Number.MAX_SAFE_INTEGER / 2, 50);
+        expectOk(await other.append(freshStream(), [newEvent('contract.wait.many')]));
+        await Promise.all(waits);
+        await stillWaiting;
+      });
+
       void it(`${adapterName}: waitForAppend resolves after its timeout when nothing is appended`, { skip, timeout: 60_000 }, async () => {
         const head = await log().headPosition();
         await log().waitForAppend(head, 25);
@@ -616,6 +647,59 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         await waiting;
         await log().waitForAppend(head, HOUR, AbortSignal.abort());
         assert.equal(await log().headPosition(), head);
+      });
+    });
+
+    void describe(`${adapterName}: seeking by time`, () => {
+      void it(`${adapterName}: positionBefore(t) splits the log into events recorded before t and at or after it`, { skip, timeout: 60_000 }, async () => {
+        const stream = freshStream();
+        const batches: RecordedEvent[][] = [];
+        for (let i = 0; i < 3; i += 1) {
+          expectOk(await log().append(stream, [newEvent('contract.seek'), newEvent('contract.seek')]));
+          // Let the clock move so the batches are recorded at different times (no assertion on time).
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        const stored = await log().readStream(stream);
+        for (let i = 0; i < 3; i += 1) batches.push(stored.slice(i * 2, i * 2 + 2));
+        const all = await readAllPages(log(), 0);
+        const head = await log().headPosition();
+        const ms = (iso: string) => Date.parse(iso);
+        const probes = [
+          '1970-01-01T00:00:00.000Z',
+          '2999-01-01T00:00:00.000Z',
+          ...stored.flatMap((e) => [e.recordedAt, new Date(ms(e.recordedAt) + 1).toISOString(), new Date(ms(e.recordedAt) - 1).toISOString()]),
+        ];
+        for (const time of probes) {
+          const position = await log().positionBefore(time);
+          assert.ok(position === 0 || all.some((e) => e.position === position), `${time}: ${position} is 0 or the position of an event`);
+          for (const event of all) {
+            if (event.position <= position) assert.ok(ms(event.recordedAt) < ms(time), `${time}: ${event.position} (${event.recordedAt}) is at or below ${position}`);
+            else assert.ok(ms(event.recordedAt) >= ms(time), `${time}: ${event.position} (${event.recordedAt}) is above ${position}`);
+          }
+        }
+        assert.equal(await log().positionBefore('1970-01-01T00:00:00Z'), 0);
+        assert.equal(await log().positionBefore('2999-01-01T00:00:00Z'), head);
+        // A range starting at the second batch's time starts no later than the second batch.
+        const second = batches[1]![0]!;
+        const from = await log().positionBefore(second.recordedAt);
+        assert.ok(from < second.position && from >= batches[0]![0]!.position);
+        const next = await log().readAll({ afterPosition: from, limit: 1 });
+        assert.ok(next[0] && ms(next[0].recordedAt) >= ms(second.recordedAt));
+      });
+
+      void it(`${adapterName}: positionBefore refuses a time that is not ISO 8601`, { skip }, async () => {
+        await assert.rejects(log().positionBefore('not a time'), RangeError);
+        await assert.rejects(log().positionBefore(''), RangeError);
+      });
+
+      void it(`${adapterName}: positionBefore on an empty log is 0`, { skip }, async () => {
+        const fresh = await open();
+        try {
+          assert.equal(await fresh.log.positionBefore('2999-01-01T00:00:00Z'), 0);
+          assert.equal(await fresh.log.positionBefore('1970-01-01T00:00:00Z'), 0);
+        } finally {
+          await fresh.dispose();
+        }
       });
     });
 

@@ -105,6 +105,34 @@ void describe('EventLog sqlite: separate processes on one file', () => {
     }
   });
 
+  void it('sqlite: a waiter in this process is woken by an append from another process', { timeout: 120_000 }, async () => {
+    const temp = openTempLog();
+    try {
+      const head = await temp.log.headPosition();
+      const racer = startRacer(temp.path, `wake-${randomUUID()}`, 'any', randomUUID());
+      try {
+        assert.equal(await nextLine(racer), 'ready');
+        let woken = false;
+        // An hour-long wait: only the other process's append can end it within the test's timeout.
+        const waiting = temp.log.waitForAppend(head, 3_600_000).then(() => {
+          woken = true;
+        });
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.equal(woken, false);
+        racer.child.stdin.write('go\n');
+        const result = JSON.parse(await nextLine(racer)) as AppendResult;
+        assert.ok(result.ok);
+        await waiting;
+        assert.ok(result.events[0]!.position > head);
+        assert.equal(await exited(racer), 0);
+      } finally {
+        stopRacers([racer]);
+      }
+    } finally {
+      await temp.dispose();
+    }
+  });
+
   void it('sqlite: processes retrying the same ids store them once', { timeout: 120_000 }, async () => {
     const temp = openTempLog();
     try {

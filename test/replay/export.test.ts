@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it, mock } from 'node:test';
+import type { EventLog } from '../../eventstore/port.ts';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { sourceEventId } from '../../events/ids.ts';
 import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
@@ -204,6 +205,49 @@ describe('exportEvents', () => {
     } finally {
       mock.timers.reset();
       await log.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('exportEvents: seeking', () => {
+  it('starts every read at 0 or at a stored position and never reads events recorded before the range', async () => {
+    // KurrentDB refuses a $all read from a position inside a record; this log refuses the same way,
+    // so an export that invented positions (the old binary search) fails here.
+    const dir = mkdtempSync(join(tmpdir(), 'pulseboard-export-seek-'));
+    mock.timers.enable({ apis: ['Date'], now: START });
+    const inner = createSqliteEventLog(join(dir, 'events.sqlite'));
+    try {
+      for (let i = 0; i < 300; i++) {
+        await inner.append(`project-p${i % 7}`, [{ id: sourceEventId('project.sighted', `k${i}`), type: 'project.sighted', data: { projectId: `p${i % 7}`, at: at(0) }, metadata: {} }]);
+        mock.timers.tick(1000);
+      }
+      mock.timers.reset();
+      const all = await inner.readAll({ afterPosition: 0, limit: 10_000 });
+      const stored = new Set(all.map((e) => e.position));
+      const delivered: string[] = [];
+      const strict: EventLog = {
+        ...inner,
+        readAll: async (options) => {
+          if (options.afterPosition !== 0 && !stored.has(options.afterPosition)) throw new Error(`read from ${options.afterPosition}: not a record boundary`);
+          const page = await inner.readAll(options);
+          delivered.push(...page.map((e) => e.recordedAt));
+          return page;
+        },
+      };
+      const from = all[250]!.recordedAt;
+      const to = all[260]!.recordedAt;
+      const lines: string[] = [];
+      const summary = await exportEvents(strict, { from, to, includePrivate: true, batchSize: 4 }, { write: async (line) => void lines.push(line) });
+      assert.equal(summary.written, 10);
+      assert.deepEqual(
+        lines.map((l) => JSON.parse(l).position),
+        all.slice(250, 260).map((e) => e.position),
+      );
+      assert.equal(delivered.filter((t) => t < from).length, 0, 'nothing before the range was read');
+    } finally {
+      mock.timers.reset();
+      await inner.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -46,7 +46,10 @@ export function dockerUnavailableReason(): Promise<string | null> {
  */
 export async function skipUnlessDocker(what: string): Promise<false | string> {
   const reason = await dockerUnavailableReason();
-  return reason === null ? false : `needs a Docker engine for ${what} (testcontainers): ${reason}`;
+  if (reason === null) return false;
+  // CI on a runner with Docker sets this, so a broken engine fails the run instead of skipping quietly.
+  if (process.env.PULSEBOARD_REQUIRE_DOCKER === '1') throw new Error(`PULSEBOARD_REQUIRE_DOCKER=1 but ${what} cannot run: ${reason}`);
+  return `needs a Docker engine for ${what} (testcontainers): ${reason}`;
 }
 
 export type Running<T> = T & { stop(): Promise<void> };
