@@ -38,11 +38,21 @@ export type Tool = {
   outputSchema: z.ZodType;
   /** The error envelope of the REST twin when it is not the standard one (thesis feed: any code). */
   errorSchema?: z.ZodObject;
+  /**
+   * Set where the full result schema would repeat another tool's at length (a page of projects):
+   * objects deeper than `depth` are listed by type only, with `note` saying where they are detailed.
+   */
+  outputDetail?: { depth: number; note: string };
   readOnly: boolean;
   /** Rate-protection class of a call with these arguments (DESIGN §6), as for the REST twin. */
   protection(services: Services, args: RestArguments): Protection;
   call(services: Services, caller: Caller, args: RestArguments): Promise<Result<Record<string, unknown>>>;
 };
+
+/** Tools that return projects among other things list each project's own fields; nested objects are detailed by get_project. */
+const PROJECT_DETAIL = { depth: 2, note: "Detailed in get_project's output schema." };
+/** The call page lists each call's own fields; nested objects are detailed by get_calltracker_call. */
+const CALL_DETAIL = { depth: 2, note: "Detailed in get_calltracker_call's output schema." };
 
 const basic = (): Protection => 'basic';
 const guarded = (): Protection => 'protected';
@@ -58,6 +68,7 @@ const projectAndPrivateTools: Tool[] = [
       'Match projects on id, never on handle: a handle can be reused by another account. Same rows as GET /v1/projects?page=N.',
     input: toolInputFrom({ query: pick(projectsQuerySchema, ['page', 'has_dossier']) }),
     outputSchema: boardPageSchema,
+    outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
     call: (services, _caller, args) => services.projects.list(args.query),
@@ -73,6 +84,7 @@ const projectAndPrivateTools: Tool[] = [
       'A row appears once per page sequence, at its latest write; match on id. Same rows as GET /v1/projects?since=… or ?cursor=….',
     input: toolInputFrom({ query: pick(projectsQuerySchema, ['since', 'cursor', 'limit', 'has_dossier']) }),
     outputSchema: syncPageSchema,
+    outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
     call: (services, _caller, args) => services.projects.sync(args.query),
@@ -162,6 +174,7 @@ const readTools: Tool[] = [
       'A search never adds a project and never starts research. Rate-protected: when protection is unavailable it asks you to wait 60 seconds. Same body as GET /v1/search?q=….',
     input: toolInputFrom({ query: searchQuerySchema }),
     outputSchema: projectSearchSchema,
+    outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: guarded,
     call: (services, caller, args) => services.search.search(caller, args.query),
@@ -188,6 +201,7 @@ const readTools: Tool[] = [
       'Paging is browsing, not a sync: re-read a call by id for its current version. Rate-protected. Same rows as GET /v1/calltracker/calls.',
     input: toolInputFrom({ query: callsQuerySchema }),
     outputSchema: callPageSchema,
+    outputDetail: CALL_DETAIL,
     readOnly: true,
     protection: guarded,
     // The page also travels as an escaped JSON string in the text block: the budget counts both.
