@@ -13,7 +13,7 @@ export type JsonSchema = Record<string, unknown>;
  * sub-schema used more than once is written once under `definitions`.
  */
 export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  return compact(generated(schema, io), io) as JsonSchema;
+  return compact(generated(schema, io), io, true) as JsonSchema;
 }
 
 function generated(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
@@ -42,18 +42,21 @@ const mapValues = (properties: JsonSchema, io: 'input' | 'output'): JsonSchema =
  * Shorter spellings with the same meaning: `anyOf [T, null]` becomes `type: [T, "null"]`, and the
  * safe-integer bounds zod writes on every integer are left out (JSON numbers have no such bound).
  */
-function compact(node: unknown, io: 'input' | 'output'): unknown {
-  if (Array.isArray(node)) return node.map((item) => compact(item, io));
+function compact(node: unknown, io: 'input' | 'output', top = false): unknown {
+  if (Array.isArray(node)) return node.map((item) => compact(item, io, top));
   if (typeof node !== 'object' || node === null) return node;
   let json: JsonSchema = {};
-  for (const [key, value] of Object.entries(node)) json[key] = key === 'properties' ? mapValues(value as JsonSchema, io) : compact(value, io);
+  for (const [key, value] of Object.entries(node)) {
+    json[key] = key === 'properties' ? mapValues(value as JsonSchema, io) : compact(value, io, top && key === 'anyOf');
+  }
   if (json.maximum === SAFE_INT) delete json.maximum;
   if (json.minimum === -SAFE_INT) delete json.minimum;
   json = foldNullable(json);
   if (io === 'output') {
     // Every field of a result is always present (null when unknown) and results carry no others:
-    // the instructions say so once instead of every object listing its keys again.
-    delete json.required;
+    // the instructions say so once instead of every object listing its keys again. The top level
+    // keeps its keys, so a result and an error envelope cannot pass for each other.
+    if (!top) delete json.required;
     delete json.additionalProperties;
     // An enum or const names its values, and `properties` already says "object".
     if ((json.enum !== undefined || json.const !== undefined) && typeof json.type === 'string') delete json.type;

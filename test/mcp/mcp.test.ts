@@ -86,8 +86,9 @@ describe('MCP at /mcp with the official SDK client', () => {
     // Descriptions say how to continue a sync and what since means.
     const sync = listed.find((t) => t.name === 'sync_projects')!;
     assert.match(sync.description!, /cursor/);
-    assert.match(sync.description!, /not that the project materially changed/);
+    assert.match(sync.description!, /not materially changed/);
     assert.match(sync.description!, /1 to 100, default 50/);
+    assert.match(sync.description!, /With no arguments, from the beginning of the archive/);
   });
 
   it('list_projects returns the REST board page byte for byte', async () => {
