@@ -268,9 +268,12 @@ describe('MCP at /mcp with the official SDK client', () => {
       await erinClient.callTool({ name: 'list_projects', arguments: {} });
       await erinClient.callTool({ name: 'researcher_answers', arguments: { handle: 'h1' } });
       await erinClient.callTool({ name: 'get_thesis_feed', arguments: { contract: `0x${'b'.repeat(40)}` } });
-      const counted = gate.counted.filter((c) => c.keyId === erin.keyId).map((c) => c.protection);
-      // initialize and notifications/initialized, then the five calls.
-      assert.deepEqual(counted, ['basic', 'basic', 'basic', 'protected', 'basic', 'protected', 'protected']);
+      const counted = gate.counted.filter((c) => c.keyId === erin.keyId).map((c) => `${c.budget}:${c.protection}`);
+      // initialize and notifications/initialized on the protocol budget, then the five calls on the requests budget.
+      assert.deepEqual(counted, [
+        'protocol:basic', 'protocol:basic',
+        'requests:basic', 'requests:protected', 'requests:basic', 'requests:protected', 'requests:protected',
+      ]);
     } finally {
       await erinClient.close();
     }
