@@ -7,6 +7,15 @@ export function toolSuccess(body: Record<string, unknown>): CallToolResult {
 }
 
 /**
+ * `JSON.stringify(toolSuccess(body))`, serializing the body once: structuredContent's JSON is the
+ * very text the text block carries, so it is spliced in rather than produced a second time.
+ */
+export function serializedToolSuccess(body: Record<string, unknown>): string {
+  const text = JSON.stringify(body);
+  return `{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}`;
+}
+
+/**
  * A failed tool result carrying the spec's `{error: {code, message}}` in both blocks. A tool
  * caller never sees HTTP headers, so a wait the REST surface states in Retry-After is spelled
  * out in the message, and given to programs as `_meta.retryAfterSeconds`.
