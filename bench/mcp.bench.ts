@@ -16,9 +16,9 @@ import { createRateLimiter } from '../service/rate/create.ts';
 import { createServices } from '../service/services.ts';
 import { openStores } from '../service/stores.ts';
 
-const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 /** REST and MCP are measured in alternating rounds, so load from elsewhere on the machine hits both alike. */
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const CONNECTIONS = 10;
 
 type Target = { label: string; method?: 'GET' | 'POST'; path: string; headers?: Record<string, string>; body?: string };
