@@ -25,7 +25,13 @@ type Target = { label: string; method?: 'GET' | 'POST'; path: string; headers?: 
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-async function measure(base: string, target: Target, quiet = false): Promise<number> {
+type Measured = { perSecond: number; cpuMicrosPerRequest: number };
+
+/**
+ * Requests per second, and CPU time per request of this process (server and load generator
+ * together): on a shared machine the second moves far less with other load than the first.
+ */
+async function measure(base: string, target: Target, quiet = false): Promise<Measured> {
   const run = (duration: number) =>
     autocannon({
       url: `${base}${target.path}`,
@@ -36,12 +42,19 @@ async function measure(base: string, target: Target, quiet = false): Promise<num
       ...(target.body ? { body: target.body } : {}),
     });
   await run(1); // warm-up: JIT, caches, connections
+  const cpuBefore = process.cpuUsage();
   const result = await run(DURATION_SECONDS);
+  const cpu = process.cpuUsage(cpuBefore);
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0) throw new Error(`${target.label}: ${failed} of ${result.requests.total} requests failed`);
   const perSecond = result.requests.average;
-  if (!quiet) process.stdout.write(`${target.label.padEnd(48)} ${perSecond.toFixed(0).padStart(8)} req/s  p99 ${String(result.latency.p99).padStart(4)} ms\n`);
-  return perSecond;
+  const cpuMicrosPerRequest = (cpu.user + cpu.system) / result.requests.total;
+  if (!quiet) {
+    process.stdout.write(
+      `${target.label.padEnd(40)} ${perSecond.toFixed(0).padStart(8)} req/s  p99 ${String(result.latency.p99).padStart(4)} ms  ${cpuMicrosPerRequest.toFixed(0).padStart(5)} µs CPU/req\n`,
+    );
+  }
+  return { perSecond, cpuMicrosPerRequest };
 }
 
 export async function main(): Promise<void> {
@@ -79,7 +92,7 @@ export async function main(): Promise<void> {
     if (mcpAnswer.result.content[0]!.text !== restBody) throw new Error('get_project and GET /v1/projects/{id} answered different bodies');
 
     process.stdout.write(`over HTTP: ${CONNECTIONS} connections, ${DURATION_SECONDS} s per measurement after a 1 s warm-up\n`);
-    const baseline = await measure(base, { label: 'baseline: GET /healthz', path: '/healthz' });
+    const baseline = (await measure(base, { label: 'baseline: GET /healthz', path: '/healthz' })).perSecond;
     const restTarget: Target = { label: 'REST GET /v1/projects/{id}', path: `/v1/projects/${id}`, headers: auth };
     const mcpTarget: Target = {
       label: 'MCP tools/call get_project',
@@ -88,19 +101,27 @@ export async function main(): Promise<void> {
       headers: mcpHeaders,
       body: rpc('tools/call', { name: 'get_project', arguments: { handle: id } }),
     };
-    const pairs: { rest: number; mcp: number }[] = [];
+    const pairs: { rest: Measured; mcp: Measured }[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const pair = { rest: await measure(base, restTarget, true), mcp: await measure(base, mcpTarget, true) };
       pairs.push(pair);
-      process.stdout.write(`round ${round}: REST ${pair.rest.toFixed(0)} req/s, MCP get_project ${pair.mcp.toFixed(0)} req/s, ratio ${(pair.mcp / pair.rest).toFixed(3)}\n`);
+      process.stdout.write(
+        `round ${round}: REST ${pair.rest.perSecond.toFixed(0)} req/s ${pair.rest.cpuMicrosPerRequest.toFixed(0)} µs CPU/req, ` +
+          `MCP get_project ${pair.mcp.perSecond.toFixed(0)} req/s ${pair.mcp.cpuMicrosPerRequest.toFixed(0)} µs CPU/req, ratio ${(pair.mcp.perSecond / pair.rest.perSecond).toFixed(3)}\n`,
+      );
     }
-    const rest = median(pairs.map((p) => p.rest));
-    const mcpGet = median(pairs.map((p) => p.mcp));
-    const mcpList = await measure(base, { label: 'MCP tools/list', method: 'POST', path: '/mcp', headers: mcpHeaders, body: rpc('tools/list') });
-    const mcpPing = await measure(base, { label: 'MCP ping', method: 'POST', path: '/mcp', headers: mcpHeaders, body: rpc('ping') });
+    const rest = median(pairs.map((p) => p.rest.perSecond));
+    const mcpGet = median(pairs.map((p) => p.mcp.perSecond));
+    const mcpList = (await measure(base, { label: 'MCP tools/list', method: 'POST', path: '/mcp', headers: mcpHeaders, body: rpc('tools/list') })).perSecond;
+    const mcpPing = (await measure(base, { label: 'MCP ping', method: 'POST', path: '/mcp', headers: mcpHeaders, body: rpc('ping') })).perSecond;
 
     process.stdout.write('\nratios:\n');
-    process.stdout.write(`  MCP get_project / REST GET /v1/projects/{id}   ${median(pairs.map((p) => p.mcp / p.rest)).toFixed(3)}  (median of ${ROUNDS} rounds; goal >= 0.7)\n`);
+    process.stdout.write(
+      `  MCP get_project / REST GET /v1/projects/{id}   ${median(pairs.map((p) => p.mcp.perSecond / p.rest.perSecond)).toFixed(3)}  req/s, median of ${ROUNDS} rounds (goal >= 0.7)\n`,
+    );
+    process.stdout.write(
+      `  REST CPU/req / MCP get_project CPU/req         ${median(pairs.map((p) => p.rest.cpuMicrosPerRequest / p.mcp.cpuMicrosPerRequest)).toFixed(3)}  (the req/s ratio a CPU-bound process reaches)\n`,
+    );
     for (const [label, value] of Object.entries({ 'REST project read': rest, 'MCP get_project': mcpGet, 'MCP tools/list': mcpList, 'MCP ping': mcpPing })) {
       process.stdout.write(`  ${label.padEnd(18)} / GET /healthz           ${(value / baseline).toFixed(3)}\n`);
     }
