@@ -4,7 +4,7 @@ import { sendError } from '../api/errors.ts';
 import type { Budget, Protection } from '../service/guard.ts';
 import type { Services } from '../service/services.ts';
 import { createOriginCheck } from './origin.ts';
-import { createMcpEndpoint } from './server.ts';
+import { createMcpEndpoint, type RequestContext } from './server.ts';
 import { tools as toolTable, type Tool } from './tools.ts';
 
 export const MCP_PATH = '/mcp';
@@ -123,11 +123,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     // Notifications and responses only: accepted, nothing to answer.
     if (requests.length === 0) return reply.code(202).send();
 
-    const context = {
-      caller: admitted.ok ? admitted.value.caller : { keyId: '', owner: '' },
-      ...(admitted.ok ? {} : { refusal: admitted.refused.error }),
-      onUnexpected: (type: string) => request.log.error({ err: { type } }, 'mcp tool call failed'),
-    };
+    const onUnexpected = (type: string) => request.log.error({ err: { type } }, 'mcp tool call failed');
+    const context: RequestContext = admitted.ok ? { caller: admitted.value.caller, onUnexpected } : { refusal: admitted.refused.error, onUnexpected };
     const answers = await Promise.all(requests.map((message) => endpoint.answer(message, context)));
     const payload = Array.isArray(body) ? `[${answers.join(',')}]` : answers[0]!;
     return reply.code(200).header('content-type', 'application/json').send(payload);

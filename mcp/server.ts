@@ -1,4 +1,5 @@
 import {
+  InitializeRequestSchema,
   LATEST_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
   type JSONRPCRequest,
@@ -32,14 +33,11 @@ export const INSTRUCTIONS =
 /** One JSON-RPC response, already serialized (the transport writes it as is). */
 export type SerializedResponse = string;
 
-export type RequestContext = {
-  /** The authenticated caller of this HTTP request. */
-  caller: Caller;
-  /**
-   * Set when the rate gate refused this HTTP request after authenticating it: every tool call in
-   * it answers this error as a tool error, so an agent reads how long to wait.
-   */
-  refusal?: ServiceError;
+/**
+ * Who sent this HTTP request, or why the rate gate refused it after authenticating it: then every
+ * tool call in it answers that error as a tool error, so an agent reads how long to wait.
+ */
+export type RequestContext = ({ caller: Caller; refusal?: undefined } | { refusal: ServiceError }) & {
   /** Called with the name of an error a tool threw (never its message, which may hold input). */
   onUnexpected?: (errorName: string) => void;
 };
@@ -52,6 +50,7 @@ export type McpEndpoint = {
 };
 
 const JSONRPC_METHOD_NOT_FOUND = -32601;
+const JSONRPC_INVALID_PARAMS = -32602;
 
 const idJson = (id: RequestId): string => JSON.stringify(id);
 
@@ -80,7 +79,7 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
   );
 
   async function callTool(params: unknown, context: RequestContext): Promise<string> {
-    if (context.refusal) return JSON.stringify(toolFailure(context.refusal));
+    if (context.refusal !== undefined) return JSON.stringify(toolFailure(context.refusal));
     const name = isPlainObject(params) ? params.name : undefined;
     if (typeof name !== 'string') {
       return JSON.stringify(toolFailure(errors.badRequest(`tools/call needs params.name, one of: ${toolNames}; and params.arguments, an object of named arguments`)));
@@ -113,9 +112,13 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
       const { id, method } = message;
       switch (method) {
         case 'initialize': {
-          const requested = isPlainObject(message.params) ? message.params.protocolVersion : undefined;
-          const version = typeof requested === 'string' && initializeResults.has(requested) ? requested : LATEST_PROTOCOL_VERSION;
-          return resultResponse(id, initializeResults.get(version)!);
+          const parsed = InitializeRequestSchema.safeParse(message);
+          if (!parsed.success) {
+            return errorResponse(id, JSONRPC_INVALID_PARAMS, 'initialize needs params.protocolVersion (a string), params.capabilities (an object) and params.clientInfo ({name, version})');
+          }
+          // The client's version when this server speaks it, else the newest one it does (the client then decides).
+          const requested = parsed.data.params.protocolVersion;
+          return resultResponse(id, initializeResults.get(requested) ?? initializeResults.get(LATEST_PROTOCOL_VERSION)!);
         }
         case 'ping':
           return resultResponse(id, '{}');
