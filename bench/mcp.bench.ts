@@ -1,12 +1,13 @@
 /**
- * MCP throughput over real HTTP (autocannon against a listening server), printed as ratios to
- * figures measured in the same run: `tools/call get_project` against its REST twin
- * `GET /v1/projects/{id}` (goal: at least 0.7), and everything against GET /healthz.
+ * MCP throughput over real HTTP (autocannon, in a process of its own, against this process's
+ * listening server), printed as ratios to figures measured in the same run: `tools/call get_project`
+ * against its REST twin `GET /v1/projects/{id}` (goal: at least 0.7), and everything against GET /healthz.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
+import { fileURLToPath } from 'node:url';
 import { buildApp } from '../api/app.ts';
 import { parseConfig } from '../config/config.ts';
 import { generateLines } from '../ingest/generate/generate.ts';
@@ -27,20 +28,39 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 
 type Measured = { perSecond: number; cpuMicrosPerRequest: number };
 
+type AutocannonResult = {
+  requests: { average: number; total: number };
+  latency: { p99: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+};
+
+const AUTOCANNON = fileURLToPath(import.meta.resolve('autocannon'));
+
+/** One autocannon run in a child process (its `-j` JSON report), so its CPU is not the server's. */
+function autocannon(url: string, target: Target, duration: number): Promise<AutocannonResult> {
+  const args = [AUTOCANNON, '-j', '-c', String(CONNECTIONS), '-d', String(duration), '-m', target.method ?? 'GET'];
+  for (const [name, value] of Object.entries(target.headers ?? {})) args.push('-H', `${name}=${value}`);
+  if (target.body) args.push('-b', target.body);
+  args.push(url);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out) as AutocannonResult) : reject(new Error(`autocannon exited ${code}: ${err}`))));
+  });
+}
+
 /**
- * Requests per second, and CPU time per request of this process (server and load generator
- * together): on a shared machine the second moves far less with other load than the first.
+ * Requests per second, and this process's CPU time per request: the server's alone, which moves
+ * far less with other load on a shared machine than requests per second do.
  */
 async function measure(base: string, target: Target, quiet = false): Promise<Measured> {
-  const run = (duration: number) =>
-    autocannon({
-      url: `${base}${target.path}`,
-      method: target.method ?? 'GET',
-      connections: CONNECTIONS,
-      duration,
-      ...(target.headers ? { headers: target.headers } : {}),
-      ...(target.body ? { body: target.body } : {}),
-    });
+  const run = (duration: number) => autocannon(`${base}${target.path}`, target, duration);
   await run(1); // warm-up: JIT, caches, connections
   const cpuBefore = process.cpuUsage();
   const result = await run(DURATION_SECONDS);
@@ -51,7 +71,7 @@ async function measure(base: string, target: Target, quiet = false): Promise<Mea
   const cpuMicrosPerRequest = (cpu.user + cpu.system) / result.requests.total;
   if (!quiet) {
     process.stdout.write(
-      `${target.label.padEnd(40)} ${perSecond.toFixed(0).padStart(8)} req/s  p99 ${String(result.latency.p99).padStart(4)} ms  ${cpuMicrosPerRequest.toFixed(0).padStart(5)} µs CPU/req\n`,
+      `${target.label.padEnd(40)} ${perSecond.toFixed(0).padStart(8)} req/s  p99 ${String(result.latency.p99).padStart(4)} ms  ${cpuMicrosPerRequest.toFixed(0).padStart(5)} µs server CPU/req\n`,
     );
   }
   return { perSecond, cpuMicrosPerRequest };
@@ -106,8 +126,8 @@ export async function main(): Promise<void> {
       const pair = { rest: await measure(base, restTarget, true), mcp: await measure(base, mcpTarget, true) };
       pairs.push(pair);
       process.stdout.write(
-        `round ${round}: REST ${pair.rest.perSecond.toFixed(0)} req/s ${pair.rest.cpuMicrosPerRequest.toFixed(0)} µs CPU/req, ` +
-          `MCP get_project ${pair.mcp.perSecond.toFixed(0)} req/s ${pair.mcp.cpuMicrosPerRequest.toFixed(0)} µs CPU/req, ratio ${(pair.mcp.perSecond / pair.rest.perSecond).toFixed(3)}\n`,
+        `round ${round}: REST ${pair.rest.perSecond.toFixed(0)} req/s ${pair.rest.cpuMicrosPerRequest.toFixed(0)} µs server CPU/req, ` +
+          `MCP get_project ${pair.mcp.perSecond.toFixed(0)} req/s ${pair.mcp.cpuMicrosPerRequest.toFixed(0)} µs server CPU/req, ratio ${(pair.mcp.perSecond / pair.rest.perSecond).toFixed(3)}\n`,
       );
     }
     const rest = median(pairs.map((p) => p.rest.perSecond));
@@ -120,7 +140,7 @@ export async function main(): Promise<void> {
       `  MCP get_project / REST GET /v1/projects/{id}   ${median(pairs.map((p) => p.mcp.perSecond / p.rest.perSecond)).toFixed(3)}  req/s, median of ${ROUNDS} rounds (goal >= 0.7)\n`,
     );
     process.stdout.write(
-      `  REST CPU/req / MCP get_project CPU/req         ${median(pairs.map((p) => p.rest.cpuMicrosPerRequest / p.mcp.cpuMicrosPerRequest)).toFixed(3)}  (the req/s ratio a CPU-bound process reaches)\n`,
+      `  REST server CPU/req / MCP get_project server CPU/req ${median(pairs.map((p) => p.rest.cpuMicrosPerRequest / p.mcp.cpuMicrosPerRequest)).toFixed(3)}  (the req/s ratio a CPU-bound process reaches)\n`,
     );
     for (const [label, value] of Object.entries({ 'REST project read': rest, 'MCP get_project': mcpGet, 'MCP tools/list': mcpList, 'MCP ping': mcpPing })) {
       process.stdout.write(`  ${label.padEnd(18)} / GET /healthz           ${(value / baseline).toFixed(3)}\n`);

@@ -13,25 +13,24 @@ const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
 const WILDCARD_BINDS = new Set(['0.0.0.0', '::', '[::]']);
 
 /** `name` or `name:port` (IPv6 in brackets), lower-cased; null when it is not a host at all. */
-function splitHost(value: string): { name: string; port: string | null } | null {
+function splitHost(value: string): HostEntry | null {
   const text = value.trim().toLowerCase();
   const match = /^(\[[0-9a-f:.]+\]|[^:[\]\s/]+)(?::(\d{1,5}))?$/.exec(text);
   return match ? { name: match[1]!, port: match[2] ?? null } : null;
 }
 
+type HostEntry = { name: string; port: string | null };
+
 /** An entry `name` allows that name on any port; `name:port` only that port. */
-function hostAllowed(entries: readonly string[], host: { name: string; port: string | null }): boolean {
-  return entries.some((entry) => {
-    const allowed = splitHost(entry);
-    return allowed !== null && allowed.name === host.name && (allowed.port === null || allowed.port === host.port);
-  });
-}
+const hostAllowed = (entries: readonly HostEntry[], host: HostEntry): boolean =>
+  entries.some((allowed) => allowed.name === host.name && (allowed.port === null || allowed.port === host.port));
 
 export function createOriginCheck(config: Pick<Config, 'HOST' | 'PULSEBOARD_MCP_ALLOWED_HOSTS' | 'PULSEBOARD_MCP_ALLOWED_ORIGINS'>): OriginCheck {
   const bind = config.HOST.toLowerCase();
   const bindName = bind.includes(':') && !bind.startsWith('[') ? `[${bind}]` : bind;
   const hosts = config.PULSEBOARD_MCP_ALLOWED_HOSTS ?? [...LOOPBACK_NAMES, ...(WILDCARD_BINDS.has(bind) ? [] : [bindName])];
   const anyHost = hosts[0] === '*';
+  const hostEntries = hosts.map(splitHost).filter((entry) => entry !== null);
   const origins = config.PULSEBOARD_MCP_ALLOWED_ORIGINS;
   const anyOrigin = origins?.[0] === '*';
 
@@ -47,7 +46,7 @@ export function createOriginCheck(config: Pick<Config, 'HOST' | 'PULSEBOARD_MCP_
   return ({ host, origin }) => {
     if (!anyHost) {
       const parsed = host === undefined ? null : splitHost(host);
-      if (!parsed || !hostAllowed(hosts, parsed)) {
+      if (!parsed || !hostAllowed(hostEntries, parsed)) {
         return errors.forbidden(
           'the Host header does not name this server (DNS-rebinding protection of /mcp); connect by an allowed host name, or add it to PULSEBOARD_MCP_ALLOWED_HOSTS',
         );
