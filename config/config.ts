@@ -31,6 +31,20 @@ const optionalBrokers = z.preprocess(
     .optional(),
 );
 
+/** A comma-separated list; `*` alone means any. Entries are trimmed and lower-cased. */
+const optionalList = (entry: RegExp, message: string) =>
+  z.preprocess(
+    emptyAsUnset,
+    z
+      .string()
+      .transform((v) => v.split(',').map((item) => item.trim().toLowerCase()).filter((item) => item !== ''))
+      .pipe(z.union([z.tuple([z.literal('*')]), z.array(z.string().regex(entry, message)).min(1, message)], { error: message }))
+      .optional(),
+  );
+/** A host name, IPv4 address or bracketed IPv6 address, with an optional port. */
+const HOST_ENTRY = /^([a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])(:\d{1,5})?$/;
+const ORIGIN_ENTRY = /^https?:\/\/([a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])(:\d{1,5})?$/;
+
 export const configSchema = z.object({
   PORT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(0).max(65535).default(8080)),
   HOST: z.preprocess(emptyAsUnset, z.string().min(1).default('127.0.0.1')),
@@ -40,6 +54,12 @@ export const configSchema = z.object({
   REDIS_URL: optionalRedisUrl,
   KAFKA_BROKERS: optionalBrokers,
   PULSEBOARD_RATE_LIMIT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(1).default(60)),
+  /** initialize, tools/list, ping and notifications on /mcp, per key per 60 s: a budget apart from the requests one. */
+  PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(1).default(120)),
+  /** DNS-rebinding protection of /mcp: the Host names it answers (unset: loopback names and HOST). */
+  PULSEBOARD_MCP_ALLOWED_HOSTS: optionalList(HOST_ENTRY, 'must be a comma-separated list of host names (host or host:port, IPv6 in brackets), or *'),
+  /** DNS-rebinding protection of /mcp: the browser Origins it answers (unset: loopback origins only). */
+  PULSEBOARD_MCP_ALLOWED_ORIGINS: optionalList(ORIGIN_ENTRY, 'must be a comma-separated list of origins (http[s]://host[:port]), or *'),
   PULSEBOARD_FOLLOWER_PROVIDER: z.preprocess(emptyAsUnset, z.string().min(1).default('followerscope')),
   PULSEBOARD_THESIS_FEED: z.preprocess(emptyAsUnset, z.enum(['on', 'off']).default('on')),
   PULSEBOARD_THESIS_SOURCE_URL: optionalText,

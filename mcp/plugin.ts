@@ -1,12 +1,10 @@
-import type { IncomingMessage } from 'node:http';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { sendError } from '../api/errors.ts';
-import type { ServiceError } from '../service/errors.ts';
-import type { Protection } from '../service/guard.ts';
+import type { Budget, Protection } from '../service/guard.ts';
 import type { Services } from '../service/services.ts';
-import { authInfoFor, createMcpServer } from './server.ts';
+import { createOriginCheck } from './origin.ts';
+import { createMcpEndpoint, type RequestContext } from './server.ts';
 import { tools as toolTable, type Tool } from './tools.ts';
 
 export const MCP_PATH = '/mcp';
@@ -37,58 +35,99 @@ export function protectionOf(services: Services, tools: readonly Tool[], body: u
   return 'basic';
 }
 
-function setRawHeaders(reply: FastifyReply, headers: Record<string, string>): void {
-  for (const [name, value] of Object.entries(headers)) reply.raw.setHeader(name, value);
+/**
+ * Which budget one HTTP request spends: a request holding a tools/call spends the requests budget
+ * shared with REST; one holding only protocol messages (initialize, notifications, tools/list,
+ * ping, or anything else that reads no data) spends the protocol budget.
+ */
+export function budgetOf(body: unknown): Budget {
+  return messagesOf(body).some(isToolCall) ? 'requests' : 'protocol';
 }
 
+/** The SDK transport's JSON-RPC error layout for transport-level refusals (same bytes as before). */
+function sendRpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
+  return reply.code(status).header('content-type', 'application/json').send(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+/** `application/json` with or without parameters (charset), as a parsed media type. */
+const isJsonContentType = (value: string | undefined): boolean => value?.split(';')[0]?.trim().toLowerCase() === 'application/json';
+
+/** The SDK transport's batch bound. */
+const MAX_BATCH_SIZE = 100;
+
+const isRequest = (message: JSONRPCMessage): message is JSONRPCRequest => 'method' in message && 'id' in message;
+
 /**
- * `/mcp`: stateless Streamable HTTP on the REST app's Fastify instance. Each POST is
- * authenticated and counted by the same guard as REST (one request of the per-key budget per
- * HTTP request), then handed to a fresh McpServer and transport.
+ * `/mcp`: stateless Streamable HTTP on the REST app's Fastify instance. Each POST is checked for
+ * DNS rebinding, authenticated and counted by the same guard as REST (tool calls against the
+ * requests budget, protocol messages against their own), then answered by the one endpoint built
+ * at start-up. JSON responses only: nothing is ever streamed.
  */
 export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, options) => {
   const { services } = options;
   const tools = options.tools ?? toolTable;
+  const endpoint = createMcpEndpoint(services, tools);
+  const originCheck = createOriginCheck(services.config);
 
   app.post(MCP_PATH, async (request, reply) => {
     reply.header('cache-control', 'private, no-store');
-    const admitted = await services.guard.admit(request.headers.authorization, protectionOf(services, tools, request.body));
-    let refusal: ServiceError | undefined;
-    let auth: AuthInfo | undefined;
-    if (admitted.ok) {
-      auth = authInfoFor(admitted.value.caller);
-      setRawHeaders(reply, admitted.value.headers);
-    } else {
+    const foreign = originCheck({ host: request.headers.host, origin: request.headers.origin });
+    if (foreign) return sendError(reply, foreign);
+
+    const body = request.body;
+    const admitted = await services.guard.admit(request.headers.authorization, protectionOf(services, tools, body), budgetOf(body));
+    if (!admitted.ok) {
       const { error, headers } = admitted.refused;
-      const messages = messagesOf(request.body);
+      const messages = messagesOf(body);
       // A refused tool call is answered as a tool error (spec §4.6: "a tool error asking the
       // caller to wait"); an authentication failure, or a refused message that is not a tool
       // call, gets the same HTTP error REST gives.
       if (error.status === 401 || messages.length === 0 || !messages.every(isToolCall)) return sendError(reply, error, headers);
-      refusal = error;
-      setRawHeaders(reply, headers);
-      if (error.retryAfter !== undefined) reply.raw.setHeader('retry-after', String(Math.max(1, Math.ceil(error.retryAfter))));
+      reply.headers(headers);
+      if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(error.retryAfter))));
+    } else {
+      reply.headers(admitted.value.headers);
     }
-    reply.raw.setHeader('cache-control', 'private, no-store');
 
-    const server = createMcpServer(services, tools, refusal ? { refusal } : {});
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    reply.raw.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    reply.hijack();
-    (request.raw as IncomingMessage & { auth?: AuthInfo }).auth = auth;
-    try {
-      await server.connect(transport);
-      await transport.handleRequest(request.raw, reply.raw, request.body);
-    } catch (error) {
-      request.log.error({ err: { type: (error as Error)?.name } }, 'mcp request failed');
-      if (!reply.raw.headersSent) {
-        reply.raw.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
-        reply.raw.end(JSON.stringify({ error: { code: 'unavailable', message: 'Unexpected failure; retry later.' } }));
-      }
+    const accept = request.headers.accept;
+    if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) {
+      return sendRpcError(reply, 406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
     }
+    if (!isJsonContentType(request.headers['content-type'])) {
+      return sendRpcError(reply, 415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
+    }
+    if (Array.isArray(body) && body.length > MAX_BATCH_SIZE) {
+      return sendRpcError(reply, 400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
+    }
+    const messages: JSONRPCMessage[] = [];
+    for (const raw of Array.isArray(body) ? body : [body]) {
+      const parsed = JSONRPCMessageSchema.safeParse(raw);
+      if (!parsed.success) return sendRpcError(reply, 400, -32700, 'Parse error: Invalid JSON-RPC message');
+      messages.push(parsed.data);
+    }
+    const initializing = messages.some((m) => isRequest(m) && m.method === 'initialize');
+    if (initializing && messages.length > 1) {
+      return sendRpcError(reply, 400, -32600, 'Invalid Request: Only one initialization request is allowed');
+    }
+    const version = request.headers['mcp-protocol-version'];
+    if (!initializing && typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+      return sendRpcError(
+        reply,
+        400,
+        -32000,
+        `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+      );
+    }
+
+    const requests = messages.filter(isRequest);
+    // Notifications and responses only: accepted, nothing to answer.
+    if (requests.length === 0) return reply.code(202).send();
+
+    const onUnexpected = (type: string) => request.log.error({ err: { type } }, 'mcp tool call failed');
+    const context: RequestContext = admitted.ok ? { caller: admitted.value.caller, onUnexpected } : { refusal: admitted.refused.error, onUnexpected };
+    const answers = await Promise.all(requests.map((message) => endpoint.answer(message, context)));
+    const payload = Array.isArray(body) ? `[${answers.join(',')}]` : answers[0]!;
+    return reply.code(200).header('content-type', 'application/json').send(payload);
   });
 
   // Stateless: no server-initiated stream (GET) and no session to end (DELETE).

@@ -1,101 +1,134 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { z } from 'zod';
+import {
+  InitializeRequestSchema,
+  LATEST_PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type JSONRPCRequest,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Caller } from '../service/caller.ts';
-import { errorSchema } from '../readmodels/schemas.ts';
 import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { parseParams } from '../service/requests/params.ts';
-import { toolFailure, toolSuccess } from './results.ts';
+import { toolListing } from './listing.ts';
+import { serializedToolSuccess, toolFailure } from './results.ts';
 import type { Tool } from './tools.ts';
 
 export const SERVER_INFO = { name: 'pulseboard', version: '1.0.0' } as const;
 
-const INSTRUCTIONS =
+/**
+ * What the server can honour on a stateless POST-only endpoint: tools, and nothing it would have
+ * to push later (no listChanged: there is no stream to announce a change on).
+ */
+export const CAPABILITIES = { tools: {} } as const;
+
+export const INSTRUCTIONS =
   'A board of tracked crypto projects with research dossiers, and a research assistant to ask about them. ' +
   'Every tool reads, except ask_researcher (appends a request) and request_thesis_feed. Match projects on id, never on handle. ' +
-  'Failures are tool errors carrying {error: {code, message}} (codes: unauthorized, forbidden, rate_limited, bad_request, not_found, conflict, unavailable). ' +
-  'Each HTTP request counts once against the per-key budget (60 per 60 seconds by default) shared with the REST interface.';
+  'Every field a result schema names is present in every result (null when unknown). ' +
+  'Failures are tool errors carrying {error: {code, message}} (codes: unauthorized, forbidden, rate_limited, bad_request, not_found, conflict, unavailable); ' +
+  'when waiting helps, the error says how long and carries _meta.retryAfterSeconds. ' +
+  'Each tools/call counts once against the per-key budget (60 per 60 seconds by default) shared with the REST interface; ' +
+  'initialize, tools/list, ping and notifications have a budget of their own. Keep results small with limit (and maxBytes on list_calltracker_calls).';
 
-/** The authenticated caller travels as AuthInfo (DESIGN §8); `token` holds the key id, never the key. */
-export function authInfoFor(caller: Caller): AuthInfo {
-  return { token: caller.keyId, clientId: caller.keyId, scopes: [], extra: { caller } };
-}
-
-const callerSchema = z.object({ keyId: z.string().min(1), owner: z.string().min(1) });
-
-function callerOf(authInfo: AuthInfo | undefined): Caller | null {
-  const parsed = callerSchema.safeParse(authInfo?.extra?.caller);
-  return parsed.success ? parsed.data : null;
-}
-
-type JsonSchema = Record<string, unknown>;
-
-function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { target: 'draft-7', io });
-  return rest;
-}
+/** One JSON-RPC response, already serialized (the transport writes it as is). */
+export type SerializedResponse = string;
 
 /**
- * A schema the SDK lists as `jsonSchema` (zod merges metadata into the JSON Schema it generates)
- * but that accepts any object. The SDK answers a value that fails a registered schema with plain
- * text, outside the `{error: {code, message}}` envelope; so the handlers validate arguments
- * against the real schema themselves.
+ * Who sent this HTTP request, or why the rate gate refused it after authenticating it: then every
+ * tool call in it answers that error as a tool error, so an agent reads how long to wait.
  */
-const listedAs = (jsonSchema: JsonSchema): z.ZodObject => z.looseObject({}).meta(jsonSchema);
-
-/** The tool's strict camelCase input, as tools/list shows it. */
-const inputListing = (tool: Tool): z.ZodObject => listedAs(jsonSchemaOf(tool.input.schema, 'input'));
-
-/**
- * The REST response schema or the error envelope. Error results carry the envelope as
- * structured content, and SDK 1.x clients validate that against the output schema even on
- * `isError` results (typescript-sdk issue #1943), so the listed schema admits both shapes.
- */
-const outputListing = (tool: Tool): z.ZodObject =>
-  listedAs({ type: 'object', anyOf: [jsonSchemaOf(tool.outputSchema, 'output'), jsonSchemaOf(tool.errorSchema ?? errorSchema, 'output')] });
-
-type Listing = { input: z.ZodObject; output: z.ZodObject };
-const listings = new WeakMap<Tool, Listing>();
-function listingOf(tool: Tool): Listing {
-  let listing = listings.get(tool);
-  if (!listing) listings.set(tool, (listing = { input: inputListing(tool), output: outputListing(tool) }));
-  return listing;
-}
-
-export type ServerOptions = {
-  /**
-   * Set when the rate gate refused this HTTP request after authenticating it: every tool call
-   * in it answers this error as a tool error, so an agent reads how long to wait.
-   */
-  refusal?: ServiceError;
+export type RequestContext = ({ caller: Caller; refusal?: undefined } | { refusal: ServiceError }) & {
+  /** Called with the name of an error a tool threw (never its message, which may hold input). */
+  onUnexpected?: (errorName: string) => void;
 };
 
-/** A new server per HTTP request: stateless Streamable HTTP transports are single-use. */
-export function createMcpServer(services: Services, toolTable: readonly Tool[], options: ServerOptions = {}): McpServer {
-  const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS });
-  for (const tool of toolTable) {
-    server.registerTool(
-      tool.name,
-      {
-        title: tool.title,
-        description: tool.description,
-        inputSchema: listingOf(tool).input,
-        outputSchema: listingOf(tool).output,
-        annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, idempotentHint: tool.readOnly, openWorldHint: false },
-      },
-      async (args, extra) => {
-        if (options.refusal) return toolFailure(options.refusal);
-        const caller = callerOf(extra.authInfo);
-        if (!caller) return toolFailure(errors.unauthorized());
-        const parsed = parseParams(tool.input.schema, args);
-        if (!parsed.ok) return toolFailure(errors.badRequest(parsed.message));
-        // The service re-validates under the REST names; the caller's original values are passed on.
-        const result = await tool.call(services, caller, tool.input.toRest(args));
-        if (!result.ok) return toolFailure({ ...result.error, message: tool.input.renameInMessage(result.error.message) });
-        return toolSuccess(result.value);
-      },
-    );
+export type McpEndpoint = {
+  /** Answers one JSON-RPC request; notifications and responses get nothing back. */
+  answer(message: JSONRPCRequest, context: RequestContext): Promise<SerializedResponse>;
+  /** The serialized tools/list result (for tests and the size check). */
+  readonly toolsListResult: string;
+};
+
+const JSONRPC_METHOD_NOT_FOUND = -32601;
+const JSONRPC_INVALID_PARAMS = -32602;
+
+const idJson = (id: RequestId): string => JSON.stringify(id);
+
+/** The SDK's response layout, `{result, jsonrpc, id}`, so the bytes clients saw before stay the same. */
+const resultResponse = (id: RequestId, resultJson: string): string => `{"result":${resultJson},"jsonrpc":"2.0","id":${idJson(id)}}`;
+
+const errorResponse = (id: RequestId, code: number, message: string, data?: unknown): string =>
+  JSON.stringify({ jsonrpc: '2.0', id, error: { code, message, ...(data === undefined ? {} : { data }) } });
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The MCP server, built once: the tool listing and the initialize result are serialized at
+ * start-up, and each request is answered by a table look-up and the tool's service call.
+ * Stateless Streamable HTTP keeps nothing between requests, so one endpoint serves them all.
+ */
+export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]): McpEndpoint {
+  const byName = new Map(toolTable.map((tool) => [tool.name, tool]));
+  const toolNames = toolTable.map((tool) => tool.name).join(', ');
+  const toolsListResult = JSON.stringify({ tools: toolTable.map(toolListing) });
+  const initializeResults = new Map(
+    SUPPORTED_PROTOCOL_VERSIONS.map((version) => [
+      version,
+      JSON.stringify({ protocolVersion: version, capabilities: CAPABILITIES, serverInfo: SERVER_INFO, instructions: INSTRUCTIONS }),
+    ]),
+  );
+
+  async function callTool(params: unknown, context: RequestContext): Promise<string> {
+    if (context.refusal !== undefined) return JSON.stringify(toolFailure(context.refusal));
+    const name = isPlainObject(params) ? params.name : undefined;
+    if (typeof name !== 'string') {
+      return JSON.stringify(toolFailure(errors.badRequest(`tools/call needs params.name, one of: ${toolNames}; and params.arguments, an object of named arguments`)));
+    }
+    const tool = byName.get(name);
+    // The name is not echoed: it is input, and the list of real names is what helps.
+    if (!tool) return JSON.stringify(toolFailure(errors.notFound(`no such tool; the tools are: ${toolNames} (tools/list describes them)`)));
+    const args = (params as Record<string, unknown>).arguments ?? {};
+    if (!isPlainObject(args)) {
+      return JSON.stringify(
+        toolFailure(errors.badRequest(`params.arguments must be an object of named arguments, e.g. {"name": "${tool.name}", "arguments": {…}}; see the tool's inputSchema in tools/list`)),
+      );
+    }
+    const parsed = parseParams(tool.input.schema, args);
+    if (!parsed.ok) return JSON.stringify(toolFailure(errors.badRequest(tool.input.renameInMessage(parsed.message))));
+    try {
+      // The service re-validates under the REST names; the caller's original values are passed on.
+      const result = await tool.call(services, context.caller, tool.input.toRest(args));
+      if (!result.ok) return JSON.stringify(toolFailure({ ...result.error, message: tool.input.renameInMessage(result.error.message) }));
+      return serializedToolSuccess(result.value);
+    } catch (error) {
+      context.onUnexpected?.((error as Error)?.name ?? 'unknown');
+      return JSON.stringify(toolFailure({ status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 }));
+    }
   }
-  return server;
+
+  return {
+    toolsListResult,
+    async answer(message, context) {
+      const { id, method } = message;
+      switch (method) {
+        case 'initialize': {
+          const parsed = InitializeRequestSchema.safeParse(message);
+          if (!parsed.success) {
+            return errorResponse(id, JSONRPC_INVALID_PARAMS, 'initialize needs params.protocolVersion (a string), params.capabilities (an object) and params.clientInfo ({name, version})');
+          }
+          // The client's version when this server speaks it, else the newest one it does (the client then decides).
+          const requested = parsed.data.params.protocolVersion;
+          return resultResponse(id, initializeResults.get(requested) ?? initializeResults.get(LATEST_PROTOCOL_VERSION)!);
+        }
+        case 'ping':
+          return resultResponse(id, '{}');
+        case 'tools/list':
+          return resultResponse(id, toolsListResult);
+        case 'tools/call':
+          return resultResponse(id, await callTool(message.params, context));
+        default:
+          return errorResponse(id, JSONRPC_METHOD_NOT_FOUND, 'Method not found');
+      }
+    },
+  };
 }

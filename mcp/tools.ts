@@ -38,11 +38,21 @@ export type Tool = {
   outputSchema: z.ZodType;
   /** The error envelope of the REST twin when it is not the standard one (thesis feed: any code). */
   errorSchema?: z.ZodObject;
+  /**
+   * Set where the full result schema would repeat another tool's at length (a page of projects):
+   * objects deeper than `depth` are listed by type only, with `note` saying where they are detailed.
+   */
+  outputDetail?: { depth: number; note: string };
   readOnly: boolean;
   /** Rate-protection class of a call with these arguments (DESIGN §6), as for the REST twin. */
   protection(services: Services, args: RestArguments): Protection;
   call(services: Services, caller: Caller, args: RestArguments): Promise<Result<Record<string, unknown>>>;
 };
+
+/** Tools that return projects among other things list each project's own fields; nested objects are detailed by get_project. */
+const PROJECT_DETAIL = { depth: 2, note: "Detailed in get_project's output schema." };
+/** The call page lists each call's own fields; nested objects are detailed by get_calltracker_call. */
+const CALL_DETAIL = { depth: 2, note: "Detailed in get_calltracker_call's output schema." };
 
 const basic = (): Protection => 'basic';
 const guarded = (): Protection => 'protected';
@@ -55,9 +65,11 @@ const projectAndPrivateTools: Tool[] = [
     description:
       'The board of tracked projects, newest first (by when the board first saw each project, ties by id), 50 per page, with totals (total, totalPages). ' +
       'Browse with page (1-based; a page past the end is empty). Filter with hasDossier. To mirror the board and pick up changes later, use sync_projects instead. ' +
+      'To keep results small, read one project with get_project, or page with sync_projects and a small limit. ' +
       'Match projects on id, never on handle: a handle can be reused by another account. Same rows as GET /v1/projects?page=N.',
     input: toolInputFrom({ query: pick(projectsQuerySchema, ['page', 'has_dossier']) }),
     outputSchema: boardPageSchema,
+    outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
     call: (services, _caller, args) => services.projects.list(args.query),
@@ -66,13 +78,14 @@ const projectAndPrivateTools: Tool[] = [
     name: 'sync_projects',
     title: 'Projects written since a point',
     description:
-      'Delta sync: the project rows the archive wrote since a point, oldest write first. Start with since (an ISO 8601 time, e.g. 2026-11-20T08:00:00Z). ' +
-      '"Wrote" means the archive stored the row (a follower-count refresh counts), not that the project materially changed: compare with what you stored. ' +
-      'Every reply has a cursor, also when empty: call again with cursor (and the same hasDossier) to continue while hasMore is true, and keep the last cursor as a bookmark to fetch later writes. ' +
-      'Send since or cursor, not both. limit is the page size, 1 to 100, default 50. A cursor issued by another archive gives a conflict error: start again from since. ' +
+      'Delta sync: the project rows the archive wrote since a point, oldest write first. With no arguments, from the beginning of the archive; or since an ISO 8601 time; ' +
+      'since=now returns no rows, only a bookmark cursor for later writes. "Wrote" means stored (a follower-count refresh counts), not materially changed: compare with what you stored. ' +
+      'Every reply has a cursor, also when empty: call again with it (and the same hasDossier) while hasMore is true, and keep the last one as a bookmark. Send since or cursor, not both. ' +
+      'Keep results small with limit (1 to 100, default 50). A cursor from another archive gives a conflict error: start again. ' +
       'A row appears once per page sequence, at its latest write; match on id. Same rows as GET /v1/projects?since=… or ?cursor=….',
     input: toolInputFrom({ query: pick(projectsQuerySchema, ['since', 'cursor', 'limit', 'has_dossier']) }),
     outputSchema: syncPageSchema,
+    outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
     call: (services, _caller, args) => services.projects.sync(args.query),
@@ -113,6 +126,7 @@ const projectAndPrivateTools: Tool[] = [
       'no automatic retries. Read progress with get_thesis_feed. Linked allowlisted key owners only; only when the feature is enabled. Same body as POST /v1/thesisfeed/theses.',
     input: toolInputFrom({ body: thesisContractInputSchema }),
     outputSchema: thesisStatusSchema,
+    outputDetail: { depth: 1, note: "Detailed in get_thesis_feed's output schema." },
     errorSchema: thesisErrorSchema,
     readOnly: false,
     protection: guarded,
@@ -162,6 +176,7 @@ const readTools: Tool[] = [
       'A search never adds a project and never starts research. Rate-protected: when protection is unavailable it asks you to wait 60 seconds. Same body as GET /v1/search?q=….',
     input: toolInputFrom({ query: searchQuerySchema }),
     outputSchema: projectSearchSchema,
+    outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: guarded,
     call: (services, caller, args) => services.search.search(caller, args.query),
@@ -183,11 +198,12 @@ const readTools: Tool[] = [
     title: 'Stored call records',
     description:
       'Stored token-call records with their theses (an author\'s opinion, not a verified fact or a recommendation), newest first. limit is a maximum (1 to 30, default 20), not a promise: ' +
-      'pages also stop at a 512 KiB budget and never cut a text. Follow next, with the same contract and chain, until it is null. contract (up to 100 characters) filters on an exact token address; ' +
+      'pages also stop at maxBytes (default and most 512 KiB) and never cut a text. Keep results small with a small limit or maxBytes (e.g. 40000). Follow next, with the same contract and chain, until it is null. contract (up to 100 characters) filters on an exact token address; ' +
       'chain (up to 60 characters) is allowed only with contract; a contract on more than 5000 calls is refused: add chain or page without a filter. ' +
       'Paging is browsing, not a sync: re-read a call by id for its current version. Rate-protected. Same rows as GET /v1/calltracker/calls.',
     input: toolInputFrom({ query: callsQuerySchema }),
     outputSchema: callPageSchema,
+    outputDetail: CALL_DETAIL,
     readOnly: true,
     protection: guarded,
     // The page also travels as an escaped JSON string in the text block: the budget counts both.

@@ -27,10 +27,10 @@ import {
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
 import { parseParams } from './requests/params.ts';
-import { callParamsSchema, callQuerySchema, callsQuerySchema } from './requests/calls.ts';
+import { CALL_PAGE_BUDGET_MAX, callParamsSchema, callQuerySchema, callsQuerySchema } from './requests/calls.ts';
 
-/** The response budget of one call page (spec §8), in bytes of UTF-8. */
-export const CALL_PAGE_BUDGET_BYTES = 512 * 1024;
+/** The response budget of one call page (spec §8) when the request sets no `maxBytes`, in bytes of UTF-8. */
+export const CALL_PAGE_BUDGET_BYTES = CALL_PAGE_BUDGET_MAX;
 /** A contract filter may select at most this many calls; one more id is read to detect "more". */
 export const CONTRACT_CANDIDATES_MAX = 5000;
 /**
@@ -47,7 +47,7 @@ const PNL_MAX_AGE_MS = 24 * 3_600_000;
 export type Surface = 'rest' | 'mcp';
 
 export type CallsService = {
-  /** GET /v1/calltracker/calls: newest first, bounded by `limit` and the 512 KiB budget. */
+  /** GET /v1/calltracker/calls: newest first, bounded by `limit` and the `maxBytes` budget (512 KiB at most). */
   list(query: unknown, options?: { surface?: Surface }): Promise<Result<CallPage>>;
   /** GET /v1/calltracker/calls/{id}: one visible call. */
   get(params: unknown, query?: unknown): Promise<Result<CallDetail>>;
@@ -229,7 +229,7 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date })
 
       // Whole calls while the page fits: the envelope is measured with a longest possible `next`,
       // so the real page (whose `next` is that long at most) stays inside the budget.
-      const budget = CALL_PAGE_BUDGET_BYTES - (surface === 'mcp' ? MCP_ENVELOPE_RESERVE_BYTES : 0);
+      const budget = (q.maxBytes ?? CALL_PAGE_BUDGET_BYTES) - (surface === 'mcp' ? MCP_ENVELOPE_RESERVE_BYTES : 0);
       const envelope: CallPage = { calls: [], next: 'x'.repeat(CURSOR_MAX), limit, readAt: readAt.toISOString(), freshness: fresh };
       let used = sizeOnSurface(JSON.stringify(envelope), surface);
       const served: CallRecord[] = [];

@@ -1,25 +1,25 @@
 import type { Access } from './access.ts';
 import type { Caller } from './caller.ts';
 import { errors, type ServiceError } from './errors.ts';
-import type { Protection, RateGate } from './rate/gate.ts';
+import type { Budget, Protection, RateGate } from './rate/gate.ts';
 
-export type { Protection } from './rate/gate.ts';
+export type { Budget, Protection } from './rate/gate.ts';
 
 export type Admitted = { caller: Caller; headers: Record<string, string> };
 export type Refused = { error: ServiceError; headers: Record<string, string> };
 
 export type Guard = {
-  /** Authenticates the bearer key, then counts the request against the key's budget. */
-  admit(authorization: string | undefined, protection: Protection): Promise<{ ok: true; value: Admitted } | { ok: false; refused: Refused }>;
+  /** Authenticates the bearer key, then counts the request against the key's budget (`requests` unless given). */
+  admit(authorization: string | undefined, protection: Protection, budget?: Budget): Promise<{ ok: true; value: Admitted } | { ok: false; refused: Refused }>;
 };
 
 /** One guard for REST and MCP: the same key check and the same budget on both surfaces. */
 export function createGuard(access: Access, gate: RateGate): Guard {
   return {
-    async admit(authorization, protection) {
+    async admit(authorization, protection, budget) {
       const caller = await access.authenticate(authorization);
       if (!caller) return { ok: false, refused: { error: errors.unauthorized(), headers: {} } };
-      const gated = await gate.check(caller.keyId, protection);
+      const gated = await gate.check(caller.keyId, protection, budget);
       if (!gated.ok) return { ok: false, refused: { error: gated.error, headers: gated.headers } };
       return { ok: true, value: { caller, headers: gated.headers } };
     },

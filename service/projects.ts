@@ -17,14 +17,14 @@ import { decodeCursor, encodeCursor } from './cursor.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
 import { foldAsOf, readProjectStream } from './history.ts';
 import { parseParams } from './requests/params.ts';
-import { projectParamsSchema, projectQuerySchema, projectsQuerySchema, type ProjectsQuery } from './requests/projects.ts';
+import { SINCE_NOW, projectParamsSchema, projectQuerySchema, projectsQuerySchema, type ProjectsQuery } from './requests/projects.ts';
 
 export type ProjectRead = { project: Project; context?: ProjectContext };
 
 export type ProjectsService = {
   /** GET /v1/projects: board mode (page) or delta mode (since / cursor). */
   list(query: unknown): Promise<Result<BoardPage | SyncPage>>;
-  /** Delta mode only (the sync_projects tool): `since` or `cursor` is required. */
+  /** Delta mode only (the sync_projects tool); with neither `since` nor `cursor`, from the beginning of the archive. */
   sync(query: unknown): Promise<Result<SyncPage>>;
   /** GET /v1/projects/{handle}[?include=context]. */
   get(caller: Caller, params: unknown, query: unknown): Promise<Result<ProjectRead>>;
@@ -84,6 +84,11 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     const archive = await log.archiveId();
     const filter = filterName(q.has_dossier);
     let start: { after: { seq: number; id: string } } | { fromWrittenAt: string };
+    if (q.since === SINCE_NOW) {
+      // A bookmark only: everything up to the high-water mark counts as already seen.
+      const cursor = encodeCursor({ v: 1, a: archive, s: await store.checkpoint(PROJECTS_COLLECTION), i: '', f: filter } satisfies DeltaCursor);
+      return ok({ projects: [], cursor, hasMore: false, limit: q.limit ?? SYNC_LIMIT_DEFAULT, readAt: now().toISOString() });
+    }
     if (q.cursor !== undefined) {
       const decoded = decodeCursor(deltaCursorSchema, q.cursor);
       if (!decoded.ok) return fail(errors.badRequest("parameter 'cursor' is not a cursor this service issued; start again with 'since'"));
@@ -96,8 +101,11 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
         );
       }
       start = { after: { seq: decoded.value.s, id: decoded.value.i } };
+    } else if (q.since !== undefined) {
+      start = { fromWrittenAt: new Date(q.since).toISOString() };
     } else {
-      start = { fromWrittenAt: new Date(q.since!).toISOString() };
+      // No starting point: the beginning of the archive (sync_projects only; REST's list is board mode then).
+      start = { after: { seq: 0, id: '' } };
     }
     const limit = q.limit ?? SYNC_LIMIT_DEFAULT;
     // Served only up to the committed checkpoint, so a page never shows a later write before an earlier one.
@@ -173,9 +181,6 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     async sync(query) {
       const parsed = parseParams(projectsQuerySchema, query);
       if (!parsed.ok) return fail(errors.badRequest(parsed.message));
-      if (parsed.value.since === undefined && parsed.value.cursor === undefined) {
-        return fail(errors.badRequest("send 'since' (an ISO 8601 time) to start a sync, or 'cursor' from an earlier reply to continue"));
-      }
       return delta(parsed.value);
     },
 

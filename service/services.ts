@@ -55,7 +55,7 @@ export function createServices(deps: ServiceDeps): Services {
     config: deps.config,
     stores: deps.stores,
     access,
-    guard: createGuard(access, deps.gate ?? createRateGate(deps.limiter)),
+    guard: createGuard(access, deps.gate ?? createRateGate(deps.limiter, { protocolLimit: deps.config.PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT })),
     health: createHealth({ log, store, collections: projectors.map((p) => p.collection), limiter: deps.limiter, ...(deps.background ? { background: deps.background } : {}) }),
     projects,
     asks: createAsksService({ log, store, access, projects, now }),

@@ -8,17 +8,30 @@ import type { RateDecision, RateLimiter } from './port.ts';
  */
 export type Protection = 'basic' | 'protected';
 
+/**
+ * Which per-key budget a request spends. `requests`: the one REST requests and MCP tool calls
+ * share (PULSEBOARD_RATE_LIMIT). `protocol`: MCP messages that read no data (initialize,
+ * notifications, tools/list, ping), counted apart so that connecting never spends the data budget.
+ */
+export type Budget = 'requests' | 'protocol';
+
+/** The protocol budget's bucket: keyed apart from the requests bucket of the same key id. */
+export const protocolBucket = (keyId: string): string => `${keyId}:protocol`;
+
 /** `headers` is complete: the transport sets every header in it, on success and on refusal. */
 export type GateResult =
   | { ok: true; headers: Record<string, string> }
   | { ok: false; error: ServiceError; headers: Record<string, string> };
 
-export type RateGate = { check(keyId: string, protection: Protection): Promise<GateResult> };
+export type RateGate = { check(keyId: string, protection: Protection, budget?: Budget): Promise<GateResult> };
 
-/** The one per-key budget in front of every authenticated operation, REST and MCP alike. */
-export function createRateGate(limiter: RateLimiter): RateGate {
+export type RateGateOptions = { /** Protocol messages per key per window; unset: the requests limit. */ protocolLimit?: number };
+
+/** The per-key budgets in front of every authenticated operation, REST and MCP alike. */
+export function createRateGate(limiter: RateLimiter, options: RateGateOptions = {}): RateGate {
   return {
-    async check(keyId, protection): Promise<GateResult> {
+    async check(keyId, protection, budget = 'requests'): Promise<GateResult> {
+      if (budget === 'protocol') return checkProtocol(keyId);
       let decision: RateDecision;
       try {
         decision = await limiter.consume(keyId);
@@ -54,4 +67,20 @@ export function createRateGate(limiter: RateLimiter): RateGate {
       return { ok: false, error, headers: { 'Retry-After': String(error.retryAfter ?? 60) } };
     },
   };
+
+  /**
+   * Protocol messages read no data: when the limiter is unavailable they go on, like basic reads.
+   * Their responses carry no RateLimit-* headers, which describe the requests budget.
+   */
+  async function checkProtocol(keyId: string): Promise<GateResult> {
+    let decision: RateDecision;
+    try {
+      decision = await limiter.consume(protocolBucket(keyId), options.protocolLimit);
+    } catch {
+      decision = { ok: false, reason: 'unavailable' };
+    }
+    if (decision.ok || decision.reason === 'unavailable') return { ok: true, headers: {} };
+    const message = 'Too many protocol messages (initialize, tools/list, ping, notifications) for this key; retry after the Retry-After interval.';
+    return { ok: false, error: errors.rateLimited(decision.retryAfterSeconds, message), headers: { 'Retry-After': String(decision.retryAfterSeconds) } };
+  }
 }

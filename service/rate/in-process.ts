@@ -23,7 +23,6 @@ type KeyLog = { at: number[]; count: number[]; head: number; total: number };
 
 /** The limiter used without REDIS_URL: one process, always available, same rule as the Redis one. */
 export function createInProcessLimiter(options: InProcessLimiterOptions): InProcessLimiter {
-  const { limit } = options;
   const windowMs = (options.windowSeconds ?? 60) * 1000;
   const now = options.now ?? (() => Date.now());
   const logs = new Map<string, KeyLog>();
@@ -51,7 +50,7 @@ export function createInProcessLimiter(options: InProcessLimiterOptions): InProc
     }
   }
 
-  function consumeNow(keyId: string): RateDecision {
+  function consumeNow(keyId: string, limit: number): RateDecision {
     const at = now();
     sweep(at);
     let log = logs.get(keyId);
@@ -85,7 +84,7 @@ export function createInProcessLimiter(options: InProcessLimiterOptions): InProc
   }
 
   return {
-    consume: async (keyId) => consumeNow(keyId),
+    consume: async (keyId, limit = options.limit) => consumeNow(keyId, limit),
     ping: async () => true,
     close: async () => {
       logs.clear();

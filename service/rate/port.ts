@@ -9,8 +9,11 @@ export type RateDecision =
   | { ok: false; reason: 'unavailable' };
 
 export interface RateLimiter {
-  /** Counts one request for this key id (never the raw key) and says whether it may proceed. */
-  consume(keyId: string): Promise<RateDecision>;
+  /**
+   * Counts one request for this key id (never the raw key) and says whether it may proceed.
+   * `limit` replaces the configured one for this bucket (a separate budget keyed apart).
+   */
+  consume(keyId: string, limit?: number): Promise<RateDecision>;
   /** Whether the limiter's store answers now (always true in-process); /readyz reports it. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

@@ -71,7 +71,6 @@ export type RedisLimiter = RateLimiter & {
 };
 
 export function createRedisLimiter(options: RedisLimiterOptions): RedisLimiter {
-  const { limit } = options;
   const windowMs = (options.windowSeconds ?? 60) * 1000;
   const client = new Redis(options.url, {
     // Fail fast: a down or hung Redis must cost a request at most a fraction of a second.
@@ -112,7 +111,7 @@ export function createRedisLimiter(options: RedisLimiterOptions): RedisLimiter {
   let sequence = 0;
   let skipUntil = 0;
 
-  async function consume(keyId: string): Promise<RateDecision> {
+  async function consume(keyId: string, limit = options.limit): Promise<RateDecision> {
     await firstAttempt;
     if (client.status !== 'ready' || Date.now() < skipUntil) return { ok: false, reason: 'unavailable' };
     try {

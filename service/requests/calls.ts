@@ -3,6 +3,10 @@ import { CALL_PAGE_DEFAULT, CALL_PAGE_MAX, CURSOR_MAX } from '../../readmodels/s
 import { intParam } from './params.ts';
 
 export const CONTRACT_FILTER_MAX = 100;
+/** The response budget of one call page (spec §8), in bytes of UTF-8: the default and the most `maxBytes` may ask for. */
+export const CALL_PAGE_BUDGET_MAX = 512 * 1024;
+/** The smallest `maxBytes`: room for a page's envelope and, on MCP, the JSON-RPC framing. */
+export const CALL_PAGE_BUDGET_MIN = 4096;
 export const CHAIN_FILTER_MAX = 60;
 /** Printable ASCII without space, quote or backslash: keeps a cursor that binds both filters under 512 characters. */
 const FILTER_CHARS = /^[!#-\[\]-~]+$/;
@@ -10,9 +14,14 @@ const FILTER_CHARS = /^[!#-\[\]-~]+$/;
 /** GET /v1/calltracker/calls and the list_calltracker_calls tool. */
 export const callsQuerySchema = z
   .object({
-    limit: intParam(1, CALL_PAGE_MAX)
+    limit: intParam(1, CALL_PAGE_MAX, CALL_PAGE_DEFAULT)
       .optional()
-      .describe(`Most calls per page: 1 to ${CALL_PAGE_MAX}, default ${CALL_PAGE_DEFAULT}. A maximum, not a promise: the 512 KiB response budget can make a page shorter.`),
+      .describe(`Most calls per page: 1 to ${CALL_PAGE_MAX}, default ${CALL_PAGE_DEFAULT}. A maximum, not a promise: the response budget (maxBytes) can make a page shorter.`),
+    maxBytes: intParam(CALL_PAGE_BUDGET_MIN, CALL_PAGE_BUDGET_MAX, CALL_PAGE_BUDGET_MAX)
+      .optional()
+      .describe(
+        `Response budget in bytes of UTF-8: ${CALL_PAGE_BUDGET_MIN} to ${CALL_PAGE_BUDGET_MAX}, default ${CALL_PAGE_BUDGET_MAX}. A page holds as many whole calls as fit (at least one; a text is never cut); follow next for the rest.`,
+      ),
     cursor: z
       .string()
       .min(1, 'must not be empty')

@@ -1,17 +1,29 @@
 import { z } from 'zod';
 
 /**
+ * How a parameter is advertised to typed clients (the MCP tool listing), where that differs from
+ * what the schema accepts: a query-string spelling is accepted but not advertised, and a default
+ * the service applies is stated. The listing replaces the generated JSON Schema of the entry.
+ */
+export const advertised = z.registry<Record<string, unknown>>();
+
+/**
  * Parameter building blocks shared by REST (query strings) and MCP (typed JSON): each accepts the
  * typed value and its query-string spelling, so one schema serves both transports.
+ * `fallback` is the value the service uses when the parameter is left out (advertised as `default`;
+ * the schema itself leaves it unset, so a service can tell "not sent" from "sent").
  */
-export const intParam = (min: number, max: number) => {
+export const intParam = (min: number, max: number, fallback?: number) => {
   const message = `must be a whole number from ${min} to ${max}`;
-  return z
+  const schema = z
     .union([z.number(), z.string().regex(/^-?\d+$/, message).transform(Number)], { error: message })
     .pipe(z.number().int(message).min(min, message).max(max, message));
+  advertised.add(schema, { type: 'integer', minimum: min, maximum: max, ...(fallback === undefined ? {} : { default: fallback }) });
+  return schema;
 };
 
 export const boolParam = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], { error: 'must be true or false' });
+advertised.add(boolParam, { type: 'boolean' });
 
 export const dateTimeParam = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z' });
 

@@ -1,16 +1,22 @@
 import { z } from 'zod';
-import { SYNC_LIMIT_MAX } from '../../readmodels/schemas.ts';
+import { BOARD_PAGE_SIZE, SYNC_LIMIT_DEFAULT, SYNC_LIMIT_MAX } from '../../readmodels/schemas.ts';
 import { boolParam, dateTimeParam, intParam } from './params.ts';
+
+/** `since=now`: start a sync at the current high-water mark (an empty page and its bookmark cursor). */
+export const SINCE_NOW = 'now';
 
 /** GET /v1/projects and the list_projects / sync_projects tools. */
 export const projectsQuerySchema = z
   .object({
-    page: intParam(1, 1_000_000).optional().describe('Board mode: page number, 1-based, 50 projects per page, newest first.'),
-    since: dateTimeParam
+    page: intParam(1, 1_000_000, 1).optional().describe(`Board mode: page number, 1-based, ${BOARD_PAGE_SIZE} projects per page, newest first.`),
+    since: z
+      .union([z.literal(SINCE_NOW), dateTimeParam], { error: `must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z, or '${SINCE_NOW}'` })
       .optional()
-      .describe('Delta mode: rows the archive wrote at or after this ISO 8601 time (a write, not necessarily a material change).'),
+      .describe(
+        `Delta mode: rows the archive wrote at or after this ISO 8601 time (a write, not necessarily a material change). '${SINCE_NOW}': no rows, only a cursor at the latest write, to fetch later writes with.`,
+      ),
     cursor: z.string().min(1).max(512).optional().describe('Delta mode: continue from the cursor of an earlier delta page.'),
-    limit: intParam(1, SYNC_LIMIT_MAX).optional().describe('Delta mode page size: 1 to 100, default 50.'),
+    limit: intParam(1, SYNC_LIMIT_MAX, SYNC_LIMIT_DEFAULT).optional().describe(`Delta mode page size: 1 to ${SYNC_LIMIT_MAX}, default ${SYNC_LIMIT_DEFAULT}.`),
     has_dossier: boolParam.optional().describe('Only projects with (true) or without (false) a research dossier.'),
   })
   .strict();

@@ -30,6 +30,16 @@ const cases: Record<string, { accepted: string[]; refused: string[]; reason: Reg
     refused: [':::', 'kafka', 'kafka:', 'kafka:port', 'a:9092,,b:9093', 'kafka://kafka:9092'],
     reason: /KAFKA_BROKERS: must be a comma-separated list of Kafka brokers/,
   },
+  PULSEBOARD_MCP_ALLOWED_HOSTS: {
+    accepted: ['mcp.example.com', 'api:8080, localhost', '[::1]:8080', '10.0.0.5', '*'],
+    refused: ['http://mcp.example.com', 'bad host', ',', 'a,*', 'host:port'],
+    reason: /PULSEBOARD_MCP_ALLOWED_HOSTS.*: must be a comma-separated list of host names/,
+  },
+  PULSEBOARD_MCP_ALLOWED_ORIGINS: {
+    accepted: ['https://app.example.com', 'http://localhost:5173,https://a.example', '*'],
+    refused: ['app.example.com', 'https://app.example.com/', 'ftp://a.example', 'https://a.example/path'],
+    reason: /PULSEBOARD_MCP_ALLOWED_ORIGINS.*: must be a comma-separated list of origins/,
+  },
 };
 
 describe('server addresses in the configuration', () => {
@@ -55,5 +65,19 @@ describe('server addresses in the configuration', () => {
     assert.ok(parsed.ok);
     assert.equal(parsed.config.MONGODB_URL, undefined);
     assert.equal(parsed.config.EVENTSTORE_URL, undefined);
+  });
+});
+
+describe('MCP settings in the configuration', () => {
+  it('lower-cases and trims the allowed hosts and origins; unset stays unset (the loopback defaults)', () => {
+    const parsed = parseConfig({ PULSEBOARD_MCP_ALLOWED_HOSTS: ' MCP.Example.com , api:8080 ', PULSEBOARD_MCP_ALLOWED_ORIGINS: 'HTTPS://App.Example.com' });
+    assert.ok(parsed.ok);
+    assert.deepEqual(parsed.config.PULSEBOARD_MCP_ALLOWED_HOSTS, ['mcp.example.com', 'api:8080']);
+    assert.deepEqual(parsed.config.PULSEBOARD_MCP_ALLOWED_ORIGINS, ['https://app.example.com']);
+    const defaults = parseConfig({});
+    assert.ok(defaults.ok);
+    assert.equal(defaults.config.PULSEBOARD_MCP_ALLOWED_HOSTS, undefined);
+    assert.equal(defaults.config.PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT, 120);
+    assert.equal(parseConfig({ PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT: '0' }).ok, false);
   });
 });

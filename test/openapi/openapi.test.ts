@@ -103,8 +103,9 @@ describe('the OpenAPI document and the docs page', () => {
     const params = (path: string) =>
       Object.fromEntries(doc.paths[path].get.parameters.map((p: any) => [p.name, p]));
     const calls = params('/calltracker/calls');
-    assert.deepEqual(Object.keys(calls).sort(), ['chain', 'contract', 'cursor', 'limit']);
+    assert.deepEqual(Object.keys(calls).sort(), ['chain', 'contract', 'cursor', 'limit', 'maxBytes']);
     assert.deepEqual(calls.limit.schema, { type: 'integer', minimum: 1, maximum: 30 });
+    assert.deepEqual(calls.maxBytes.schema, { type: 'integer', minimum: 4096, maximum: 524288 });
     assert.equal(calls.cursor.schema.maxLength, 512);
     assert.equal(calls.contract.schema.maxLength, 100);
     assert.equal(calls.chain.schema.maxLength, 60);

@@ -78,4 +78,26 @@ void describe('rate gate', () => {
     assert.equal(!refused.ok && refused.error.code, 'rate_limited');
     assert.equal(refused.headers['Retry-After'], '60');
   });
+
+  void it('counts protocol messages in a bucket of their own, with their own limit and no RateLimit headers', async () => {
+    const limiter = createInProcessLimiter({ limit: 2, now: () => 1_750_000_000_000 });
+    const gate = createRateGate(limiter, { protocolLimit: 3 });
+    for (let i = 0; i < 3; i++) assert.deepEqual(await gate.check('kid_1', 'basic', 'protocol'), { ok: true, headers: {} });
+    const refused = await gate.check('kid_1', 'basic', 'protocol');
+    assert.equal(!refused.ok && refused.error.code, 'rate_limited');
+    assert.deepEqual(refused.headers, { 'Retry-After': '60' });
+    // The requests budget of the same key is untouched, and spending it leaves the protocol one as it was.
+    assert.equal((await gate.check('kid_1', 'basic')).headers['RateLimit-Remaining'], '1');
+    assert.equal((await gate.check('kid_1', 'basic')).headers['RateLimit-Remaining'], '0');
+    assert.equal((await gate.check('kid_1', 'basic')).ok, false);
+    assert.equal((await gate.check('kid_2', 'basic', 'protocol')).ok, true);
+  });
+
+  void it('lets protocol messages through when the limiter is unavailable or throws', async () => {
+    for (const decision of [{ ok: false, reason: 'unavailable' } as const, new Error('boom')]) {
+      const { limiter, asked } = scripted(decision);
+      assert.deepEqual(await createRateGate(limiter, { protocolLimit: 5 }).check('kid_1', 'basic', 'protocol'), { ok: true, headers: {} });
+      assert.deepEqual(asked, ['kid_1:protocol']);
+    }
+  });
 });

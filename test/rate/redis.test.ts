@@ -120,6 +120,19 @@ void describe('Redis limiter', () => {
     assert.deepEqual(await limiter.client.keys('*naming*'), ['pb:rate:kid_naming']);
   });
 
+  void it('applies a per-call limit to its own key (the protocol budget)', async () => {
+    const limiter = open({ limit: 1 });
+    assert.equal((await limiter.consume('kid_proto:protocol', 3)).ok, true);
+    assert.equal((await limiter.consume('kid_proto:protocol', 3)).ok, true);
+    const third = await limiter.consume('kid_proto:protocol', 3);
+    assert.ok(third.ok && third.limit === 3 && third.remaining === 0);
+    const fourth = await limiter.consume('kid_proto:protocol', 3);
+    assert.ok(!fourth.ok && fourth.reason === 'limited');
+    // The key's own budget (limit 1) is separate.
+    assert.equal((await limiter.consume('kid_proto')).ok, true);
+    assert.deepEqual((await limiter.client.keys('*kid_proto*')).sort(), ['pb:rate:kid_proto', 'pb:rate:kid_proto:protocol']);
+  });
+
   void it('answers ping while Redis is up', async () => {
     assert.equal(await open({ limit: 1 }).ping(), true);
   });

@@ -7,20 +7,24 @@ import { connectClient, seedBoard } from '../mcp/support.ts';
 
 /** REST and MCP requests with one key, on one limiter, until the budget of 10 runs out. */
 async function exhaust(h: Harness, base: string, key: string): Promise<void> {
-  const client: Client = await connectClient(base, key); // initialize + initialized: 2 requests
+  const client: Client = await connectClient(base, key); // initialize + initialized: the protocol budget, not this one
   try {
     for (let i = 0; i < 3; i++) {
       const result = await client.callTool({ name: 'get_project', arguments: { handle: 'h1' } });
       assert.equal(result.isError ?? false, false);
     }
-    for (let i = 0; i < 5; i++) assert.equal((await h.get('/v1/projects', key)).status, 200, `REST request ${i + 1}`);
-    // 2 + 3 + 5 = 10: the budget is spent on both surfaces together.
+    for (let i = 0; i < 7; i++) assert.equal((await h.get('/v1/projects', key)).status, 200, `REST request ${i + 1}`);
+    // 3 + 7 = 10: the budget is spent on both surfaces together.
     const rest = await h.get('/v1/projects', key);
     assert.equal(rest.status, 429);
     assert.ok(Number(rest.headers['retry-after']) >= 1);
     const tool = await client.callTool({ name: 'get_project', arguments: { handle: 'h1' } });
     assert.equal(tool.isError, true);
     assert.equal((tool.structuredContent as any).error.code, 'rate_limited');
+    // Connecting and listing still work: they spend the protocol budget only.
+    const second = await connectClient(base, key);
+    assert.equal((await second.listTools()).tools.length, 11);
+    await second.close();
   } finally {
     await client.close();
   }

@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { after, before, describe, it } from 'node:test';
+import { tools } from '../../mcp/tools.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const BIN = join(ROOT, 'node_modules', '.bin');
+const CONFORMANCE = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
+
+/**
+ * The official server scenarios that apply to a tools-only, stateless, JSON-response server. The
+ * others need what this server does not offer (resources, prompts, logging, completion, sampling,
+ * elicitation, SSE streams) or tools the suite defines itself (test_simple_text, …).
+ */
+const SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'];
+
+type Run = { code: number | null; stdout: string; stderr: string };
+
+/** Runs a command in its own process group, killed as a whole if it outlives the timeout. */
+function run(command: string, args: string[], timeoutMs = 90_000): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, PATH: `${BIN}:${process.env.PATH ?? ''}` }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => killGroup(child), timeoutMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** The JSON document the Inspector CLI prints (it may print other lines around it). */
+function printedJson(out: string): any {
+  const start = out.indexOf('{');
+  const end = out.lastIndexOf('}');
+  assert.ok(start >= 0 && end > start, `no JSON in output: ${out.slice(0, 500)}`);
+  return JSON.parse(out.slice(start, end + 1));
+}
+
+/**
+ * The conformance CLI cannot send an API key, so it talks to this forwarder, which adds the key and
+ * passes everything else (Host and Origin included) through unchanged.
+ */
+function keyAddingProxy(target: URL, key: string): Promise<Server> {
+  const proxy = createServer((incoming, outgoing) => {
+    const forwarded = request(
+      { host: target.hostname, port: target.port, path: incoming.url, method: incoming.method, headers: { ...incoming.headers, authorization: `Bearer ${key}` } },
+      (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      },
+    );
+    forwarded.on('error', () => outgoing.destroy());
+    incoming.pipe(forwarded);
+  });
+  return new Promise((resolve) => proxy.listen(0, '127.0.0.1', () => resolve(proxy)));
+}
+
+describe('MCP conformance scenarios and the Inspector CLI against `npm start`', () => {
+  let dir: string;
+  let server: ChildProcess;
+  let proxy: Server;
+  let url = '';
+  let key = '';
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'pulseboard-conformance-'));
+    server = spawn('npm', ['start'], {
+      cwd: ROOT,
+      env: { ...process.env, PULSEBOARD_DATA_DIR: dir, PORT: '0', PULSEBOARD_LOG_LEVEL: 'silent' },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    for await (const line of createInterface({ input: server.stdout! })) {
+      const listening = /listening on (http:\/\/\S+)\/v1/.exec(line);
+      if (listening) url = `${listening[1]}/mcp`;
+      if (/^pbk_[A-Za-z0-9_-]{43}$/.test(line)) key = line;
+      if (url && key) break;
+    }
+    assert.ok(url && key, 'npm start printed its URL and a key');
+    proxy = await keyAddingProxy(new URL(url), key);
+  });
+
+  after(async () => {
+    await new Promise<void>((resolve) => (proxy ? proxy.close(() => resolve()) : resolve()));
+    if (server.exitCode === null && server.signalCode === null) {
+      const exited = new Promise((resolve) => server.once('exit', resolve));
+      killGroup(server, 'SIGTERM');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  for (const scenario of SCENARIOS) {
+    it(`passes the conformance scenario ${scenario}`, async () => {
+      const out = join(dir, `conformance-${scenario}`);
+      const target = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/mcp`;
+      const result = await run(process.execPath, [CONFORMANCE, 'server', '--url', target, '--scenario', scenario, '-o', out]);
+      assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+      const [folder] = readdirSync(out);
+      const checks = JSON.parse(readFileSync(join(out, folder!, 'checks.json'), 'utf8')) as { id: string; status: string }[];
+      assert.ok(checks.length > 0);
+      for (const check of checks) assert.equal(check.status, 'SUCCESS', `${check.id}: ${JSON.stringify(check)}`);
+    });
+  }
+
+  it('the Inspector CLI lists the tools and calls one with the key in a header', async () => {
+    const auth = ['--header', `Authorization: Bearer ${key}`];
+    const listed = await run('mcp-inspector', ['--cli', url, '--transport', 'http', ...auth, '--method', 'tools/list']);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(printedJson(listed.stdout).tools.map((t: { name: string }) => t.name).sort(), tools.map((t) => t.name).sort());
+    const called = await run('mcp-inspector', ['--cli', url, '--transport', 'http', ...auth, '--method', 'tools/call', '--tool-name', 'sync_projects', '--tool-arg', 'limit=3']);
+    assert.equal(called.code, 0, called.stderr);
+    const page = printedJson(called.stdout).structuredContent;
+    assert.equal(page.projects.length, 3);
+    assert.equal(page.hasMore, true);
+  });
+});
