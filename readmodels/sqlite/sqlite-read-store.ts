@@ -2,19 +2,28 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../../config/sqlite.ts';
 import type { CommitOutcome, DeltaQuery, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS docs (
+/**
+ * Documents: a rowid table with the small columns first and the large texts last, so a listing reads
+ * a row's attributes and its `doc` from one page without walking past `state`, and a page's rows are
+ * fetched by rowid from the covering listing index. (Rows of a WITHOUT ROWID table this large spill
+ * into overflow pages that every column read had to walk.)
+ */
+const DOCS_TABLE = (name: string) => `
+CREATE TABLE IF NOT EXISTS ${name} (
   collection TEXT NOT NULL,
   id TEXT NOT NULL,
-  doc TEXT NOT NULL,
-  state TEXT NOT NULL,
   seq INTEGER NOT NULL,
   written_at TEXT NOT NULL,
   sort_key TEXT NOT NULL,
   facet TEXT NOT NULL,
   keys TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  state TEXT NOT NULL,
   PRIMARY KEY (collection, id)
-) WITHOUT ROWID;
+);`;
+const COLUMNS = 'collection, id, seq, written_at, sort_key, facet, keys, doc, state';
+
+const SCHEMA = `
 CREATE INDEX IF NOT EXISTS docs_listing ON docs (collection, sort_key DESC, id DESC, facet);
 CREATE INDEX IF NOT EXISTS docs_listing_facet ON docs (collection, facet, sort_key DESC, id DESC);
 CREATE INDEX IF NOT EXISTS docs_delta ON docs (collection, seq, id);
@@ -118,15 +127,15 @@ function facetClause(facets: readonly string[] | undefined): string {
  */
 export const pageQueries = {
   /**
-   * Params: collection, facets…, limit, offset, collection. `reversed` walks from the end of the listing.
+   * Params: collection, facets…, limit, offset. `reversed` walks from the end of the listing.
    * The page's rows come in no defined order (sorting them in SQL would take a temporary B-tree): the
    * store orders the page itself.
    */
   list: (facets: readonly string[] | undefined, reversed: boolean): string => {
     const order = reversed ? 'ASC' : 'DESC';
-    return `SELECT ${LISTED.split(', ').map((c) => `docs.${c}`).join(', ')} FROM (SELECT id FROM docs WHERE collection = ? ${facetClause(facets)}
+    return `SELECT ${LISTED.split(', ').map((c) => `docs.${c}`).join(', ')} FROM (SELECT rowid AS row FROM docs WHERE collection = ? ${facetClause(facets)}
         ORDER BY sort_key ${order}, id ${order} LIMIT ? OFFSET ?) AS page
-      CROSS JOIN docs ON docs.collection = ? AND docs.id = page.id`;
+      CROSS JOIN docs ON docs.rowid = page.row`;
   },
   /** Params: collection, facets…, [sortKey, sortKey, id when `before`], limit. */
   keyset: (facets: readonly string[] | undefined, before: boolean): string =>
@@ -142,6 +151,22 @@ export const pageQueries = {
       ORDER BY seq, id LIMIT ?`,
 };
 
+/** Moves a store written with the earlier WITHOUT ROWID layout to the current one (once, on open). */
+function migrateDocsLayout(db: DatabaseSync): void {
+  inTransaction(db, () => {
+    const table = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'docs'").get() as { sql: string } | undefined;
+    if (!table) {
+      db.exec(DOCS_TABLE('docs'));
+      return;
+    }
+    if (!/WITHOUT ROWID/i.test(table.sql)) return;
+    db.exec(`${DOCS_TABLE('docs_relaid')}
+      INSERT INTO docs_relaid (${COLUMNS}) SELECT ${COLUMNS} FROM docs ORDER BY collection, sort_key, id;
+      DROP TABLE docs;
+      ALTER TABLE docs_relaid RENAME TO docs;`);
+  });
+}
+
 /** Creates the counters on a store written before they existed, counting what it holds once. */
 function ensureCounters(db: DatabaseSync): void {
   inTransaction(db, () => {
@@ -154,6 +179,7 @@ function ensureCounters(db: DatabaseSync): void {
 /** The embedded read store: one SQLite file holding every collection. */
 export function createSqliteReadStore(path: string): ReadStore {
   const db = openSqlite(path);
+  migrateDocsLayout(db);
   db.exec(SCHEMA);
   ensureCounters(db);
 
@@ -253,7 +279,7 @@ export function createSqliteReadStore(path: string): ReadStore {
       if (limit === 0) return [];
       const fromEnd = total - query.offset - limit;
       const reversed = fromEnd < query.offset;
-      const rows = prepared(pageQueries.list(query.facets, reversed)).all(collection, ...(query.facets ?? []), limit, reversed ? fromEnd : query.offset, collection) as DocRow[];
+      const rows = prepared(pageQueries.list(query.facets, reversed)).all(collection, ...(query.facets ?? []), limit, reversed ? fromEnd : query.offset) as DocRow[];
       rows.sort(newestFirst);
       return rows.map((r) => toStored<D, unknown>(r));
     },
