@@ -70,6 +70,8 @@ export interface ReadStore {
   getMany<D = unknown, S = unknown>(collection: string, ids: readonly string[]): Promise<Map<string, StoredDoc<D, S>>>;
   /** Ids of documents having `value` under lookup key `key`, at most `limit`, in id order. */
   findIds(collection: string, key: string, value: string, limit: number): Promise<string[]>;
+  /** `findIds` for several values of one key in one read: value → ids (at most `limit` each, in id order); values without ids are absent. */
+  findIdsMany(collection: string, key: string, values: readonly string[], limit: number): Promise<Map<string, string[]>>;
   /** A page of the listing; costs the page at any depth (it is walked from the nearer end). */
   list<D = unknown>(collection: string, query: ListQuery): Promise<StoredDoc<D>[]>;
   /** Exact, from counters maintained by `commit`: no scan of the collection. */

@@ -151,14 +151,14 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date })
     const wanted = new Set<string>();
     for (const call of calls) for (const token of call.tokens) wanted.add(linkKey(token));
     const links = new Map<string, CallProject | null>();
-    await Promise.all(
-      [...wanted].map(async (key) => {
-        const ids = await store.findIds(PROJECTS_COLLECTION, 'chainContract', key, 10);
-        const docs = ids.length > 0 ? await store.getMany<Project>(PROJECTS_COLLECTION, ids) : new Map<string, StoredDoc<Project>>();
-        const current = [...docs.values()].filter((d) => isPublicProject(d));
-        links.set(key, current.length === 1 ? callProjectOf(current[0]!.doc) : null);
-      }),
-    );
+    if (wanted.size === 0) return links;
+    // Two reads for the whole page: the holders of every token, then those projects.
+    const holders = await store.findIdsMany(PROJECTS_COLLECTION, 'chainContract', [...wanted], 10);
+    const docs = await store.getMany<Project>(PROJECTS_COLLECTION, [...new Set([...holders.values()].flat())]);
+    for (const key of wanted) {
+      const current = (holders.get(key) ?? []).map((id) => docs.get(id)).filter((d) => isPublicProject(d));
+      links.set(key, current.length === 1 ? callProjectOf(current[0]!.doc) : null);
+    }
     return links;
   }
 

@@ -331,6 +331,26 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       return rows.map((row) => row._id);
     },
 
+    async findIdsMany(collection, key, values, limit) {
+      const found = new Map<string, string[]>();
+      if (values.length === 0 || limit <= 0) return found;
+      const wanted = new Map([...new Set(values)].map((value) => [lookupEntry(key, value), value]));
+      const rows = await collectionOf(collection)
+        .find({ lookup: { $in: [...wanted.keys()] } }, { projection: { _id: 1, lookup: 1 } })
+        .sort({ _id: 1 })
+        .toArray();
+      for (const row of rows) {
+        for (const entry of row.lookup) {
+          const value = wanted.get(entry);
+          if (value === undefined) continue;
+          const ids = found.get(value) ?? [];
+          if (ids.length < limit) ids.push(row._id);
+          found.set(value, ids);
+        }
+      }
+      return found;
+    },
+
     async list<D>(collection: string, query: ListQuery) {
       // Walked from whichever end of the listing is nearer (the exact total comes from the counters),
       // so the last page costs what the first one does; the skip stays inside the listing index.

@@ -208,6 +208,12 @@ export function createSqliteReadStore(path: string): ReadStore {
   const getOne = prepared('SELECT * FROM docs WHERE collection = ? AND id = ?');
   // Any number of ids in one statement: the id list travels as one JSON array.
   const getSome = prepared('SELECT * FROM docs WHERE collection = ? AND id IN (SELECT value FROM json_each(?))');
+  // Per value, the first `limit` ids in id order (a window over the key's index range for each value).
+  const findIdsManyStatement = prepared(`
+    SELECT value, id FROM (
+      SELECT value, id, row_number() OVER (PARTITION BY value ORDER BY id) AS n FROM doc_keys
+      WHERE collection = ? AND key = ? AND value IN (SELECT value FROM json_each(?))
+    ) WHERE n <= ? ORDER BY value, id`);
   const findIdsStatement = prepared('SELECT id FROM doc_keys WHERE collection = ? AND key = ? AND value = ? ORDER BY id LIMIT ?');
   const firstWrittenAt = prepared('SELECT seq FROM docs WHERE collection = ? AND written_at >= ? ORDER BY written_at, seq LIMIT 1');
   const countAll = prepared('SELECT COALESCE(SUM(n), 0) AS n FROM doc_counts WHERE collection = ?');
@@ -269,6 +275,17 @@ export function createSqliteReadStore(path: string): ReadStore {
     async findIds(collection, key, value, limit) {
       const rows = findIdsStatement.all(collection, key, value, limit) as { id: string }[];
       return rows.map((r) => r.id);
+    },
+
+    async findIdsMany(collection, key, values, limit) {
+      const found = new Map<string, string[]>();
+      if (values.length === 0 || limit <= 0) return found;
+      for (const row of findIdsManyStatement.all(collection, key, JSON.stringify([...new Set(values)]), limit) as { value: string; id: string }[]) {
+        const ids = found.get(row.value);
+        if (ids) ids.push(row.id);
+        else found.set(row.value, [row.id]);
+      }
+      return found;
     },
 
     async list<D>(collection: string, query: ListQuery) {

@@ -216,6 +216,27 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.deepEqual(await store().findIds(freshCollection(), 'contract', '0xabc', 10), [], 'per collection');
       });
 
+      void it(`${adapterName}: findIdsMany answers several values of one key at once, each like findIds`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(
+          collection,
+          [
+            doc('c', { keys: { cc: ['base:0x1', 'eth:0x2'] } }),
+            doc('a', { keys: { cc: ['base:0x1'], other: ['eth:0x2'] } }),
+            doc('b', { keys: { cc: ['base:0x1'] } }),
+            doc('d', { keys: { cc: ['eth:0x2'] } }),
+          ],
+          1,
+        );
+        const found = await store().findIdsMany(collection, 'cc', ['base:0x1', 'eth:0x2', 'sol:none', 'base:0x1'], 2);
+        assert.deepEqual(Object.fromEntries(found), { 'base:0x1': ['a', 'b'], 'eth:0x2': ['c', 'd'] });
+        for (const value of ['base:0x1', 'eth:0x2']) {
+          assert.deepEqual(found.get(value), await store().findIds(collection, 'cc', value, 2));
+        }
+        assert.equal((await store().findIdsMany(collection, 'cc', [], 5)).size, 0);
+        assert.equal((await store().findIdsMany(collection, 'other', ['base:0x1'], 5)).size, 0, 'values are per key');
+      });
+
       void it(`${adapterName}: a rewrite with unchanged keys keeps them, one that drops a key loses only that`, { skip }, async () => {
         const collection = freshCollection();
         await store().commit(collection, [doc('p', { keys: { handle: ['one', 'two'], site: ['x.example'] } })], 1);
