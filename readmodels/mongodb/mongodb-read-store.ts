@@ -335,6 +335,8 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       const found = new Map<string, string[]>();
       if (values.length === 0 || limit <= 0) return found;
       const wanted = new Map([...new Set(values)].map((value) => [lookupEntry(key, value), value]));
+      // One query for every value; the per-value limit is applied here, so a value held by many documents
+      // reads them all (ids only). Lookup values name few documents each (a chain:contract, a handle).
       const rows = await collectionOf(collection)
         .find({ lookup: { $in: [...wanted.keys()] } }, { projection: { _id: 1, lookup: 1 } })
         .sort({ _id: 1 })
