@@ -14,6 +14,8 @@ import { callOperations } from './routes/calls.ts';
 import { pulseOperations } from './routes/pulse.ts';
 import { searchOperations } from './routes/search.ts';
 
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
 export type AppOptions = {
   /** Pino options or false; thesis text never reaches a log line (only method, URL, status). */
   logger?: FastifyServerOptions['logger'];
@@ -74,7 +76,10 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
       const result = await op.run({ caller: admitted.value.caller, params: request.params, query: request.query, body: request.body });
       if (!result.ok) return sendError(reply, result.error);
       if (result.value.headers) reply.headers(result.value.headers);
-      return reply.code(result.value.status ?? 200).send(result.value.body);
+      reply.code(result.value.status ?? 200);
+      // JSON text made by the service is sent as it is, with the content type Fastify gives a serialised body.
+      if ('json' in result.value) return reply.type(JSON_CONTENT_TYPE).send(result.value.json);
+      return reply.send(result.value.body);
     },
   });
 }

@@ -1,12 +1,16 @@
 import type { z } from 'zod';
 import type { Caller } from '../service/caller.ts';
 import { ok, type Result } from '../service/errors.ts';
+import type { Rendered } from '../service/spliced.ts';
 import type { Protection } from '../service/guard.ts';
 
 export type OperationInput = { caller: Caller; params: unknown; query: unknown; body: unknown };
 
-/** A successful reply: the JSON body and, when not 200, its status. */
-export type OperationReply = { status?: number; body: unknown; headers?: Record<string, string> };
+/**
+ * A successful reply: the JSON body (a value, or its JSON text made by the service with stored
+ * documents spliced in) and, when not 200, its status.
+ */
+export type OperationReply = { status?: number; headers?: Record<string, string> } & ({ body: unknown } | { json: string });
 
 /**
  * One REST operation: what the OpenAPI document describes and what the route runs.
@@ -37,4 +41,10 @@ export type RestOperation = {
 export async function replyWith<T>(result: Promise<Result<T>>): Promise<Result<OperationReply>> {
   const r = await result;
   return r.ok ? ok({ body: r.value }) : r;
+}
+
+/** A rendered service result as a 200 reply sent as its JSON text. */
+export async function replyWithJson<T>(result: Promise<Result<Rendered<T>>>): Promise<Result<OperationReply>> {
+  const r = await result;
+  return r.ok ? ok({ json: r.value.json() }) : r;
 }

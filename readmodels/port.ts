@@ -12,7 +12,10 @@ export type StoredDoc<D = unknown, S = unknown> = {
    * without parsing and re-serialising (it is what `JSON.stringify(doc)` gives).
    */
   json: string;
-  /** Projector-private state needed for later folds (follower history, claim positions …); never served. */
+  /**
+   * Projector-private state needed for later folds (follower history, claim positions …); never served.
+   * Only `get` and `getMany` read it; listings (`list`, `listKeyset`, `delta`) never fetch it and carry null.
+   */
   state: S;
   /** Global position of the event that last changed `doc` (DESIGN §4). */
   seq: number;
@@ -67,7 +70,11 @@ export interface ReadStore {
   getMany<D = unknown, S = unknown>(collection: string, ids: readonly string[]): Promise<Map<string, StoredDoc<D, S>>>;
   /** Ids of documents having `value` under lookup key `key`, at most `limit`, in id order. */
   findIds(collection: string, key: string, value: string, limit: number): Promise<string[]>;
+  /** `findIds` for several values of one key in one read: value → ids (at most `limit` each, in id order); values without ids are absent. */
+  findIdsMany(collection: string, key: string, values: readonly string[], limit: number): Promise<Map<string, string[]>>;
+  /** A page of the listing; costs the page at any depth (it is walked from the nearer end). */
   list<D = unknown>(collection: string, query: ListQuery): Promise<StoredDoc<D>[]>;
+  /** Exact, from counters maintained by `commit`: no scan of the collection. */
   count(collection: string, facets?: readonly string[]): Promise<number>;
   listKeyset<D = unknown>(collection: string, query: KeysetQuery): Promise<StoredDoc<D>[]>;
   delta<D = unknown>(collection: string, query: DeltaQuery): Promise<StoredDoc<D>[]>;

@@ -27,6 +27,7 @@ import {
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
 import { parseParams } from './requests/params.ts';
+import { asValue, rendered, spliced, type Rendered } from './spliced.ts';
 import { CALL_PAGE_BUDGET_MAX, callParamsSchema, callQuerySchema, callsQuerySchema } from './requests/calls.ts';
 
 /** The response budget of one call page (spec §8) when the request sets no `maxBytes`, in bytes of UTF-8. */
@@ -49,6 +50,8 @@ export type Surface = 'rest' | 'mcp';
 export type CallsService = {
   /** GET /v1/calltracker/calls: newest first, bounded by `limit` and the `maxBytes` budget (512 KiB at most). */
   list(query: unknown, options?: { surface?: Surface }): Promise<Result<CallPage>>;
+  /** `list`, ready to send with each call serialised once, when it was measured for the budget (REST). */
+  listRendered(query: unknown, options?: { surface?: Surface }): Promise<Result<Rendered<CallPage>>>;
   /** GET /v1/calltracker/calls/{id}: one visible call. */
   get(params: unknown, query?: unknown): Promise<Result<CallDetail>>;
 };
@@ -82,6 +85,34 @@ function sizeOnSurface(json: string, surface: Surface): number {
   // The text block holds JSON.stringify(page) as a string: escaping is per character, so the
   // escaped size of the page is the sum of the escaped sizes of its parts.
   return plain + Buffer.byteLength(JSON.stringify(json), 'utf8') - 2;
+}
+
+/**
+ * The calls that fit the page: whole calls while the page stays within `budget` bytes on the surface,
+ * at least one. The envelope is measured with a longest possible `next`, so the real page (whose
+ * `next` is that long at most) stays inside. Each call is serialised here once, and that text is the
+ * one the page is sent with.
+ */
+export function fitCalls(
+  calls: readonly CallRecord[],
+  envelope: Omit<CallPage, 'calls' | 'next'>,
+  budget: number,
+  surface: Surface,
+): { served: CallRecord[]; jsons: string[] } {
+  let used = sizeOnSurface(JSON.stringify({ calls: [], next: 'x'.repeat(CURSOR_MAX), ...envelope } satisfies CallPage), surface);
+  const comma = sizeOnSurface(',', surface);
+  const served: CallRecord[] = [];
+  const jsons: string[] = [];
+  for (const call of calls) {
+    const json = JSON.stringify(call);
+    const size = sizeOnSurface(json, surface) + (served.length > 0 ? comma : 0);
+    // A page always holds at least one call, even one that alone exceeds the budget.
+    if (served.length > 0 && used + size > budget) break;
+    served.push(call);
+    jsons.push(json);
+    used += size;
+  }
+  return { served, jsons };
 }
 
 export function pnlAtReadTime(pnl: StoredCall['caller']['pnl'], readAt: Date): StoredCall['caller']['pnl'] {
@@ -120,14 +151,14 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date })
     const wanted = new Set<string>();
     for (const call of calls) for (const token of call.tokens) wanted.add(linkKey(token));
     const links = new Map<string, CallProject | null>();
-    await Promise.all(
-      [...wanted].map(async (key) => {
-        const ids = await store.findIds(PROJECTS_COLLECTION, 'chainContract', key, 10);
-        const docs = ids.length > 0 ? await store.getMany<Project>(PROJECTS_COLLECTION, ids) : new Map<string, StoredDoc<Project>>();
-        const current = [...docs.values()].filter((d) => isPublicProject(d));
-        links.set(key, current.length === 1 ? callProjectOf(current[0]!.doc) : null);
-      }),
-    );
+    if (wanted.size === 0) return links;
+    // Two reads for the whole page: the holders of every token, then those projects.
+    const holders = await store.findIdsMany(PROJECTS_COLLECTION, 'chainContract', [...wanted], 10);
+    const docs = await store.getMany<Project>(PROJECTS_COLLECTION, [...new Set([...holders.values()].flat())]);
+    for (const key of wanted) {
+      const current = (holders.get(key) ?? []).map((id) => docs.get(id)).filter((d) => isPublicProject(d));
+      links.set(key, current.length === 1 ? callProjectOf(current[0]!.doc) : null);
+    }
     return links;
   }
 
@@ -210,46 +241,39 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date })
     return ok({ sortKey: decoded.value.k, id: decoded.value.i });
   }
 
+  async function listRendered(query: unknown, options: { surface?: Surface } = {}): Promise<Result<Rendered<CallPage>>> {
+    const surface = options.surface ?? 'rest';
+    const parsed = parseParams(callsQuerySchema, query);
+    if (!parsed.ok) return fail(errors.badRequest(parsed.message));
+    const q = parsed.value;
+    const filters = parseFilters(q.contract, q.chain);
+    if (!filters.ok) return filters;
+    const position = parseCursor(q.cursor, filters.value);
+    if (!position.ok) return position;
+    const limit = q.limit ?? CALL_PAGE_DEFAULT;
+
+    const readAt = now();
+    const rows = await candidates(filters.value, position.value, limit + 1);
+    if (!rows.ok) return rows;
+    const [calls, fresh] = await Promise.all([atReadTime(rows.value.slice(0, limit).map((r) => r.doc), readAt), freshness()]);
+
+    const budget = (q.maxBytes ?? CALL_PAGE_BUDGET_BYTES) - (surface === 'mcp' ? MCP_ENVELOPE_RESERVE_BYTES : 0);
+    const envelope = { limit, readAt: readAt.toISOString(), freshness: fresh };
+    const { served, jsons } = fitCalls(calls, envelope, budget, surface);
+
+    const more = rows.value.length > served.length;
+    const last = served[served.length - 1];
+    const lastRow = last ? rows.value[served.length - 1]! : null;
+    const next =
+      more && lastRow
+        ? encodeCursor({ v: 1, k: lastRow.sortKey, i: lastRow.id, c: filters.value.contract, h: filters.value.chain } satisfies CallCursor)
+        : null;
+    return ok(rendered<CallPage, 'calls'>({ calls: spliced(() => `[${jsons.join(',')}]`, () => served), next, ...envelope }));
+  }
+
   return {
-    async list(query, options = {}) {
-      const surface = options.surface ?? 'rest';
-      const parsed = parseParams(callsQuerySchema, query);
-      if (!parsed.ok) return fail(errors.badRequest(parsed.message));
-      const q = parsed.value;
-      const filters = parseFilters(q.contract, q.chain);
-      if (!filters.ok) return filters;
-      const position = parseCursor(q.cursor, filters.value);
-      if (!position.ok) return position;
-      const limit = q.limit ?? CALL_PAGE_DEFAULT;
-
-      const readAt = now();
-      const rows = await candidates(filters.value, position.value, limit + 1);
-      if (!rows.ok) return rows;
-      const [calls, fresh] = await Promise.all([atReadTime(rows.value.slice(0, limit).map((r) => r.doc), readAt), freshness()]);
-
-      // Whole calls while the page fits: the envelope is measured with a longest possible `next`,
-      // so the real page (whose `next` is that long at most) stays inside the budget.
-      const budget = (q.maxBytes ?? CALL_PAGE_BUDGET_BYTES) - (surface === 'mcp' ? MCP_ENVELOPE_RESERVE_BYTES : 0);
-      const envelope: CallPage = { calls: [], next: 'x'.repeat(CURSOR_MAX), limit, readAt: readAt.toISOString(), freshness: fresh };
-      let used = sizeOnSurface(JSON.stringify(envelope), surface);
-      const served: CallRecord[] = [];
-      for (const call of calls) {
-        const size = sizeOnSurface(JSON.stringify(call), surface) + (served.length > 0 ? sizeOnSurface(',', surface) : 0);
-        // A page always holds at least one call, even one that alone exceeds the budget.
-        if (served.length > 0 && used + size > budget) break;
-        served.push(call);
-        used += size;
-      }
-
-      const more = rows.value.length > served.length;
-      const last = served[served.length - 1];
-      const lastRow = last ? rows.value[served.length - 1]! : null;
-      const next =
-        more && lastRow
-          ? encodeCursor({ v: 1, k: lastRow.sortKey, i: lastRow.id, c: filters.value.contract, h: filters.value.chain } satisfies CallCursor)
-          : null;
-      return ok({ calls: served, next, limit, readAt: readAt.toISOString(), freshness: fresh });
-    },
+    list: async (query, options) => asValue(await listRendered(query, options)),
+    listRendered,
 
     async get(params, query) {
       const parsed = parseParams(callParamsSchema, params);

@@ -17,6 +17,7 @@ import { decodeCursor, encodeCursor } from './cursor.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
 import { foldAsOf, readProjectStream } from './history.ts';
 import { parseParams } from './requests/params.ts';
+import { asValue, plain, rendered, storedDoc, storedDocs, type Rendered } from './spliced.ts';
 import { SINCE_NOW, projectParamsSchema, projectQuerySchema, projectsQuerySchema, type ProjectsQuery } from './requests/projects.ts';
 
 export type ProjectRead = { project: Project; context?: ProjectContext };
@@ -24,10 +25,14 @@ export type ProjectRead = { project: Project; context?: ProjectContext };
 export type ProjectsService = {
   /** GET /v1/projects: board mode (page) or delta mode (since / cursor). */
   list(query: unknown): Promise<Result<BoardPage | SyncPage>>;
+  /** `list`, ready to send as the stored documents' own JSON text (REST). */
+  listRendered(query: unknown): Promise<Result<Rendered<BoardPage | SyncPage>>>;
   /** Delta mode only (the sync_projects tool); with neither `since` nor `cursor`, from the beginning of the archive. */
   sync(query: unknown): Promise<Result<SyncPage>>;
   /** GET /v1/projects/{handle}[?include=context]. */
   get(caller: Caller, params: unknown, query: unknown): Promise<Result<ProjectRead>>;
+  /** `get`, ready to send as the stored document's own JSON text (REST). */
+  getRendered(caller: Caller, params: unknown, query: unknown): Promise<Result<Rendered<ProjectRead>>>;
   /** Whether a get with this query is an enriched read (include=context or asOf; rate protection treats it as protected). */
   isEnriched(query: unknown): boolean;
   /** The public project behind an id or handle, or null. Used by other services (asks, search). */
@@ -56,7 +61,7 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
   const { log, store, access } = deps;
   const now = deps.now ?? (() => new Date());
 
-  async function board(q: ProjectsQuery): Promise<Result<BoardPage>> {
+  async function board(q: ProjectsQuery): Promise<Result<Rendered<BoardPage>>> {
     if (q.limit !== undefined) {
       return fail(errors.badRequest(`parameter 'limit' applies to delta mode (since or cursor) only; the board has a fixed page size of ${BOARD_PAGE_SIZE}`));
     }
@@ -67,17 +72,19 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
       store.count(PROJECTS_COLLECTION, facets),
       store.list<Project>(PROJECTS_COLLECTION, { facets, offset: (page - 1) * BOARD_PAGE_SIZE, limit: BOARD_PAGE_SIZE }),
     ]);
-    return ok({
-      projects: rows.map((r) => r.doc),
-      page,
-      pageSize: BOARD_PAGE_SIZE,
-      total,
-      totalPages: Math.ceil(total / BOARD_PAGE_SIZE),
-      readAt,
-    });
+    return ok(
+      rendered<BoardPage, 'projects'>({
+        projects: storedDocs(rows),
+        page,
+        pageSize: BOARD_PAGE_SIZE,
+        total,
+        totalPages: Math.ceil(total / BOARD_PAGE_SIZE),
+        readAt,
+      }),
+    );
   }
 
-  async function delta(q: ProjectsQuery): Promise<Result<SyncPage>> {
+  async function delta(q: ProjectsQuery): Promise<Result<Rendered<SyncPage>>> {
     if (q.since !== undefined && q.cursor !== undefined) {
       return fail(errors.badRequest("send either 'since' (to start) or 'cursor' (to continue), not both"));
     }
@@ -87,7 +94,7 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     if (q.since === SINCE_NOW) {
       // A bookmark only: everything up to the high-water mark counts as already seen.
       const cursor = encodeCursor({ v: 1, a: archive, s: await store.checkpoint(PROJECTS_COLLECTION), i: '', f: filter } satisfies DeltaCursor);
-      return ok({ projects: [], cursor, hasMore: false, limit: q.limit ?? SYNC_LIMIT_DEFAULT, readAt: now().toISOString() });
+      return ok(rendered<SyncPage, 'projects'>({ projects: plain([]), cursor, hasMore: false, limit: q.limit ?? SYNC_LIMIT_DEFAULT, readAt: now().toISOString() }));
     }
     if (q.cursor !== undefined) {
       const decoded = decodeCursor(deltaCursorSchema, q.cursor);
@@ -122,7 +129,7 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     // Once everything up to the high-water mark was served, the bookmark can move there.
     if (!hasMore && position.s < upToSeq) position = { s: upToSeq, i: '' };
     const cursor = encodeCursor({ v: 1, a: archive, s: position.s, i: position.i, f: filter } satisfies DeltaCursor);
-    return ok({ projects: served.map((r) => r.doc), cursor, hasMore, limit, readAt });
+    return ok(rendered<SyncPage, 'projects'>({ projects: storedDocs(served), cursor, hasMore, limit, readAt }));
   }
 
   async function resolve(handleOrId: string): Promise<StoredDoc<Project, ProjectState> | null> {
@@ -156,32 +163,48 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
    * The project as it stood at `at`: its stream folded by the projectors' own code up to the
    * events recorded by then. The id comes from the live read model (an id first, then a handle).
    */
-  async function asOf(caller: Caller, projectId: string, at: string, withContext: boolean): Promise<Result<ProjectRead>> {
+  async function asOf(caller: Caller, projectId: string, at: string, withContext: boolean): Promise<Result<Rendered<ProjectRead>>> {
     const atMs = Date.parse(at);
     const events = await readProjectStream(log, projectId);
     const project = foldAsOf(projectsProjector, projectId, events, atMs);
     if (!isPublicProject(project)) return fail(errors.notFound(`project '${projectId}' was not yet on the board at ${at}`));
-    if (!withContext) return ok({ project: project.doc });
+    if (!withContext) return ok(rendered<ProjectRead, 'project'>({ project: plain(project.doc) }));
     const context = foldAsOf(contextsProjector, projectId, events, atMs)?.doc ?? emptyContext();
-    return ok({ project: project.doc, context: await contextFrom(caller, project.doc, context, now().toISOString()) });
+    return ok(rendered<ProjectRead, 'project'>({ project: plain(project.doc), context: await contextFrom(caller, project.doc, context, now().toISOString()) }));
+  }
+
+  async function listRendered(query: unknown): Promise<Result<Rendered<BoardPage | SyncPage>>> {
+    const parsed = parseParams(projectsQuerySchema, query);
+    if (!parsed.ok) return fail(errors.badRequest(parsed.message));
+    const q = parsed.value;
+    const deltaMode = q.since !== undefined || q.cursor !== undefined;
+    if (deltaMode && q.page !== undefined) {
+      return fail(errors.badRequest("parameter 'page' (board mode) cannot be combined with 'since' or 'cursor' (delta mode)"));
+    }
+    return deltaMode ? delta(q) : board(q);
+  }
+
+  async function getRendered(caller: Caller, params: unknown, query: unknown): Promise<Result<Rendered<ProjectRead>>> {
+    const p = parseParams(projectParamsSchema, params);
+    if (!p.ok) return fail(errors.badRequest(p.message));
+    const q = parseParams(projectQuerySchema, query);
+    if (!q.ok) return fail(errors.badRequest(q.message));
+    const found = await resolve(p.value.handle);
+    if (!found) return fail(errors.notFound(`no project with id or handle '${p.value.handle}'`));
+    if (q.value.asOf !== undefined) return asOf(caller, found.id, q.value.asOf, q.value.include === 'context');
+    if (q.value.include !== 'context') return ok(rendered<ProjectRead, 'project'>({ project: storedDoc(found) }));
+    const readAt = now().toISOString();
+    return ok(rendered<ProjectRead, 'project'>({ project: storedDoc(found), context: await contextFor(caller, found.doc, readAt) }));
   }
 
   return {
-    async list(query) {
-      const parsed = parseParams(projectsQuerySchema, query);
-      if (!parsed.ok) return fail(errors.badRequest(parsed.message));
-      const q = parsed.value;
-      const deltaMode = q.since !== undefined || q.cursor !== undefined;
-      if (deltaMode && q.page !== undefined) {
-        return fail(errors.badRequest("parameter 'page' (board mode) cannot be combined with 'since' or 'cursor' (delta mode)"));
-      }
-      return deltaMode ? delta(q) : board(q);
-    },
+    list: async (query) => asValue(await listRendered(query)),
+    listRendered,
 
     async sync(query) {
       const parsed = parseParams(projectsQuerySchema, query);
       if (!parsed.ok) return fail(errors.badRequest(parsed.message));
-      return delta(parsed.value);
+      return asValue(await delta(parsed.value));
     },
 
     isEnriched(query) {
@@ -190,18 +213,8 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
       return parsed.ok && (parsed.value.include === 'context' || parsed.value.asOf !== undefined);
     },
 
-    async get(caller, params, query) {
-      const p = parseParams(projectParamsSchema, params);
-      if (!p.ok) return fail(errors.badRequest(p.message));
-      const q = parseParams(projectQuerySchema, query);
-      if (!q.ok) return fail(errors.badRequest(q.message));
-      const found = await resolve(p.value.handle);
-      if (!found) return fail(errors.notFound(`no project with id or handle '${p.value.handle}'`));
-      if (q.value.asOf !== undefined) return asOf(caller, found.id, q.value.asOf, q.value.include === 'context');
-      if (q.value.include !== 'context') return ok({ project: found.doc });
-      const readAt = now().toISOString();
-      return ok({ project: found.doc, context: await contextFor(caller, found.doc, readAt) });
-    },
+    get: async (caller, params, query) => asValue(await getRendered(caller, params, query)),
+    getRendered,
 
     resolve,
     contextFor,

@@ -8,6 +8,7 @@ import { errors, fail, ok, type Result } from './errors.ts';
 import type { ProjectsService } from './projects.ts';
 import { parseParams } from './requests/params.ts';
 import { searchQuerySchema } from './requests/search.ts';
+import { asValue, plain, rendered, storedDoc, type Rendered, type Spliced } from './spliced.ts';
 
 export type ProjectSearchResult = z.infer<typeof projectSearchSchema>;
 type ProjectSearchState = z.infer<typeof projectSearchStateSchema>;
@@ -15,6 +16,8 @@ type ProjectSearchState = z.infer<typeof projectSearchStateSchema>;
 export type SearchService = {
   /** GET /v1/search?q=: reads only; never creates a project, starts research or appends an event. */
   search(caller: Caller, query: unknown): Promise<Result<ProjectSearchResult>>;
+  /** `search`, ready to send with the found project's stored JSON text (REST). */
+  searchRendered(caller: Caller, query: unknown): Promise<Result<Rendered<ProjectSearchResult>>>;
 };
 
 /** What `q` was read as (DESIGN §5). */
@@ -73,18 +76,20 @@ export function createSearchService(deps: { store: ReadStore; projects: Projects
     return [...(await store.getMany<Project, ProjectState>(PROJECTS_COLLECTION, ids)).values()].filter((doc) => isPublicProject(doc));
   }
 
+  type Outcome = { state: ProjectSearchState; project: StoredDoc<Project> | null };
+
   /** found / missing / ambiguous from a match list. */
-  function outcome(matches: readonly StoredDoc<Project, ProjectState>[]): { state: ProjectSearchState; project: Project | null } {
-    if (matches.length === 1) return { state: 'found', project: matches[0]!.doc };
+  function outcome(matches: readonly StoredDoc<Project, ProjectState>[]): Outcome {
+    if (matches.length === 1) return { state: 'found', project: matches[0]! };
     return { state: matches.length === 0 ? 'missing' : 'ambiguous', project: null };
   }
 
-  async function lookUp(form: SearchForm): Promise<{ state: ProjectSearchState; project: Project | null }> {
+  async function lookUp(form: SearchForm): Promise<Outcome> {
     switch (form.kind) {
       case 'social': {
         // The project GET /v1/projects/@name returns: the newest claimant of the handle.
         const claimant = await projects.resolve(`@${form.handle}`);
-        if (claimant) return { state: 'found', project: claimant.doc };
+        if (claimant) return { state: 'found', project: claimant };
         return outcome(await byKey('identityHandle', form.handle.toLowerCase()));
       }
       case 'website':
@@ -105,31 +110,35 @@ export function createSearchService(deps: { store: ReadStore; projects: Projects
     }
   }
 
-  return {
-    async search(caller, query) {
-      const parsed = parseParams(searchQuerySchema, query);
-      if (!parsed.ok) return fail(errors.badRequest(parsed.message));
-      const q = parsed.value.q;
-      const readAt = now().toISOString();
+  async function searchRendered(caller: Caller, query: unknown): Promise<Result<Rendered<ProjectSearchResult>>> {
+    const parsed = parseParams(searchQuerySchema, query);
+    if (!parsed.ok) return fail(errors.badRequest(parsed.message));
+    const q = parsed.value.q;
+    const readAt = now().toISOString();
 
-      // A stable project id wins over every other reading of q.
-      const byId = await store.get<Project, ProjectState>(PROJECTS_COLLECTION, q);
-      let result: { state: ProjectSearchState; project: Project | null };
-      if (isPublicProject(byId)) {
-        result = { state: 'found', project: byId.doc };
-      } else {
-        const form = classifyQuery(q);
-        if (form === null) {
-          return fail(
-            errors.badRequest(
-              "parameter 'q' must be a project id, a contract (0x…, base58 …), chain:contract (base:0x…), a website (URL or bare domain) or a social profile (@name, name, x.com/name)",
-            ),
-          );
-        }
-        result = await lookUp(form);
+    // A stable project id wins over every other reading of q.
+    const byId = await store.get<Project, ProjectState>(PROJECTS_COLLECTION, q);
+    let result: Outcome;
+    if (isPublicProject(byId)) {
+      result = { state: 'found', project: byId };
+    } else {
+      const form = classifyQuery(q);
+      if (form === null) {
+        return fail(
+          errors.badRequest(
+            "parameter 'q' must be a project id, a contract (0x…, base58 …), chain:contract (base:0x…), a website (URL or bare domain) or a social profile (@name, name, x.com/name)",
+          ),
+        );
       }
-      const context = result.project ? await projects.contextFor(caller, result.project, readAt) : null;
-      return ok({ state: result.state, project: result.project, context, readAt });
-    },
+      result = await lookUp(form);
+    }
+    const context = result.project ? await projects.contextFor(caller, result.project.doc, readAt) : null;
+    const project: Spliced<Project | null> = result.project ? storedDoc(result.project) : plain(null);
+    return ok(rendered<ProjectSearchResult, 'project'>({ state: result.state, project, context, readAt }));
+  }
+
+  return {
+    search: async (caller, query) => asValue(await searchRendered(caller, query)),
+    searchRendered,
   };
 }

@@ -1,7 +1,7 @@
 import type { Services } from '../../service/services.ts';
 import { callParamsSchema, callQuerySchema, callsQuerySchema } from '../../service/requests/calls.ts';
 import { callDetailSchema, callPageSchema } from '../../readmodels/schemas.ts';
-import { replyWith as reply, type RestOperation } from '../operation.ts';
+import { replyWith as reply, replyWithJson, type RestOperation } from '../operation.ts';
 
 export function callOperations(services: Services): RestOperation[] {
   return [
@@ -19,7 +19,7 @@ export function callOperations(services: Services): RestOperation[] {
       errors: {
         400: "Invalid parameter; 'chain' without 'contract'; a cursor that does not decode or was issued with other filters; a contract filter matching more than 5000 calls",
       },
-      run: ({ query }) => reply(services.calls.list(query, { surface: 'rest' })),
+      run: ({ query }) => replyWithJson(services.calls.listRendered(query, { surface: 'rest' })),
     },
     {
       operationId: 'getCalltrackerCall',

@@ -1,7 +1,7 @@
 import type { Services } from '../../service/services.ts';
 import { projectParamsSchema, projectQuerySchema, projectsQuerySchema } from '../../service/requests/projects.ts';
 import { boardPageSchema, projectReadSchema, syncPageSchema } from '../../readmodels/schemas.ts';
-import { replyWith as reply, type RestOperation } from '../operation.ts';
+import { replyWithJson, type RestOperation } from '../operation.ts';
 
 export function projectOperations(services: Services): RestOperation[] {
   return [
@@ -20,7 +20,7 @@ export function projectOperations(services: Services): RestOperation[] {
         400: 'Invalid parameter, page combined with since/cursor, limit in page mode, or a cursor that does not decode or carries other filters',
         409: 'The cursor was issued by a different archive; start again from since',
       },
-      run: ({ query }) => reply(services.projects.list(query)),
+      run: ({ query }) => replyWithJson(services.projects.listRendered(query)),
     },
     {
       operationId: 'getProject',
@@ -34,7 +34,7 @@ export function projectOperations(services: Services): RestOperation[] {
       request: { params: projectParamsSchema, query: projectQuerySchema },
       responses: { 200: { description: 'The project, with context when asked', schema: projectReadSchema } },
       errors: { 400: 'Invalid handle, include or asOf value', 404: 'No project with that id or handle, or (with asOf) not yet sighted at that time' },
-      run: ({ caller, params, query }) => reply(services.projects.get(caller, params, query)),
+      run: ({ caller, params, query }) => replyWithJson(services.projects.getRendered(caller, params, query)),
     },
   ];
 }

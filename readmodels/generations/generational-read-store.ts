@@ -191,6 +191,7 @@ export async function openGenerationalReadStore(space: GenerationSpace, options:
     get: <D, S>(collection: string, id: string) => serving.store.get<D, S>(collection, id),
     getMany: <D, S>(collection: string, ids: readonly string[]) => serving.store.getMany<D, S>(collection, ids),
     findIds: (collection, key, value, limit) => serving.store.findIds(collection, key, value, limit),
+    findIdsMany: (collection, key, values, limit) => serving.store.findIdsMany(collection, key, values, limit),
     list: <D>(collection: string, query: ListQuery) => serving.store.list<D>(collection, query),
     count: (collection, facets) => serving.store.count(collection, facets),
     listKeyset: <D>(collection: string, query: KeysetQuery) => serving.store.listKeyset<D>(collection, query),

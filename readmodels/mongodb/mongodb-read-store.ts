@@ -8,7 +8,9 @@
  * `_id` = id; `doc`, `state` and `keys` are kept as JSON text so what a projector wrote comes back
  * byte-identical (key order, `$`/`.` in keys, lone surrogates — none of which BSON round-trips
  * reliably), and `lookup` holds the [key, value] pairs of `keys` for the findIds index.
- * Checkpoints live in `_pulseboard_checkpoints` (`_pulseboard_checkpoints_v<N>`) as {_id: collection, position}.
+ * Checkpoints live in `_pulseboard_checkpoints` (`_pulseboard_checkpoints_v<N>`) as {_id: collection, position};
+ * documents per (collection, facet) in `_pulseboard_counts` (`…_v<N>`), updated by each commit in its
+ * transaction from the facets the batch changed, so a board total is never a countDocuments.
  *
  * Commits. The batch is one ordered bulk write of whole-document replacements, and the checkpoint is
  * advanced with a compare-and-set on the value read before the batch (DESIGN §8); both happen in one
@@ -35,8 +37,10 @@ type MongoDoc = {
 };
 
 type CheckpointDoc = { _id: string; position: number };
+type CounterDoc = { _id: string; collection: string; facet: string; n: number };
 
 const CHECKPOINTS = '_pulseboard_checkpoints';
+const COUNTS = '_pulseboard_counts';
 /** The pointer, the replay lock and who uses which generation (mongodb-generations.ts); no generation's data. */
 export const GENERATIONS_COLLECTION = '_pulseboard_generations';
 const GET_MANY_CHUNK = 1000;
@@ -60,7 +64,7 @@ const INDEXES = [
   { key: { facet: 1, sortKey: -1, _id: -1 }, name: 'listing_facet' },
   { key: { seq: 1, _id: 1 }, name: 'delta' },
   { key: { facet: 1, seq: 1, _id: 1 }, name: 'delta_facet' },
-  { key: { writtenAt: 1 }, name: 'written' },
+  { key: { writtenAt: 1, seq: 1 }, name: 'written_seq' },
   { key: { lookup: 1, _id: 1 }, name: 'lookup' },
 ] as const;
 
@@ -88,18 +92,55 @@ function toMongo(write: DocWrite): MongoDoc {
   };
 }
 
-function fromMongo<D, S>(row: MongoDoc): StoredDoc<D, S> {
+/** What listings fetch: never the projector-private state, nor the lookup array. */
+const LISTED = { projection: { state: 0, lookup: 0 } } as const;
+
+/**
+ * `doc`, `state` and `keys` are parsed on first access: read paths that splice `json` parse nothing.
+ * Listing rows are fetched without `state` (never served) and carry null there.
+ */
+function fromMongo<D, S>(row: Omit<MongoDoc, 'state' | 'lookup'> & { state?: string }): StoredDoc<D, S> {
+  let doc: { value: D } | undefined;
+  let state: { value: S } | undefined;
+  let keys: Record<string, string[]> | undefined;
   return {
     id: row._id,
-    doc: JSON.parse(row.doc) as D,
+    get doc() {
+      doc ??= { value: JSON.parse(row.doc) as D };
+      return doc.value;
+    },
     json: row.doc,
-    state: JSON.parse(row.state) as S,
+    get state() {
+      state ??= { value: (row.state === undefined ? null : JSON.parse(row.state)) as S };
+      return state.value;
+    },
     seq: row.seq,
     writtenAt: row.writtenAt,
     sortKey: row.sortKey,
     facet: row.facet,
-    keys: JSON.parse(row.keys) as Record<string, string[]>,
+    get keys() {
+      keys ??= JSON.parse(row.keys) as Record<string, string[]>;
+      return keys;
+    },
   };
+}
+
+const counterId = (collection: string, facet: string) => JSON.stringify([collection, facet]);
+
+/** How a batch moves the per-facet counts, given each document's facet before it (undefined: new). */
+export function facetDeltas(previous: ReadonlyMap<string, string>, rows: readonly { _id: string; facet: string }[]): Map<string, number> {
+  const current = new Map(previous);
+  const deltas = new Map<string, number>();
+  const add = (facet: string, by: number) => deltas.set(facet, (deltas.get(facet) ?? 0) + by);
+  for (const row of rows) {
+    const before = current.get(row._id);
+    if (before === row.facet) continue;
+    if (before !== undefined) add(before, -1);
+    add(row.facet, 1);
+    current.set(row._id, row.facet);
+  }
+  for (const [facet, by] of deltas) if (by === 0) deltas.delete(facet);
+  return deltas;
 }
 
 /** No facets given: every document; an empty list: none (as in the SQLite store). */
@@ -119,6 +160,7 @@ export function createMongoReadStore(url: string): ReadStore {
 export function mongoReadStoreOn(client: MongoClient, generation: number, options: { ownsClient: boolean }): ReadStore {
   const db: Db = client.db();
   const checkpoints = db.collection<CheckpointDoc>(generationCollection(CHECKPOINTS, generation));
+  const counters = db.collection<CounterDoc>(generationCollection(COUNTS, generation));
   const ensured = new Map<string, Promise<void>>();
   let transactionsChecked: Promise<void> | undefined;
 
@@ -170,6 +212,44 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
     }
   }
 
+  /**
+   * A collection written before the counters existed is counted once, in a transaction (a concurrent
+   * commit conflicts and retries), and marked as counted by a zero counter with facet ''.
+   */
+  const counted = new Map<string, Promise<void>>();
+  async function ensureCounted(name: string): Promise<void> {
+    let pending = counted.get(name);
+    if (!pending) {
+      pending = (async () => {
+        const marker = counterId(name, '');
+        if (await counters.findOne({ _id: marker }, { projection: { _id: 1 } })) return;
+        await checkTransactions();
+        await inTransaction(async (session) => {
+          if (await counters.findOne({ _id: marker }, { projection: { _id: 1 }, session })) return;
+          const groups = await collectionOf(name)
+            .aggregate<{ _id: string; n: number }>([{ $group: { _id: '$facet', n: { $sum: 1 } } }], { session })
+            .toArray();
+          const rows: CounterDoc[] = [{ _id: marker, collection: name, facet: '', n: 0 }, ...groups.map((g) => ({ _id: counterId(name, g._id), collection: name, facet: g._id, n: g.n }))];
+          await counters.bulkWrite(
+            rows.map((row) => ({ replaceOne: { filter: { _id: row._id }, replacement: row, upsert: true } })),
+            { ordered: true, session },
+          );
+        });
+      })();
+      counted.set(name, pending);
+      pending.catch(() => counted.delete(name));
+    }
+    await pending;
+  }
+
+  async function count(collection: string, facets: readonly string[] | undefined): Promise<number> {
+    await ensureCounted(collection);
+    if (facets !== undefined && facets.length === 0) return 0;
+    const filter: Filter<CounterDoc> = facets === undefined ? { collection } : { _id: { $in: facets.map((f) => counterId(collection, f)) } };
+    const rows = await counters.find(filter, { projection: { n: 1 } }).toArray();
+    return rows.reduce((sum, row) => sum + row.n, 0);
+  }
+
   return {
     async checkpoint(collection) {
       const row = await checkpoints.findOne({ _id: collection });
@@ -181,6 +261,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       const rows = writes.map(toMongo);
       const target = await ensureIndexes(collection);
       await checkTransactions();
+      await ensureCounted(collection);
       let outcome: CommitOutcome = { ok: true };
       await inTransaction(async (session) => {
         // The driver re-runs this callback on a transient error, so whatever is compared must come from
@@ -192,6 +273,19 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
         }
         outcome = { ok: true };
         if (rows.length > 0) {
+          // One read of the batch's previous facets (never of whole documents) keeps the counts exact.
+          const before = await target
+            .find({ _id: { $in: [...new Set(rows.map((row) => row._id))] } }, { projection: { facet: 1 }, session })
+            .toArray();
+          const deltas = facetDeltas(new Map(before.map((row) => [row._id, row.facet])), rows);
+          if (deltas.size > 0) {
+            await counters.bulkWrite(
+              [...deltas].map(([facet, by]) => ({
+                updateOne: { filter: { _id: counterId(collection, facet) }, update: { $inc: { n: by }, $setOnInsert: { collection, facet } }, upsert: true },
+              })),
+              { ordered: true, session },
+            );
+          }
           const operations: AnyBulkWriteOperation<MongoDoc>[] = rows.map((row) => ({
             replaceOne: { filter: { _id: row._id }, replacement: row, upsert: true },
           }));
@@ -237,19 +331,49 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       return rows.map((row) => row._id);
     },
 
-    async list<D>(collection: string, query: ListQuery) {
-      if (query.limit <= 0) return [];
+    async findIdsMany(collection, key, values, limit) {
+      const found = new Map<string, string[]>();
+      if (values.length === 0 || limit <= 0) return found;
+      const wanted = new Map([...new Set(values)].map((value) => [lookupEntry(key, value), value]));
+      // One query for every value; the per-value limit is applied here, so a value held by many documents
+      // reads them all (ids only). Lookup values name few documents each (a chain:contract, a handle).
       const rows = await collectionOf(collection)
-        .find(facetFilter(query.facets))
-        .sort({ sortKey: -1, _id: -1 })
-        .skip(query.offset)
-        .limit(query.limit)
+        .find({ lookup: { $in: [...wanted.keys()] } }, { projection: { _id: 1, lookup: 1 } })
+        .sort({ _id: 1 })
         .toArray();
+      for (const row of rows) {
+        for (const entry of row.lookup) {
+          const value = wanted.get(entry);
+          if (value === undefined) continue;
+          const ids = found.get(value) ?? [];
+          if (ids.length < limit) ids.push(row._id);
+          found.set(value, ids);
+        }
+      }
+      return found;
+    },
+
+    async list<D>(collection: string, query: ListQuery) {
+      // Walked from whichever end of the listing is nearer (the exact total comes from the counters),
+      // so the last page costs what the first one does; the skip stays inside the listing index.
+      const total = await count(collection, query.facets);
+      const limit = Math.max(0, Math.min(query.limit, total - query.offset));
+      if (limit === 0) return [];
+      const fromEnd = total - query.offset - limit;
+      const reversed = fromEnd < query.offset;
+      const direction = reversed ? 1 : -1;
+      const rows = await collectionOf(collection)
+        .find(facetFilter(query.facets), LISTED)
+        .sort({ sortKey: direction, _id: direction })
+        .skip(reversed ? fromEnd : query.offset)
+        .limit(limit)
+        .toArray();
+      if (reversed) rows.reverse();
       return rows.map((row) => fromMongo<D, unknown>(row));
     },
 
     async count(collection, facets) {
-      return collectionOf(collection).countDocuments(facetFilter(facets));
+      return count(collection, facets);
     },
 
     async listKeyset<D>(collection: string, query: KeysetQuery) {
@@ -257,22 +381,32 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       const filter: Filter<MongoDoc> = { ...facetFilter(query.facets) };
       if (query.before) {
         const { sortKey, id } = query.before;
-        filter.$or = [{ sortKey: { $lt: sortKey } }, { sortKey, _id: { $lt: id } }];
+        filter.sortKey = { $lte: sortKey };
+        filter.$or = [{ sortKey: { $lt: sortKey } }, { _id: { $lt: id } }];
       }
-      const rows = await collectionOf(collection).find(filter).sort({ sortKey: -1, _id: -1 }).limit(query.limit).toArray();
+      const rows = await collectionOf(collection).find(filter, LISTED).sort({ sortKey: -1, _id: -1 }).limit(query.limit).toArray();
       return rows.map((row) => fromMongo<D, unknown>(row));
     },
 
     async delta<D>(collection: string, query: DeltaQuery) {
       if (query.limit <= 0) return [];
-      const conditions: Filter<MongoDoc>[] = [{ seq: { $lte: query.upToSeq } }, facetFilter(query.facets)];
+      const target = collectionOf(collection);
+      let filter: Filter<MongoDoc>;
       if ('after' in query.start) {
+        // Both bounds on seq: every page is a range of the delta index starting at the cursor, at any depth.
         const { seq, id } = query.start.after;
-        conditions.push({ $or: [{ seq: { $gt: seq } }, { seq, _id: { $gt: id } }] });
+        filter = { seq: { $gte: seq, $lte: query.upToSeq }, $or: [{ seq: { $gt: seq } }, { _id: { $gt: id } }], ...facetFilter(query.facets) };
       } else {
-        conditions.push({ writtenAt: { $gte: query.start.fromWrittenAt } });
+        // writtenAt never decreases with seq (both come from the log): a time maps to a first seq.
+        const first = await target
+          .find({ writtenAt: { $gte: query.start.fromWrittenAt } }, { projection: { seq: 1 } })
+          .sort({ writtenAt: 1, seq: 1 })
+          .limit(1)
+          .next();
+        if (!first) return [];
+        filter = { seq: { $gte: first.seq, $lte: query.upToSeq }, ...facetFilter(query.facets) };
       }
-      const rows = await collectionOf(collection).find({ $and: conditions }).sort({ seq: 1, _id: 1 }).limit(query.limit).toArray();
+      const rows = await target.find(filter, { ...LISTED, hint: 'delta' }).sort({ seq: 1, _id: 1 }).limit(query.limit).toArray();
       return rows.map((row) => fromMongo<D, unknown>(row));
     },
 
@@ -283,6 +417,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       for (const { name } of collections) {
         if (generationOfCollection(name) === generation) await db.collection(name).deleteMany({});
       }
+      counted.clear();
     },
 
     async close() {

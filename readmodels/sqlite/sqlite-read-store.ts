@@ -1,19 +1,29 @@
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../../config/sqlite.ts';
 import type { CommitOutcome, DeltaQuery, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS docs (
+/**
+ * Documents: a rowid table with the small columns first and the large texts last, so a listing reads
+ * a row's attributes and its `doc` from one page without walking past `state`, and a page's rows are
+ * fetched by rowid from the covering listing index. (Rows of a WITHOUT ROWID table this large spill
+ * into overflow pages that every column read had to walk.)
+ */
+const DOCS_TABLE = (name: string) => `
+CREATE TABLE IF NOT EXISTS ${name} (
   collection TEXT NOT NULL,
   id TEXT NOT NULL,
-  doc TEXT NOT NULL,
-  state TEXT NOT NULL,
   seq INTEGER NOT NULL,
   written_at TEXT NOT NULL,
   sort_key TEXT NOT NULL,
   facet TEXT NOT NULL,
   keys TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  state TEXT NOT NULL,
   PRIMARY KEY (collection, id)
-) WITHOUT ROWID;
+);`;
+const COLUMNS = 'collection, id, seq, written_at, sort_key, facet, keys, doc, state';
+
+const SCHEMA = `
 CREATE INDEX IF NOT EXISTS docs_listing ON docs (collection, sort_key DESC, id DESC, facet);
 CREATE INDEX IF NOT EXISTS docs_listing_facet ON docs (collection, facet, sort_key DESC, id DESC);
 CREATE INDEX IF NOT EXISTS docs_delta ON docs (collection, seq, id);
@@ -29,10 +39,40 @@ CREATE INDEX IF NOT EXISTS doc_keys_by_id ON doc_keys (collection, id);
 CREATE TABLE IF NOT EXISTS checkpoints (collection TEXT PRIMARY KEY, position INTEGER NOT NULL);
 `;
 
+/**
+ * Documents per (collection, facet), kept by triggers in the transaction that writes the documents,
+ * so a board total is one row read instead of a COUNT over the collection.
+ */
+const COUNTERS = `
+CREATE TABLE IF NOT EXISTS doc_counts (
+  collection TEXT NOT NULL,
+  facet TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (collection, facet)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS docs_counted_on_insert AFTER INSERT ON docs BEGIN
+  INSERT INTO doc_counts (collection, facet, n) VALUES (NEW.collection, NEW.facet, 1)
+    ON CONFLICT (collection, facet) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS docs_counted_on_facet AFTER UPDATE OF facet ON docs WHEN OLD.facet IS NOT NEW.facet BEGIN
+  UPDATE doc_counts SET n = n - 1 WHERE collection = OLD.collection AND facet = OLD.facet;
+  INSERT INTO doc_counts (collection, facet, n) VALUES (NEW.collection, NEW.facet, 1)
+    ON CONFLICT (collection, facet) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS docs_keys_replaced AFTER UPDATE OF keys ON docs WHEN OLD.keys IS NOT NEW.keys BEGIN
+  DELETE FROM doc_keys WHERE collection = OLD.collection AND id = OLD.id;
+END;
+`;
+
+const MMAP_BYTES = 1 << 30;
+
+/** What listings read: everything but the projector-private state. */
+const LISTED = 'id, doc, seq, written_at, sort_key, facet, keys';
+
 type DocRow = {
   id: string;
   doc: string;
-  state: string;
+  state?: string;
   seq: number;
   written_at: string;
   sort_key: string;
@@ -40,7 +80,10 @@ type DocRow = {
   keys: string;
 };
 
-/** `doc`, `state` and `keys` are parsed on first access: read paths that splice `json` parse nothing. */
+/**
+ * `doc`, `state` and `keys` are parsed on first access: read paths that splice `json` parse nothing.
+ * Listing rows are read without `state` (never served), and carry null there.
+ */
 function toStored<D, S>(row: DocRow): StoredDoc<D, S> {
   let doc: { value: D } | undefined;
   let state: { value: S } | undefined;
@@ -53,7 +96,7 @@ function toStored<D, S>(row: DocRow): StoredDoc<D, S> {
     },
     json: row.doc,
     get state() {
-      state ??= { value: JSON.parse(row.state) as S };
+      state ??= { value: (row.state === undefined ? null : JSON.parse(row.state)) as S };
       return state.value;
     },
     seq: row.seq,
@@ -67,32 +110,129 @@ function toStored<D, S>(row: DocRow): StoredDoc<D, S> {
   };
 }
 
-/** Appends the facet values to params and returns the SQL condition ('' when unfiltered). */
-function facetFilter(facets: readonly string[] | undefined, params: (string | number)[], joiner = 'AND '): string {
+/** Listing order: sortKey descending, then id descending. */
+function newestFirst(a: DocRow, b: DocRow): number {
+  if (a.sort_key !== b.sort_key) return a.sort_key < b.sort_key ? 1 : -1;
+  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+}
+
+/** The SQL condition for a facet list ('' when unfiltered); its values are bound after the collection. */
+function facetClause(facets: readonly string[] | undefined): string {
   if (facets === undefined) return '';
-  if (facets.length === 0) return `${joiner}0`;
-  params.push(...facets);
-  return `${joiner}facet IN (${facets.map(() => '?').join(',')})`;
+  if (facets.length === 0) return 'AND 0';
+  return `AND facet IN (${facets.map(() => '?').join(',')})`;
+}
+
+/**
+ * The page queries, exported so test/readmodels/query-plans.test.ts can check that each stays an index
+ * range (EXPLAIN QUERY PLAN) with the very text the store runs.
+ */
+export const pageQueries = {
+  /**
+   * Params: collection, facets…, limit, offset. `reversed` walks from the end of the listing.
+   * The page's rows come in no defined order (sorting them in SQL would take a temporary B-tree): the
+   * store orders the page itself.
+   */
+  list: (facets: readonly string[] | undefined, reversed: boolean): string => {
+    const order = reversed ? 'ASC' : 'DESC';
+    return `SELECT ${LISTED.split(', ').map((c) => `docs.${c}`).join(', ')} FROM (SELECT rowid AS row FROM docs WHERE collection = ? ${facetClause(facets)}
+        ORDER BY sort_key ${order}, id ${order} LIMIT ? OFFSET ?) AS page
+      CROSS JOIN docs ON docs.rowid = page.row`;
+  },
+  /** Params: collection, facets…, [sortKey, sortKey, id when `before`], limit. */
+  keyset: (facets: readonly string[] | undefined, before: boolean): string =>
+    `SELECT ${LISTED} FROM docs WHERE collection = ? ${facetClause(facets)} ${before ? 'AND sort_key <= ? AND (sort_key < ? OR id < ?)' : ''}
+      ORDER BY sort_key DESC, id DESC LIMIT ?`,
+  /**
+   * Params: collection, fromSeq, upToSeq, [seq, id when `tieBreak`], facets…, limit. Both bounds on seq make
+   * every page an index range that starts at the cursor, at any depth; the id tie-break applies only
+   * within the cursor's own seq.
+   */
+  delta: (facets: readonly string[] | undefined, tieBreak: boolean): string =>
+    `SELECT ${LISTED} FROM docs WHERE collection = ? AND seq >= ? AND seq <= ? ${tieBreak ? 'AND (seq > ? OR id > ?)' : ''} ${facetClause(facets)}
+      ORDER BY seq, id LIMIT ?`,
+};
+
+/** Moves a store written with the earlier WITHOUT ROWID layout to the current one (once, on open). */
+function migrateDocsLayout(db: DatabaseSync): void {
+  inTransaction(db, () => {
+    const table = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'docs'").get() as { sql: string } | undefined;
+    if (!table) {
+      db.exec(DOCS_TABLE('docs'));
+      return;
+    }
+    if (!/WITHOUT ROWID/i.test(table.sql)) return;
+    db.exec(`${DOCS_TABLE('docs_relaid')}
+      INSERT INTO docs_relaid (${COLUMNS}) SELECT ${COLUMNS} FROM docs ORDER BY collection, sort_key, id;
+      DROP TABLE docs;
+      ALTER TABLE docs_relaid RENAME TO docs;`);
+  });
+}
+
+/** Creates the counters on a store written before they existed, counting what it holds once. */
+function ensureCounters(db: DatabaseSync): void {
+  inTransaction(db, () => {
+    const existed = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'doc_counts'").get() !== undefined;
+    db.exec(COUNTERS);
+    if (!existed) db.exec('INSERT INTO doc_counts (collection, facet, n) SELECT collection, facet, COUNT(*) FROM docs GROUP BY collection, facet');
+  });
 }
 
 /** The embedded read store: one SQLite file holding every collection. */
 export function createSqliteReadStore(path: string): ReadStore {
   const db = openSqlite(path);
+  // Page reads from a memory map instead of a read() call and a copy each: a page of a large archive is
+  // scattered over the file, and with the map its cost stays near that of a small one. The mapped pages
+  // are the operating system's file cache (shared, reclaimable), not process heap.
+  db.exec(`PRAGMA mmap_size = ${MMAP_BYTES}`);
+  migrateDocsLayout(db);
   db.exec(SCHEMA);
+  ensureCounters(db);
 
-  const upsert = db.prepare(`
+  // Every statement is prepared once: the texts vary only with the number of facets or ids, a small set.
+  const statements = new Map<string, StatementSync>();
+  const prepared = (sql: string): StatementSync => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+
+  const upsert = prepared(`
     INSERT INTO docs (collection, id, doc, state, seq, written_at, sort_key, facet, keys)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (collection, id) DO UPDATE SET doc = excluded.doc, state = excluded.state, seq = excluded.seq,
       written_at = excluded.written_at, sort_key = excluded.sort_key, facet = excluded.facet, keys = excluded.keys`);
-  const deleteKeys = db.prepare('DELETE FROM doc_keys WHERE collection = ? AND id = ?');
-  const insertKey = db.prepare('INSERT OR IGNORE INTO doc_keys (collection, key, value, id) VALUES (?, ?, ?, ?)');
-  const selectKeys = db.prepare('SELECT keys FROM docs WHERE collection = ? AND id = ?');
-  const setCheckpoint = db.prepare(
+  // A key the document already has is a no-op; keys it lost were removed by the docs_keys_replaced trigger.
+  const insertKey = prepared('INSERT OR IGNORE INTO doc_keys (collection, key, value, id) VALUES (?, ?, ?, ?)');
+  const setCheckpoint = prepared(
     'INSERT INTO checkpoints (collection, position) VALUES (?, ?) ON CONFLICT (collection) DO UPDATE SET position = excluded.position',
   );
-  const getCheckpoint = db.prepare('SELECT position FROM checkpoints WHERE collection = ?');
-  const getOne = db.prepare('SELECT * FROM docs WHERE collection = ? AND id = ?');
+  const getCheckpoint = prepared('SELECT position FROM checkpoints WHERE collection = ?');
+  const getOne = prepared('SELECT * FROM docs WHERE collection = ? AND id = ?');
+  // Any number of ids in one statement: the id list travels as one JSON array.
+  const getSome = prepared('SELECT * FROM docs WHERE collection = ? AND id IN (SELECT value FROM json_each(?))');
+  // Per value, the first `limit` ids in id order (a window over the key's index range for each value).
+  const findIdsManyStatement = prepared(`
+    SELECT value, id FROM (
+      SELECT value, id, row_number() OVER (PARTITION BY value ORDER BY id) AS n FROM doc_keys
+      WHERE collection = ? AND key = ? AND value IN (SELECT value FROM json_each(?))
+    ) WHERE n <= ? ORDER BY value, id`);
+  const findIdsStatement = prepared('SELECT id FROM doc_keys WHERE collection = ? AND key = ? AND value = ? ORDER BY id LIMIT ?');
+  const firstWrittenAt = prepared('SELECT seq FROM docs WHERE collection = ? AND written_at >= ? ORDER BY written_at, seq LIMIT 1');
+  const countAll = prepared('SELECT COALESCE(SUM(n), 0) AS n FROM doc_counts WHERE collection = ?');
+
+  function count(collection: string, facets: readonly string[] | undefined): number {
+    if (facets === undefined) return (countAll.get(collection) as { n: number }).n;
+    if (facets.length === 0) return 0;
+    const row = prepared(`SELECT COALESCE(SUM(n), 0) AS n FROM doc_counts WHERE collection = ? AND facet IN (${facets.map(() => '?').join(',')})`).get(
+      collection,
+      ...facets,
+    ) as { n: number };
+    return row.n;
+  }
 
   return {
     async checkpoint(collection) {
@@ -101,17 +241,21 @@ export function createSqliteReadStore(path: string): ReadStore {
     },
 
     async commit(collection, writes, checkpoint, expected) {
+      // Serialised before the transaction: a document that is not JSON fails the commit before anything is written.
+      const rows = writes.map((w) => {
+        const json = w.json ?? JSON.stringify(w.doc);
+        const state = JSON.stringify(w.state);
+        const keys = JSON.stringify(w.keys);
+        if (json === undefined || state === undefined || keys === undefined) throw new TypeError(`document ${w.id} is not JSON`);
+        return { w, json, state, keys };
+      });
       return inTransaction(db, (): CommitOutcome => {
         if (expected !== undefined) {
           const actual = (getCheckpoint.get(collection) as { position: number } | undefined)?.position ?? 0;
           if (actual !== expected) return { ok: false, reason: 'checkpoint_moved', actual };
         }
-        for (const w of writes) {
-          const keysJson = JSON.stringify(w.keys);
-          const previous = selectKeys.get(collection, w.id) as { keys: string } | undefined;
-          upsert.run(collection, w.id, w.json ?? JSON.stringify(w.doc), JSON.stringify(w.state), w.seq, w.writtenAt, w.sortKey, w.facet, keysJson);
-          if (previous?.keys === keysJson) continue;
-          deleteKeys.run(collection, w.id);
+        for (const { w, json, state, keys } of rows) {
+          upsert.run(collection, w.id, json, state, w.seq, w.writtenAt, w.sortKey, w.facet, keys);
           for (const [key, values] of Object.entries(w.keys)) {
             for (const value of values) insertKey.run(collection, key, value, w.id);
           }
@@ -128,87 +272,78 @@ export function createSqliteReadStore(path: string): ReadStore {
 
     async getMany<D, S>(collection: string, ids: readonly string[]) {
       const found = new Map<string, StoredDoc<D, S>>();
-      const chunk = 500;
-      for (let i = 0; i < ids.length; i += chunk) {
-        const part = ids.slice(i, i + chunk);
-        const rows = db
-          .prepare(`SELECT * FROM docs WHERE collection = ? AND id IN (${part.map(() => '?').join(',')})`)
-          .all(collection, ...part) as DocRow[];
-        for (const row of rows) found.set(row.id, toStored<D, S>(row));
-      }
+      if (ids.length === 0) return found;
+      const rows = getSome.all(collection, JSON.stringify(ids)) as DocRow[];
+      for (const row of rows) found.set(row.id, toStored<D, S>(row));
       return found;
     },
 
     async findIds(collection, key, value, limit) {
-      const rows = db
-        .prepare('SELECT id FROM doc_keys WHERE collection = ? AND key = ? AND value = ? ORDER BY id LIMIT ?')
-        .all(collection, key, value, limit) as { id: string }[];
+      const rows = findIdsStatement.all(collection, key, value, limit) as { id: string }[];
       return rows.map((r) => r.id);
     },
 
+    async findIdsMany(collection, key, values, limit) {
+      const found = new Map<string, string[]>();
+      if (values.length === 0 || limit <= 0) return found;
+      for (const row of findIdsManyStatement.all(collection, key, JSON.stringify([...new Set(values)]), limit) as { value: string; id: string }[]) {
+        const ids = found.get(row.value);
+        if (ids) ids.push(row.id);
+        else found.set(row.value, [row.id]);
+      }
+      return found;
+    },
+
     async list<D>(collection: string, query: ListQuery) {
-      const params: (string | number)[] = [collection];
-      const facetClause = facetFilter(query.facets, params);
-      params.push(query.limit, query.offset);
-      // Offsets are skipped in the covering listing index; only the page's own rows are read.
-      const rows = db
-        .prepare(
-          `SELECT docs.* FROM (SELECT id FROM docs WHERE collection = ? ${facetClause} ORDER BY sort_key DESC, id DESC LIMIT ? OFFSET ?) AS page
-           CROSS JOIN docs ON docs.collection = ? AND docs.id = page.id ORDER BY docs.sort_key DESC, docs.id DESC`,
-        )
-        .all(...params, collection) as DocRow[];
+      // Offsets are skipped in the covering listing index, from whichever end of the listing is nearer
+      // (the exact total comes from the counters), so the last page costs what the first one does.
+      const total = count(collection, query.facets);
+      const limit = Math.max(0, Math.min(query.limit, total - query.offset));
+      if (limit === 0) return [];
+      const fromEnd = total - query.offset - limit;
+      const reversed = fromEnd < query.offset;
+      const rows = prepared(pageQueries.list(query.facets, reversed)).all(collection, ...(query.facets ?? []), limit, reversed ? fromEnd : query.offset) as DocRow[];
+      rows.sort(newestFirst);
       return rows.map((r) => toStored<D, unknown>(r));
     },
 
     async count(collection, facets) {
-      const params: (string | number)[] = [collection];
-      const facetClause = facetFilter(facets, params);
-      const row = db.prepare(`SELECT COUNT(*) AS n FROM docs WHERE collection = ? ${facetClause}`).get(...params) as { n: number };
-      return row.n;
+      return count(collection, facets);
     },
 
     async listKeyset<D>(collection: string, query: KeysetQuery) {
-      const params: (string | number)[] = [collection];
-      const clauses = ['collection = ?', facetFilter(query.facets, params, '')].filter(Boolean);
-      if (query.before) {
-        clauses.push('(sort_key < ? OR (sort_key = ? AND id < ?))');
-        params.push(query.before.sortKey, query.before.sortKey, query.before.id);
-      }
+      const params: (string | number)[] = [collection, ...(query.facets ?? [])];
+      if (query.before) params.push(query.before.sortKey, query.before.sortKey, query.before.id);
       params.push(query.limit);
-      const rows = db
-        .prepare(`SELECT * FROM docs WHERE ${clauses.join(' AND ')} ORDER BY sort_key DESC, id DESC LIMIT ?`)
-        .all(...params) as DocRow[];
+      const rows = prepared(pageQueries.keyset(query.facets, query.before !== undefined)).all(...params) as DocRow[];
       return rows.map((r) => toStored<D, unknown>(r));
     },
 
     async delta<D>(collection: string, query: DeltaQuery) {
-      const clauses = ['collection = ?', 'seq <= ?'];
-      const params: (string | number)[] = [collection, query.upToSeq];
+      let after: { seq: number; id: string | null };
       if ('after' in query.start) {
-        clauses.push('(seq > ? OR (seq = ? AND id > ?))');
-        params.push(query.start.after.seq, query.start.after.seq, query.start.after.id);
+        after = query.start.after;
       } else {
         // writtenAt never decreases with seq (both come from the log), so a time maps to a first seq
         // and the walk can use the (seq, id) index instead of sorting every later row.
-        const first = db
-          .prepare('SELECT seq FROM docs WHERE collection = ? AND written_at >= ? ORDER BY written_at, seq LIMIT 1')
-          .get(collection, query.start.fromWrittenAt) as { seq: number } | undefined;
+        const first = firstWrittenAt.get(collection, query.start.fromWrittenAt) as { seq: number } | undefined;
         if (!first) return [];
-        clauses.push('seq >= ?');
-        params.push(first.seq);
+        after = { seq: first.seq, id: null };
       }
-      const facetClause = facetFilter(query.facets, params, '');
-      if (facetClause) clauses.push(facetClause);
-      params.push(query.limit);
-      const rows = db
-        .prepare(`SELECT * FROM docs WHERE ${clauses.join(' AND ')} ORDER BY seq, id LIMIT ?`)
-        .all(...params) as DocRow[];
+      const rows = prepared(pageQueries.delta(query.facets, after.id !== null)).all(
+        collection,
+        after.seq,
+        query.upToSeq,
+        ...(after.id === null ? [] : [after.seq, after.id]),
+        ...(query.facets ?? []),
+        query.limit,
+      ) as DocRow[];
       return rows.map((r) => toStored<D, unknown>(r));
     },
 
     async clear() {
       inTransaction(db, () => {
-        db.exec('DELETE FROM docs; DELETE FROM doc_keys; DELETE FROM checkpoints;');
+        db.exec('DELETE FROM docs; DELETE FROM doc_keys; DELETE FROM doc_counts; DELETE FROM checkpoints;');
       });
     },
 

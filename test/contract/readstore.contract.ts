@@ -216,6 +216,38 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.deepEqual(await store().findIds(freshCollection(), 'contract', '0xabc', 10), [], 'per collection');
       });
 
+      void it(`${adapterName}: findIdsMany answers several values of one key at once, each like findIds`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(
+          collection,
+          [
+            doc('c', { keys: { cc: ['base:0x1', 'eth:0x2'] } }),
+            doc('a', { keys: { cc: ['base:0x1'], other: ['eth:0x2'] } }),
+            doc('b', { keys: { cc: ['base:0x1'] } }),
+            doc('d', { keys: { cc: ['eth:0x2'] } }),
+          ],
+          1,
+        );
+        const found = await store().findIdsMany(collection, 'cc', ['base:0x1', 'eth:0x2', 'sol:none', 'base:0x1'], 2);
+        assert.deepEqual(Object.fromEntries(found), { 'base:0x1': ['a', 'b'], 'eth:0x2': ['c', 'd'] });
+        for (const value of ['base:0x1', 'eth:0x2']) {
+          assert.deepEqual(found.get(value), await store().findIds(collection, 'cc', value, 2));
+        }
+        assert.equal((await store().findIdsMany(collection, 'cc', [], 5)).size, 0);
+        assert.equal((await store().findIdsMany(collection, 'other', ['base:0x1'], 5)).size, 0, 'values are per key');
+      });
+
+      void it(`${adapterName}: a rewrite with unchanged keys keeps them, one that drops a key loses only that`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, [doc('p', { keys: { handle: ['one', 'two'], site: ['x.example'] } })], 1);
+        await store().commit(collection, [doc('p', { keys: { handle: ['one', 'two'], site: ['x.example'] }, seq: 2, doc: { v: 2 } })], 2);
+        assert.deepEqual(await store().findIds(collection, 'handle', 'two', 10), ['p']);
+        await store().commit(collection, [doc('p', { keys: { handle: ['one'], site: ['x.example'] }, seq: 3 })], 3);
+        assert.deepEqual(await store().findIds(collection, 'handle', 'two', 10), []);
+        assert.deepEqual(await store().findIds(collection, 'handle', 'one', 10), ['p']);
+        assert.deepEqual(await store().findIds(collection, 'site', 'x.example', 10), ['p']);
+      });
+
       void it(`${adapterName}: rewriting a document replaces its keys`, { skip }, async () => {
         const collection = freshCollection();
         await store().commit(collection, [doc('p', { keys: { handle: ['old', 'older'] } }), doc('q', { keys: { handle: ['old'] } })], 1);
@@ -262,6 +294,53 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.equal(await store().count(collection, ['unknown']), 0);
         assert.equal(await store().count(collection, []), 0);
         assert.equal(await store().count(freshCollection()), 0);
+      });
+
+      void it(`${adapterName}: pages past the middle of the listing come in the same order as from the front`, { skip }, async () => {
+        const collection = freshCollection();
+        const many = Array.from({ length: 23 }, (_, i) =>
+          doc(`p${String(i).padStart(2, '0')}`, { sortKey: `2026-11-20T${String(10 + (i % 7)).padStart(2, '0')}:00:00Z`, facet: i % 3 === 0 ? 'pending' : 'dossier' }),
+        );
+        await store().commit(collection, many, 1);
+        const everything = ids(await store().list(collection, { offset: 0, limit: 100 }));
+        const visible = ids(await store().list(collection, { facets: ['dossier'], offset: 0, limit: 100 }));
+        assert.equal(everything.length, 23);
+        assert.equal(visible.length, 15);
+        for (const [facets, expected] of [[undefined, everything], [['dossier'], visible]] as const) {
+          for (let offset = 0; offset < expected.length + 2; offset += 1) {
+            for (const limit of [1, 4, 7]) {
+              const page = ids(await store().list(collection, { ...(facets ? { facets } : {}), offset, limit }));
+              assert.deepEqual(page, expected.slice(offset, offset + limit), `offset ${offset} limit ${limit} facets ${String(facets)}`);
+            }
+          }
+        }
+      });
+
+      void it(`${adapterName}: counts follow every commit: new documents, facet changes, rewrites in place`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, listing, 1);
+        await store().commit(collection, [doc('e', { facet: 'dossier', seq: 2 }), doc('b', { facet: 'no_dossier', seq: 2, doc: { v: 2 } }), doc('g', { facet: 'dossier', seq: 2 })], 2);
+        assert.equal(await store().count(collection, ['pending']), 0, 'e left pending');
+        assert.equal(await store().count(collection, ['dossier']), 5, 'e joined dossier, g is new');
+        assert.equal(await store().count(collection, ['no_dossier']), 2, 'b rewritten in its facet counts once');
+        assert.equal(await store().count(collection), 7);
+        await store().commit(collection, [doc('e', { facet: 'pending', seq: 3 }), doc('e', { facet: 'dossier', seq: 3 })], 3);
+        assert.equal(await store().count(collection, ['dossier']), 5, 'two writes of one document in a batch count it once');
+        assert.equal(await store().count(collection, ['pending']), 0);
+      });
+
+      void it(`${adapterName}: listings carry no projector state`, { skip }, async () => {
+        const collection = freshCollection();
+        await store().commit(collection, listing, 1);
+        for (const row of [
+          ...(await store().list(collection, { offset: 0, limit: 10 })),
+          ...(await store().listKeyset(collection, { limit: 10 })),
+          ...(await store().delta(collection, { start: { after: { seq: 0, id: '' } }, upToSeq: 1, limit: 10 })),
+        ]) {
+          assert.equal(row.state, null, row.id);
+          assert.equal(row.json, JSON.stringify(row.doc));
+        }
+        assert.deepEqual((await store().get(collection, 'a'))?.state, { history: ['a'] }, 'get still reads it');
       });
 
       void it(`${adapterName}: listKeyset continues strictly after the given row`, { skip }, async () => {

@@ -1,0 +1,57 @@
+/**
+ * The servers the read bench loads, each in a process of its own so the load generator never shares
+ * its event loop:
+ *   app DATA_DIR        the real service over a cached data directory
+ *   bare BODIES_FILE    bare Fastify answering each URL with the bytes the real service sent for it
+ * Prints `listening <port>` once ready; stops on SIGTERM.
+ */
+import { readFileSync } from 'node:fs';
+import Fastify from 'fastify';
+import { buildApp } from '../api/app.ts';
+import { createRateLimiter } from '../service/rate/create.ts';
+import { createServices } from '../service/services.ts';
+import { openStores } from '../service/stores.ts';
+import { benchConfig } from './dataset.ts';
+
+export type RecordedBody = { method: 'GET' | 'POST'; url: string; contentType: string; body: string };
+
+async function app(dataDir: string) {
+  const config = benchConfig(dataDir);
+  const stores = await openStores(config);
+  const limiter = createRateLimiter(config);
+  const server = buildApp(createServices({ config, stores, limiter }));
+  return {
+    server,
+    async close() {
+      await server.close();
+      await limiter.close();
+      await stores.close();
+    },
+  };
+}
+
+function bare(bodiesFile: string) {
+  const bodies = new Map((JSON.parse(readFileSync(bodiesFile, 'utf8')) as RecordedBody[]).map((b) => [`${b.method} ${b.url}`, b]));
+  const server = Fastify({ logger: false });
+  server.route({
+    method: ['GET', 'POST'],
+    url: '*',
+    handler: async (request, reply) => {
+      const recorded = bodies.get(`${request.method} ${request.url}`);
+      return recorded ? reply.type(recorded.contentType).send(recorded.body) : reply.code(404).send();
+    },
+  });
+  return { server, close: () => server.close() };
+}
+
+const [mode, target] = process.argv.slice(2);
+if ((mode !== 'app' && mode !== 'bare') || !target) {
+  process.stderr.write('usage: reads-server.ts app DATA_DIR | bare BODIES_FILE\n');
+  process.exit(2);
+}
+const running = mode === 'app' ? await app(target) : bare(target);
+const address = await running.server.listen({ host: '127.0.0.1', port: 0 });
+process.stdout.write(`listening ${new URL(address).port}\n`);
+process.on('SIGTERM', () => {
+  void running.close().then(() => process.exit(0));
+});

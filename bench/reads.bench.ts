@@ -1,0 +1,270 @@
+/**
+ * Reads that cost the page, not the archive (issue 12), over real HTTP on 127.0.0.1. Every figure is
+ * printed with its baseline measured in the same run:
+ *   - mirror of the board by delta paging (limit 100) vs one raw SELECT of the same rows in (seq, id) order,
+ *     and the time of a page at 90 % depth vs one at 10 %;
+ *   - req/s of each read under load (autocannon) vs bare Fastify sending the very same bytes;
+ *   - MCP get_project vs its REST twin; the last board page vs page 1; server RSS after the load.
+ * Data sets are built once and cached (bench/dataset.ts; `--rebuild` builds them again). The default
+ * run measures 10k and 100k projects; `--scale` adds 1M (8 days of history per project) and is meant
+ * to run outside CI. `--quick` measures 10k only.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { DatabaseSync } from 'node:sqlite';
+import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS } from '../projectors/projects.ts';
+import { readPointer, generationPath } from '../readmodels/sqlite/generations.ts';
+import { issueKey } from '../service/access.ts';
+import { openStores } from '../service/stores.ts';
+import { benchConfig, dataSetSpec, ensureDataSet, type DataSetSpec } from './dataset.ts';
+import type { RecordedBody } from './reads-server.ts';
+
+type LoadResult = { requests: { average: number }; latency: { p99: number }; non2xx: number; errors: number; timeouts: number };
+type LoadOptions = { url: string; connections: number; duration: number; method?: string; headers?: Record<string, string>; body?: string };
+const autocannon = createRequire(import.meta.url)('autocannon') as (options: LoadOptions) => Promise<LoadResult>;
+
+const LOAD_SECONDS = Number(process.env.PULSEBOARD_BENCH_SECONDS ?? '4');
+const CONNECTIONS = 10;
+const out = (line = '') => process.stdout.write(`${line}\n`);
+const ms = (ns: bigint) => Number(ns) / 1e6;
+
+type Server = { port: number; pid: number; stop(): Promise<void> };
+
+async function startServer(args: string[]): Promise<Server> {
+  const child: ChildProcess = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(import.meta.dirname, 'reads-server.ts'), ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout! });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bench server exited (${code}) before listening`)));
+    lines.on('line', (line) => {
+      const match = /^listening (\d+)$/.exec(line);
+      if (match) resolve(Number(match[1]));
+    });
+  });
+  return {
+    port,
+    pid: child.pid!,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/**
+ * Resident memory of a process in MB (Linux /proc): all of it, its peak, and the part that is the
+ * process's own (anonymous) rather than mapped file pages (the read models' memory map).
+ */
+function memoryOf(pid: number): { rss: number; peak: number; anon: number; file: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024, anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
+}
+
+/** A key for the bench, issued once per cached data set (issuing appends to its log). */
+async function benchKey(dir: string): Promise<string> {
+  const file = join(dir, 'bench-key.txt');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const stores = await openStores(benchConfig(dir));
+  try {
+    const { key } = await issueKey(stores, 'bench');
+    await stores.catchUp();
+    writeFileSync(file, `${key}\n`);
+    return key;
+  } finally {
+    await stores.close();
+  }
+}
+
+async function load(port: number, path: string, extra: Omit<LoadOptions, 'url' | 'connections' | 'duration'> = {}): Promise<LoadResult> {
+  const result = await autocannon({ url: `http://127.0.0.1:${port}${path}`, connections: CONNECTIONS, duration: LOAD_SECONDS, ...extra });
+  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
+    throw new Error(`${path}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts under load`);
+  }
+  return result;
+}
+
+type SizeResult = {
+  projects: number;
+  mirrorSeconds: number;
+  selectSeconds: number;
+  depth10Ms: number;
+  depth90Ms: number;
+  rps: Record<string, number>;
+  bareRps: Record<string, number>;
+  mcpRps: number;
+  rss: number;
+};
+
+/** Mirrors the board by delta paging, as the delta-sync consumer does; returns the time and per-page times. */
+async function mirror(port: number, headers: Record<string, string>): Promise<{ seconds: number; pages: number[]; rows: number; cursors: string[] }> {
+  const pages: number[] = [];
+  const cursors: string[] = [];
+  let rows = 0;
+  let url = `http://127.0.0.1:${port}/v1/projects?since=1970-01-01T00:00:00Z&limit=100`;
+  const started = process.hrtime.bigint();
+  for (;;) {
+    const t = process.hrtime.bigint();
+    const res = await fetch(url, { headers });
+    const page = (await res.json()) as { projects: unknown[]; cursor: string; hasMore: boolean };
+    pages.push(ms(process.hrtime.bigint() - t));
+    if (res.status !== 200) throw new Error(`mirror page ${pages.length}: ${res.status}`);
+    rows += page.projects.length;
+    cursors.push(page.cursor);
+    if (!page.hasMore) break;
+    url = `http://127.0.0.1:${port}/v1/projects?cursor=${page.cursor}&limit=100`;
+  }
+  return { seconds: ms(process.hrtime.bigint() - started) / 1000, pages, rows, cursors };
+}
+
+/** The baseline of the mirror: one SELECT of the same documents, in (seq, id) order, read to the end. */
+function selectAll(dir: string): { seconds: number; rows: number } {
+  const pointer = readPointer(dir);
+  const generation = pointer.ok ? pointer.generation : 0;
+  const db = new DatabaseSync(generationPath(dir, generation), { readOnly: true });
+  try {
+    const started = process.hrtime.bigint();
+    let rows = 0;
+    const statement = db.prepare(
+      `SELECT doc FROM docs WHERE collection = ? AND facet IN (${PUBLIC_PROJECT_FACETS.map(() => '?').join(',')}) ORDER BY seq, id`,
+    );
+    for (const row of statement.iterate(PROJECTS_COLLECTION, ...PUBLIC_PROJECT_FACETS)) if (row) rows += 1;
+    return { seconds: ms(process.hrtime.bigint() - started) / 1000, rows };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Median time of the pages around a depth (a fraction of the walk), 5 % of the pages wide (at least 5):
+ * the median, so that a page slowed by another process on the machine does not decide the figure.
+ */
+function pagesAround(pages: readonly number[], depth: number): number {
+  const width = Math.max(5, Math.round(pages.length * 0.05));
+  const from = Math.min(Math.max(0, Math.round(pages.length * depth) - Math.floor(width / 2)), Math.max(0, pages.length - width));
+  const window = pages.slice(from, from + width).sort((a, b) => a - b);
+  return window[Math.floor(window.length / 2)]!;
+}
+
+async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
+  out(`\n-- ${spec.projects} projects (${spec.calls} calls, ${spec.days} days)`);
+  const dir = await ensureDataSet(spec, (line) => out(line));
+  const key = await benchKey(dir);
+  const headers = { authorization: `Bearer ${key}` };
+  const app = await startServer(['app', dir]);
+  const work = mkdtempSync(join(tmpdir(), 'pulseboard-reads-bench-'));
+  try {
+    // Warm the page cache the way the baseline SELECT will find it, then mirror.
+    selectAll(dir);
+    const walk = await mirror(app.port, headers);
+    const select = selectAll(dir);
+    if (select.rows !== walk.rows) throw new Error(`the mirror served ${walk.rows} projects, the SELECT reads ${select.rows}`);
+    const depth10Ms = pagesAround(walk.pages, 0.1);
+    const depth90Ms = pagesAround(walk.pages, 0.9);
+    out(`mirror: ${walk.rows} projects in ${walk.pages.length} pages, ${walk.seconds.toFixed(2)} s; one SELECT of the same rows ${select.seconds.toFixed(3)} s; ratio ${(select.seconds / walk.seconds).toFixed(3)}`);
+    out(`median page time at 10 % depth ${depth10Ms.toFixed(2)} ms, at 90 % depth ${depth90Ms.toFixed(2)} ms; 90 %/10 % ${(depth90Ms / depth10Ms).toFixed(2)}x`);
+
+    const first = (await (await fetch(`http://127.0.0.1:${app.port}/v1/projects`, { headers })).json()) as { projects: { id: string }[]; totalPages: number };
+    const calls = (await (await fetch(`http://127.0.0.1:${app.port}/v1/calltracker/calls?limit=30`, { headers })).json()) as {
+      calls: { tokens: { contract: string }[] }[];
+    };
+    const contract = calls.calls.flatMap((c) => c.tokens).find((t) => t.contract.startsWith('0x'))?.contract ?? calls.calls[0]!.tokens[0]!.contract;
+    const projectId = first.projects[0]!.id;
+    const midCursor = walk.cursors[Math.floor(walk.cursors.length / 2)]!;
+    const targets: Record<string, string> = {
+      'board page 1': '/v1/projects?page=1',
+      [`board last page (${first.totalPages})`]: `/v1/projects?page=${first.totalPages}`,
+      'delta page (limit 100, mid depth)': `/v1/projects?cursor=${midCursor}&limit=100`,
+      'one project': `/v1/projects/${encodeURIComponent(projectId)}`,
+      'call page (limit 30)': '/v1/calltracker/calls?limit=30',
+      'search q=0x…': `/v1/search?q=${encodeURIComponent(contract)}`,
+    };
+
+    // The baseline answers each URL with the bytes the service sent for it.
+    const recorded: RecordedBody[] = [];
+    for (const path of Object.values(targets)) {
+      const res = await fetch(`http://127.0.0.1:${app.port}${path}`, { headers });
+      recorded.push({ method: 'GET', url: path, contentType: res.headers.get('content-type') ?? 'application/json', body: await res.text() });
+    }
+    const bodiesFile = join(work, 'bodies.json');
+    writeFileSync(bodiesFile, JSON.stringify(recorded));
+    const bare = await startServer(['bare', bodiesFile]);
+
+    const rps: Record<string, number> = {};
+    const bareRps: Record<string, number> = {};
+    out(`${'read'.padEnd(36)} ${'req/s'.padStart(8)} ${'p99 ms'.padStart(7)} ${'bare req/s'.padStart(10)} ${'ratio'.padStart(6)}  (bytes)`);
+    try {
+      for (const [label, path] of Object.entries(targets)) {
+        const served = await load(app.port, path, { headers });
+        const baseline = await load(bare.port, path);
+        rps[label] = served.requests.average;
+        bareRps[label] = baseline.requests.average;
+        const bytes = recorded.find((r) => r.url === path)!.body.length;
+        out(
+          `${label.padEnd(36)} ${served.requests.average.toFixed(0).padStart(8)} ${served.latency.p99.toFixed(0).padStart(7)} ${baseline.requests.average.toFixed(0).padStart(10)} ${(served.requests.average / baseline.requests.average).toFixed(3).padStart(6)}  (${bytes})`,
+        );
+      }
+    } finally {
+      await bare.stop();
+    }
+    const lastLabel = Object.keys(targets)[1]!;
+    out(`board last page vs page 1: ${(rps['board page 1']! / rps[lastLabel]!).toFixed(2)}x the time per request`);
+
+    const rpcHeaders = { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const rpc = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_project', arguments: { handle: projectId } } });
+    const mcp = await load(app.port, '/mcp', { method: 'POST', headers: rpcHeaders, body: rpc });
+    out(`MCP get_project ${mcp.requests.average.toFixed(0)} req/s; its REST twin ${rps['one project']!.toFixed(0)} req/s; ratio ${(mcp.requests.average / rps['one project']!).toFixed(3)}`);
+
+    const memory = memoryOf(app.pid);
+    out(
+      `server RSS after the load ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB): ${memory.anon.toFixed(0)} MB its own, ${memory.file.toFixed(0)} MB mapped files`,
+    );
+    return {
+      projects: spec.projects,
+      mirrorSeconds: walk.seconds,
+      selectSeconds: select.seconds,
+      depth10Ms,
+      depth90Ms,
+      rps: { ...rps, 'board last page': rps[lastLabel]! },
+      bareRps: { ...bareRps, 'board last page': bareRps[lastLabel]! },
+      mcpRps: mcp.requests.average,
+      rss: memory.anon,
+    };
+  } finally {
+    await app.stop();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** How each cost grows with the board: each size's figure divided by the smallest size's. */
+function growthTable(results: readonly SizeResult[]): void {
+  const base = results[0]!;
+  out(`\ngrowth with the board (cost relative to ${base.projects} projects; 1.00 = flat, ${results.map((r) => `${r.projects / base.projects}x`).join(' / ')} the projects):`);
+  const header = `${'cost'.padEnd(30)} ${results.map((r) => String(r.projects).padStart(9)).join(' ')}`;
+  out(header);
+  const row = (label: string, cost: (r: SizeResult) => number) =>
+    out(`${label.padEnd(30)} ${results.map((r) => (cost(r) / cost(base)).toFixed(2).padStart(9)).join(' ')}`);
+  row('mirror, per project', (r) => r.mirrorSeconds / r.projects);
+  row('delta page at 90 % depth', (r) => r.depth90Ms);
+  for (const label of ['board page 1', 'board last page', 'delta page (limit 100, mid depth)', 'one project', 'call page (limit 30)', 'search q=0x…']) {
+    row(`${label.replace(' (limit 100, mid depth)', '')}, per request`, (r) => 1 / r.rps[label]!);
+  }
+  row('MCP get_project, per request', (r) => 1 / r.mcpRps);
+  row('server RSS (own memory)', (r) => r.rss);
+}
+
+export async function main(): Promise<void> {
+  const scale = process.argv.includes('--scale');
+  const sizes = process.argv.includes('--quick') ? [10_000] : scale ? [10_000, 100_000, 1_000_000] : [10_000, 100_000];
+  const results: SizeResult[] = [];
+  for (const projects of sizes) results.push(await benchSize(dataSetSpec(projects, projects >= 1_000_000)));
+  if (results.length > 1) growthTable(results);
+}
+
+if (import.meta.main) await main();

@@ -1,0 +1,92 @@
+/**
+ * The page queries of the SQLite read store stay index ranges: EXPLAIN QUERY PLAN of the board (from
+ * either end), delta (after a cursor and from a time) and call page (keyset) queries, run on a store
+ * holding enough rows for the planner to prefer an index, must neither scan the docs table nor sort
+ * in a temporary B-tree.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { after, before, it } from 'node:test';
+import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS } from '../../projectors/projects.ts';
+import { CALL_FACETS, CALLS_COLLECTION } from '../../projectors/calls.ts';
+import type { DocWrite } from '../../readmodels/port.ts';
+import { createSqliteReadStore, pageQueries } from '../../readmodels/sqlite/sqlite-read-store.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'pulseboard-plans-'));
+const path = join(dir, 'readmodels.sqlite');
+let db: DatabaseSync;
+
+function rows(collection: string, facets: readonly string[], n: number): DocWrite[] {
+  return Array.from({ length: n }, (_, i) => ({
+    id: `${collection}-${String(i).padStart(5, '0')}`,
+    doc: { i },
+    state: {},
+    seq: i + 1,
+    writtenAt: new Date(Date.UTC(2026, 9, 1) + i * 1000).toISOString(),
+    sortKey: new Date(Date.UTC(2026, 9, 1) + (i % 97) * 60_000).toISOString(),
+    facet: facets[i % facets.length]!,
+    keys: {},
+  }));
+}
+
+before(async () => {
+  const store = createSqliteReadStore(path);
+  await store.commit(PROJECTS_COLLECTION, rows(PROJECTS_COLLECTION, [...PUBLIC_PROJECT_FACETS, 'pending'], 3000), 3000);
+  await store.commit(CALLS_COLLECTION, rows(CALLS_COLLECTION, [CALL_FACETS.visible, 'suppressed'], 3000), 3000);
+  await store.close();
+  db = new DatabaseSync(path);
+  db.exec('ANALYZE');
+});
+after(() => {
+  db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function plan(sql: string, params: (string | number)[]): string[] {
+  return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail);
+}
+
+/** Fails on a full scan of docs (a SCAN without an index) or a sort outside an index. */
+function assertIndexRange(name: string, details: string[], index: RegExp): void {
+  const text = details.join(' | ');
+  assert.ok(!details.some((d) => /^SCAN docs\b/.test(d) && !/INDEX/.test(d)), `${name} scans docs: ${text}`);
+  assert.ok(!details.some((d) => /TEMP B-TREE/.test(d)), `${name} sorts outside an index: ${text}`);
+  assert.ok(details.some((d) => index.test(d)), `${name} does not use the expected index: ${text}`);
+}
+
+const facetSets: [string, readonly string[] | undefined][] = [
+  ['all public facets', PUBLIC_PROJECT_FACETS],
+  ['one facet', [PUBLIC_PROJECT_FACETS[0]!]],
+];
+
+void it('board pages, from the front and from the end, are ranges of a listing index', () => {
+  for (const [label, facets] of facetSets) {
+    for (const reversed of [false, true]) {
+      const details = plan(pageQueries.list(facets, reversed), [PROJECTS_COLLECTION, ...(facets ?? []), 50, 100]);
+      assertIndexRange(`board (${label}${reversed ? ', from the end' : ''})`, details, /USING COVERING INDEX docs_listing/);
+      assert.ok(details.some((d) => /SEARCH docs USING INTEGER PRIMARY KEY \(rowid=\?\)/.test(d)), `the page's rows are fetched by rowid: ${details.join(' | ')}`);
+    }
+  }
+});
+
+void it('delta pages are ranges of the (seq, id) index with both bounds', () => {
+  for (const [label, facets] of facetSets) {
+    for (const tieBreak of [true, false]) {
+      const params = [PROJECTS_COLLECTION, 1500, 3000, ...(tieBreak ? [1500, 'x'] : []), ...(facets ?? []), 101];
+      const details = plan(pageQueries.delta(facets, tieBreak), params);
+      assertIndexRange(`delta (${label}${tieBreak ? ', after a cursor' : ', from a time'})`, details, /docs_delta \(collection=\? AND seq>\? AND seq<\?\)/);
+    }
+  }
+});
+
+void it('call pages are ranges of a listing index, also after a cursor', () => {
+  for (const before of [false, true]) {
+    const params = [CALLS_COLLECTION, CALL_FACETS.visible, ...(before ? ['2026-10-01T01:00:00.000Z', '2026-10-01T01:00:00.000Z', 'x'] : []), 31];
+    const details = plan(pageQueries.keyset([CALL_FACETS.visible], before), params);
+    const range = before ? /docs_listing_facet \(collection=\? AND facet=\? AND sort_key<\?\)/ : /docs_listing_facet \(collection=\? AND facet=\?\)/;
+    assertIndexRange(`call page${before ? ' after a cursor' : ''}`, details, range);
+  }
+});

@@ -1,0 +1,58 @@
+/**
+ * A read-model file written before counters and the rowid layout opens as a current store: documents,
+ * keys and checkpoints kept, counts made once from what it holds, and later commits counted.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { it } from 'node:test';
+import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
+
+const EARLIER_SCHEMA = `
+CREATE TABLE docs (collection TEXT NOT NULL, id TEXT NOT NULL, doc TEXT NOT NULL, state TEXT NOT NULL, seq INTEGER NOT NULL,
+  written_at TEXT NOT NULL, sort_key TEXT NOT NULL, facet TEXT NOT NULL, keys TEXT NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;
+CREATE INDEX docs_listing ON docs (collection, sort_key DESC, id DESC, facet);
+CREATE INDEX docs_listing_facet ON docs (collection, facet, sort_key DESC, id DESC);
+CREATE INDEX docs_delta ON docs (collection, seq, id);
+CREATE INDEX docs_written ON docs (collection, written_at, seq);
+CREATE TABLE doc_keys (collection TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (collection, key, value, id)) WITHOUT ROWID;
+CREATE INDEX doc_keys_by_id ON doc_keys (collection, id);
+CREATE TABLE checkpoints (collection TEXT PRIMARY KEY, position INTEGER NOT NULL);
+`;
+
+void it('an earlier read-model file keeps its documents and gets exact counts', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pulseboard-layout-'));
+  const path = join(dir, 'readmodels.sqlite');
+  try {
+    const earlier = new DatabaseSync(path);
+    earlier.exec(EARLIER_SCHEMA);
+    const insert = earlier.prepare('INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    for (let i = 0; i < 30; i++) {
+      insert.run('projects', `p${i}`, JSON.stringify({ id: `p${i}` }), JSON.stringify({ s: i }), i + 1, `2026-10-01T00:00:${String(i).padStart(2, '0')}.000Z`, `k${String(i % 10).padStart(2, '0')}`, i % 3 === 0 ? 'dossier' : 'no_dossier', JSON.stringify({ handle: [`h${i}`] }));
+    }
+    earlier.exec(`INSERT INTO doc_keys SELECT 'projects', 'handle', 'h' || substr(id, 2), id FROM docs; INSERT INTO checkpoints VALUES ('projects', 30);`);
+    earlier.close();
+
+    const store = createSqliteReadStore(path);
+    assert.equal(await store.checkpoint('projects'), 30);
+    assert.equal(await store.count('projects', ['dossier']), 10);
+    assert.equal(await store.count('projects'), 30);
+    assert.deepEqual((await store.get('projects', 'p7'))?.state, { s: 7 });
+    assert.deepEqual(await store.findIds('projects', 'handle', 'h7', 10), ['p7']);
+    const page = await store.list('projects', { offset: 25, limit: 10 });
+    assert.deepEqual(page.map((d) => d.id), ['p11', 'p1', 'p20', 'p10', 'p0'], 'the last page, walked from the end');
+    await store.commit('projects', [{ id: 'p7', doc: { id: 'p7', v: 2 }, state: {}, seq: 31, writtenAt: '2026-10-02T00:00:00.000Z', sortKey: 'k07', facet: 'dossier', keys: { handle: ['h7'] } }], 31);
+    assert.equal(await store.count('projects', ['dossier']), 11);
+    assert.equal(await store.count('projects', ['no_dossier']), 19);
+    await store.close();
+
+    const reopened = new DatabaseSync(path, { readOnly: true });
+    const table = reopened.prepare("SELECT sql FROM sqlite_master WHERE name = 'docs'").get() as { sql: string };
+    reopened.close();
+    assert.doesNotMatch(table.sql, /WITHOUT ROWID/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
