@@ -26,7 +26,8 @@ import { projectors } from '../projectors/registry.ts';
 import { createSqliteGenerationSpace } from '../readmodels/sqlite/generations.ts';
 import { createSqliteReadStore } from '../readmodels/sqlite/sqlite-read-store.ts';
 import { replayReadModels } from '../service/replay.ts';
-import { assembleStores } from '../service/stores.ts';
+import { parseConfig } from '../config/config.ts';
+import { assembleStores, projectionLimits } from '../service/stores.ts';
 
 const FOLLOWER_PROVIDER = 'followerscope';
 const ROWS_PER_TRANSACTION = 1000;
@@ -140,7 +141,7 @@ async function benchSize(projects: number): Promise<void> {
     line(`  baseline  raw inserts of the same ${baseline.rows} rows in 1000-row transactions: ${baseline.seconds.toFixed(1)} s, ${rate(baseline.rows, baseline.seconds)} rows`);
     line(`  ratio     ${(baseline.seconds / ingestSeconds).toFixed(3)} (goal ≥ 0.8)`);
 
-    // Catch-up of every read model from an empty store, in live-sized batches.
+    // Catch-up of every read model from an empty store, with the live limits (what `serve` does at start).
     const catchUpPath = join(dir, 'catch-up.sqlite');
     const stores = assembleStores(log, createSqliteReadStore(catchUpPath));
     start = process.hrtime.bigint();
@@ -148,10 +149,17 @@ async function benchSize(projects: number): Promise<void> {
     const catchUpSeconds = seconds(start);
     await stores.store.close();
 
-    // Replay into a new generation, in replay-sized batches.
+    // Replay into a new generation, with the limits `pulseboard replay` uses on the embedded store.
     const dataDir = join(dir, 'data');
+    const config = parseConfig({ PULSEBOARD_DATA_DIR: dataDir });
+    if (!config.ok) throw new Error(config.reason);
     start = process.hrtime.bigint();
-    const replayed = await replayReadModels({ space: createSqliteGenerationSpace(dataDir), log, projectors });
+    const replayed = await replayReadModels({
+      space: createSqliteGenerationSpace(dataDir),
+      log,
+      projectors,
+      ...projectionLimits(config.config, 'replay'),
+    });
     const replaySeconds = seconds(start);
     if (!replayed.ok) throw new Error(replayed.reason);
 
