@@ -92,14 +92,22 @@ function pruneSamples(samples: FollowerSample[], newestAt: string | null): Follo
   if (newestAt === null) return samples;
   const cutoff = ms(newestAt) - 7 * DAY_MS;
   let keepFrom = 0;
-  for (let i = 0; i < samples.length; i++) if (ms(samples[i]!.at) <= cutoff) keepFrom = i;
+  // Ascending by time: the samples at or before the cutoff come first.
+  for (let i = 0; i < samples.length && ms(samples[i]!.at) <= cutoff; i++) keepFrom = i;
   return samples.slice(keepFrom);
 }
 
+/**
+ * The samples with `sample` in time order (replacing one with the same `at`), after every sample at
+ * the same instant — what a stable sort of the list with `sample` appended gives, found from the
+ * end, where a new sample usually belongs.
+ */
 function insertSample(samples: readonly FollowerSample[], sample: FollowerSample): FollowerSample[] {
   const next = samples.filter((s) => s.at !== sample.at);
-  next.push(sample);
-  next.sort((a, b) => ms(a.at) - ms(b.at));
+  const time = ms(sample.at);
+  let index = next.length;
+  while (index > 0 && ms(next[index - 1]!.at) > time) index -= 1;
+  next.splice(index, 0, sample);
   return next;
 }
 

@@ -16,7 +16,7 @@ export type RunnerOptions = {
    * (so a runner that keeps up commits every page) or when `maxPendingDocs` documents are held.
    */
   batchSize?: number;
-  /** Documents held in memory (changed, or read for folding) before a commit (default 20,000). */
+  /** Documents held in memory (changed, or read for folding) before a commit (default 50,000). */
   maxPendingDocs?: number;
   idleWaitMs?: number;
   /** After each collection's commit: its new checkpoint and how many events it folded. */
@@ -24,7 +24,7 @@ export type RunnerOptions = {
 };
 
 export const DEFAULT_BATCH_SIZE = 100_000;
-export const DEFAULT_MAX_PENDING_DOCS = 20_000;
+export const DEFAULT_MAX_PENDING_DOCS = 50_000;
 /** Log positions per read of the log. */
 const PAGE_SIZE = 10_000;
 

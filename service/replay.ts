@@ -38,6 +38,8 @@ export type ReplayOptions = {
   projectors: readonly Projector[];
   /** Log positions per commit (the runner's default unless given). */
   batchSize?: number;
+  /** Documents held in memory before a commit (the runner's default unless given). */
+  maxPendingDocs?: number;
   onProgress?: (progress: ReplayProgress) => void;
   /** One-line notes (partial generations removed, the switch) for the operator. */
   onNote?: (message: string) => void;
@@ -122,6 +124,7 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
       // One runner for every read model: the log is read once, each batch dispatched to all of them.
       const runner = createProjectionRunner(log, store, options.projectors, {
         ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+        ...(options.maxPendingDocs === undefined ? {} : { maxPendingDocs: options.maxPendingDocs }),
         onBatch: ({ collection, checkpoint, applied }) => {
           checkpoints.set(collection, checkpoint);
           eventsApplied += applied;

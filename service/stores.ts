@@ -3,7 +3,7 @@ import type { EventLog } from '../eventstore/port.ts';
 import { openEventLog } from '../eventstore/open.ts';
 import type { Projector } from '../projectors/projector.ts';
 import { projectors } from '../projectors/registry.ts';
-import { createProjectionRunner, type ProjectorRunner } from '../projectors/runner.ts';
+import { createProjectionRunner, type ProjectorRunner, type RunnerOptions } from '../projectors/runner.ts';
 import { openGenerationalReadStore, type GenerationalReadStore, type WriterGeneration } from '../readmodels/generations/generational-read-store.ts';
 import type { GenerationSpace } from '../readmodels/generations/port.ts';
 import { createMongoGenerationSpace } from '../readmodels/mongodb/mongodb-generations.ts';
@@ -28,6 +28,19 @@ export type Stores = {
   close(): Promise<void>;
 };
 
+export type ProjectionLimits = Required<Pick<RunnerOptions, 'batchSize' | 'maxPendingDocs'>>;
+
+/**
+ * How much a projection runner folds in memory before it commits, by read store and purpose. The
+ * embedded store commits a large batch in one local transaction, and a replay (a batch job) may
+ * hold every document of a large board; a MongoDB transaction should stay far below its time and
+ * cache limits, so commits there stay at a few thousand documents.
+ */
+export function projectionLimits(config: Config, purpose: 'live' | 'replay'): ProjectionLimits {
+  if (config.MONGODB_URL !== undefined) return purpose === 'live' ? { batchSize: 10_000, maxPendingDocs: 5_000 } : { batchSize: 20_000, maxPendingDocs: 10_000 };
+  return purpose === 'live' ? { batchSize: 100_000, maxPendingDocs: 50_000 } : { batchSize: 1_000_000, maxPendingDocs: 200_000 };
+}
+
 /** Where the configuration keeps read-model generations: MongoDB when MONGODB_URL is set, else the data directory. */
 export function openGenerationSpace(config: Config): GenerationSpace {
   return config.MONGODB_URL !== undefined ? createMongoGenerationSpace(config.MONGODB_URL) : createSqliteGenerationSpace(config.PULSEBOARD_DATA_DIR);
@@ -50,7 +63,7 @@ export async function openStores(config: Config, options: { pollMs?: number } = 
     throw new Error(opened.reason);
   }
   const generational = opened.value;
-  const runner = generationFollowingRunner(log, generational, projectors);
+  const runner = generationFollowingRunner(log, generational, projectors, projectionLimits(config, 'live'));
   return {
     log,
     store: generational.reader,
@@ -91,12 +104,17 @@ export function assembleStores(log: EventLog, store: ReadStore): Stores {
  * one from the new one's own checkpoint. One inner runner per generation keeps `catchUp` and `run`
  * under one lock, as the plain runner does.
  */
-function generationFollowingRunner(log: EventLog, generational: GenerationalReadStore, projectors: readonly Projector[]): ProjectorRunner {
+function generationFollowingRunner(
+  log: EventLog,
+  generational: GenerationalReadStore,
+  projectors: readonly Projector[],
+  limits: ProjectionLimits,
+): ProjectorRunner {
   const inner = new WeakMap<ReadStore, ProjectorRunner>();
   const runnerFor = (generation: WriterGeneration): ProjectorRunner => {
     let runner = inner.get(generation.store);
     if (!runner) {
-      runner = createProjectionRunner(log, generation.store, projectors);
+      runner = createProjectionRunner(log, generation.store, projectors, limits);
       inner.set(generation.store, runner);
     }
     return runner;

@@ -4,7 +4,7 @@ import { openEventLog } from '../../eventstore/open.ts';
 import type { EventLog } from '../../eventstore/port.ts';
 import { projectors } from '../../projectors/registry.ts';
 import { replayReadModels, type ReplayProgress } from '../../service/replay.ts';
-import { openGenerationSpace } from '../../service/stores.ts';
+import { openGenerationSpace, projectionLimits } from '../../service/stores.ts';
 
 const USAGE = `usage: pulseboard replay [--batch-size N] [--progress-interval MS]
 
@@ -17,7 +17,8 @@ otherwise the next replay removes it).
 Progress goes to stderr: log position reached, events/s, estimated time left.
 A replay that fails or is interrupted leaves the live generation untouched; run it again.
 
-  --batch-size N          at most N log positions per commit of each read model (default 100000)
+  --batch-size N          at most N log positions per commit of each read model (default 1000000,
+                          20000 with MongoDB)
   --progress-interval MS  at most one progress line per MS milliseconds (default 1000; 0: every batch)
 
 Exit status: 0 switched, 1 failed (live generation unchanged), 2 usage error.
@@ -85,6 +86,7 @@ export async function run(args: string[]): Promise<number> {
       space,
       log,
       projectors,
+      ...projectionLimits(config.config, 'replay'),
       ...(parsed.batchSize === undefined ? {} : { batchSize: parsed.batchSize }),
       onProgress: (progress) => {
         const now = performance.now();

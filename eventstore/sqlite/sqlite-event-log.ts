@@ -42,7 +42,9 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE TABLE IF NOT EXISTS log_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 `;
 
+/** `metadata` is parsed on first access: projectors never read it, so a replay parses only `data`. */
 function toRecorded(row: EventRow): RecordedEvent {
+  let metadata: Record<string, unknown> | undefined;
   return {
     id: row.id,
     stream: row.stream,
@@ -50,7 +52,10 @@ function toRecorded(row: EventRow): RecordedEvent {
     position: row.position,
     type: row.type,
     data: JSON.parse(row.data) as unknown,
-    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+    get metadata() {
+      metadata ??= JSON.parse(row.metadata) as Record<string, unknown>;
+      return metadata;
+    },
     recordedAt: row.recorded_at,
   };
 }

@@ -2,12 +2,12 @@
  * Kills `pulseboard ingest` and `pulseboard replay` at seeded points (SIGKILL, so nothing is
  * flushed or rolled back by the process itself), finishes the work with a fresh run, and compares
  * the result byte for byte with clean runs: the event log rows, then every read-model row.
- * Kill points are chosen by progress (log head, replay batches), never by elapsed time, and the
- * number of kills is bounded, so the test ends whatever the machine's speed.
+ * Kill points are seeded: how much input ingest was given (and a short delay), the replay's
+ * progress line; the number of kills is bounded, so the test ends whatever the machine's speed.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -52,13 +52,16 @@ function headOf(eventsPath: string): number {
 }
 
 /**
- * Starts `pulseboard ingest FILE` and SIGKILLs it `delayMs` after the log's head reaches `killAt`
- * (if it gets there): the seeded delay moves the kill off batch boundaries, into parsing or a transaction.
+ * Runs `pulseboard ingest -` (500-message batches) and writes it the first `count` lines of the data
+ * set without ending its input; once it has stored a batch of them, SIGKILLs it `delayMs` later. It
+ * is always killed part-way: while committing a batch, parsing one, or waiting for the rest of one.
  */
-async function ingestKilledAt(dataDir: string, file: string, killAt: number, delayMs: number): Promise<CliRun> {
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, 'ingest', '--batch-size', '500', file], {
+async function ingestKilledAfter(dataDir: string, lines: readonly string[], count: number, delayMs: number): Promise<CliRun> {
+  const eventsPath = join(dataDir, 'events.sqlite');
+  const headBefore = headOf(eventsPath);
+  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, 'ingest', '--batch-size', '500', '-'], {
     env: { PATH: process.env['PATH'] ?? '', PULSEBOARD_DATA_DIR: dataDir },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
@@ -68,15 +71,11 @@ async function ingestKilledAt(dataDir: string, file: string, killAt: number, del
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
-  const eventsPath = join(dataDir, 'events.sqlite');
-  while (child.exitCode === null && child.signalCode === null) {
-    if (headOf(eventsPath) >= killAt) {
-      await sleep(delayMs);
-      child.kill('SIGKILL');
-      break;
-    }
-    await sleep(2);
-  }
+  child.stdin.on('error', () => undefined);
+  child.stdin.write(lines.slice(0, count).join(''));
+  while (child.exitCode === null && child.signalCode === null && headOf(eventsPath) <= headBefore) await sleep(5);
+  await sleep(delayMs);
+  child.kill('SIGKILL');
   return exited;
 }
 
@@ -92,14 +91,14 @@ void describe(`ingest and replay killed at seeded points (seed ${SEED})`, () => 
     file = join(root, 'data.ndjson');
     writeFileSync(
       file,
-      [...generateLines({ projects: 120, seed: 3, calls: 400, days: 20, hotContractCalls: 0, followerProvider: 'followerscope' })].join(''),
+      [...generateLines({ projects: 180, seed: 3, calls: 500, days: 20, hotContractCalls: 0, followerProvider: 'followerscope' })].join(''),
     );
     cleanDir = join(root, 'clean');
     crashDir = join(root, 'crash');
     const clean = await pulseboard(['ingest', file], cleanDir);
     assert.equal(clean.code, 0, clean.stderr);
     total = headOf(join(cleanDir, 'events.sqlite'));
-    assert.ok(total > 3000, `the data set has ${total} events: several batches of 500 messages`);
+    assert.ok(total > 3 * 1400, `the data set has ${total} events: room for three rounds of up to 1400 more messages`);
   });
 
   after(() => {
@@ -108,20 +107,17 @@ void describe(`ingest and replay killed at seeded points (seed ${SEED})`, () => 
 
   void it('a killed ingest, run again, leaves the same log rows as one clean ingest', { timeout: 240_000 }, async (t) => {
     const random = prng(SEED);
-    let killed = 0;
-    const kills: string[] = [];
+    const lines = readFileSync(file, 'utf8').split(/(?<=\n)/);
+    let count = 0;
     for (let round = 0; round < KILLS; round++) {
-      const before = headOf(join(crashDir, 'events.sqlite'));
-      // Somewhere in the rest of the file, at least one event past where this run starts.
-      const killAt = before + 1 + Math.floor(random() * Math.max(1, total - before - 1));
-      const run = await ingestKilledAt(crashDir, file, killAt, Math.floor(random() * 40));
-      if (run.signal === 'SIGKILL') {
-        killed += 1;
-        kills.push(`head ${killAt} asked, ${headOf(join(crashDir, 'events.sqlite'))} stored`);
-      } else assert.equal(run.code, 0, run.stderr);
+      // At least a batch past the previous round, so each round stores something new before its kill;
+      // sometimes two, so the kill may land inside the second one's transaction.
+      count = Math.min(lines.length, count + 500 + Math.floor(random() * 900));
+      const delayMs = Math.floor(random() * 60);
+      const run = await ingestKilledAfter(crashDir, lines, count, delayMs);
+      assert.equal(run.signal, 'SIGKILL', run.stderr);
+      t.diagnostic(`ingest round ${round + 1}: ${count} of ${lines.length} lines written, killed ${delayMs} ms later; log head ${headOf(join(crashDir, 'events.sqlite'))}`);
     }
-    t.diagnostic(`ingest killed ${killed} times of ${KILLS} (${kills.join('; ')}) in a log of ${total} events`);
-    assert.ok(killed > 0, 'at least one ingest was killed part-way');
     const finish = await pulseboard(['ingest', '--batch-size', '300', file], crashDir);
     assert.equal(finish.code, 0, finish.stderr);
     assert.match(finish.stdout, /, rejected 0\n$/);
