@@ -5,11 +5,12 @@ import { parseConfig } from '../../config/config.ts';
 import { defaultCalls, MIN_CALLS, MIN_DAYS, MIN_PROJECTS, type GenerateOptions } from '../../ingest/generate/context.ts';
 import { generateLines } from '../../ingest/generate/generate.ts';
 import { writeLines } from '../../ingest/generate/write.ts';
+import { parseErrorReason, usageError as oneLineUsageError } from '../args.ts';
 
 const USAGE = `usage: pulseboard generate --projects N [--seed S] [--calls N] [--days D] [--hot-contract-calls N] [--out FILE|-]
 
 Writes a deterministic synthetic data set (same options, same bytes) as NDJSON source messages
-(INGEST.md), with message times from 2026-10-01T00:00:00Z forward through D days.
+(docs/source-messages.md), with message times from 2026-10-01T00:00:00Z forward through D days.
   --projects N            projects on the board (at least ${MIN_PROJECTS})
   --seed S                integer seed (default 1)
   --calls N               call records (default one per project, at least ${MIN_CALLS})
@@ -20,8 +21,7 @@ followers.observed messages name PULSEBOARD_FOLLOWER_PROVIDER (default followers
 `;
 
 function usageError(message: string): number {
-  process.stderr.write(`pulseboard generate: ${message}\n\n${USAGE}`);
-  return 2;
+  return oneLineUsageError('generate', message);
 }
 
 type Parsed = { ok: true; options: GenerateOptions; out: string; help: boolean } | { ok: false; reason: string };
@@ -54,7 +54,7 @@ function parse(args: string[], followerProvider: string): Parsed {
       strict: true,
     }));
   } catch (error) {
-    return { ok: false, reason: error instanceof Error ? error.message : String(error) };
+    return { ok: false, reason: parseErrorReason(error) };
   }
   if (values.help === true) {
     return { ok: true, help: true, out: '-', options: { projects: 0, seed: 0, calls: 0, days: 0, hotContractCalls: 0, followerProvider } };

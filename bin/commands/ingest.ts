@@ -6,10 +6,11 @@ import type { EventLog } from '../../eventstore/port.ts';
 import { createDeadLetterFile, ingestNdjson, type NdjsonInput } from '../../ingest/ndjson.ts';
 import { openEventLog } from '../../eventstore/open.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
+import { parseErrorReason, usageError as oneLineUsageError } from '../args.ts';
 
 const USAGE = `usage: pulseboard ingest [--dead-letter PATH] [--batch-size N] FILE… | -
 
-Appends NDJSON source messages (INGEST.md) to the event log, one message per line; '-' reads stdin.
+Appends NDJSON source messages (docs/source-messages.md) to the event log, one message per line; '-' reads stdin.
 Prints "accepted N, duplicate N, rejected N". Rejected lines go to the dead-letter file
 (default <PULSEBOARD_DATA_DIR>/dead-letter.ndjson) with their file, line, field path and reason.
 Messages are stored N at a time (default 4000), each batch all or nothing: after a crash, run the
@@ -20,8 +21,7 @@ Exit status: 0 all stored, 1 some rejected (or the event log failed), 2 usage er
 const DEAD_LETTER_FILE = 'dead-letter.ndjson';
 
 function usageError(message: string): number {
-  process.stderr.write(`pulseboard ingest: ${message}\n\n${USAGE}`);
-  return 2;
+  return oneLineUsageError('ingest', message);
 }
 
 /** Every named file must be a readable regular file before anything is appended. */
@@ -61,7 +61,7 @@ function parse(args: string[]): Parsed {
       help: values.help === true,
     };
   } catch (error) {
-    return { ok: false, reason: error instanceof Error ? error.message : String(error) };
+    return { ok: false, reason: parseErrorReason(error) };
   }
 }
 
