@@ -38,7 +38,7 @@ type JsonObject = Record<string, unknown>;
 
 export type OpenApiDocument = {
   openapi: '3.1.0';
-  info: { title: string; version: string; description: string };
+  info: { title: string; version: string; description: string; contact: { name: string }; license: { name: string } };
   servers: { url: string; description: string }[];
   security: Record<string, string[]>[];
   tags: { name: string; description?: string }[];
@@ -170,6 +170,17 @@ export function openApiPath(fastifyPath: string): string {
 
 const upperFirst = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
+/** What each tag groups, shown as the section intro on /docs (an undescribed tag fails the lint test). */
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  projects:
+    'The board of tracked projects: pages of 50 newest first, delta sync for mirrors (`since`, then `cursor`), one project with its dossier and optional context, the project\'s research asks and its write history.',
+  search: 'Find a project by id, handle, contract (`0x…`, base58, `chain:contract`), website or social profile. Reads only.',
+  calls: 'Stored call records: who called which token and when, with the caller\'s thesis, cursor-paged by `next`.',
+  pulse: 'Short news cards, one current card per beat (launches, funding, listings, security, on-chain, social, infrastructure, policy).',
+  'thesis feed':
+    'A private, shared snapshot of recent theses about a contract; for linked, allowlisted key owners only. POST asks for one (200 when fresh, 202 when queued), GET reads it.',
+};
+
 /**
  * The OpenAPI 3.1 document of the REST interface, generated from the same zod schemas that validate
  * requests and shape responses (request parameters as input, responses as output, JSON Schema 2020-12).
@@ -236,12 +247,14 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
     info: {
       title: 'pulseboard read API',
       version: INTERFACE_VERSION,
+      contact: { name: 'The operators of this pulseboard instance (API keys are issued by hand on request)' },
+      license: { name: 'Proprietary; for key holders of this instance' },
       description:
         'Read-only JSON over a board of tracked projects, their research dossiers, pulse cards, stored call records and a private thesis feed. Every operation needs `Authorization: Bearer <API key>`; the same key opens the tool-protocol endpoint at /mcp. Errors are `{error: {code, message}}`. This document (/v1/openapi.json) and the docs page (/docs) are public.',
     },
     servers: [{ url: API_BASE_PATH, description: 'This host; every path below is relative to /v1' }],
     security: [{ bearerAuth: [] }],
-    tags: [...tags].map((t) => ({ name: t })),
+    tags: [...tags].map((name) => ({ name, ...(TAG_DESCRIPTIONS[name] === undefined ? {} : { description: TAG_DESCRIPTIONS[name] }) })),
     paths,
     components: {
       schemas,
