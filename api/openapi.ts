@@ -30,7 +30,7 @@ import {
 } from '../readmodels/schemas.ts';
 import type { RestOperation } from './operation.ts';
 
-/** The interface description version (spec §9); the REST paths carry the major version as /v1. */
+/** The interface description version ; the REST paths carry the major version as /v1. */
 export const INTERFACE_VERSION = '1.0.0';
 export const API_BASE_PATH = '/v1';
 

@@ -1,5 +1,5 @@
 /**
- * The Kafka ingest source (DESIGN §2, INGEST.md "Kafka"), on kafkajs.
+ * The Kafka ingest source (docs/architecture.md; docs/source-messages.md, "Kafka"), on kafkajs.
  *
  * A consumer group reads the source topics; each message's value goes to the ingestor, one message
  * at a time in offset order per partition. Offsets are resolved only after the ingestor has appended
@@ -198,7 +198,7 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
   };
 }
 
-/** Which source topic a message type belongs to (INGEST.md: one topic per message family). */
+/** Which source topic a message type belongs to (docs/source-messages.md: one topic per message family). */
 export function topicFor(type: string): string {
   if (type.startsWith('call.') || type === 'calls.collected') return sourceTopics.calls;
   if (type.startsWith('pulse.')) return sourceTopics.pulse;
