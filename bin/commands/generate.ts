@@ -1,11 +1,12 @@
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, fstatSync } from 'node:fs';
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { parseConfig } from '../../config/config.ts';
-import { defaultCalls, MIN_CALLS, MIN_DAYS, MIN_PROJECTS, type GenerateOptions } from '../../ingest/generate/context.ts';
+import { defaultCalls, EPOCH_MS, MIN_CALLS, MIN_DAYS, MIN_PROJECTS, type GenerateOptions } from '../../ingest/generate/context.ts';
 import { generateLines } from '../../ingest/generate/generate.ts';
 import { writeLines } from '../../ingest/generate/write.ts';
 import { parseErrorReason, usageError as oneLineUsageError } from '../args.ts';
+import { createProgress, type Progress } from '../progress.ts';
 
 const USAGE = `usage: pulseboard generate --projects N [--seed S] [--calls N] [--days D] [--hot-contract-calls N] [--out FILE|-]
 
@@ -18,6 +19,9 @@ Writes a deterministic synthetic data set (same options, same bytes) as NDJSON s
   --hot-contract-calls N  extra calls all naming one contract (default 0)
   --out FILE|-            where to write (default -, stdout)
 followers.observed messages name PULSEBOARD_FOLLOWER_PROVIDER (default followerscope).
+Writing to a file (--out FILE, or stdout redirected to one), progress goes to stderr: on a terminal
+one updating line (share of the period generated, messages/s, time left), otherwise a line every 5
+seconds; Ctrl-C says how far it got (the file is then incomplete). Writing into a pipe, it is quiet.
 `;
 
 function usageError(message: string): number {
@@ -90,9 +94,19 @@ export async function run(args: string[]): Promise<number> {
 
   const toStdout = parsed.out === '-';
   const out = toStdout ? process.stdout : createWriteStream(parsed.out);
+  // Progress only when the data goes to a file: into a pipe, the reader (e.g. ingest) reports its own.
+  const progress = toStdout && !stdoutIsFile() ? null : createProgress({ label: 'generate', unit: 'messages', out: process.stderr, terminal: process.stderr.isTTY === true });
+  const tracker = trackProgress(progress, parsed.options.days);
+  const interrupted = () => {
+    progress?.end();
+    process.stderr.write(`pulseboard generate: interrupted at ${tracker.summary()}; ${toStdout ? 'the output' : parsed.out} is incomplete\n`);
+    process.exit(130);
+  };
+  if (progress) process.once('SIGINT', interrupted);
   try {
     if (!toStdout) await once(out, 'open');
-    const count = await writeLines(generateLines(parsed.options), out);
+    const count = await writeLines(generateLines(parsed.options, tracker.observe), out);
+    progress?.end();
     if (!toStdout) {
       out.end();
       await once(out, 'finish');
@@ -106,6 +120,36 @@ export async function run(args: string[]): Promise<number> {
     process.stderr.write(`pulseboard generate: cannot write ${toStdout ? 'stdout' : parsed.out}: ${error instanceof Error ? error.message : String(error)}\n`);
     return toStdout ? 1 : 2;
   } finally {
+    process.off('SIGINT', interrupted);
+    progress?.end();
     if (!toStdout) out.destroy();
   }
+}
+
+function stdoutIsFile(): boolean {
+  try {
+    return fstatSync(1).isFile();
+  } catch {
+    return false;
+  }
+}
+
+const DAY_MS = 86_400_000;
+
+/** Messages come in time order over the period, so the share of the period passed is the share done. */
+function trackProgress(progress: Progress | null, days: number): { observe: ((message: { at: string }) => void) | undefined; summary: () => string } {
+  let written = 0;
+  let fraction = 0;
+  return {
+    observe: progress
+      ? (message) => {
+          written += 1;
+          // Cheap enough per message; reporting itself is throttled.
+          if ((written & 1023) !== 0) return;
+          fraction = Math.min(Math.max((Date.parse(message.at) - EPOCH_MS) / (days * DAY_MS), 0), 1);
+          progress.report({ done: written, fraction });
+        }
+      : undefined,
+    summary: () => progress?.summary({ done: written, fraction }) ?? `${written} messages`,
+  };
 }
