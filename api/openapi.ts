@@ -28,6 +28,8 @@ import {
   thesisStatusSchema,
   askListSchema,
 } from '../readmodels/schemas.ts';
+import { apiDocs } from '../readmodels/descriptions.ts';
+import { OPERATION_EXAMPLES } from './examples.ts';
 import type { RestOperation } from './operation.ts';
 
 /** The interface description version ; the REST paths carry the major version as /v1. */
@@ -78,6 +80,46 @@ const NAMED_SCHEMAS: readonly [z.ZodType, string][] = [
 ];
 
 const SCHEMA_REF = (id: string) => `#/components/schemas/${id}`;
+
+type ZodDef = { type: string; innerType?: z.ZodType; out?: z.ZodType; element?: z.ZodType; options?: z.ZodType[]; shape?: Record<string, z.ZodType> };
+const defOf = (schema: z.ZodType) => (schema as unknown as { _zod: { def: ZodDef } })._zod.def;
+const WRAPPERS = new Set(['nullable', 'optional', 'default', 'readonly', 'nonoptional', 'catch', 'prefault']);
+
+/**
+ * Copies the field descriptions of readmodels/descriptions.ts into a rendered schema, walking the
+ * zod schema and its JSON Schema side by side. It stops at a $ref (a named component is annotated
+ * where it is defined), and writes copies, because a rendered node can be shared by two properties.
+ */
+function annotate(schema: z.ZodType, json: JsonObject, inherited?: Record<string, string>): void {
+  if (typeof json.$ref === 'string') return;
+  const def = defOf(schema);
+  if (WRAPPERS.has(def.type) && def.innerType) {
+    const branches = Array.isArray(json.anyOf) ? (json.anyOf as JsonObject[]).filter((b) => b.type !== 'null') : [json];
+    for (const branch of branches) annotate(def.innerType, branch, inherited);
+    return;
+  }
+  if (def.type === 'pipe' && def.out) return annotate(def.out, json, inherited);
+  const docs = apiDocs.get(schema);
+  if (docs?.description !== undefined && json.description === undefined) json.description = docs.description;
+  if (def.type === 'union' && def.options) {
+    const branches = (json.anyOf ?? json.oneOf) as JsonObject[] | undefined;
+    def.options.forEach((option, i) => branches?.[i] && annotate(option, branches[i], docs?.fields ?? inherited));
+    return;
+  }
+  if (def.type === 'array' && def.element && json.items) return annotate(def.element, json.items as JsonObject);
+  if (def.type !== 'object' || !def.shape) return;
+  const fields = docs?.fields ?? inherited;
+  const properties = json.properties as Record<string, JsonObject> | undefined;
+  if (!properties) return;
+  for (const [key, child] of Object.entries(def.shape)) {
+    const rendered = properties[key];
+    if (!rendered) continue;
+    const description = fields?.[key];
+    const copy: JsonObject = { ...rendered, ...(description !== undefined && rendered.description === undefined ? { description } : {}) };
+    properties[key] = copy;
+    annotate(child, copy);
+  }
+}
 
 /** Parameter schemas render their input side, except that a pipe renders what it produces (an integer 1–30, not "digits"). */
 function pipeOutputs(ctx: { zodSchema: unknown; jsonSchema: JsonObject }): void {
@@ -203,10 +245,11 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
     const responses: Record<string, JsonObject> = {};
     for (const [status, response] of Object.entries(op.responses)) {
       const id = name(response.schema, `${upperFirst(op.operationId)}Response${status === '200' ? '' : status}`);
+      const examples = OPERATION_EXAMPLES[op.operationId]?.[Number(status)];
       responses[status] = {
         description: response.description,
         headers: { ...rateHeaders, 'Cache-Control': headerRef('CacheControl') },
-        content: { 'application/json': { schema: { $ref: SCHEMA_REF(id) } } },
+        content: { 'application/json': { schema: { $ref: SCHEMA_REF(id) }, ...(examples ? { examples } : {}) } },
       };
     }
     const errorId = name(op.errorSchema ?? errorSchema, `${upperFirst(op.operationId)}Error`);
@@ -237,8 +280,11 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
 
   const rendered = z.toJSONSchema(registry, { target: 'draft-2020-12', io: 'output', uri: SCHEMA_REF });
   const schemas: Record<string, JsonObject> = {};
+  const byId = new Map([...names].map(([schema, id]) => [id, schema]));
   for (const [id, schema] of Object.entries(rendered.schemas)) {
     const { $schema: _dialect, $id: _id, ...rest } = schema as JsonObject;
+    const source = byId.get(id);
+    if (source) annotate(source, rest);
     schemas[id] = rest;
   }
 
