@@ -83,14 +83,16 @@ function parse(args: string[], followerProvider: string): Parsed {
 }
 
 export async function run(args: string[]): Promise<number> {
-  const config = parseConfig();
-  if (!config.ok) return usageError(config.reason);
-  const parsed = parse(args, config.config.PULSEBOARD_FOLLOWER_PROVIDER);
-  if (!parsed.ok) return usageError(parsed.reason);
-  if (parsed.help) {
+  // Flags first: --help and a usage error answer whatever the environment holds.
+  const flags = parse(args, '');
+  if (!flags.ok) return usageError(flags.reason);
+  if (flags.help) {
     process.stdout.write(USAGE);
     return 0;
   }
+  const config = parseConfig();
+  if (!config.ok) return usageError(config.reason);
+  const parsed = { ...flags, options: { ...flags.options, followerProvider: config.config.PULSEBOARD_FOLLOWER_PROVIDER } };
 
   const toStdout = parsed.out === '-';
   const out = toStdout ? process.stdout : createWriteStream(parsed.out);

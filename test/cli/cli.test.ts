@@ -60,6 +60,14 @@ describe('pulseboard --help, help and --version', () => {
     });
   }
 
+  it('--help answers even when the environment holds a bad setting (nothing is configured for help)', async () => {
+    for (const name of COMMANDS) {
+      const run = await runCli([name, '--help'], { env: { ...env, PULSEBOARD_RATE_LIMIT: 'lots' } });
+      assert.equal(run.code, 0, `${name}: ${run.stderr}`);
+      assert.match(run.stdout, new RegExp(`^usage: pulseboard ${name}`));
+    }
+  });
+
   for (const args of [['keys', 'issue', '--help'], ['keys', 'list', '--help'], ['keys', 'revoke', '--help']]) {
     it(`${args.join(' ')} prints the keys usage, exit 0`, async () => {
       const run = await runCli(args, { env });
