@@ -90,23 +90,23 @@ const WRAPPERS = new Set(['nullable', 'optional', 'default', 'readonly', 'nonopt
  * zod schema and its JSON Schema side by side. It stops at a $ref (a named component is annotated
  * where it is defined), and writes copies, because a rendered node can be shared by two properties.
  */
-function annotate(schema: z.ZodType, json: JsonObject, inherited?: Record<string, string>): void {
+export function annotateDescriptions(schema: z.ZodType, json: JsonObject, inherited?: Record<string, string>): void {
   if (typeof json.$ref === 'string') return;
   const def = defOf(schema);
   if (WRAPPERS.has(def.type) && def.innerType) {
     const branches = Array.isArray(json.anyOf) ? (json.anyOf as JsonObject[]).filter((b) => b.type !== 'null') : [json];
-    for (const branch of branches) annotate(def.innerType, branch, inherited);
+    for (const branch of branches) annotateDescriptions(def.innerType, branch, inherited);
     return;
   }
-  if (def.type === 'pipe' && def.out) return annotate(def.out, json, inherited);
+  if (def.type === 'pipe' && def.out) return annotateDescriptions(def.out, json, inherited);
   const docs = apiDocs.get(schema);
   if (docs?.description !== undefined && json.description === undefined) json.description = docs.description;
   if (def.type === 'union' && def.options) {
     const branches = (json.anyOf ?? json.oneOf) as JsonObject[] | undefined;
-    def.options.forEach((option, i) => branches?.[i] && annotate(option, branches[i], docs?.fields ?? inherited));
+    def.options.forEach((option, i) => branches?.[i] && annotateDescriptions(option, branches[i], docs?.fields ?? inherited));
     return;
   }
-  if (def.type === 'array' && def.element && json.items) return annotate(def.element, json.items as JsonObject);
+  if (def.type === 'array' && def.element && json.items) return annotateDescriptions(def.element, json.items as JsonObject);
   if (def.type !== 'object' || !def.shape) return;
   const fields = docs?.fields ?? inherited;
   const properties = json.properties as Record<string, JsonObject> | undefined;
@@ -117,7 +117,7 @@ function annotate(schema: z.ZodType, json: JsonObject, inherited?: Record<string
     const description = fields?.[key];
     const copy: JsonObject = { ...rendered, ...(description !== undefined && rendered.description === undefined ? { description } : {}) };
     properties[key] = copy;
-    annotate(child, copy);
+    annotateDescriptions(child, copy);
   }
 }
 
@@ -284,7 +284,7 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
   for (const [id, schema] of Object.entries(rendered.schemas)) {
     const { $schema: _dialect, $id: _id, ...rest } = schema as JsonObject;
     const source = byId.get(id);
-    if (source) annotate(source, rest);
+    if (source) annotateDescriptions(source, rest);
     schemas[id] = rest;
   }
 

@@ -8,9 +8,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { annotateDescriptions } from '../../api/openapi.ts';
 import { BEATS } from '../../config/beats.ts';
 import { sourcePayloads, sourceTypes, type SourceType } from '../../events/source.ts';
 import { envelopeSchema, MESSAGE_ID_MAX } from '../../ingest/messages.ts';
+import { apiDocs } from '../../readmodels/descriptions.ts';
+import { callRecordSchema, callTokenSchema } from '../../readmodels/schemas.ts';
 import { examples } from '../../test/ingest/examples.ts';
 
 export const SOURCE_MESSAGES_FILE = join(import.meta.dirname, '../source-messages.md');
@@ -43,6 +46,85 @@ const EFFECTS: Record<SourceType, string> = {
   'calls.collected': 'Sets the call collection\'s freshness (`CallFreshness` in the call-record pages).',
   'pulse.published': `The beat's current pulse card. \`card.beat\` must be a configured beat id: ${BEATS.map((b) => `\`${b.id}\``).join(', ')}.`,
 };
+
+/**
+ * What the fields that exist only in source messages mean, by type and field path. Fields shared
+ * with the API's response shapes (a dossier, an on-chain snapshot, a caller …) take their meaning
+ * from readmodels/descriptions.ts, like the OpenAPI document; a test fails on a field with neither.
+ */
+const FIELD_MEANINGS: Record<SourceType | 'envelope', Record<string, string>> = {
+  envelope: {
+    type: 'The message type: one of the types below.',
+    id: 'The message id, unique within its type at the source.',
+    at: 'When the source observed what it reports.',
+    data: "The type's payload (below).",
+  },
+  'project.sighted': {
+    projectId: 'The stable project id (the board matches on it).',
+    handle: 'Social handle; a leading @ is dropped. Must not be empty: send null for none.',
+    identity: 'The public identity submitted for the project.',
+    name: 'Display name.',
+    pfp: 'Profile image URL.',
+    fol: 'Follower count at this sighting.',
+    why: 'One line on why the project reached the board.',
+    bio: 'Profile bio.',
+  },
+  'rival.listed': { projectId: 'The project the rival feed listed.' },
+  'followers.observed': {
+    projectId: 'The project observed.',
+    source: 'The follower data provider; must equal PULSEBOARD_FOLLOWER_PROVIDER.',
+    handle: 'The handle the provider observed.',
+    value: 'Followers counted.',
+    checkedAt: 'When the provider counted them.',
+  },
+  'dossier.written': { projectId: 'The project researched.', dossier: 'The dossier, replacing any earlier one.' },
+  'onchain.checked': { projectId: 'The project checked.', onchain: 'The on-chain snapshot.' },
+  'calltracker.checked': {
+    projectId: 'The project looked up.',
+    status: 'Outcome of the look-up.',
+    historyComplete: 'Whether the complete, orderable call history was verified.',
+    posts: 'Verified calls: null when status is identity_unknown or identity_mismatch, 0 when checked_no_match.',
+    firstAt: 'When the token was first called.',
+    firstMcap: 'Market cap in USD at the first call.',
+    firstCaller: 'Call-tracker handle of the first caller.',
+    latestAt: 'When the token was most recently called.',
+    mcap: 'Current market cap in USD.',
+  },
+  'vote.cast': {
+    projectId: 'The project voted on.',
+    voterId: "The voter's stable id: a later vote of the same voter replaces this one.",
+    name: "The voter's display name (shown only to allowlisted key owners).",
+    avatar: "The voter's avatar URL (shown only to allowlisted key owners).",
+    direction: 'up, down, or none to withdraw the vote.',
+  },
+  'research.updated': {
+    projectId: 'The project.',
+    state: 'Where research stands.',
+    nextEligibleAt: 'When research may next be requested, if limited.',
+  },
+  'ask.updated': {
+    projectId: 'The project asked about.',
+    askId: 'The ask (created by ask_researcher, or created here when unknown).',
+    status: 'queued, researching, answered or failed.',
+    answer: 'The answer, once answered.',
+  },
+  'call.recorded': {
+    thesisText: "The author's thesis (private). Over 12,000 characters it is shortened with a note pointing at sourceUrl.",
+    tokens: 'The tokens called (1–20), without the project link (computed when read).',
+  },
+  'call.suppressed': { callId: 'The call to hide.' },
+  'call.restored': { callId: 'The call to show again.' },
+  'calls.collected': {
+    checkedAt: 'The latest collector attempt.',
+    completeAt: 'The last completed collection checkpoint.',
+    lastAttemptComplete: 'Whether the latest attempt completed.',
+  },
+  'pulse.published': { card: 'The card; card.beat must be a configured beat id.' },
+};
+
+/** call.recorded is the API's call record (extended) with its tokens' `project` omitted: the same meanings. */
+const CALL_FIELDS = apiDocs.get(callRecordSchema)?.fields ?? {};
+const TOKEN_FIELDS = apiDocs.get(callTokenSchema)?.fields ?? {};
 
 const INTEGER_LIMIT = Number.MAX_SAFE_INTEGER;
 
@@ -88,7 +170,7 @@ function objectInside(schema: Json): Json | null {
   return null;
 }
 
-type Row = { path: string; required: boolean; type: string };
+type Row = { path: string; required: boolean; type: string; meaning: string | undefined };
 
 function rows(schema: Json, prefix: string): Row[] {
   const properties = (schema.properties ?? {}) as Record<string, Json>;
@@ -97,16 +179,26 @@ function rows(schema: Json, prefix: string): Row[] {
   for (const [name, property] of Object.entries(properties)) {
     const path = `${prefix}${name}`;
     const inner = objectInside(property);
-    out.push({ path, required: required.has(name), type: inner ? typeText({ ...property, ...(property.type === 'object' ? { type: 'object' } : {}) }).replace(/object/g, 'object (fields below)') : typeText(property) });
+    out.push({ path, required: required.has(name), meaning: typeof property.description === 'string' ? property.description : undefined, type: inner ? typeText({ ...property, ...(property.type === 'object' ? { type: 'object' } : {}) }).replace(/object/g, 'object (fields below)') : typeText(property) });
     if (inner) out.push(...rows(inner, `${path}${property.type === 'array' || (Array.isArray(property.anyOf) && (property.anyOf as Json[]).some((o) => o.type === 'array')) ? '[]' : ''}.`));
   }
   return out;
 }
 
-function table(schema: z.ZodType): string {
+function meaningOf(type: SourceType | 'envelope', row: Row): string {
+  const own = FIELD_MEANINGS[type][row.path] ?? row.meaning;
+  const call = type !== 'call.recorded' ? undefined : row.path.startsWith('tokens[].') ? TOKEN_FIELDS[row.path.slice('tokens[].'.length)] : CALL_FIELDS[row.path];
+  const meaning = own ?? call;
+  if (meaning === undefined) throw new Error(`${type} ${row.path} has no meaning: add it to FIELD_MEANINGS or readmodels/descriptions.ts`);
+  return meaning;
+}
+
+function table(type: SourceType | 'envelope', schema: z.ZodType): string {
   const rendered = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }) as Json;
-  const lines = rows(rendered, '').map((r) => `| \`${r.path}\` | ${r.required ? 'yes' : 'no'} | ${r.type.replace(/\|/g, '\\|')} |`);
-  return ['| field | required | type and limits |', '|---|---|---|', ...lines].join('\n');
+  annotateDescriptions(schema, rendered);
+  const cell = (text: string) => text.replace(/\|/g, '\\|');
+  const lines = rows(rendered, '').map((r) => `| \`${r.path}\` | ${r.required ? 'yes' : 'no'} | ${cell(r.type)} | ${cell(meaningOf(type, r))} |`);
+  return ['| field | required | type and limits | meaning |', '|---|---|---|---|', ...lines].join('\n');
 }
 
 export function renderSourceMessages(): string {
@@ -134,7 +226,7 @@ exits 1 when any message was rejected. A reason never quotes the rejected input.
 ${JSON.stringify(examples['rival.listed'])}
 \`\`\`
 
-${table(envelopeSchema)}
+${table('envelope', envelopeSchema)}
 
 - \`type\`: one of the ${sourceTypes.length} types below.
 - \`id\`: unique within its type at the source (at most ${MESSAGE_ID_MAX} characters). The event id is
@@ -155,7 +247,7 @@ ${sourceTypes.map((t) => `| [\`${t}\`](#${t.replace(/\./g, '')}) | ${EFFECTS[t].
 
 ${EFFECTS[type]}
 
-${table(sourcePayloads[type] as z.ZodType)}
+${table(type, sourcePayloads[type] as z.ZodType)}
 
 Example (one NDJSON line):
 
