@@ -66,7 +66,7 @@ function describeListenError(error: unknown, host: string, port: number): string
   return `cannot listen on ${host}:${port}: ${error instanceof Error ? error.message : String(error)}`;
 }
 
-/** Loads the bundled sample into an empty log and allowlists and links the local owner. */
+/** Loads the bundled sample into an empty log. */
 async function loadSample(stores: Stores, config: Config): Promise<void> {
   if ((await stores.log.headPosition()) > 0 || !existsSync(SAMPLE_FILE)) return;
   const ingestor = createIngestor(stores.log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER });
@@ -76,21 +76,23 @@ async function loadSample(stores: Stores, config: Config): Promise<void> {
     const outcome = await ingestor.ingest(line, 'ndjson');
     if (outcome.status === 'accepted') accepted += 1;
   }
-  await changeOwner(stores, LOCAL_OWNER, 'allow');
-  await changeOwner(stores, LOCAL_OWNER, 'link');
   // The bundled sample is small: project it before listening, so the printed key meets a full board.
   await stores.catchUp();
   process.stderr.write(`loaded ${accepted} sample messages into ${config.PULSEBOARD_DATA_DIR}\n`);
 }
 
 /**
- * Issues the local owner's first key once the server listens, so a start that never listened (a busy
- * port) cannot have spent it: the key exists only if it was printed to a running server's terminal.
+ * Allowlists and links the local owner and issues its first key once the server listens, so a start
+ * that never listened (a busy port) cannot have spent it: the key exists only if it was printed to a
+ * running server's terminal.
  * Null when the local owner already has a key (a later start prints how to issue another).
  */
 async function firstLocalKey(stores: Stores): Promise<string | null> {
   await settleKeys(stores);
   if ((await stores.store.findIds(KEYS_COLLECTION, 'owner', LOCAL_OWNER, 1)).length > 0) return null;
+  // Ready to use for every read, the thesis feed included.
+  await changeOwner(stores, LOCAL_OWNER, 'allow');
+  await changeOwner(stores, LOCAL_OWNER, 'link');
   return (await issueKey(stores, LOCAL_OWNER)).key;
 }
 

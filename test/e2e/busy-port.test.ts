@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, describe, it } from 'node:test';
+import { examples, line } from '../ingest/examples.ts';
 import { CLI, runCli } from '../support/cli.ts';
 
 const DEADLINE_MS = 5000;
@@ -100,6 +101,20 @@ describe('serve on a busy port', () => {
     const response = await board(second.url, issued.stdout.trim());
     assert.equal(response.status, 200);
     assert.ok(((await response.json()) as { projects: unknown[] }).projects.length > 0);
+  });
+
+  it('a data directory that ingest filled before the first serve still gets a ready-to-use local key', async () => {
+    const filled = join(dir, 'filled');
+    const ingested = await runCli(['ingest', '-'], { env: { PULSEBOARD_DATA_DIR: filled }, stdin: `${line(examples['project.sighted'])}\n` });
+    assert.equal(ingested.code, 0, ingested.stderr);
+    const started = await start({ PULSEBOARD_DATA_DIR: filled, PORT: '0' });
+    children.push(started.child);
+    assert.ok(started.key, 'a key is printed although the sample was not loaded');
+    const board = await fetch(`${started.url}/v1/projects`, { headers: { authorization: `Bearer ${started.key}` } });
+    assert.equal(board.status, 200);
+    // Allowlisted and linked, as the start-up message says: the thesis feed answers instead of 403.
+    const feed = await fetch(`${started.url}/v1/thesisfeed/theses?contract=0x${'1'.repeat(40)}`, { headers: { authorization: `Bearer ${started.key}` } });
+    assert.equal(feed.status, 200, await feed.text());
   });
 
   it('a HOST this machine does not have is refused the same way: one line naming it, exit 1', async () => {
