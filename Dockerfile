@@ -6,7 +6,9 @@ FROM node:24.9.0-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 
-# Production dependencies only, from the lockfile.
+# Production dependencies only, from the lockfile. swagger-ui-dist (the /docs page) depends on
+# @scarf/scarf, whose install script would report the installation over the network: turned off.
+ENV SCARF_ANALYTICS=false
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev && npm cache clean --force
 

@@ -1,7 +1,7 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { errors } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
-import { renderDocsPage } from './docs.ts';
+import { mountDocs } from './docs.ts';
 import { sendError } from './errors.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import type { RestOperation } from './operation.ts';
@@ -50,17 +50,10 @@ export function mountHealth(app: FastifyInstance, services: Services): void {
 export function mountInterfaceDescription(app: FastifyInstance, operations: readonly RestOperation[]): void {
   const document = buildOpenApiDocument(operations);
   const json = JSON.stringify(document);
-  const page = renderDocsPage(document);
   app.get('/v1/openapi.json', async (_request, reply) =>
     reply.header('cache-control', 'public, max-age=300').type('application/json; charset=utf-8').send(json),
   );
-  app.get('/docs', async (_request, reply) =>
-    reply
-      .header('cache-control', 'public, max-age=300')
-      .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'")
-      .type('text/html; charset=utf-8')
-      .send(page),
-  );
+  mountDocs(app);
 }
 
 function registerOperation(app: FastifyInstance, services: Services, op: RestOperation): void {

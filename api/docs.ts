@@ -1,112 +1,83 @@
-import type { OpenApiDocument } from './openapi.ts';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
 
 /**
- * The docs page: the OpenAPI document rendered once, on the server, into one self-contained HTML
- * page (inline style, no script, nothing fetched from elsewhere).
+ * The interactive reference at /docs: Swagger UI, served from the swagger-ui-dist package (a
+ * runtime dependency, so the page works offline and nothing is fetched from elsewhere), pointed at
+ * /v1/openapi.json. The bearer key is entered once under "Authorize" and sent with every "Try it
+ * out" request; it stays in this browser's local storage (persistAuthorization), never on the server.
  */
 
-const escapeHtml = (text: string) =>
-  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+const SWAGGER_UI_DIR = dirname(fileURLToPath(import.meta.resolve('swagger-ui-dist/package.json')));
 
-/** Backticked spans in descriptions become <code>; everything else is escaped text. */
-const prose = (text: string) => escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>');
+/** The only assets the page loads, all same-origin under /docs/. */
+const ASSETS: Record<string, { file: string | null; type: string }> = {
+  'swagger-ui.css': { file: 'swagger-ui.css', type: 'text/css; charset=utf-8' },
+  'swagger-ui-bundle.js': { file: 'swagger-ui-bundle.js', type: 'text/javascript; charset=utf-8' },
+  'favicon-32x32.png': { file: 'favicon-32x32.png', type: 'image/png' },
+  'init.js': { file: null, type: 'text/javascript; charset=utf-8' },
+};
 
-type Json = Record<string, unknown>;
+/** Swagger UI's settings: no topbar (it would let the page load other documents), no validator badge (an outside request). */
+const INIT_SCRIPT = `window.addEventListener('load', function () {
+  window.ui = SwaggerUIBundle({
+    url: '/v1/openapi.json',
+    dom_id: '#swagger-ui',
+    deepLinking: true,
+    presets: [SwaggerUIBundle.presets.apis],
+    layout: 'BaseLayout',
+    validatorUrl: null,
+    persistAuthorization: true,
+    tryItOutEnabled: true,
+    displayRequestDuration: true,
+    defaultModelsExpandDepth: 0,
+    defaultModelExpandDepth: 2,
+    docExpansion: 'list',
+    filter: true,
+  });
+});
+`;
 
-/** A one-line type summary of a parameter or property schema. */
-function typeOf(schema: Json): string {
-  if (typeof schema.$ref === 'string') {
-    const id = schema.$ref.split('/').pop()!;
-    return `<a href="#schema-${escapeHtml(id)}">${escapeHtml(id)}</a>`;
-  }
-  if (Array.isArray(schema.anyOf)) return (schema.anyOf as Json[]).map(typeOf).join(' or ');
-  if (Array.isArray(schema.enum)) return (schema.enum as unknown[]).map((v) => `<code>${escapeHtml(JSON.stringify(v))}</code>`).join(' | ');
-  if (schema.const !== undefined) return `<code>${escapeHtml(JSON.stringify(schema.const))}</code>`;
-  const type = typeof schema.type === 'string' ? schema.type : 'any';
-  const limits: string[] = [];
-  if (typeof schema.format === 'string') limits.push(schema.format);
-  if (schema.minimum !== undefined || schema.maximum !== undefined) limits.push(`${String(schema.minimum ?? '')}–${String(schema.maximum ?? '')}`);
-  if (schema.maxLength !== undefined) limits.push(`max ${String(schema.maxLength)} chars`);
-  if (schema.minLength !== undefined && schema.minLength !== 0) limits.push(`min ${String(schema.minLength)} chars`);
-  if (type === 'array' && schema.items) return `array of ${typeOf(schema.items as Json)}${schema.maxItems !== undefined ? ` (max ${String(schema.maxItems)})` : ''}`;
-  return escapeHtml(type) + (limits.length > 0 ? ` <span class="muted">(${escapeHtml(limits.join(', '))})</span>` : '');
-}
-
-function requestBody(op: Json): string {
-  const schema = (((op.requestBody as Json | undefined)?.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema;
-  if (!schema) return '';
-  return `<h4>Request body</h4><p>JSON, required.</p><pre>${escapeHtml(JSON.stringify(schema, null, 2))}</pre>`;
-}
-
-function operationHtml(base: string, method: string, path: string, op: Json): string {
-  const parameters = (op.parameters as Json[] | undefined) ?? [];
-  const responses = (op.responses as Record<string, Json>) ?? {};
-  const params =
-    parameters.length === 0
-      ? '<p class="muted">No parameters.</p>'
-      : `<table><thead><tr><th>Name</th><th>In</th><th>Type</th><th>Description</th></tr></thead><tbody>${parameters
-          .map(
-            (p) =>
-              `<tr><td><code>${escapeHtml(String(p.name))}</code>${p.required ? ' <span class="req">required</span>' : ''}</td><td>${escapeHtml(String(p.in))}</td><td>${typeOf(p.schema as Json)}</td><td>${prose(String(p.description ?? ''))}</td></tr>`,
-          )
-          .join('')}</tbody></table>`;
-  const rows = Object.entries(responses)
-    .map(([status, r]) => {
-      const schema = ((r.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | undefined;
-      return `<tr><td class="status s${status.charAt(0)}">${escapeHtml(status)}</td><td>${prose(String(r.description ?? ''))}</td><td>${schema ? typeOf(schema) : ''}</td></tr>`;
-    })
-    .join('');
-  const id = String(op.operationId);
-  return `<section class="op" id="op-${escapeHtml(id)}">
-<h3><span class="method">${escapeHtml(method.toUpperCase())}</span> <code>${escapeHtml(base + path)}</code></h3>
-<p><strong>${prose(String(op.summary ?? ''))}</strong> <span class="muted">(${escapeHtml(id)})</span></p>
-${op.description ? `<p>${prose(String(op.description))}</p>` : ''}
-<h4>Parameters</h4>${params}
-${requestBody(op)}
-<h4>Responses</h4><table><thead><tr><th>Status</th><th>Meaning</th><th>Body</th></tr></thead><tbody>${rows}</tbody></table>
-</section>`;
-}
-
-export function renderDocsPage(doc: OpenApiDocument): string {
-  const base = doc.servers[0]?.url ?? '';
-  const operations: string[] = [];
-  const index: string[] = [];
-  for (const [path, methods] of Object.entries(doc.paths)) {
-    for (const [method, op] of Object.entries(methods)) {
-      operations.push(operationHtml(base, method, path, op));
-      index.push(`<li><a href="#op-${escapeHtml(String(op.operationId))}"><span class="method">${escapeHtml(method.toUpperCase())}</span> ${escapeHtml(base + path)}</a></li>`);
-    }
-  }
-  const schemas = Object.entries(doc.components.schemas)
-    .map(
-      ([id, schema]) =>
-        `<details id="schema-${escapeHtml(id)}"><summary><code>${escapeHtml(id)}</code></summary><pre>${escapeHtml(JSON.stringify(schema, null, 2))}</pre></details>`,
-    )
-    .join('\n');
-  return `<!doctype html>
+export const DOCS_PAGE = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(doc.info.title)} ${escapeHtml(doc.info.version)}</title>
-<style>
-body{font:15px/1.5 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b}
-code,pre{font-family:ui-monospace,monospace;font-size:.9em}pre{background:#f5f5f5;padding:.75rem;overflow:auto}
-table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{border:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}
-.op{border-top:2px solid #333;margin-top:2rem}.method{font-weight:700;color:#0b5}.muted{color:#666}.req{color:#b40;font-size:.85em}
-.status{font-weight:700}.s2{color:#0b5}.s4{color:#b40}.s5{color:#a00}details{margin:.25rem 0}
-</style>
+<title>pulseboard read API</title>
+<link rel="icon" type="image/png" href="/docs/favicon-32x32.png">
+<link rel="stylesheet" href="/docs/swagger-ui.css">
 </head>
 <body>
-<h1>${escapeHtml(doc.info.title)} <small class="muted">${escapeHtml(doc.info.version)}</small></h1>
-<p>${prose(doc.info.description)}</p>
-<p>Machine-readable description: <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI ${escapeHtml(doc.openapi)}). Base path: <code>${escapeHtml(base)}</code>. Authentication: <code>Authorization: Bearer &lt;API key&gt;</code>.</p>
-<h2>Operations</h2>
-<ul>${index.join('')}</ul>
-${operations.join('\n')}
-<h2>Schemas</h2>
-${schemas}
+<noscript><p>This page needs JavaScript. The interface description is <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI 3.1).</p></noscript>
+<div id="swagger-ui"></div>
+<script src="/docs/swagger-ui-bundle.js"></script>
+<script src="/docs/init.js"></script>
 </body>
 </html>
 `;
+
+/** Same-origin scripts, styles and requests only; Swagger UI sets inline styles and shows data: images. */
+export const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+export function mountDocs(app: FastifyInstance): void {
+  const cache = new Map<string, Buffer>();
+  const body = (name: string): Buffer => {
+    let bytes = cache.get(name);
+    if (!bytes) {
+      const file = ASSETS[name]!.file;
+      bytes = file === null ? Buffer.from(INIT_SCRIPT) : readFileSync(join(SWAGGER_UI_DIR, file));
+      cache.set(name, bytes);
+    }
+    return bytes;
+  };
+  app.get('/docs', async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=300').header('content-security-policy', DOCS_CSP).type('text/html; charset=utf-8').send(DOCS_PAGE),
+  );
+  for (const [name, asset] of Object.entries(ASSETS)) {
+    app.get(`/docs/${name}`, async (_request, reply) =>
+      reply.header('cache-control', 'public, max-age=3600').header('x-content-type-options', 'nosniff').type(asset.type).send(body(name)),
+    );
+  }
 }

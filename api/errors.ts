@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { ServiceError } from '../service/errors.ts';
 
-/** Headers every failed authentication gets, identical whatever the cause (spec §5.4). */
+/** Headers every failed authentication gets, identical whatever the cause. */
 const UNAUTHORIZED_HEADERS = { 'www-authenticate': 'Bearer realm="pulseboard"' };
 
 /** Renders a ServiceError as `{error: {code, message}}` with its status and Retry-After. */

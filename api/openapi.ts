@@ -28,9 +28,11 @@ import {
   thesisStatusSchema,
   askListSchema,
 } from '../readmodels/schemas.ts';
+import { apiDocs } from '../readmodels/descriptions.ts';
+import { OPERATION_EXAMPLES } from './examples.ts';
 import type { RestOperation } from './operation.ts';
 
-/** The interface description version (spec §9); the REST paths carry the major version as /v1. */
+/** The interface description version ; the REST paths carry the major version as /v1. */
 export const INTERFACE_VERSION = '1.0.0';
 export const API_BASE_PATH = '/v1';
 
@@ -38,7 +40,7 @@ type JsonObject = Record<string, unknown>;
 
 export type OpenApiDocument = {
   openapi: '3.1.0';
-  info: { title: string; version: string; description: string };
+  info: { title: string; version: string; description: string; contact: { name: string }; license: { name: string } };
   servers: { url: string; description: string }[];
   security: Record<string, string[]>[];
   tags: { name: string; description?: string }[];
@@ -78,6 +80,46 @@ const NAMED_SCHEMAS: readonly [z.ZodType, string][] = [
 ];
 
 const SCHEMA_REF = (id: string) => `#/components/schemas/${id}`;
+
+type ZodDef = { type: string; innerType?: z.ZodType; out?: z.ZodType; element?: z.ZodType; options?: z.ZodType[]; shape?: Record<string, z.ZodType> };
+const defOf = (schema: z.ZodType) => (schema as unknown as { _zod: { def: ZodDef } })._zod.def;
+const WRAPPERS = new Set(['nullable', 'optional', 'default', 'readonly', 'nonoptional', 'catch', 'prefault']);
+
+/**
+ * Copies the field descriptions of readmodels/descriptions.ts into a rendered schema, walking the
+ * zod schema and its JSON Schema side by side. It stops at a $ref (a named component is annotated
+ * where it is defined), and writes copies, because a rendered node can be shared by two properties.
+ */
+export function annotateDescriptions(schema: z.ZodType, json: JsonObject, inherited?: Record<string, string>): void {
+  if (typeof json.$ref === 'string') return;
+  const def = defOf(schema);
+  if (WRAPPERS.has(def.type) && def.innerType) {
+    const branches = Array.isArray(json.anyOf) ? (json.anyOf as JsonObject[]).filter((b) => b.type !== 'null') : [json];
+    for (const branch of branches) annotateDescriptions(def.innerType, branch, inherited);
+    return;
+  }
+  if (def.type === 'pipe' && def.out) return annotateDescriptions(def.out, json, inherited);
+  const docs = apiDocs.get(schema);
+  if (docs?.description !== undefined && json.description === undefined) json.description = docs.description;
+  if (def.type === 'union' && def.options) {
+    const branches = (json.anyOf ?? json.oneOf) as JsonObject[] | undefined;
+    def.options.forEach((option, i) => branches?.[i] && annotateDescriptions(option, branches[i], docs?.fields ?? inherited));
+    return;
+  }
+  if (def.type === 'array' && def.element && json.items) return annotateDescriptions(def.element, json.items as JsonObject);
+  if (def.type !== 'object' || !def.shape) return;
+  const fields = docs?.fields ?? inherited;
+  const properties = json.properties as Record<string, JsonObject> | undefined;
+  if (!properties) return;
+  for (const [key, child] of Object.entries(def.shape)) {
+    const rendered = properties[key];
+    if (!rendered) continue;
+    const description = fields?.[key];
+    const copy: JsonObject = { ...rendered, ...(description !== undefined && rendered.description === undefined ? { description } : {}) };
+    properties[key] = copy;
+    annotateDescriptions(child, copy);
+  }
+}
 
 /** Parameter schemas render their input side, except that a pipe renders what it produces (an integer 1–30, not "digits"). */
 function pipeOutputs(ctx: { zodSchema: unknown; jsonSchema: JsonObject }): void {
@@ -170,6 +212,17 @@ export function openApiPath(fastifyPath: string): string {
 
 const upperFirst = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
+/** What each tag groups, shown as the section intro on /docs (an undescribed tag fails the lint test). */
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  projects:
+    'The board of tracked projects: pages of 50 newest first, delta sync for mirrors (`since`, then `cursor`), one project with its dossier and optional context, the project\'s research asks and its write history.',
+  search: 'Find a project by id, handle, contract (`0x…`, base58, `chain:contract`), website or social profile. Reads only.',
+  calls: 'Stored call records: who called which token and when, with the caller\'s thesis, cursor-paged by `next`.',
+  pulse: 'Short news cards, one current card per beat (launches, funding, listings, security, on-chain, social, infrastructure, policy).',
+  'thesis feed':
+    'A private, shared snapshot of recent theses about a contract; for linked, allowlisted key owners only. POST asks for one (200 when fresh, 202 when queued), GET reads it.',
+};
+
 /**
  * The OpenAPI 3.1 document of the REST interface, generated from the same zod schemas that validate
  * requests and shape responses (request parameters as input, responses as output, JSON Schema 2020-12).
@@ -192,10 +245,11 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
     const responses: Record<string, JsonObject> = {};
     for (const [status, response] of Object.entries(op.responses)) {
       const id = name(response.schema, `${upperFirst(op.operationId)}Response${status === '200' ? '' : status}`);
+      const examples = OPERATION_EXAMPLES[op.operationId]?.[Number(status)];
       responses[status] = {
         description: response.description,
         headers: { ...rateHeaders, 'Cache-Control': headerRef('CacheControl') },
-        content: { 'application/json': { schema: { $ref: SCHEMA_REF(id) } } },
+        content: { 'application/json': { schema: { $ref: SCHEMA_REF(id) }, ...(examples ? { examples } : {}) } },
       };
     }
     const errorId = name(op.errorSchema ?? errorSchema, `${upperFirst(op.operationId)}Error`);
@@ -226,8 +280,11 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
 
   const rendered = z.toJSONSchema(registry, { target: 'draft-2020-12', io: 'output', uri: SCHEMA_REF });
   const schemas: Record<string, JsonObject> = {};
+  const byId = new Map([...names].map(([schema, id]) => [id, schema]));
   for (const [id, schema] of Object.entries(rendered.schemas)) {
     const { $schema: _dialect, $id: _id, ...rest } = schema as JsonObject;
+    const source = byId.get(id);
+    if (source) annotateDescriptions(source, rest);
     schemas[id] = rest;
   }
 
@@ -236,12 +293,14 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
     info: {
       title: 'pulseboard read API',
       version: INTERFACE_VERSION,
+      contact: { name: 'The operators of this pulseboard instance (API keys are issued by hand on request)' },
+      license: { name: 'Proprietary; for key holders of this instance' },
       description:
         'Read-only JSON over a board of tracked projects, their research dossiers, pulse cards, stored call records and a private thesis feed. Every operation needs `Authorization: Bearer <API key>`; the same key opens the tool-protocol endpoint at /mcp. Errors are `{error: {code, message}}`. This document (/v1/openapi.json) and the docs page (/docs) are public.',
     },
     servers: [{ url: API_BASE_PATH, description: 'This host; every path below is relative to /v1' }],
     security: [{ bearerAuth: [] }],
-    tags: [...tags].map((t) => ({ name: t })),
+    tags: [...tags].map((name) => ({ name, ...(TAG_DESCRIPTIONS[name] === undefined ? {} : { description: TAG_DESCRIPTIONS[name] }) })),
     paths,
     components: {
       schemas,

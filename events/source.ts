@@ -13,7 +13,7 @@ import {
 } from '../readmodels/schemas.ts';
 
 /**
- * Payloads of the source messages (INGEST.md). An absent field leaves the stored value as it is,
+ * Payloads of the source messages (docs/source-messages.md). An absent field leaves the stored value as it is,
  * a null sets it to null, an unknown field is rejected (hence strict objects).
  * The stored event's data is the payload plus `at`, the time the source observed it.
  */
@@ -91,7 +91,7 @@ export const sourcePayloads = {
     .strict(),
   'call.recorded': callRecordSchema
     .extend({
-      // Longer texts are accepted and shortened by the projector with an explicit note (INGEST.md).
+      // Longer texts are accepted and shortened by the projector with an explicit note (docs/source-messages.md).
       thesisText: z.string().max(1_000_000),
       tokens: z.array(callTokenSchema.omit({ project: true })).min(1).max(20),
     })

@@ -8,7 +8,7 @@ import type { SourceMessage } from './messages.ts';
 export type IngestSource = 'ndjson' | 'kafka';
 export type StreamEvent = { stream: string; event: NewEvent };
 
-/** Handles are stored without the leading @ (INGEST.md); look-ups ignore case, so case is kept. */
+/** Handles are stored without the leading @ (docs/source-messages.md); look-ups ignore case, so case is kept. */
 export function normalizeHandle(handle: string): string {
   return handle.replace(/^@+/, '');
 }

@@ -4,7 +4,7 @@ import { sourcePayloads, sourceTypes, type SourcePayload, type SourceType } from
 import { isoDateTime } from '../readmodels/schemas.ts';
 
 /**
- * Source message contract (INGEST.md): an envelope `{type, id, at, data}` whose `data` is the
+ * Source message contract (docs/source-messages.md): an envelope `{type, id, at, data}` whose `data` is the
  * type's payload from events/source.ts, plus the rules that depend on configuration.
  */
 

@@ -24,7 +24,8 @@ export type DeadLetterEntry = {
 
 export type DeadLetterSink = { write(entry: DeadLetterEntry): Promise<void>; close(): Promise<void> };
 
-export type NdjsonProgress = { lines: number; linesPerSecond: number };
+/** `bytes`: UTF-8 bytes of the lines read so far, newlines included (a share of the input's size). */
+export type NdjsonProgress = { lines: number; linesPerSecond: number; bytes: number };
 
 export type NdjsonOptions = {
   ingestor: BatchIngestor;
@@ -154,6 +155,7 @@ export async function ingestNdjson(inputs: readonly NdjsonInput[], options: Ndjs
   const counts: NdjsonCounts = { lines: 0, accepted: 0, duplicate: 0, rejected: 0 };
   const started = now();
   let lastProgress = started;
+  let bytes = 0;
 
   for (const input of inputs) {
     const lines = createInterface({ input: input.stream, crlfDelay: Infinity });
@@ -207,11 +209,12 @@ export async function ingestNdjson(inputs: readonly NdjsonInput[], options: Ndjs
       lineNumber += 1;
       counts.lines += 1;
       if (options.onProgress) {
+        bytes += Buffer.byteLength(text) + 1;
         const t = now();
         if (t - lastProgress >= interval) {
           lastProgress = t;
           const seconds = Math.max((t - started) / 1000, 0.001);
-          options.onProgress({ lines: counts.lines, linesPerSecond: Math.round(counts.lines / seconds) });
+          options.onProgress({ lines: counts.lines, linesPerSecond: Math.round(counts.lines / seconds), bytes });
         }
       }
       const raw = lineNumber === 1 ? text.replace(/^\uFEFF/, '') : text;

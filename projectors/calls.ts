@@ -55,7 +55,7 @@ export function callKeyValues(call: { tokens: readonly StoredCallToken[] }): Rec
 
 /**
  * A text over the 12,000-character limit is cut and ends with an explicit note naming `sourceUrl`
- * (INGEST.md). Lengths are UTF-16 code units (what zod and JSON Schema `maxLength` bound from above);
+ * (docs/source-messages.md). Lengths are UTF-16 code units (what zod and JSON Schema `maxLength` bound from above);
  * a cut never splits a surrogate pair.
  */
 export function shortenThesis(text: string, sourceUrl: string): string {

@@ -178,7 +178,7 @@ function applySighting(doc: Project, state: ProjectState, d: EventData<'project.
     doc.firstSeenByUs = d.at;
     doc.entry = { at: d.at, fol: d.fol ?? null };
   }
-  // An older sighting only feeds the follower history (INGEST.md), never the current fields.
+  // An older sighting only feeds the follower history (docs/source-messages.md), never the current fields.
   if (state.newestSightingAt === null || ms(d.at) >= ms(state.newestSightingAt)) {
     state.newestSightingAt = d.at;
     if (d.handle !== undefined) {
@@ -233,7 +233,7 @@ export function foldProject(current: ProjectEntity | null, event: RecordedEvent)
     case 'calltracker.checked': {
       const { projectId: _ignored, ...raw } = dataOf('calltracker.checked', event.data);
       const previous = state.calltracker;
-      // An absent field keeps the stored value (INGEST.md); status, historyComplete and posts always come.
+      // An absent field keeps the stored value (docs/source-messages.md); status, historyComplete and posts always come.
       state.calltracker = {
         ...raw,
         firstAt: raw.firstAt !== undefined ? raw.firstAt : (previous?.firstAt ?? null),

@@ -7,6 +7,7 @@ import { openEventLog } from '../../eventstore/open.ts';
 import type { EventLog } from '../../eventstore/port.ts';
 import { exportEvents, PRIVATE_FIELDS, PRIVATE_TYPE_PREFIXES, type ExportProgress, type ExportSummary } from '../../service/export.ts';
 import { dateTimeParam } from '../../service/requests/params.ts';
+import { parseErrorReason, usageError as oneLineUsageError } from '../args.ts';
 
 const USAGE = `usage: pulseboard export --from ISO --to ISO [--types PREFIX,…] [--include-private] [--out FILE|-]
 
@@ -44,7 +45,7 @@ function parse(args: string[]): Parsed {
       allowPositionals: false,
     }));
   } catch (error) {
-    return { ok: false, reason: error instanceof Error ? error.message : String(error) };
+    return { ok: false, reason: parseErrorReason(error) };
   }
   if (values.help) return { ok: true, help: true };
   for (const name of ['from', 'to'] as const) {
@@ -114,8 +115,7 @@ function privacyReport(summary: ExportSummary, includePrivate: boolean): string 
 export async function run(args: string[]): Promise<number> {
   const parsed = parse(args);
   if (!parsed.ok) {
-    process.stderr.write(`pulseboard export: ${parsed.reason}\n\n${USAGE}`);
-    return 2;
+    return oneLineUsageError('export', parsed.reason);
   }
   if ('help' in parsed) {
     process.stdout.write(USAGE);

@@ -1,15 +1,17 @@
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, fstatSync } from 'node:fs';
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { parseConfig } from '../../config/config.ts';
-import { defaultCalls, MIN_CALLS, MIN_DAYS, MIN_PROJECTS, type GenerateOptions } from '../../ingest/generate/context.ts';
+import { defaultCalls, EPOCH_MS, MIN_CALLS, MIN_DAYS, MIN_PROJECTS, type GenerateOptions } from '../../ingest/generate/context.ts';
 import { generateLines } from '../../ingest/generate/generate.ts';
 import { writeLines } from '../../ingest/generate/write.ts';
+import { parseErrorReason, usageError as oneLineUsageError } from '../args.ts';
+import { createProgress, type Progress } from '../progress.ts';
 
 const USAGE = `usage: pulseboard generate --projects N [--seed S] [--calls N] [--days D] [--hot-contract-calls N] [--out FILE|-]
 
 Writes a deterministic synthetic data set (same options, same bytes) as NDJSON source messages
-(INGEST.md), with message times from 2026-10-01T00:00:00Z forward through D days.
+(docs/source-messages.md), with message times from 2026-10-01T00:00:00Z forward through D days.
   --projects N            projects on the board (at least ${MIN_PROJECTS})
   --seed S                integer seed (default 1)
   --calls N               call records (default one per project, at least ${MIN_CALLS})
@@ -17,11 +19,13 @@ Writes a deterministic synthetic data set (same options, same bytes) as NDJSON s
   --hot-contract-calls N  extra calls all naming one contract (default 0)
   --out FILE|-            where to write (default -, stdout)
 followers.observed messages name PULSEBOARD_FOLLOWER_PROVIDER (default followerscope).
+Writing to a file (--out FILE, or stdout redirected to one), progress goes to stderr: on a terminal
+one updating line (share of the period generated, messages/s, time left), otherwise a line every 5
+seconds; Ctrl-C says how far it got (the file is then incomplete). Writing into a pipe, it is quiet.
 `;
 
 function usageError(message: string): number {
-  process.stderr.write(`pulseboard generate: ${message}\n\n${USAGE}`);
-  return 2;
+  return oneLineUsageError('generate', message);
 }
 
 type Parsed = { ok: true; options: GenerateOptions; out: string; help: boolean } | { ok: false; reason: string };
@@ -54,7 +58,7 @@ function parse(args: string[], followerProvider: string): Parsed {
       strict: true,
     }));
   } catch (error) {
-    return { ok: false, reason: error instanceof Error ? error.message : String(error) };
+    return { ok: false, reason: parseErrorReason(error) };
   }
   if (values.help === true) {
     return { ok: true, help: true, out: '-', options: { projects: 0, seed: 0, calls: 0, days: 0, hotContractCalls: 0, followerProvider } };
@@ -79,20 +83,32 @@ function parse(args: string[], followerProvider: string): Parsed {
 }
 
 export async function run(args: string[]): Promise<number> {
-  const config = parseConfig();
-  if (!config.ok) return usageError(config.reason);
-  const parsed = parse(args, config.config.PULSEBOARD_FOLLOWER_PROVIDER);
-  if (!parsed.ok) return usageError(parsed.reason);
-  if (parsed.help) {
+  // Flags first: --help and a usage error answer whatever the environment holds.
+  const flags = parse(args, '');
+  if (!flags.ok) return usageError(flags.reason);
+  if (flags.help) {
     process.stdout.write(USAGE);
     return 0;
   }
+  const config = parseConfig();
+  if (!config.ok) return usageError(config.reason);
+  const parsed = { ...flags, options: { ...flags.options, followerProvider: config.config.PULSEBOARD_FOLLOWER_PROVIDER } };
 
   const toStdout = parsed.out === '-';
   const out = toStdout ? process.stdout : createWriteStream(parsed.out);
+  // Progress only when the data goes to a file: into a pipe, the reader (e.g. ingest) reports its own.
+  const progress = toStdout && !stdoutIsFile() ? null : createProgress({ label: 'generate', unit: 'messages', out: process.stderr, terminal: process.stderr.isTTY === true });
+  const tracker = trackProgress(progress, parsed.options.days);
+  const interrupted = () => {
+    progress?.end();
+    process.stderr.write(`pulseboard generate: interrupted at ${tracker.summary()}; ${toStdout ? 'the output' : parsed.out} is incomplete\n`);
+    process.exit(130);
+  };
+  if (progress) process.once('SIGINT', interrupted);
   try {
     if (!toStdout) await once(out, 'open');
-    const count = await writeLines(generateLines(parsed.options), out);
+    const count = await writeLines(generateLines(parsed.options, tracker.observe), out);
+    progress?.end();
     if (!toStdout) {
       out.end();
       await once(out, 'finish');
@@ -106,6 +122,36 @@ export async function run(args: string[]): Promise<number> {
     process.stderr.write(`pulseboard generate: cannot write ${toStdout ? 'stdout' : parsed.out}: ${error instanceof Error ? error.message : String(error)}\n`);
     return toStdout ? 1 : 2;
   } finally {
+    process.off('SIGINT', interrupted);
+    progress?.end();
     if (!toStdout) out.destroy();
   }
+}
+
+function stdoutIsFile(): boolean {
+  try {
+    return fstatSync(1).isFile();
+  } catch {
+    return false;
+  }
+}
+
+const DAY_MS = 86_400_000;
+
+/** Messages come in time order over the period, so the share of the period passed is the share done. */
+function trackProgress(progress: Progress | null, days: number): { observe: ((message: { at: string }) => void) | undefined; summary: () => string } {
+  let written = 0;
+  let fraction = 0;
+  return {
+    observe: progress
+      ? (message) => {
+          written += 1;
+          // Cheap enough per message; reporting itself is throttled.
+          if ((written & 1023) !== 0) return;
+          fraction = Math.min(Math.max((Date.parse(message.at) - EPOCH_MS) / (days * DAY_MS), 0), 1);
+          progress.report({ done: written, fraction });
+        }
+      : undefined,
+    summary: () => progress?.summary({ done: written, fraction }) ?? `${written} messages`,
+  };
 }

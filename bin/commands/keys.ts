@@ -2,23 +2,34 @@ import { loadConfig } from '../../config/config.ts';
 import { issueKey, revokeKey, settleKeys } from '../../service/access.ts';
 import { openStores } from '../../service/stores.ts';
 import { KEYS_COLLECTION, type KeyDoc } from '../../projectors/access.ts';
+import { parseStrict, printHelp, usageError } from '../args.ts';
 
-const USAGE = 'usage: pulseboard keys issue --owner NAME [--expires ISO_DATE_TIME] | keys revoke KEY_ID | keys list\n';
+const USAGE = `usage: pulseboard keys issue --owner NAME [--expires ISO_DATE_TIME]
+       pulseboard keys revoke KEY_ID
+       pulseboard keys list
+
+API keys ('pbk_' + 32 random bytes); only a SHA-256 of each key is stored.
+  issue   prints a new key for the owner, once (keep it: it cannot be shown again);
+          a thesis-feed key also needs 'pulseboard owners allow NAME' and 'owners link NAME'
+  revoke  refuses the key with that id from the next request on
+  list    key id, owner, issue time and state, one key a line (keys are never shown)
+Exit status: 0 done, 1 failed, 2 usage error.
+`;
+
+const HELP = { help: { type: 'boolean', short: 'h' } } as const;
 
 export async function run(args: string[]): Promise<number> {
   const [action, ...rest] = args;
-  const config = loadConfig();
+  if (action === '--help' || action === '-h') return printHelp(USAGE);
+  if (action === undefined) return usageError('keys', 'name an action: issue, revoke or list');
   if (action === 'issue') {
-    const owner = valueOf(rest, '--owner');
-    const expires = valueOf(rest, '--expires');
-    if (!owner || !/^[A-Za-z0-9._@-]{1,100}$/.test(owner)) {
-      process.stderr.write(`keys issue needs --owner NAME (letters, digits, . _ @ -; at most 100)\n${USAGE}`);
-      return 2;
-    }
-    if (expires !== undefined && Number.isNaN(Date.parse(expires))) {
-      process.stderr.write('--expires must be an ISO 8601 date-time\n');
-      return 2;
-    }
+    const parsed = parseStrict({ args: rest, options: { owner: { type: 'string' }, expires: { type: 'string' }, ...HELP }, allowPositionals: false });
+    if (!parsed.ok) return usageError('keys', parsed.reason);
+    const { owner, expires, help } = parsed.parsed.values;
+    if (help) return printHelp(USAGE);
+    if (!owner || !/^[A-Za-z0-9._@-]{1,100}$/.test(owner)) return usageError('keys', 'issue needs --owner NAME (letters, digits, . _ @ -; at most 100)');
+    if (expires !== undefined && Number.isNaN(Date.parse(expires))) return usageError('keys', '--expires must be an ISO 8601 date-time');
+    const config = loadConfig();
     const stores = await openStores(config);
     try {
       const issued = await issueKey(stores, owner, { expiresAt: expires === undefined ? null : new Date(expires).toISOString() });
@@ -29,11 +40,13 @@ export async function run(args: string[]): Promise<number> {
     }
   }
   if (action === 'revoke') {
-    const keyId = rest[0];
-    if (!keyId) {
-      process.stderr.write(USAGE);
-      return 2;
-    }
+    const parsed = parseStrict({ args: rest, options: HELP, allowPositionals: true });
+    if (!parsed.ok) return usageError('keys', parsed.reason);
+    if (parsed.parsed.values.help) return printHelp(USAGE);
+    const positionals = parsed.parsed.positionals;
+    if (positionals.length !== 1) return usageError('keys', 'revoke needs exactly one KEY_ID (see pulseboard keys list)');
+    const keyId = positionals[0]!;
+    const config = loadConfig();
     const stores = await openStores(config);
     try {
       const result = await revokeKey(stores, keyId);
@@ -48,6 +61,10 @@ export async function run(args: string[]): Promise<number> {
     }
   }
   if (action === 'list') {
+    const parsed = parseStrict({ args: rest, options: HELP, allowPositionals: false });
+    if (!parsed.ok) return usageError('keys', parsed.reason);
+    if (parsed.parsed.values.help) return printHelp(USAGE);
+    const config = loadConfig();
     const stores = await openStores(config);
     try {
       await settleKeys(stores);
@@ -61,11 +78,5 @@ export async function run(args: string[]): Promise<number> {
       await stores.close();
     }
   }
-  process.stderr.write(USAGE);
-  return 2;
-}
-
-function valueOf(args: string[], flag: string): string | undefined {
-  const i = args.indexOf(flag);
-  return i >= 0 ? args[i + 1] : undefined;
+  return usageError('keys', `unknown action '${action}'; use issue, revoke or list`);
 }

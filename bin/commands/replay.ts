@@ -5,6 +5,7 @@ import type { EventLog } from '../../eventstore/port.ts';
 import { projectors } from '../../projectors/registry.ts';
 import { replayReadModels, type ReplayProgress } from '../../service/replay.ts';
 import { openGenerationSpace, projectionLimits } from '../../service/stores.ts';
+import { parseErrorReason, usageError as oneLineUsageError } from '../args.ts';
 
 const USAGE = `usage: pulseboard replay [--batch-size N] [--progress-interval MS]
 
@@ -46,7 +47,7 @@ function parse(args: string[]): Parsed {
     if (!interval.ok) return interval;
     return { ok: true, batchSize: batch.value, intervalMs: interval.value ?? 1000, help: values.help === true };
   } catch (error) {
-    return { ok: false, reason: error instanceof Error ? error.message : String(error) };
+    return { ok: false, reason: parseErrorReason(error) };
   }
 }
 
@@ -59,8 +60,7 @@ export function formatProgress(p: ReplayProgress): string {
 export async function run(args: string[]): Promise<number> {
   const parsed = parse(args);
   if (!parsed.ok) {
-    process.stderr.write(`pulseboard replay: ${parsed.reason}\n\n${USAGE}`);
-    return 2;
+    return oneLineUsageError('replay', parsed.reason);
   }
   if (parsed.help) {
     process.stdout.write(USAGE);

@@ -23,7 +23,13 @@ export function* generateMessages(options: GenerateOptions): Generator<SourceMes
   for (const { message } of merged) yield message;
 }
 
-/** NDJSON lines (each ending in a newline). Key order is fixed by construction, so bytes are too. */
-export function* generateLines(options: GenerateOptions): Generator<string> {
-  for (const message of generateMessages(options)) yield `${JSON.stringify(message)}\n`;
+/**
+ * NDJSON lines (each ending in a newline). Key order is fixed by construction, so bytes are too.
+ * `observe` sees each message before its line is yielded (the CLI's progress reads its `at`).
+ */
+export function* generateLines(options: GenerateOptions, observe?: (message: SourceMessage) => void): Generator<string> {
+  for (const message of generateMessages(options)) {
+    observe?.(message);
+    yield `${JSON.stringify(message)}\n`;
+  }
 }

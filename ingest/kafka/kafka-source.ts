@@ -1,5 +1,5 @@
 /**
- * The Kafka ingest source (DESIGN §2, INGEST.md "Kafka"), on kafkajs.
+ * The Kafka ingest source (docs/architecture.md; docs/source-messages.md, "Kafka"), on kafkajs.
  *
  * A consumer group reads the source topics. Partitions are consumed concurrently
  * (partitionsConsumedConcurrently; kafkajs never hands out two batches of one partition at once), and
@@ -428,7 +428,7 @@ function raisedInsideKafkajs(): boolean {
   return /[\\/]node_modules[\\/]kafkajs[\\/]/.test(stack);
 }
 
-/** Which source topic a message type belongs to (INGEST.md: one topic per message family). */
+/** Which source topic a message type belongs to (docs/source-messages.md: one topic per message family). */
 export function topicFor(type: string): string {
   if (type.startsWith('call.') || type === 'calls.collected') return sourceTopics.calls;
   if (type.startsWith('pulse.')) return sourceTopics.pulse;
