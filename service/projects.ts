@@ -145,7 +145,10 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     const { start } = from;
     // Served only up to the committed checkpoint, so a page never shows a later write before an earlier one.
     const upToSeq = await store.checkpoint(PROJECTS_COLLECTION);
-    const rows = await store.delta<Project>(PROJECTS_COLLECTION, { start, upToSeq, facets: facetsFor(hasDossier), limit: limit + 1 });
+    // A cursor with no id is a bookmark: everything at its seq was seen already (since=now marks the
+    // latest write, which may be a project row), so the read starts at the next seq.
+    const storeStart = 'after' in start && start.after.id === '' ? { after: { seq: start.after.seq + 1, id: '' } } : start;
+    const rows = await store.delta<Project>(PROJECTS_COLLECTION, { start: storeStart, upToSeq, facets: facetsFor(hasDossier), limit: limit + 1 });
     const hasMore = rows.length > limit;
     const served = rows.slice(0, limit);
     const last = served[served.length - 1];
