@@ -82,6 +82,8 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
       if (!result.ok) return sendError(reply, result.error);
       if (result.value.headers) reply.headers(result.value.headers);
       if ('stream' in result.value) return sendEventStream(reply, result.value.stream);
+      // Answered while the server closes (a long-poll ended by shutdown): the connection is not kept for another request.
+      if (services.commits.closed.aborted) reply.header('connection', 'close');
       reply.code(result.value.status ?? 200);
       // JSON text made by the service is sent as it is, with the content type Fastify gives a serialised body.
       if ('json' in result.value) return reply.type(JSON_CONTENT_TYPE).send(result.value.json);
@@ -99,7 +101,8 @@ async function sendEventStream(reply: FastifyReply, stream: OpenStream): Promise
   reply.hijack();
   const res = reply.raw;
   for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'x-accel-buffering': 'no' });
+  // The connection is not reused after a stream (the client reconnects), and a server closing must not wait on it.
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'x-accel-buffering': 'no', connection: 'close' });
   const write = async (text: string) => {
     if (res.write(text)) return;
     await new Promise<void>((resolve) => {
