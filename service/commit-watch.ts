@@ -5,7 +5,8 @@
  * process or its worker thread) and, while anyone waits, at most every `pollMs`: commits made
  * elsewhere (another process's projectors, MongoDB shared by several instances, a replay whose
  * generation the reads move to) are seen that way. Checks never overlap; a signal arriving during
- * one runs exactly one more.
+ * one runs exactly one more. Every signal is read even with no waiter (one read per commit, not
+ * per waiter), so a waiter registering just after a commit finds it already known and passes at once.
  */
 
 export type WaitOutcome = 'passed' | 'timeout' | 'aborted' | 'closed';
@@ -55,7 +56,6 @@ export function createCommitWatch(deps: { readCheckpoint: () => Promise<number>;
     try {
       do {
         again = false;
-        if (waiters.size === 0) break;
         reads += 1;
         try {
           known = Math.max(known, await deps.readCheckpoint());
@@ -103,8 +103,6 @@ export function createCommitWatch(deps: { readCheckpoint: () => Promise<number>;
         waiters.add(waiter);
         options.signal?.addEventListener('abort', onAbort, { once: true });
         updatePolling();
-        // A commit between the caller's read and this registration would otherwise wait for the poll.
-        void check();
       });
     },
 

@@ -161,6 +161,22 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     return { rows: served, hasMore, upToSeq, position };
   }
 
+  /**
+   * Identical delta reads in flight share one store read: the long-polls a commit wakes mostly hold
+   * the same bookmark (every caught-up mirror has the same cursor), so a commit costs one read per
+   * distinct cursor, not one per waiter. A read is shared only while it runs, so none is stale.
+   */
+  const inFlight = new Map<string, Promise<DeltaRead>>();
+  function sharedDelta(from: DeltaStart, hasDossier: boolean | undefined, limit: number): Promise<DeltaRead> {
+    const key = JSON.stringify([from.start, from.filter, limit]);
+    let read = inFlight.get(key);
+    if (!read) {
+      read = readDelta(from, hasDossier, limit).finally(() => inFlight.delete(key));
+      inFlight.set(key, read);
+    }
+    return read;
+  }
+
   const cursorAt = (from: DeltaStart, position: { s: number; i: string }): string =>
     encodeCursor({ v: 1, a: from.archive, s: position.s, i: position.i, f: from.filter } satisfies DeltaCursor);
 
@@ -179,7 +195,7 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     let readAt: string;
     for (;;) {
       readAt = now().toISOString();
-      read = await readDelta(from.value, q.has_dossier, limit);
+      read = await sharedDelta(from.value, q.has_dossier, limit);
       const remaining = deadline - performance.now();
       if (read.rows.length > 0 || read.hasMore || remaining <= 0 || !commits) break;
       // A commit past the high-water mark may hold no row this filter serves: then read and wait again.
@@ -258,7 +274,7 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     let position = from.value;
     return ok({
       async next(limit) {
-        const read = await readDelta(position, q.has_dossier, limit);
+        const read = await sharedDelta(position, q.has_dossier, limit);
         const rows = read.rows.map((row) => ({ cursor: cursorAt(position, { s: row.seq, i: row.id }), json: row.json }));
         position = { ...position, start: { after: { seq: read.position.s, id: read.position.i } } };
         return { rows, hasMore: read.hasMore, upToSeq: read.upToSeq };
