@@ -52,8 +52,12 @@ function operationHtml(base: string, method: string, path: string, op: Json): st
           .join('')}</tbody></table>`;
   const rows = Object.entries(responses)
     .map(([status, r]) => {
-      const schema = ((r.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | undefined;
-      return `<tr><td class="status s${status.charAt(0)}">${escapeHtml(status)}</td><td>${prose(String(r.description ?? ''))}</td><td>${schema ? typeOf(schema) : ''}</td></tr>`;
+      const content = r.content as Record<string, Json> | undefined;
+      const schema = content?.['application/json']?.schema as Json | undefined;
+      // A server-sent event stream: the type of each event's data.
+      const events = content?.['text/event-stream']?.['x-event-data'] as Json | undefined;
+      const body = schema ? typeOf(schema) : events ? `<code>text/event-stream</code>, each event's data a ${typeOf(events)}` : '';
+      return `<tr><td class="status s${status.charAt(0)}">${escapeHtml(status)}</td><td>${prose(String(r.description ?? ''))}</td><td>${body}</td></tr>`;
     })
     .join('');
   const id = String(op.operationId);

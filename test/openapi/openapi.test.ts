@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { z } from 'zod';
 import { restOperations } from '../../api/app.ts';
+import { renderDocsPage } from '../../api/docs.ts';
 import { buildOpenApiDocument } from '../../api/openapi.ts';
 import type { RestOperation } from '../../api/operation.ts';
 import { thesisErrorSchema, thesisStatusSchema } from '../../readmodels/schemas.ts';
@@ -95,6 +96,10 @@ describe('the OpenAPI document and the docs page', () => {
     assert.equal(changes['200'].content['text/event-stream']['x-event-data'].$ref, '#/components/schemas/Project');
     assert.deepEqual(Object.keys(changes['400'].content), ['application/json']);
     assert.ok(doc.paths['/projects'].get.parameters.some((p: { name: string }) => p.name === 'wait'));
+    const page = renderDocsPage(doc);
+    assert.match(page, /GET<\/span> <code>\/v1\/projects\/changes<\/code>/);
+    assert.match(page, /<code>text\/event-stream<\/code>, each event's data a <a href="#schema-Project">Project<\/a>/);
+    assert.match(page, /<code>wait<\/code>/);
     assert.match(doc.paths['/calltracker/calls'].get.responses['503'].description, /Rate protection is unavailable/);
   });
 
