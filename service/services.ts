@@ -58,9 +58,10 @@ export function createServices(deps: ServiceDeps): Services {
   const access = createAccess(store, now);
   // One watch per process: every long-poll and change stream waits on it; commits of this process wake it.
   const commits = createCommitWatch({ readCheckpoint: () => store.checkpoint(PROJECTS_COLLECTION) });
-  deps.stores.commits.subscribe((collection) => {
+  const unsubscribe = deps.stores.commits.subscribe((collection) => {
     if (collection === PROJECTS_COLLECTION) commits.notify();
   });
+  commits.closed.addEventListener('abort', unsubscribe, { once: true });
   const projects = createProjectsService({ log, store, access, commits, now });
   return {
     config: deps.config,
