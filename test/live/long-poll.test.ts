@@ -143,6 +143,28 @@ describe('delta long-poll (GET /v1/projects?cursor=C&wait=S)', () => {
     assert.ok(idle.ok && idle.value.projects.length === 0 && idle.value.cursor === page.value.cursor);
     const bad = await h.services.projects.sync({ cursor, wait_seconds: 31 });
     assert.ok(!bad.ok && bad.error.status === 400);
+
+    // Over MCP: the tool argument is waitSeconds.
+    const call = (args: Record<string, unknown>) =>
+      h.app.inject({
+        method: 'POST',
+        url: '/mcp',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        payload: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'sync_projects', arguments: args } },
+      });
+    const held = call({ cursor: page.value.cursor, waitSeconds: 30 });
+    assert.ok(await eventually(() => h.services.commits.waiting() === 1));
+    await appendSightings(h.stores.log, { first: 401, count: 1, prefix: 'lp' });
+    await h.stores.catchUp();
+    const result = JSON.parse((await held).body).result;
+    assert.equal(result.isError ?? false, false);
+    assert.deepEqual(
+      result.structuredContent.projects.map((p: { id: string }) => p.id),
+      ['lp-401'],
+    );
+    const refused = JSON.parse((await call({ cursor, waitSeconds: 31 })).body).result;
+    assert.equal(refused.isError, true);
+    assert.match(JSON.stringify(refused.content), /waitSeconds/);
   });
 });
 
