@@ -1,4 +1,5 @@
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import type { OpenStream } from '../service/changes.ts';
 import { errors } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { mountDocs } from './docs.ts';
@@ -66,15 +67,59 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
       const admitted = await services.guard.admit(request.headers.authorization, op.protection(request.query));
       if (!admitted.ok) return sendError(reply, admitted.refused.error, admitted.refused.headers);
       reply.headers(admitted.value.headers);
-      const result = await op.run({ caller: admitted.value.caller, params: request.params, query: request.query, body: request.body });
+      // The client going away ends a long-poll's wait (and a stream) instead of holding it to the end.
+      const gone = new AbortController();
+      reply.raw.once('close', () => gone.abort());
+      const input = { caller: admitted.value.caller, params: request.params, query: request.query, body: request.body, headers: request.headers, signal: gone.signal };
+      const result = await op.run(input);
       if (!result.ok) return sendError(reply, result.error);
       if (result.value.headers) reply.headers(result.value.headers);
+      if ('stream' in result.value) return sendEventStream(reply, result.value.stream);
+      // Answered while the server closes (a long-poll ended by shutdown): the connection is not kept for another request.
+      if (services.commits.closed.aborted) reply.header('connection', 'close');
       reply.code(result.value.status ?? 200);
       // JSON text made by the service is sent as it is, with the content type Fastify gives a serialised body.
       if ('json' in result.value) return reply.type(JSON_CONTENT_TYPE).send(result.value.json);
       return reply.send(result.value.body);
     },
   });
+}
+
+/**
+ * Writes a change stream as server-sent events until the stream ends (client gone, shutdown) or a
+ * read fails (the client reconnects with Last-Event-ID and loses nothing). Each event's data is one
+ * line: stored JSON text has no raw line breaks.
+ */
+async function sendEventStream(reply: FastifyReply, stream: OpenStream): Promise<void> {
+  reply.hijack();
+  const res = reply.raw;
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
+  // The connection is not reused after a stream (the client reconnects), and a server closing must not wait on it.
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'x-accel-buffering': 'no', connection: 'close' });
+  const write = async (text: string) => {
+    if (res.write(text)) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      res.on('drain', done);
+      res.on('close', done);
+    });
+  };
+  try {
+    await write(': stream open\n\n');
+    for await (const event of stream.events) {
+      if (res.destroyed) break;
+      await write(event.kind === 'row' ? `id: ${event.cursor}\ndata: ${event.json}\n\n` : ': heartbeat\n\n');
+    }
+  } catch (error) {
+    reply.log.warn({ err: { type: error instanceof Error ? error.name : typeof error } }, 'change stream ended by a failed read');
+  } finally {
+    stream.close();
+    res.end();
+  }
 }
 
 /** Storage failures that a retry can outlive (a locked or unreachable store). */
@@ -88,6 +133,12 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
     logger: options.logger ?? false,
     // Query strings are parsed into plain strings (or arrays when repeated); zod decides validity.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
+  });
+
+  // Shutdown ends every long-poll (an empty page, same cursor) and change stream before the server waits for requests to finish.
+  app.addHook('preClose', (done) => {
+    services.commits.close();
+    done();
   });
 
   const operations = restOperations(services);

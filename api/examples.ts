@@ -221,6 +221,14 @@ export const OPERATION_EXAMPLES: Record<string, Record<number, Record<string, Op
       delta: { summary: 'Delta mode (?since=… or ?cursor=…)', value: delta },
     },
   },
+  streamProjectChanges: {
+    200: {
+      oneWrite: {
+        summary: 'One written project row, then a heartbeat comment',
+        value: `id: ${delta.cursor}\ndata: ${JSON.stringify(project)}\n\n: heartbeat\n\n`,
+      },
+    },
+  },
   getProject: { 200: { withContext: { summary: 'With include=context', value: { project, context } } } },
   listProjectAsks: { 200: { answered: { summary: 'One answered question', value: asks } } },
   getProjectHistory: { 200: { followerRefresh: { summary: 'A follower-count refresh', value: history } } },

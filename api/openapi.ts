@@ -249,7 +249,17 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
       responses[status] = {
         description: response.description,
         headers: { ...rateHeaders, 'Cache-Control': headerRef('CacheControl') },
-        content: { 'application/json': { schema: { $ref: SCHEMA_REF(id) }, ...(examples ? { examples } : {}) } },
+        content:
+          op.produces === 'text/event-stream'
+            ? {
+                // OpenAPI 3.1 cannot type a stream's items: the body is text, and each event's data is the named schema.
+                'text/event-stream': {
+                  schema: { type: 'string', description: `Server-sent events; the data of each event is one ${id} (JSON).` },
+                  'x-event-data': { $ref: SCHEMA_REF(id) },
+                  ...(examples ? { examples } : {}),
+                },
+              }
+            : { 'application/json': { schema: { $ref: SCHEMA_REF(id) }, ...(examples ? { examples } : {}) } },
       };
     }
     const errorId = name(op.errorSchema ?? errorSchema, `${upperFirst(op.operationId)}Error`);

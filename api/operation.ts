@@ -2,15 +2,24 @@ import type { z } from 'zod';
 import type { Caller } from '../service/caller.ts';
 import { ok, type Result } from '../service/errors.ts';
 import type { Rendered } from '../service/spliced.ts';
+import type { OpenStream } from '../service/changes.ts';
 import type { Protection } from '../service/guard.ts';
 
-export type OperationInput = { caller: Caller; params: unknown; query: unknown; body: unknown };
+export type OperationInput = {
+  caller: Caller;
+  params: unknown;
+  query: unknown;
+  body: unknown;
+  headers: Record<string, string | string[] | undefined>;
+  /** Aborts when the client has gone away (long-polls and streams stop waiting for it). */
+  signal: AbortSignal;
+};
 
 /**
  * A successful reply: the JSON body (a value, or its JSON text made by the service with stored
  * documents spliced in) and, when not 200, its status.
  */
-export type OperationReply = { status?: number; headers?: Record<string, string> } & ({ body: unknown } | { json: string });
+export type OperationReply = { status?: number; headers?: Record<string, string> } & ({ body: unknown } | { json: string } | { stream: OpenStream });
 
 /**
  * One REST operation: what the OpenAPI document describes and what the route runs.
@@ -32,6 +41,8 @@ export type RestOperation = {
   errors: Record<number, string>;
   /** The error body schema when it is not the standard envelope (thesis feed: any code string). */
   errorSchema?: z.ZodType;
+  /** The success body's media type when it is not JSON: `text/event-stream` (its schema describes one event's data). */
+  produces?: 'text/event-stream';
   /** Extra response headers on every reply of this operation. */
   headers?: Record<string, string>;
   run(input: OperationInput): Promise<Result<OperationReply>>;

@@ -21,7 +21,7 @@ import { thesisContractInputSchema } from '../service/requests/thesis.ts';
 import { callParamsSchema, callsQuerySchema } from '../service/requests/calls.ts';
 import { pulseParamsSchema } from '../service/requests/pulse.ts';
 import { searchQuerySchema } from '../service/requests/search.ts';
-import { projectParamsSchema, projectQuerySchema, projectsQuerySchema } from '../service/requests/projects.ts';
+import { projectParamsSchema, projectQuerySchema, projectsQuerySchema, syncQuerySchema } from '../service/requests/projects.ts';
 import type { Services } from '../service/services.ts';
 import { pick, toolInputFrom, type RestArguments, type ToolInput } from './input.ts';
 
@@ -82,8 +82,10 @@ const projectAndPrivateTools: Tool[] = [
       'since=now returns no rows, only a bookmark cursor for later writes. "Wrote" means stored (a follower-count refresh counts), not materially changed: compare with what you stored. ' +
       'Every reply has a cursor, also when empty: call again with it (and the same hasDossier) while hasMore is true, and keep the last one as a bookmark. Send since or cursor, not both. ' +
       'Keep results small with limit (1 to 100, default 50). A cursor from another archive gives a conflict error: start again. ' +
-      'A row appears once per page sequence, at its latest write; match on id. Same rows as GET /v1/projects?since=… or ?cursor=….',
-    input: toolInputFrom({ query: pick(projectsQuerySchema, ['since', 'cursor', 'limit', 'has_dossier']) }),
+      'A row appears once per page sequence, at its latest write; match on id. ' +
+      'To wait for the next write instead of calling again and again, send waitSeconds (1 to 30) with the cursor: an empty page is held until a write is committed, or answered empty with the same cursor after that many seconds (one call either way). ' +
+      'Same rows as GET /v1/projects?since=… or ?cursor=… (waitSeconds is its wait).',
+    input: toolInputFrom({ query: syncQuerySchema }),
     outputSchema: syncPageSchema,
     outputDetail: PROJECT_DETAIL,
     readOnly: true,

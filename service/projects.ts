@@ -13,22 +13,42 @@ import {
 } from '../readmodels/schemas.ts';
 import type { Access } from './access.ts';
 import type { Caller } from './caller.ts';
+import type { CommitWatch } from './commit-watch.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
 import { foldAsOf, readProjectStream } from './history.ts';
 import { parseParams } from './requests/params.ts';
 import { asValue, plain, rendered, storedDoc, storedDocs, type Rendered } from './spliced.ts';
-import { SINCE_NOW, projectParamsSchema, projectQuerySchema, projectsQuerySchema, type ProjectsQuery } from './requests/projects.ts';
+import {
+  SINCE_NOW,
+  changesQuerySchema,
+  projectParamsSchema,
+  projectQuerySchema,
+  projectsQuerySchema,
+  syncQuerySchema,
+  type ProjectsQuery,
+} from './requests/projects.ts';
 
 export type ProjectRead = { project: Project; context?: ProjectContext };
+
+/** One written row of the change stream: its Project JSON as stored and the delta cursor after it. */
+export type ChangeRow = { cursor: string; json: string };
+
+/** The change stream's reads from one starting point; each `next` continues where the last ended. */
+export type ChangeFeed = {
+  /** The next rows in delta order (at most `limit`), up to the committed checkpoint `upToSeq`. */
+  next(limit: number): Promise<{ rows: ChangeRow[]; hasMore: boolean; upToSeq: number }>;
+};
 
 export type ProjectsService = {
   /** GET /v1/projects: board mode (page) or delta mode (since / cursor). */
   list(query: unknown): Promise<Result<BoardPage | SyncPage>>;
   /** `list`, ready to send as the stored documents' own JSON text (REST). */
-  listRendered(query: unknown): Promise<Result<Rendered<BoardPage | SyncPage>>>;
+  listRendered(query: unknown, options?: WaitOptions): Promise<Result<Rendered<BoardPage | SyncPage>>>;
   /** Delta mode only (the sync_projects tool); with neither `since` nor `cursor`, from the beginning of the archive. */
-  sync(query: unknown): Promise<Result<SyncPage>>;
+  sync(query: unknown, options?: WaitOptions): Promise<Result<SyncPage>>;
+  /** GET /v1/projects/changes: validates the starting point (the query, or `lastEventId` when reconnecting). */
+  changes(query: unknown, lastEventId?: string): Promise<Result<ChangeFeed>>;
   /** GET /v1/projects/{handle}[?include=context]. */
   get(caller: Caller, params: unknown, query: unknown): Promise<Result<ProjectRead>>;
   /** `get`, ready to send as the stored document's own JSON text (REST). */
@@ -57,8 +77,11 @@ function filterName(hasDossier: boolean | undefined): DeltaCursor['f'] {
   return hasDossier ? 'dossier' : 'no_dossier';
 }
 
-export function createProjectsService(deps: { log: EventLog; store: ReadStore; access: Access; now?: () => Date }): ProjectsService {
-  const { log, store, access } = deps;
+/** A long-poll ends early when this aborts (the client went away). */
+export type WaitOptions = { signal?: AbortSignal };
+
+export function createProjectsService(deps: { log: EventLog; store: ReadStore; access: Access; commits?: CommitWatch; now?: () => Date }): ProjectsService {
+  const { log, store, access, commits } = deps;
   const now = deps.now ?? (() => new Date());
 
   async function board(q: ProjectsQuery): Promise<Result<Rendered<BoardPage>>> {
@@ -84,41 +107,48 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     );
   }
 
-  async function delta(q: ProjectsQuery): Promise<Result<Rendered<SyncPage>>> {
+  /** Where a delta read starts, once the query's starting point is checked against this archive and filter. */
+  type DeltaStart = { archive: string; filter: DeltaCursor['f']; start: { after: { seq: number; id: string } } | { fromWrittenAt: string } };
+
+  async function deltaStart(q: ProjectsQuery, lastEventId?: string): Promise<Result<DeltaStart>> {
     if (q.since !== undefined && q.cursor !== undefined) {
       return fail(errors.badRequest("send either 'since' (to start) or 'cursor' (to continue), not both"));
     }
     const archive = await log.archiveId();
     const filter = filterName(q.has_dossier);
-    let start: { after: { seq: number; id: string } } | { fromWrittenAt: string };
-    if (q.since === SINCE_NOW) {
-      // A bookmark only: everything up to the high-water mark counts as already seen.
-      const cursor = encodeCursor({ v: 1, a: archive, s: await store.checkpoint(PROJECTS_COLLECTION), i: '', f: filter } satisfies DeltaCursor);
-      return ok(rendered<SyncPage, 'projects'>({ projects: plain([]), cursor, hasMore: false, limit: q.limit ?? SYNC_LIMIT_DEFAULT, readAt: now().toISOString() }));
-    }
-    if (q.cursor !== undefined) {
-      const decoded = decodeCursor(deltaCursorSchema, q.cursor);
-      if (!decoded.ok) return fail(errors.badRequest("parameter 'cursor' is not a cursor this service issued; start again with 'since'"));
+    // A reconnecting event stream resumes where it stopped, whatever its URL started from.
+    const cursor = lastEventId ?? q.cursor;
+    const name = lastEventId !== undefined ? "header 'Last-Event-ID'" : "parameter 'cursor'";
+    if (cursor !== undefined) {
+      const decoded = decodeCursor(deltaCursorSchema, cursor);
+      if (!decoded.ok) return fail(errors.badRequest(`${name} is not a cursor this service issued; start again with 'since'`));
       if (decoded.value.a !== archive) {
         return fail(errors.conflict("this cursor was issued by a different archive; start again with 'since'"));
       }
       if (decoded.value.f !== filter) {
         return fail(
-          errors.badRequest("parameter 'cursor' was issued with a different has_dossier filter; send the same has_dossier as when it was issued, or start again with 'since'"),
+          errors.badRequest(`${name} was issued with a different has_dossier filter; send the same has_dossier as when it was issued, or start again with 'since'`),
         );
       }
-      start = { after: { seq: decoded.value.s, id: decoded.value.i } };
-    } else if (q.since !== undefined) {
-      start = { fromWrittenAt: new Date(q.since).toISOString() };
-    } else {
-      // No starting point: the beginning of the archive (sync_projects only; REST's list is board mode then).
-      start = { after: { seq: 0, id: '' } };
+      return ok({ archive, filter, start: { after: { seq: decoded.value.s, id: decoded.value.i } } });
     }
-    const limit = q.limit ?? SYNC_LIMIT_DEFAULT;
+    if (q.since === SINCE_NOW) return ok({ archive, filter, start: { after: { seq: await store.checkpoint(PROJECTS_COLLECTION), id: '' } } });
+    if (q.since !== undefined) return ok({ archive, filter, start: { fromWrittenAt: new Date(q.since).toISOString() } });
+    // No starting point: the beginning of the archive (sync_projects only; REST's list is board mode then).
+    return ok({ archive, filter, start: { after: { seq: 0, id: '' } } });
+  }
+
+  type DeltaRead = { rows: StoredDoc<Project>[]; hasMore: boolean; upToSeq: number; position: { s: number; i: string } };
+
+  /** One delta read from `from`: the rows served, and the position after them (the bookmark once everything was served). */
+  async function readDelta(from: DeltaStart, hasDossier: boolean | undefined, limit: number): Promise<DeltaRead> {
+    const { start } = from;
     // Served only up to the committed checkpoint, so a page never shows a later write before an earlier one.
     const upToSeq = await store.checkpoint(PROJECTS_COLLECTION);
-    const readAt = now().toISOString();
-    const rows = await store.delta<Project>(PROJECTS_COLLECTION, { start, upToSeq, facets: facetsFor(q.has_dossier), limit: limit + 1 });
+    // A cursor with no id is a bookmark: everything at its seq was seen already (since=now marks the
+    // latest write, which may be a project row), so the read starts at the next seq.
+    const storeStart = 'after' in start && start.after.id === '' ? { after: { seq: start.after.seq + 1, id: '' } } : start;
+    const rows = await store.delta<Project>(PROJECTS_COLLECTION, { start: storeStart, upToSeq, facets: facetsFor(hasDossier), limit: limit + 1 });
     const hasMore = rows.length > limit;
     const served = rows.slice(0, limit);
     const last = served[served.length - 1];
@@ -128,8 +158,52 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     else position = { s: 0, i: '' };
     // Once everything up to the high-water mark was served, the bookmark can move there.
     if (!hasMore && position.s < upToSeq) position = { s: upToSeq, i: '' };
-    const cursor = encodeCursor({ v: 1, a: archive, s: position.s, i: position.i, f: filter } satisfies DeltaCursor);
-    return ok(rendered<SyncPage, 'projects'>({ projects: storedDocs(served), cursor, hasMore, limit, readAt }));
+    return { rows: served, hasMore, upToSeq, position };
+  }
+
+  /**
+   * Identical delta reads in flight share one store read: the long-polls a commit wakes mostly hold
+   * the same bookmark (every caught-up mirror has the same cursor), so a commit costs one read per
+   * distinct cursor, not one per waiter. A read is shared only while it runs, so none is stale.
+   */
+  const inFlight = new Map<string, Promise<DeltaRead>>();
+  function sharedDelta(from: DeltaStart, hasDossier: boolean | undefined, limit: number): Promise<DeltaRead> {
+    const key = JSON.stringify([from.start, from.filter, limit]);
+    let read = inFlight.get(key);
+    if (!read) {
+      read = readDelta(from, hasDossier, limit).finally(() => inFlight.delete(key));
+      inFlight.set(key, read);
+    }
+    return read;
+  }
+
+  const cursorAt = (from: DeltaStart, position: { s: number; i: string }): string =>
+    encodeCursor({ v: 1, a: from.archive, s: position.s, i: position.i, f: from.filter } satisfies DeltaCursor);
+
+  async function delta(q: ProjectsQuery, signal?: AbortSignal): Promise<Result<Rendered<SyncPage>>> {
+    const from = await deltaStart(q);
+    if (!from.ok) return from;
+    const limit = q.limit ?? SYNC_LIMIT_DEFAULT;
+    if (q.since === SINCE_NOW && q.wait === undefined) {
+      // A bookmark only: everything up to the high-water mark counts as already seen.
+      const cursor = cursorAt(from.value, { s: (from.value.start as { after: { seq: number } }).after.seq, i: '' });
+      return ok(rendered<SyncPage, 'projects'>({ projects: plain([]), cursor, hasMore: false, limit, readAt: now().toISOString() }));
+    }
+    // Long-poll: an empty page waits for a commit past what it read, until `wait` seconds have passed.
+    const deadline = performance.now() + (q.wait ?? 0) * 1000;
+    let read: DeltaRead;
+    let readAt: string;
+    for (;;) {
+      readAt = now().toISOString();
+      read = await sharedDelta(from.value, q.has_dossier, limit);
+      const remaining = deadline - performance.now();
+      if (read.rows.length > 0 || read.hasMore || remaining <= 0 || !commits) break;
+      // A commit past the high-water mark may hold no row this filter serves: then read and wait again.
+      const outcome = await commits.waitPast(read.upToSeq, { timeoutMs: remaining, ...(signal ? { signal } : {}) });
+      if (outcome !== 'passed') break;
+    }
+    const cursor = cursorAt(from.value, read.position);
+    return ok(rendered<SyncPage, 'projects'>({ projects: storedDocs(read.rows), cursor, hasMore: read.hasMore, limit, readAt }));
   }
 
   async function resolve(handleOrId: string): Promise<StoredDoc<Project, ProjectState> | null> {
@@ -173,7 +247,7 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     return ok(rendered<ProjectRead, 'project'>({ project: plain(project.doc), context: await contextFrom(caller, project.doc, context, now().toISOString()) }));
   }
 
-  async function listRendered(query: unknown): Promise<Result<Rendered<BoardPage | SyncPage>>> {
+  async function listRendered(query: unknown, options: WaitOptions = {}): Promise<Result<Rendered<BoardPage | SyncPage>>> {
     const parsed = parseParams(projectsQuerySchema, query);
     if (!parsed.ok) return fail(errors.badRequest(parsed.message));
     const q = parsed.value;
@@ -181,7 +255,31 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     if (deltaMode && q.page !== undefined) {
       return fail(errors.badRequest("parameter 'page' (board mode) cannot be combined with 'since' or 'cursor' (delta mode)"));
     }
-    return deltaMode ? delta(q) : board(q);
+    if (!deltaMode && q.wait !== undefined) {
+      return fail(errors.badRequest("parameter 'wait' applies to delta mode (since or cursor) only: the board has nothing to wait for"));
+    }
+    return deltaMode ? delta(q, options.signal) : board(q);
+  }
+
+  async function changes(query: unknown, lastEventId?: string): Promise<Result<ChangeFeed>> {
+    const parsed = parseParams(changesQuerySchema, query);
+    if (!parsed.ok) return fail(errors.badRequest(parsed.message));
+    const q = parsed.value;
+    if (lastEventId === undefined && q.since === undefined && q.cursor === undefined) {
+      return fail(errors.badRequest("send 'cursor' (to continue), 'since' (to start, or 'now' for new writes only) or the Last-Event-ID header (to resume)"));
+    }
+    // On reconnect, Last-Event-ID replaces whatever starting point the URL still carries.
+    const from = await deltaStart(lastEventId === undefined ? q : { has_dossier: q.has_dossier }, lastEventId);
+    if (!from.ok) return from;
+    let position = from.value;
+    return ok({
+      async next(limit) {
+        const read = await sharedDelta(position, q.has_dossier, limit);
+        const rows = read.rows.map((row) => ({ cursor: cursorAt(position, { s: row.seq, i: row.id }), json: row.json }));
+        position = { ...position, start: { after: { seq: read.position.s, id: read.position.i } } };
+        return { rows, hasMore: read.hasMore, upToSeq: read.upToSeq };
+      },
+    });
   }
 
   async function getRendered(caller: Caller, params: unknown, query: unknown): Promise<Result<Rendered<ProjectRead>>> {
@@ -201,11 +299,13 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     list: async (query) => asValue(await listRendered(query)),
     listRendered,
 
-    async sync(query) {
-      const parsed = parseParams(projectsQuerySchema, query);
+    async sync(query, options = {}) {
+      const parsed = parseParams(syncQuerySchema, query);
       if (!parsed.ok) return fail(errors.badRequest(parsed.message));
-      return asValue(await delta(parsed.value));
+      const { wait_seconds: waitSeconds, ...rest } = parsed.value;
+      return asValue(await delta({ ...rest, ...(waitSeconds ? { wait: waitSeconds } : {}) }, options.signal));
     },
+    changes,
 
     isEnriched(query) {
       const parsed = parseParams(projectQuerySchema, query);

@@ -1,6 +1,9 @@
 import type { Config } from '../config/config.ts';
 import { projectors } from '../projectors/registry.ts';
+import { PROJECTS_COLLECTION } from '../projectors/projects.ts';
 import { createAccess, type Access } from './access.ts';
+import { createChangeStreams, type ChangeStreams } from './changes.ts';
+import { createCommitWatch, type CommitWatch } from './commit-watch.ts';
 import type { LoopStatus } from './background.ts';
 import { createAsksService, type AsksService } from './asks.ts';
 import { createCallsService, type CallsService } from './calls.ts';
@@ -24,6 +27,9 @@ export type Services = {
   guard: Guard;
   health: Health;
   projects: ProjectsService;
+  /** Wakes long-polls and change streams on the next commit of the projects read model; closed on shutdown. */
+  commits: CommitWatch;
+  changes: ChangeStreams;
   asks: AsksService;
   history: HistoryService;
   thesis: ThesisFeed;
@@ -50,7 +56,13 @@ export function createServices(deps: ServiceDeps): Services {
   const now = deps.now ?? (() => new Date());
   const { log, store } = deps.stores;
   const access = createAccess(store, now);
-  const projects = createProjectsService({ log, store, access, now });
+  // One watch per process: every long-poll and change stream waits on it; commits of this process wake it.
+  const commits = createCommitWatch({ readCheckpoint: () => store.checkpoint(PROJECTS_COLLECTION) });
+  const unsubscribe = deps.stores.commits.subscribe((collection) => {
+    if (collection === PROJECTS_COLLECTION) commits.notify();
+  });
+  commits.closed.addEventListener('abort', unsubscribe, { once: true });
+  const projects = createProjectsService({ log, store, access, commits, now });
   return {
     config: deps.config,
     stores: deps.stores,
@@ -58,6 +70,8 @@ export function createServices(deps: ServiceDeps): Services {
     guard: createGuard(access, deps.gate ?? createRateGate(deps.limiter, { protocolLimit: deps.config.PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT })),
     health: createHealth({ log, store, collections: projectors.map((p) => p.collection), limiter: deps.limiter, ...(deps.background ? { background: deps.background } : {}) }),
     projects,
+    commits,
+    changes: createChangeStreams({ projects, commits }),
     asks: createAsksService({ log, store, access, projects, now }),
     history: createHistoryService({ log, projects, now }),
     thesis: createThesisFeed({ log, store, access, config: deps.config, heartbeat: deps.heartbeat ?? createInProcessHeartbeat({ now }), now }),

@@ -7,6 +7,7 @@ import { createProjectionRunner, type ProjectorRunner, type RunnerOptions } from
 import { openGenerationalReadStore, type GenerationalReadStore, type WriterGeneration } from '../readmodels/generations/generational-read-store.ts';
 import type { GenerationSpace } from '../readmodels/generations/port.ts';
 import { createMongoGenerationSpace } from '../readmodels/mongodb/mongodb-generations.ts';
+import { createCommitSignals, signalCommits, type CommitSignals } from '../readmodels/commit-signal.ts';
 import type { ReadStore } from '../readmodels/port.ts';
 import { createSqliteGenerationSpace } from '../readmodels/sqlite/generations.ts';
 
@@ -19,6 +20,11 @@ export type Stores = {
    * every read model (each collection still committed with its own checkpoint).
    */
   runners: ProjectorRunner[];
+  /**
+   * Every commit the runners of this process make is emitted here (the projector worker posts its
+   * own, which `serve` emits here too): what wakes long-polls and change streams.
+   */
+  commits: CommitSignals;
   /** Applies everything the log holds now to every read model. */
   catchUp(): Promise<number>;
   /** Read-model generations (`pulseboard replay`); null for a store without generations. */
@@ -64,11 +70,13 @@ export async function openStores(config: Config, options: { pollMs?: number } = 
     throw new Error(opened.reason);
   }
   const generational = opened.value;
-  const runner = generationFollowingRunner(log, generational, projectors, projectionLimits(config, 'live'));
+  const commits = createCommitSignals();
+  const runner = generationFollowingRunner(log, generational, projectors, projectionLimits(config, 'live'), commits);
   return {
     log,
     store: generational.reader,
     runners: [runner],
+    commits,
     async catchUp() {
       await generational.refresh();
       return runner.catchUp();
@@ -84,11 +92,13 @@ export async function openStores(config: Config, options: { pollMs?: number } = 
 
 /** Stores over one read store without generations (other adapters, tests). */
 export function assembleStores(log: EventLog, store: ReadStore): Stores {
-  const runner = createProjectionRunner(log, store, projectors);
+  const commits = createCommitSignals();
+  const runner = createProjectionRunner(log, signalCommits(store, commits.emit), projectors);
   return {
     log,
     store,
     runners: [runner],
+    commits,
     catchUp: () => runner.catchUp(),
     generations: () => null,
     refreshGenerations: async () => undefined,
@@ -110,12 +120,13 @@ function generationFollowingRunner(
   generational: GenerationalReadStore,
   projectors: readonly Projector[],
   limits: ProjectionLimits,
+  commits: CommitSignals,
 ): ProjectorRunner {
   const inner = new WeakMap<ReadStore, ProjectorRunner>();
   const runnerFor = (generation: WriterGeneration): ProjectorRunner => {
     let runner = inner.get(generation.store);
     if (!runner) {
-      runner = createProjectionRunner(log, generation.store, projectors, limits);
+      runner = createProjectionRunner(log, signalCommits(generation.store, commits.emit), projectors, limits);
       inner.set(generation.store, runner);
     }
     return runner;

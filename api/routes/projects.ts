@@ -1,6 +1,7 @@
 import type { Services } from '../../service/services.ts';
-import { projectParamsSchema, projectQuerySchema, projectsQuerySchema } from '../../service/requests/projects.ts';
-import { boardPageSchema, projectReadSchema, syncPageSchema } from '../../readmodels/schemas.ts';
+import { ok } from '../../service/errors.ts';
+import { changesQuerySchema, projectParamsSchema, projectQuerySchema, projectsQuerySchema } from '../../service/requests/projects.ts';
+import { boardPageSchema, projectReadSchema, projectSchema, syncPageSchema } from '../../readmodels/schemas.ts';
 import { replyWithJson, type RestOperation } from '../operation.ts';
 
 export function projectOperations(services: Services): RestOperation[] {
@@ -20,7 +21,32 @@ export function projectOperations(services: Services): RestOperation[] {
         400: 'Invalid parameter, page combined with since/cursor, limit in page mode, or a cursor that does not decode or carries other filters',
         409: 'The cursor was issued by a different archive; start again from since',
       },
-      run: ({ query }) => replyWithJson(services.projects.listRendered(query)),
+      run: ({ query, signal }) => replyWithJson(services.projects.listRendered(query, { signal })),
+    },
+    {
+      operationId: 'streamProjectChanges',
+      method: 'GET',
+      path: '/v1/projects/changes',
+      summary: 'The delta as a live stream of server-sent events',
+      description:
+        "Server-sent events (`text/event-stream`) on the delta cursor: one event per written project row, in delta order, `id:` the cursor after that row and `data:` the same Project JSON as a delta page; then every later write as it is committed. A comment line (`: heartbeat`) at least every 15 s while idle. Start with `cursor` (from a delta page or an event id) or `since` (`now` for new writes only); on reconnect the `Last-Event-ID` header wins over both, so nothing is sent twice and nothing is missed, also across `pulseboard replay`. Opening a stream spends one request; at most 2 streams per key may be open (the third is 429).",
+      tags: ['projects'],
+      protection: () => 'basic',
+      produces: 'text/event-stream',
+      request: { query: changesQuerySchema },
+      responses: { 200: { description: 'The stream: one event per written project row (its data is a Project)', schema: projectSchema } },
+      errors: {
+        400: "Invalid parameter; none of cursor, since and Last-Event-ID; or a cursor that does not decode or carries another has_dossier",
+        409: 'The cursor was issued by a different archive; start again from since',
+        429: 'Rate limit exceeded, or 2 streams of this key are open already',
+        503: 'The service is shutting down; reconnect shortly',
+      },
+      run: async ({ caller, query, headers, signal }) => {
+        const lastEventId = headers['last-event-id'];
+        const resume = typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : undefined;
+        const opened = await services.changes.open(caller.keyId, query, resume, signal);
+        return opened.ok ? ok({ stream: opened.value }) : opened;
+      },
     },
     {
       operationId: 'getProject',

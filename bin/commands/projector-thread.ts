@@ -2,7 +2,10 @@ import { Worker } from 'node:worker_threads';
 import type { LoopStatus } from '../../service/background.ts';
 
 /** What the projector worker posts to the serving thread. */
-export type WorkerMessage = { kind: 'status'; name: string; status: LoopStatus };
+export type WorkerMessage =
+  | { kind: 'status'; name: string; status: LoopStatus }
+  /** A commit that applied: what wakes the serving thread's long-polls and change streams. */
+  | { kind: 'committed'; collection: string; checkpoint: number };
 
 export type ProjectorThread = {
   /** Runs the worker until it ends; rejects when it fails (a supervised loop of the serving thread). */
@@ -22,6 +25,8 @@ export type ProjectorThreadOptions = {
   stopGraceMs?: number;
   /** Called with each state the worker posts, after it is recorded. */
   onChange?: (name: string, status: LoopStatus) => void;
+  /** Called with each commit the worker's projectors made (collection, its new checkpoint). */
+  onCommit?: (collection: string, checkpoint: number) => void;
 };
 
 /**
@@ -48,6 +53,7 @@ export function createProjectorThread(options: ProjectorThreadOptions = {}): Pro
         };
         let failure: unknown = null;
         worker.on('message', (message: WorkerMessage) => {
+          if (message.kind === 'committed') return options.onCommit?.(message.collection, message.checkpoint);
           if (message.kind !== 'status') return;
           states = { ...states, [message.name]: message.status };
           options.onChange?.(message.name, message.status);

@@ -22,6 +22,7 @@ port.on('message', (message: unknown) => {
 });
 
 const stores = await openStores(loadConfig());
+stores.commits.subscribe((collection, checkpoint) => post({ kind: 'committed', collection, checkpoint }));
 try {
   const supervisor = createSupervisor({ signal: stop.signal, onChange: (name, status) => post({ kind: 'status', name, status }) });
   await Promise.all(

@@ -116,7 +116,7 @@ export async function run(args: string[]): Promise<number> {
   const stop = new AbortController();
   // Every background loop survives store failures: restarted with backoff, its state in /readyz.
   const supervisor = createSupervisor({ signal: stop.signal });
-  const projectorThread = role === 'all' || role === 'projectors' ? createProjectorThread() : null;
+  const projectorThread = role === 'all' || role === 'projectors' ? createProjectorThread({ onCommit: stores.commits.emit }) : null;
   const backgroundStatus = () => ({ ...supervisor.status(), ...projectorThread?.status() });
   const services = createServices({ config, stores, limiter, heartbeat, background: backgroundStatus });
   const background: Promise<unknown>[] = [];

@@ -5,6 +5,16 @@ import { boolParam, dateTimeParam, intParam } from './params.ts';
 /** `since=now`: start a sync at the current high-water mark (an empty page and its bookmark cursor). */
 export const SINCE_NOW = 'now';
 
+/** Longest long-poll, in seconds (`wait`, `waitSeconds`). */
+export const WAIT_MAX_SECONDS = 30;
+
+const waitParam = (min: number) =>
+  intParam(min, WAIT_MAX_SECONDS)
+    .optional()
+    .describe(
+      `Delta mode long-poll: when nothing was written after the starting point, hold the request up to this many seconds (${min} to ${WAIT_MAX_SECONDS}) until a write is committed (then the delta page), else answer the empty page with the same cursor. One request, however long it waits.`,
+    );
+
 /** GET /v1/projects and the list_projects / sync_projects tools. */
 export const projectsQuerySchema = z
   .object({
@@ -18,8 +28,18 @@ export const projectsQuerySchema = z
     cursor: z.string().min(1).max(512).optional().describe('Delta mode: continue from the cursor of an earlier delta page.'),
     limit: intParam(1, SYNC_LIMIT_MAX, SYNC_LIMIT_DEFAULT).optional().describe(`Delta mode page size: 1 to ${SYNC_LIMIT_MAX}, default ${SYNC_LIMIT_DEFAULT}.`),
     has_dossier: boolParam.optional().describe('Only projects with (true) or without (false) a research dossier.'),
+    wait: waitParam(1),
   })
   .strict();
+
+/** The sync_projects tool: delta mode, with the long-poll as `wait_seconds` (0: answer at once). */
+export const syncQuerySchema = projectsQuerySchema
+  .pick({ since: true, cursor: true, limit: true, has_dossier: true })
+  .extend({ wait_seconds: waitParam(0) })
+  .strict();
+
+/** GET /v1/projects/changes: the event stream's starting point (or the Last-Event-ID header) and filter. */
+export const changesQuerySchema = projectsQuerySchema.pick({ since: true, cursor: true, has_dossier: true }).strict();
 
 export type ProjectsQuery = z.output<typeof projectsQuerySchema>;
 

@@ -70,10 +70,24 @@ describe('OpenAPI examples', () => {
       for (const [method, op] of Object.entries<any>(methods)) {
         for (const [status, response] of Object.entries<any>(op.responses)) {
           if (!status.startsWith('2')) continue;
-          const examples = response.content['application/json'].examples as Record<string, { summary: string; value: unknown }> | undefined;
+          const stream = response.content['text/event-stream'];
+          const examples = (stream ?? response.content['application/json']).examples as Record<string, { summary: string; value: unknown }> | undefined;
           assert.ok(examples && Object.keys(examples).length > 0, `${op.operationId} ${status} has an example`);
           for (const [name, example] of Object.entries(examples)) {
             assert.ok(example.summary.length > 0, `${op.operationId} ${name} summary`);
+            if (stream) {
+              // Each event's data is one document of the schema the stream names.
+              const data = String(example.value).split('\n').filter((line) => line.startsWith('data: '));
+              assert.ok(data.length > 0, `${op.operationId} ${name} has an event`);
+              assert.equal(stream['x-event-data'].$ref, '#/components/schemas/Project');
+              // Each event's data is a Project as a delta page carries it: checked inside such a page.
+              const projects = data.map((line) => JSON.parse(line.slice(6)) as unknown);
+              const page = { projects, cursor: 'c', hasMore: false, limit: 50, readAt: '2026-11-20T08:00:00.000Z' };
+              const checked = validateResponse(doc, 'GET', '/v1/projects', 200, page);
+              assert.ok(checked.ok, `${op.operationId} ${name} data: ${JSON.stringify(checked)}`);
+              count += 1;
+              continue;
+            }
             const result = validateResponse(doc, method.toUpperCase(), `/v1${path}`, Number(status), example.value);
             assert.ok(result.ok, `${op.operationId} ${status} ${name}: ${JSON.stringify(result)}`);
             count += 1;

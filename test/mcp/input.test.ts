@@ -13,7 +13,7 @@ describe('tool inputs derived from REST request schemas', () => {
     assert.equal(camelCase('page'), 'page');
     assert.equal(camelCase('a_b_c2_d'), 'aBC2D');
     const input = toolInputFrom({ query: projectsQuerySchema });
-    assert.deepEqual(Object.keys(input.schema.shape), ['page', 'since', 'cursor', 'limit', 'hasDossier']);
+    assert.deepEqual(Object.keys(input.schema.shape), ['page', 'since', 'cursor', 'limit', 'hasDossier', 'wait']);
     assert.equal(input.schema.shape.hasDossier, projectsQuerySchema.shape.has_dossier);
     assert.equal(input.schema.shape.hasDossier!.description, 'Only projects with (true) or without (false) a research dossier.');
     assert.ok(!input.schema.safeParse({ has_dossier: true }).success, 'REST spellings are unknown parameters on the tool');

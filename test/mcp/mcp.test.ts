@@ -60,7 +60,7 @@ describe('MCP at /mcp with the official SDK client', () => {
     const inputs = Object.fromEntries(listed.map((t) => [t.name, Object.keys(t.inputSchema.properties ?? {}).sort()]));
     assert.deepEqual(inputs, {
       list_projects: ['hasDossier', 'page'],
-      sync_projects: ['cursor', 'hasDossier', 'limit', 'since'],
+      sync_projects: ['cursor', 'hasDossier', 'limit', 'since', 'waitSeconds'],
       get_project: ['asOf', 'handle', 'include'],
       get_thesis_feed: ['contract'],
       request_thesis_feed: ['contract'],

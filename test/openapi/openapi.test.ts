@@ -74,7 +74,9 @@ describe('the OpenAPI document and the docs page', () => {
         for (const s of [200, 400, 401, 429, 500, 503]) assert.ok(statuses.includes(s), `${op.operationId} documents ${s}`);
         for (const s of Object.keys(served.errors).map(Number)) assert.ok(statuses.includes(s), `${op.operationId} documents its own ${s}`);
         for (const [status, response] of Object.entries<any>(op.responses)) {
-          const ref = response.content['application/json'].schema.$ref;
+          // The change stream's 200 is text/event-stream; its events' data is named beside the text schema.
+          const stream = response.content['text/event-stream'];
+          const ref = stream ? stream['x-event-data'].$ref : response.content['application/json'].schema.$ref;
           // The error envelope, or the operation's own (thesis-feed codes are unconstrained, spec 2.11).
           if (Number(status) >= 400 && !served.errorSchema) assert.equal(ref, '#/components/schemas/Error', `${op.operationId} ${status}`);
           assert.ok(resolve(doc, ref), `${op.operationId} ${status} ${ref}`);
@@ -88,6 +90,11 @@ describe('the OpenAPI document and the docs page', () => {
     const detail = doc.paths['/calltracker/calls/{id}'].get.responses;
     assert.ok(detail['404'] && detail['400']);
     assert.ok(doc.paths['/pulse/{beat}'].get.responses['404']);
+    const changes = doc.paths['/projects/changes'].get.responses;
+    assert.deepEqual(Object.keys(changes['200'].content), ['text/event-stream']);
+    assert.equal(changes['200'].content['text/event-stream']['x-event-data'].$ref, '#/components/schemas/Project');
+    assert.deepEqual(Object.keys(changes['400'].content), ['application/json']);
+    assert.ok(doc.paths['/projects'].get.parameters.some((p: { name: string }) => p.name === 'wait'));
     assert.match(doc.paths['/calltracker/calls'].get.responses['503'].description, /Rate protection is unavailable/);
   });
 

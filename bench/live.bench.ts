@@ -1,0 +1,162 @@
+/**
+ * Live changes on one process (issue 16): 1,000 idle long-polls and 200 open change streams against
+ * this process's server, held by a client process of their own (bench/live-clients.ts) so the CPU
+ * measured is the server's alone. Prints the server's CPU while idle as a ratio to the same process
+ * with no waiter, and the time from a commit to the last waiter answered as a ratio to one waiter.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { buildApp } from '../api/app.ts';
+import { parseConfig } from '../config/config.ts';
+import { sourceEventId } from '../events/ids.ts';
+import { PROJECTS_COLLECTION } from '../projectors/projects.ts';
+import { issueKey } from '../service/access.ts';
+import { createRateLimiter } from '../service/rate/create.ts';
+import { createServices } from '../service/services.ts';
+import { openStores, type Stores } from '../service/stores.ts';
+
+const POLLS = Number(process.env.BENCH_LIVE_POLLS ?? 1_000);
+const STREAM_KEYS = Number(process.env.BENCH_LIVE_STREAM_KEYS ?? 100);
+const STREAMS_PER_KEY = 2;
+const IDLE_MS = Number(process.env.BENCH_LIVE_IDLE_MS ?? 3_000);
+const ROUNDS = Number(process.env.BENCH_LIVE_ROUNDS ?? 5);
+
+const now = () => performance.timeOrigin + performance.now();
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+type Collected = { pollAnswers: number[]; streamEvents: number[]; cursor: string };
+
+function clients(): { send(message: object): Promise<unknown>; collect(): Promise<Collected>; stop(): void } {
+  const child: ChildProcess = fork(join(import.meta.dirname, 'live-clients.ts'), { execArgv: ['--disable-warning=ExperimentalWarning'] });
+  let pending: ((value: unknown) => void) | null = null;
+  child.on('message', (message: { error?: string }) => {
+    if (message.error) {
+      process.stderr.write(`client: ${message.error}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    pending?.(message);
+    pending = null;
+  });
+  const send = (message: object) =>
+    new Promise<unknown>((resolve) => {
+      pending = resolve;
+      child.send(message);
+    });
+  return {
+    send,
+    collect: () => send({ cmd: 'collect' }) as Promise<Collected>,
+    stop: () => child.send({ cmd: 'stop' }),
+  };
+}
+
+async function until(check: () => boolean | Promise<boolean>, what: string, limitMs = 60_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+/** This process's CPU time (user + system) per second of wall time over `ms`, in milliseconds. */
+async function idleCpu(ms: number): Promise<number> {
+  const before = process.cpuUsage();
+  const t0 = performance.now();
+  await sleep(ms);
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1000 / ((performance.now() - t0) / 1000);
+}
+
+export async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'pulseboard-live-bench-'));
+  const parsed = parseConfig({ PULSEBOARD_DATA_DIR: dir, PULSEBOARD_RATE_LIMIT: '1000000000', PULSEBOARD_LOG_LEVEL: 'silent' });
+  if (!parsed.ok) throw new Error(parsed.reason);
+  const stores: Stores = await openStores(parsed.config);
+  const limiter = createRateLimiter(parsed.config);
+  const services = createServices({ config: parsed.config, stores, limiter });
+  const app = buildApp(services);
+  const base = await app.listen({ host: '127.0.0.1', port: 0 });
+  const load = clients();
+  try {
+    let written = 0;
+    let committedAt = 0;
+    stores.commits.subscribe((collection) => {
+      if (collection === PROJECTS_COLLECTION) committedAt = now();
+    });
+    /** One project write, committed by this process's projectors (their commit signal wakes the waiters). */
+    const commit = async () => {
+      const projectId = `live-${written++}`;
+      const type = 'project.sighted';
+      await stores.log.append(`project-${projectId}`, [{ id: sourceEventId(type, projectId), type, data: { projectId, at: new Date().toISOString(), fol: written }, metadata: {} }]);
+      await stores.catchUp();
+    };
+    for (let n = 0; n < 1_000; n++) await commit();
+    const pollKey = (await issueKey(stores, 'bench-polls')).key;
+    const streamKeys: string[] = [];
+    for (let n = 0; n < STREAM_KEYS; n++) streamKeys.push((await issueKey(stores, `bench-streams-${n}`)).key);
+    await stores.catchUp();
+    const bookmark = async () => {
+      const page = await services.projects.sync({ since: 'now' });
+      if (!page.ok) throw new Error(page.error.message);
+      return page.value.cursor;
+    };
+
+    /** Commit-to-answer of `polls` long-polls (and every open stream's event), in ms: the last one. */
+    const round = async (polls: number, streams: number): Promise<{ lastMs: number; idleCpuMs: number | null }> => {
+      await load.send({ cmd: 'polls', base, key: pollKey, cursor: await bookmark(), count: polls });
+      await until(() => services.commits.waiting() === polls + streams, `${polls + streams} waiters`);
+      const idleCpuMs = polls + streams > 1 ? await idleCpu(IDLE_MS) : null;
+      await commit();
+      const answered: Collected = { pollAnswers: [], streamEvents: [], cursor: '' };
+      await until(async () => {
+        const got = await load.collect();
+        answered.pollAnswers.push(...got.pollAnswers);
+        answered.streamEvents.push(...got.streamEvents);
+        return answered.pollAnswers.length >= polls && answered.streamEvents.length >= streams;
+      }, 'every waiter answered');
+      const last = Math.max(...answered.pollAnswers, ...answered.streamEvents);
+      return { lastMs: last - committedAt, idleCpuMs };
+    };
+
+    await sleep(500);
+    const baselineCpu: number[] = [];
+    for (let n = 0; n < 3; n++) baselineCpu.push(await idleCpu(IDLE_MS));
+    const single: number[] = [];
+    for (let n = 0; n < ROUNDS; n++) single.push((await round(1, 0)).lastMs);
+
+    const streams = STREAM_KEYS * STREAMS_PER_KEY;
+    await load.send({ cmd: 'streams', base, keys: streamKeys, perKey: STREAMS_PER_KEY });
+    await until(() => services.changes.openCount() === streams && services.commits.waiting() === streams, `${streams} open streams`);
+    const loaded: number[] = [];
+    const loadedCpu: number[] = [];
+    for (let n = 0; n < ROUNDS; n++) {
+      const r = await round(POLLS, streams);
+      loaded.push(r.lastMs);
+      loadedCpu.push(r.idleCpuMs!);
+    }
+    const checkpointReads = services.commits.reads();
+
+    const cpu0 = median(baselineCpu);
+    const cpu1 = median(loadedCpu);
+    const gap1 = median(single);
+    const gapN = median(loaded);
+    const line = (label: string, value: string, ratio: number) => process.stdout.write(`${label.padEnd(58)} ${value.padStart(12)}  ${ratio.toFixed(2).padStart(7)}×\n`);
+    process.stdout.write(`live changes on one process: ${POLLS} idle long-polls + ${streams} change streams (median of ${ROUNDS} rounds; idle windows ${IDLE_MS} ms)\n`);
+    line('server CPU while idle, no waiter (baseline)', `${cpu0.toFixed(2)} ms/s`, 1);
+    line(`server CPU while idle, ${POLLS} long-polls + ${streams} streams`, `${cpu1.toFixed(2)} ms/s`, cpu1 / cpu0);
+    line('commit → answer, 1 long-poll (baseline)', `${gap1.toFixed(1)} ms`, 1);
+    line(`commit → last of ${POLLS} long-polls + ${streams} stream events`, `${gapN.toFixed(1)} ms`, gapN / gap1);
+    process.stdout.write(`(checkpoint reads by the commit watch over the whole run: ${checkpointReads}; rounds, single: ${single.map((v) => v.toFixed(1)).join(' ')}; loaded: ${loaded.map((v) => v.toFixed(1)).join(' ')})\n`);
+  } finally {
+    load.stop();
+    await app.close();
+    await limiter.close();
+    await stores.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.main) await main();

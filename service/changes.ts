@@ -1,0 +1,92 @@
+import type { CommitWatch } from './commit-watch.ts';
+import { errors, fail, ok, type Result } from './errors.ts';
+import type { ChangeFeed, ProjectsService } from './projects.ts';
+
+/**
+ * GET /v1/projects/changes: the delta as a server-sent event stream. One event per written project
+ * row in delta order (id: the delta cursor after that row, data: the Project JSON as stored), so a
+ * reconnect with Last-Event-ID continues exactly after the last row received: no row twice, none
+ * missed, across a replay too (the cursor is the log's position). Idle, the stream waits on the
+ * process's commit watch like a long-poll, and sends a comment at least every `heartbeatMs`.
+ */
+
+/** At most this many open streams per key in one process; the next is refused with 429. */
+export const MAX_OPEN_STREAMS_PER_KEY = 2;
+export const HEARTBEAT_MS = 15_000;
+/** Rows read per store read while catching up. */
+const READ_BATCH = 500;
+
+export type ChangeEvent = { kind: 'row'; cursor: string; json: string } | { kind: 'heartbeat' };
+
+export type OpenStream = {
+  events: AsyncIterable<ChangeEvent>;
+  /** Gives the key's slot back (idempotent); call when the connection ends. */
+  close(): void;
+};
+
+export type ChangeStreams = {
+  /** Checks the starting point, then takes one of the key's stream slots; `signal` aborts when the client goes away. */
+  open(keyId: string, query: unknown, lastEventId: string | undefined, signal: AbortSignal): Promise<Result<OpenStream>>;
+  /** Open streams in this process (tests, the benchmark). */
+  openCount(): number;
+};
+
+export function createChangeStreams(deps: { projects: ProjectsService; commits: CommitWatch; heartbeatMs?: number }): ChangeStreams {
+  const { projects, commits } = deps;
+  const heartbeatMs = deps.heartbeatMs ?? HEARTBEAT_MS;
+  const openByKey = new Map<string, number>();
+  let total = 0;
+
+  async function* events(feed: ChangeFeed, signal: AbortSignal): AsyncGenerator<ChangeEvent> {
+    const ended = AbortSignal.any([signal, commits.closed]);
+    let lastSent = performance.now();
+    while (!ended.aborted) {
+      const batch = await feed.next(READ_BATCH);
+      for (const row of batch.rows) {
+        yield { kind: 'row', ...row };
+        lastSent = performance.now();
+      }
+      if (batch.hasMore) continue;
+      const quiet = heartbeatMs - (performance.now() - lastSent);
+      if (quiet <= 0) {
+        yield { kind: 'heartbeat' };
+        lastSent = performance.now();
+        continue;
+      }
+      const outcome = await commits.waitPast(batch.upToSeq, { timeoutMs: quiet, signal: ended });
+      if (outcome === 'aborted' || outcome === 'closed') return;
+    }
+  }
+
+  return {
+    async open(keyId, query, lastEventId, signal) {
+      const feed = await projects.changes(query, lastEventId);
+      if (!feed.ok) return feed;
+      if (commits.closed.aborted) return fail(errors.unavailable('The service is shutting down; reconnect shortly.', 1));
+      const open = openByKey.get(keyId) ?? 0;
+      if (open >= MAX_OPEN_STREAMS_PER_KEY) {
+        return fail(
+          errors.rateLimited(
+            5,
+            `At most ${MAX_OPEN_STREAMS_PER_KEY} change streams may be open per API key; close one (or reconnect once it has ended) and retry.`,
+          ),
+        );
+      }
+      openByKey.set(keyId, open + 1);
+      total += 1;
+      let closed = false;
+      return ok({
+        events: events(feed.value, signal),
+        close() {
+          if (closed) return;
+          closed = true;
+          total -= 1;
+          const left = (openByKey.get(keyId) ?? 1) - 1;
+          if (left > 0) openByKey.set(keyId, left);
+          else openByKey.delete(keyId);
+        },
+      });
+    },
+    openCount: () => total,
+  };
+}
