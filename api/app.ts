@@ -1,11 +1,16 @@
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { errors } from '../service/errors.ts';
+import zlib from 'node:zlib';
+import compress from '@fastify/compress';
+import cors from '@fastify/cors';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import { projectors } from '../projectors/registry.ts';
+import { hashKey, keyIdOf } from '../service/access.ts';
+import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { renderDocsPage } from './docs.ts';
 import { sendError } from './errors.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import type { RestOperation } from './operation.ts';
-import { mcpPlugin } from '../mcp/plugin.ts';
+import { MCP_PATH, mcpPlugin } from '../mcp/plugin.ts';
 import { askOperations } from './routes/asks.ts';
 import { historyOperations } from './routes/history.ts';
 import { projectOperations } from './routes/projects.ts';
@@ -13,13 +18,38 @@ import { thesisOperations } from './routes/thesis.ts';
 import { callOperations } from './routes/calls.ts';
 import { pulseOperations } from './routes/pulse.ts';
 import { searchOperations } from './routes/search.ts';
+import { CACHE_NO_STORE, CACHE_REVALIDATE, etagOf, matchesIfNoneMatch } from './http/caching.ts';
+import { requestIdOf } from './http/request-id.ts';
+import { createClientErrorHandler } from './http/transport-errors.ts';
+import { createMetrics, meteredGuard, METRICS_CONTENT_TYPE, type Metrics } from './metrics.ts';
+import { tools as mcpTools } from '../mcp/tools.ts';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 export type AppOptions = {
   /** Pino options or false; thesis text never reaches a log line (only method, URL, status). */
   logger?: FastifyServerOptions['logger'];
+  /**
+   * The process's metrics (serve shares them with ingest); built here when not given. `/metrics`
+   * is mounted on this app unless PULSEBOARD_METRICS is off or PULSEBOARD_METRICS_PORT moves it.
+   */
+  metrics?: Metrics;
 };
+
+/** The metrics of a process over these services' stores. */
+export function metricsFor(services: Services): Metrics {
+  return createMetrics({
+    log: services.stores.log,
+    store: services.stores.store,
+    collections: projectors.map((p) => p.collection),
+    ready: () => services.health.ready(),
+  });
+}
+
+/** `/metrics`: Prometheus text, unauthenticated like /healthz (it carries no key, key id or caller text). */
+export function mountMetrics(app: FastifyInstance, metrics: Metrics): void {
+  app.get('/metrics', async (_request, reply) => reply.header('cache-control', 'no-store').type(METRICS_CONTENT_TYPE).send(await metrics.render()));
+}
 
 /** Every REST operation, in the order the OpenAPI document lists them. */
 export function restOperations(services: Services): RestOperation[] {
@@ -64,11 +94,12 @@ export function mountInterfaceDescription(app: FastifyInstance, operations: read
 }
 
 function registerOperation(app: FastifyInstance, services: Services, op: RestOperation): void {
+  // Errors are never cached: `private, no-store` until a successful read says otherwise.
   app.route({
     method: op.method,
     url: op.path,
     handler: async (request, reply) => {
-      reply.header('cache-control', 'private, no-store');
+      reply.header('cache-control', CACHE_NO_STORE);
       if (op.headers) reply.headers(op.headers);
       const admitted = await services.guard.admit(request.headers.authorization, op.protection(request.query));
       if (!admitted.ok) return sendError(reply, admitted.refused.error, admitted.refused.headers);
@@ -76,10 +107,18 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
       const result = await op.run({ caller: admitted.value.caller, params: request.params, query: request.query, body: request.body });
       if (!result.ok) return sendError(reply, result.error);
       if (result.value.headers) reply.headers(result.value.headers);
-      reply.code(result.value.status ?? 200);
+      const status = result.value.status ?? 200;
+      reply.code(status);
       // JSON text made by the service is sent as it is, with the content type Fastify gives a serialised body.
-      if ('json' in result.value) return reply.type(JSON_CONTENT_TYPE).send(result.value.json);
-      return reply.send(result.value.body);
+      const json = 'json' in result.value ? result.value.json : JSON.stringify(result.value.body);
+      reply.type(JSON_CONTENT_TYPE);
+      if (op.method !== 'GET' || status !== 200) return reply.send(json);
+      // A successful read: revalidatable (or never stored), with a validator; a match is a 304
+      // that has already been admitted and counted like any other request.
+      const etag = etagOf(json);
+      reply.header('cache-control', op.cache === 'no-store' ? CACHE_NO_STORE : CACHE_REVALIDATE).header('etag', etag);
+      if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
+      return reply.send(json);
     },
   });
 }
@@ -90,20 +129,141 @@ function isStoreUnavailable(error: unknown): boolean {
   return /SQLITE_BUSY|SQLITE_LOCKED|database is locked|ECONNREFUSED|MongoNetwork|ServerSelection|UNAVAILABLE|disk I\/O/i.test(text);
 }
 
+/** Operation label of a request, from the route it matched (bounded: never the path as sent). */
+function operationLabeller(operations: readonly RestOperation[]) {
+  const byRoute = new Map<string, string>(operations.map((op) => [`${op.method} ${op.path}`, op.operationId]));
+  const fixed: Record<string, string> = { '/healthz': 'healthz', '/readyz': 'readyz', '/metrics': 'metrics', '/v1/openapi.json': 'openapi', '/docs': 'docs' };
+  const toolNames = new Set(mcpTools.map((t) => t.name));
+  return (request: FastifyRequest): { operation: string; rpc?: { method: string; tool?: string } } => {
+    const route = request.routeOptions.url;
+    if (route === undefined) return { operation: 'unmatched' };
+    if (request.method === 'OPTIONS') return { operation: 'preflight' };
+    const rest = byRoute.get(`${request.method} ${route}`);
+    if (rest) return { operation: rest };
+    if (route === MCP_PATH) {
+      const rpc = rpcOf(request.body, toolNames);
+      return { operation: rpc ? `mcp:${rpc.tool ?? rpc.method}` : 'mcp', ...(rpc ? { rpc } : {}) };
+    }
+    return { operation: fixed[route] ?? 'other' };
+  };
+}
+
+const KNOWN_RPC_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call', 'notifications/initialized', 'notifications/cancelled', 'resources/list', 'prompts/list']);
+
+/** The JSON-RPC method (and tool) of an /mcp body, from a fixed set: caller text never becomes a label. */
+function rpcOf(body: unknown, toolNames: ReadonlySet<string>): { method: string; tool?: string } | null {
+  if (Array.isArray(body)) return { method: 'batch' };
+  if (typeof body !== 'object' || body === null) return null;
+  const { method, params } = body as { method?: unknown; params?: { name?: unknown } };
+  if (typeof method !== 'string') return null;
+  const known = KNOWN_RPC_METHODS.has(method) ? method : 'other';
+  if (known !== 'tools/call') return { method: known };
+  const name = typeof params === 'object' && params !== null ? params.name : undefined;
+  return { method: known, tool: typeof name === 'string' && toolNames.has(name) ? name : 'unknown_tool' };
+}
+
+/** The id of the key a request presented, when it was accepted (never the key itself). */
+function keyIdFor(request: FastifyRequest, status: number): string | undefined {
+  if (status === 401) return undefined;
+  const match = /^Bearer (\S+)$/.exec(request.headers.authorization?.trim() ?? '');
+  return match ? keyIdOf(hashKey(match[1]!)) : undefined;
+}
+
+/** `frame-ancestors 'none'` added to whatever policy the docs page sends (or as its policy). */
+function withFrameAncestors(policy: string | undefined): string {
+  if (!policy) return "frame-ancestors 'none'";
+  return /frame-ancestors/i.test(policy) ? policy : `${policy}; frame-ancestors 'none'`;
+}
+
+/** Request headers a browser app may send, and response headers it may read. */
+const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id', 'Mcp-Protocol-Version', 'Accept'];
+const CORS_EXPOSED_HEADERS = ['ETag', 'Retry-After', 'X-Request-Id', 'WWW-Authenticate', 'RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'];
+
 export function buildApp(services: Services, options: AppOptions = {}): FastifyInstance {
+  const config = services.config;
+  const metrics = options.metrics ?? metricsFor(services);
+  const guarded: Services = { ...services, guard: meteredGuard(services.guard, metrics) };
+
   const app = Fastify({
     logger: options.logger ?? false,
     // Query strings are parsed into plain strings (or arrays when repeated); zod decides validity.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
+    genReqId: requestIdOf,
+    // One access line per request, written in onResponse below (with the key id and MCP method).
+    logController: new LogController({ disableRequestLogging: true }),
+    clientErrorHandler: createClientErrorHandler((status) => metrics.rejected(status)),
+    frameworkErrors: (error, request, reply) => {
+      void answerFrameworkError(error, request, reply);
+    },
   });
 
-  const operations = restOperations(services);
-  for (const op of operations) registerOperation(app, services, op);
-  // The tool-protocol endpoint: same instance, same key check, same per-key budget.
-  void app.register(mcpPlugin, { services });
+  /** The router refused the URL: a key is checked first, so an unauthenticated caller learns only 401. */
+  async function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff').header('cache-control', CACHE_NO_STORE);
+    let refusal: ServiceError;
+    const caller = await services.access.authenticate(request.headers.authorization).catch(() => null);
+    if (!caller) refusal = errors.unauthorized();
+    else if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') refusal = { status: 414, code: 'bad_request', message: 'a path segment is longer than 1000 characters' };
+    else refusal = errors.badRequest('the URL is not valid (bad percent-encoding or characters)');
+    metrics.request('unmatched', refusal.status, reply.elapsedTime / 1000);
+    sendError(reply, refusal);
+  }
 
-  mountHealth(app, services);
-  mountInterfaceDescription(app, operations);
+  const operations = restOperations(guarded);
+  const labelOf = operationLabeller(operations);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
+  });
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (request.routeOptions.url === '/docs') {
+      reply.header('content-security-policy', withFrameAncestors(reply.getHeader('content-security-policy') as string | undefined));
+      reply.header('x-frame-options', 'DENY');
+    }
+    return payload;
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const { operation, rpc } = labelOf(request);
+    const seconds = reply.elapsedTime / 1000;
+    metrics.request(operation, reply.statusCode, seconds);
+    const keyId = keyIdFor(request, reply.statusCode);
+    request.log.info(
+      { method: request.method, operation, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime * 10) / 10, ...(keyId ? { keyId } : {}), ...(rpc ? { rpc } : {}) },
+      'request completed',
+    );
+  });
+
+  // JSON over 1 KB travels br or gzip when the caller accepts it; brotli at quality 4 costs about
+  // as much CPU as gzip for a similar size (the default 11 is far slower per response).
+  void app.register(compress, {
+    global: true,
+    threshold: 1024,
+    encodings: ['br', 'gzip'],
+    brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } },
+  });
+  const origins = config.PULSEBOARD_CORS_ORIGINS;
+  if (origins !== undefined) {
+    void app.register(cors, {
+      origin: origins[0] === '*' ? '*' : origins,
+      methods: ['GET', 'POST'],
+      allowedHeaders: CORS_ALLOWED_HEADERS,
+      exposedHeaders: CORS_EXPOSED_HEADERS,
+      maxAge: 600,
+      // A preflight without Origin is answered 204 too (the strict default would send a bare text 400).
+      strictPreflight: false,
+    });
+  }
+
+  // Routes are added in a plugin registered after compress and cors, whose hooks attach to each
+  // route as it is added (onRoute): routes added before them would be left out.
+  void app.register(async (routes) => {
+    for (const op of operations) registerOperation(routes, guarded, op);
+    // The tool-protocol endpoint: same instance, same key check, same per-key budget.
+    await routes.register(mcpPlugin, { services: guarded });
+    mountHealth(routes, services);
+    mountInterfaceDescription(routes, operations);
+    if (config.PULSEBOARD_METRICS === 'on' && config.PULSEBOARD_METRICS_PORT === undefined) mountMetrics(routes, metrics);
+  });
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '';

@@ -32,6 +32,8 @@ export type RestOperation = {
   errors: Record<number, string>;
   /** The error body schema when it is not the standard envelope (thesis feed: any code string). */
   errorSchema?: z.ZodType;
+  /** `no-store`: a successful read is never kept (call records, thesis feed); unset: revalidated by ETag. */
+  cache?: 'no-store';
   /** Extra response headers on every reply of this operation. */
   headers?: Record<string, string>;
   run(input: OperationInput): Promise<Result<OperationReply>>;
