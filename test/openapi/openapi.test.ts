@@ -74,13 +74,22 @@ describe('the OpenAPI document and the docs page', () => {
         for (const s of [200, 400, 401, 429, 500, 503]) assert.ok(statuses.includes(s), `${op.operationId} documents ${s}`);
         for (const s of Object.keys(served.errors).map(Number)) assert.ok(statuses.includes(s), `${op.operationId} documents its own ${s}`);
         for (const [status, response] of Object.entries<any>(op.responses)) {
+          // A 304 has no body; it carries the validator it matched.
+          if (status === '304') {
+            assert.equal(method, 'get');
+            assert.equal(response.content, undefined);
+            assert.ok(response.headers.ETag, `${op.operationId} 304 ETag`);
+            continue;
+          }
           const ref = response.content['application/json'].schema.$ref;
           // The error envelope, or the operation's own (thesis-feed codes are unconstrained, spec 2.11).
           if (Number(status) >= 400 && !served.errorSchema) assert.equal(ref, '#/components/schemas/Error', `${op.operationId} ${status}`);
           assert.ok(resolve(doc, ref), `${op.operationId} ${status} ${ref}`);
         }
         assert.ok(op.responses['429'].headers['Retry-After']);
+        assert.ok(op.responses['429'].headers['RateLimit-Policy'] && op.responses['429'].headers.RateLimit, 'the IETF draft headers are documented');
         assert.ok(op.responses['503'].headers['Retry-After']);
+        if (method === 'get') assert.ok(op.responses['304'] && op.responses['200'].headers.ETag, `${op.operationId} documents its ETag and 304`);
       }
     }
     assert.deepEqual(described.sort(), ops.map((o) => o.operationId).sort());
