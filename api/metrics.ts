@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EventLog } from '../eventstore/port.ts';
+import type { BatchIngestor } from '../ingest/pipeline.ts';
 import type { ReadStore } from '../readmodels/port.ts';
 import type { Readiness } from '../service/health.ts';
 import type { Guard } from '../service/guard.ts';
@@ -125,6 +126,23 @@ export function meteredGuard(guard: Guard, metrics: Metrics): Guard {
       else if (admitted.refused.error.status === 429) metrics.rateDecision('limited');
       else if (admitted.refused.error.status === 503) metrics.rateDecision('refused_unavailable');
       return admitted;
+    },
+  };
+}
+
+/** Counts what an ingestor did with each message, passing every outcome and failure through unchanged. */
+export function meteredIngestor<T extends BatchIngestor>(ingestor: T, metrics: Metrics): T {
+  return {
+    ...ingestor,
+    async ingest(raw, source) {
+      const outcome = await ingestor.ingest(raw, source);
+      metrics.ingested(outcome.status);
+      return outcome;
+    },
+    async ingestBatch(raws, source) {
+      const outcomes = await ingestor.ingestBatch(raws, source);
+      for (const outcome of outcomes) metrics.ingested(outcome.status);
+      return outcomes;
     },
   };
 }
