@@ -6,8 +6,8 @@ import { rawRequest, type RawResponse } from './raw.ts';
 
 const SPEC_CODES = ['unauthorized', 'forbidden', 'rate_limited', 'bad_request', 'not_found', 'conflict', 'unavailable'];
 
-function assertEnvelope(res: RawResponse | null, status: number, code: string): RawResponse {
-  assert.ok(res, 'an answer, not a dropped connection');
+function assertEnvelope(res: RawResponse | null | 'timeout', status: number, code: string): RawResponse {
+  assert.ok(res && res !== 'timeout', 'an answer, not a dropped connection');
   assert.equal(res.status, status, res.body);
   assert.match(res.headers['content-type'] ?? '', /^application\/json/);
   const body = JSON.parse(res.body);
@@ -64,6 +64,6 @@ describe('transport-level rejections get the envelope and echo nothing', () => {
 
   it('a server still answers normally after the rejections', async () => {
     const res = await request(`GET /v1/projects HTTP/1.1\r\nAuthorization: Bearer ${key}\r\nConnection: close`);
-    assert.equal(res?.status, 200);
+    assert.equal(res !== 'timeout' && res?.status, 200);
   });
 });
