@@ -123,6 +123,14 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
   });
 }
 
+/** What each framework or plugin refusal of a request tells the caller (fixed words, no input). */
+const CLIENT_FAULTS: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'request body is too large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'request body must be application/json',
+  FST_CP_ERR_INVALID_CONTENT_ENCODING: 'unsupported Content-Encoding; send the body as it is, or gzip or br',
+  FST_CP_ERR_INVALID_CONTENT: 'the request body could not be decompressed with its Content-Encoding',
+};
+
 /** Storage failures that a retry can outlive (a locked or unreachable store). */
 function isStoreUnavailable(error: unknown): boolean {
   const text = error instanceof Error ? `${error.name} ${error.message} ${(error as { code?: unknown }).code ?? ''}` : '';
@@ -282,13 +290,7 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
     if (status >= 400 && status < 500) {
       // Body parsing and other client faults: say what is wrong without echoing the input.
       const message =
-        error.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-          ? 'request body is too large'
-          : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-            ? 'request body must be application/json'
-            : error.code?.startsWith('FST_ERR_CTP') || error instanceof SyntaxError
-              ? 'request body is not valid JSON'
-              : 'bad request';
+        CLIENT_FAULTS[error.code] ?? (error.code?.startsWith('FST_ERR_CTP') || error instanceof SyntaxError ? 'request body is not valid JSON' : 'bad request');
       return sendError(reply, { status: status === 413 || status === 415 ? status : 400, code: 'bad_request', message });
     }
     request.log.error({ err: { type: error.name, code: error.code } }, 'unexpected failure');

@@ -67,3 +67,25 @@ describe('transport-level rejections get the envelope and echo nothing', () => {
     assert.equal(res !== 'timeout' && res?.status, 200);
   });
 });
+
+describe('request bodies with a Content-Encoding', () => {
+  it('accepts gzip, refuses an unknown encoding (415) and an undecodable body (400), in the envelope', async () => {
+    const { gzipSync } = await import('node:zlib');
+    const h = await createHarness();
+    try {
+      const key = await h.key('member', ['allow', 'link']);
+      const headers = (encoding: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-encoding': encoding });
+      const gz = await h.app.inject({ method: 'POST', url: '/v1/thesisfeed/theses', headers: headers('gzip'), payload: gzipSync('{"contract":"x"}') });
+      assert.equal(gz.statusCode, 400);
+      assert.match(gz.json().error.message, /contract/, 'the body was decompressed and validated');
+      const unknown = await h.app.inject({ method: 'POST', url: '/v1/thesisfeed/theses', headers: headers('bogus'), payload: '{}' });
+      assert.equal(unknown.statusCode, 415);
+      assert.deepEqual(unknown.json(), { error: { code: 'bad_request', message: 'unsupported Content-Encoding; send the body as it is, or gzip or br' } });
+      const broken = await h.app.inject({ method: 'POST', url: '/v1/thesisfeed/theses', headers: headers('gzip'), payload: 'not gzip at all' });
+      assert.equal(broken.statusCode, 400);
+      assert.equal(broken.json().error.code, 'bad_request');
+    } finally {
+      await h.close();
+    }
+  });
+});
