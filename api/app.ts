@@ -234,6 +234,9 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
     const { operation, rpc } = labelOf(request);
     const seconds = reply.elapsedTime / 1000;
     metrics.request(operation, reply.statusCode, seconds);
+    // Without a logger (or below info) there is no access line, and no key hash to compute for it.
+    const log = request.log as typeof request.log & { isLevelEnabled?: (level: string) => boolean };
+    if (!log.isLevelEnabled?.('info')) return;
     const keyId = keyIdFor(request, reply.statusCode);
     request.log.info(
       { method: request.method, operation, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime * 10) / 10, ...(keyId ? { keyId } : {}), ...(rpc ? { rpc } : {}) },

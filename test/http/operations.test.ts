@@ -104,6 +104,19 @@ describe('HTTP as an operator expects it', () => {
     assert.equal(line.statusCode, 200);
     assert.match(line.keyId, /^[0-9a-f]{24}$/);
     assert.ok(!logLines.some((l) => l.includes(key)), 'the key itself is never logged');
+
+    const rpc = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'get_project', arguments: { handle: 'h1' } } };
+    const mcpHeaders = { ...auth(), 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-request-id': 'mcp-call-1' };
+    assert.equal((await h.app.inject({ method: 'POST', url: '/mcp', headers: mcpHeaders, payload: rpc })).statusCode, 200);
+    const unknownTool = { ...rpc, params: { name: 'made_up_<tool>', arguments: {} } };
+    await h.app.inject({ method: 'POST', url: '/mcp', headers: { ...mcpHeaders, 'x-request-id': 'mcp-call-2' }, payload: unknownTool });
+    const lines = logLines.map((l) => JSON.parse(l));
+    const mcpLine = lines.find((l) => l.reqId === 'mcp-call-1' && l.msg === 'request completed');
+    assert.deepEqual(mcpLine.rpc, { method: 'tools/call', tool: 'get_project' });
+    assert.equal(mcpLine.operation, 'mcp:get_project');
+    assert.match(mcpLine.keyId, /^[0-9a-f]{24}$/);
+    const unknownLine = lines.find((l) => l.reqId === 'mcp-call-2' && l.msg === 'request completed');
+    assert.deepEqual(unknownLine.rpc, { method: 'tools/call', tool: 'unknown_tool' }, 'caller text never reaches a log field');
   });
 
   it('sends nosniff everywhere, no X-Powered-By, and frame-ancestors none on the docs page', async () => {
