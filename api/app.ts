@@ -224,7 +224,9 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
     reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
   });
   app.addHook('onSend', async (request, reply, payload) => {
-    if (request.routeOptions.url === '/docs') {
+    // The docs page and anything served under it (its own CSP, whatever it is, keeps the rest).
+    const route = request.routeOptions.url;
+    if (route === '/docs' || route?.startsWith('/docs/')) {
       reply.header('content-security-policy', withFrameAncestors(reply.getHeader('content-security-policy') as string | undefined));
       reply.header('x-frame-options', 'DENY');
     }
