@@ -187,11 +187,12 @@ function withFrameAncestors(policy: string | undefined): string {
 const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id', 'Mcp-Protocol-Version', 'Accept'];
 const CORS_EXPOSED_HEADERS = ['ETag', 'Retry-After', 'X-Request-Id', 'WWW-Authenticate', 'RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'];
 
-export function buildApp(services: Services, options: AppOptions = {}): FastifyInstance {
-  const config = services.config;
-  const metrics = options.metrics ?? metricsFor(services);
-  const guarded: Services = { ...services, guard: meteredGuard(services.guard, metrics) };
-
+/**
+ * A Fastify instance with the plumbing every listener of this service shares: request ids, the
+ * envelope for parser, router and framework refusals, nosniff, metrics and one access line per
+ * request. `operations` are the REST operations it will serve (for labels and 405s).
+ */
+function httpServer(services: Services, options: AppOptions, metrics: Metrics, operations: readonly RestOperation[]): FastifyInstance {
   const app = Fastify({
     logger: options.logger ?? false,
     // Query strings are parsed into plain strings (or arrays when repeated); zod decides validity.
@@ -217,20 +218,10 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
     sendError(reply, refusal);
   }
 
-  const operations = restOperations(guarded);
   const labelOf = operationLabeller(operations);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
-  });
-  app.addHook('onSend', async (request, reply, payload) => {
-    // The docs page and anything served under it (its own CSP, whatever it is, keeps the rest).
-    const route = request.routeOptions.url;
-    if (route === '/docs' || route?.startsWith('/docs/')) {
-      reply.header('content-security-policy', withFrameAncestors(reply.getHeader('content-security-policy') as string | undefined));
-      reply.header('x-frame-options', 'DENY');
-    }
-    return payload;
   });
   app.addHook('onResponse', async (request, reply) => {
     const { operation, rpc } = labelOf(request);
@@ -244,6 +235,49 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
       { method: request.method, operation, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime * 10) / 10, ...(keyId ? { keyId } : {}), ...(rpc ? { rpc } : {}) },
       'request completed',
     );
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '';
+    const allowed = operations.filter((op) => matchesPath(op.path, path)).map((op) => op.method);
+    if (allowed.length > 0) {
+      reply.header('allow', [...new Set(allowed)].join(', '));
+      return sendError(reply, { status: 405, code: 'bad_request', message: `method ${request.method} is not allowed here; use ${allowed.join(' or ')}` });
+    }
+    return sendError(reply, errors.notFound(`no such endpoint: ${request.method} ${path}`));
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      // Body parsing and other client faults: say what is wrong without echoing the input.
+      const message =
+        CLIENT_FAULTS[error.code] ?? (error.code?.startsWith('FST_ERR_CTP') || error instanceof SyntaxError ? 'request body is not valid JSON' : 'bad request');
+      return sendError(reply, { status: status === 413 || status === 415 ? status : 400, code: 'bad_request', message });
+    }
+    request.log.error({ err: { type: error.name, code: error.code } }, 'unexpected failure');
+    if (isStoreUnavailable(error)) return sendError(reply, errors.unavailable('A store is temporarily unavailable; retry shortly.', 5));
+    return sendError(reply, { status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 });
+  });
+
+  return app;
+}
+
+export function buildApp(services: Services, options: AppOptions = {}): FastifyInstance {
+  const config = services.config;
+  const metrics = options.metrics ?? metricsFor(services);
+  const guarded: Services = { ...services, guard: meteredGuard(services.guard, metrics) };
+  const operations = restOperations(guarded);
+  const app = httpServer(services, options, metrics, operations);
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    // The docs page and anything served under it (its own CSP, whatever it is, keeps the rest).
+    const route = request.routeOptions.url;
+    if (route === '/docs' || route?.startsWith('/docs/')) {
+      reply.header('content-security-policy', withFrameAncestors(reply.getHeader('content-security-policy') as string | undefined));
+      reply.header('x-frame-options', 'DENY');
+    }
+    return payload;
   });
 
   // JSON over 1 KB travels br or gzip when the caller accepts it. Measured on a 60 KB board page:
@@ -280,29 +314,15 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
     if (config.PULSEBOARD_METRICS === 'on' && config.PULSEBOARD_METRICS_PORT === undefined) mountMetrics(routes, metrics);
   });
 
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? '';
-    const allowed = operations.filter((op) => matchesPath(op.path, path)).map((op) => op.method);
-    if (allowed.length > 0) {
-      reply.header('allow', [...new Set(allowed)].join(', '));
-      return sendError(reply, { status: 405, code: 'bad_request', message: `method ${request.method} is not allowed here; use ${allowed.join(' or ')}` });
-    }
-    return sendError(reply, errors.notFound(`no such endpoint: ${request.method} ${path}`));
-  });
+  return app;
+}
 
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const status = error.statusCode ?? 500;
-    if (status >= 400 && status < 500) {
-      // Body parsing and other client faults: say what is wrong without echoing the input.
-      const message =
-        CLIENT_FAULTS[error.code] ?? (error.code?.startsWith('FST_ERR_CTP') || error instanceof SyntaxError ? 'request body is not valid JSON' : 'bad request');
-      return sendError(reply, { status: status === 413 || status === 415 ? status : 400, code: 'bad_request', message });
-    }
-    request.log.error({ err: { type: error.name, code: error.code } }, 'unexpected failure');
-    if (isStoreUnavailable(error)) return sendError(reply, errors.unavailable('A store is temporarily unavailable; retry shortly.', 5));
-    return sendError(reply, { status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 });
-  });
-
+/** Worker roles (projectors, thesis reader, ingest): /healthz, /readyz and /metrics with the same plumbing. */
+export function buildWorkerApp(services: Services, options: AppOptions = {}): FastifyInstance {
+  const metrics = options.metrics ?? metricsFor(services);
+  const app = httpServer(services, options, metrics, []);
+  mountHealth(app, services);
+  if (services.config.PULSEBOARD_METRICS === 'on' && services.config.PULSEBOARD_METRICS_PORT === undefined) mountMetrics(app, metrics);
   return app;
 }
 

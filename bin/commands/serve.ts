@@ -2,7 +2,7 @@ import { createReadStream, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { buildApp, metricsFor, mountHealth, mountMetrics } from '../../api/app.ts';
+import { buildApp, buildWorkerApp, metricsFor, mountMetrics } from '../../api/app.ts';
 import { meteredIngestor } from '../../api/metrics.ts';
 import { trackOpenRequests } from '../../api/http/open-requests.ts';
 import { loadConfig, type Config } from '../../config/config.ts';
@@ -98,10 +98,8 @@ export async function run(args: string[]): Promise<number> {
   if (role === 'all' || role === 'api') {
     app = buildApp(services, { logger, metrics });
   } else {
-    // Worker roles answer only /healthz, /readyz (and /metrics).
-    app = Fastify({ logger });
-    mountHealth(app, services);
-    if (metricsOn && config.PULSEBOARD_METRICS_PORT === undefined) mountMetrics(app, metrics);
+    // Worker roles answer only /healthz, /readyz (and /metrics), with the API's envelope and request ids.
+    app = buildWorkerApp(services, { logger, metrics });
   }
   const openRequests = trackOpenRequests(app.server);
   await app.listen({ port: config.PORT, host: config.HOST });

@@ -89,3 +89,28 @@ describe('request bodies with a Content-Encoding', () => {
     }
   });
 });
+
+describe('worker roles share the plumbing', () => {
+  it('answers unknown paths, parser refusals and its health routes with the envelope, request ids and nosniff', async () => {
+    const { buildWorkerApp } = await import('../../api/app.ts');
+    const h = await createHarness();
+    const worker = buildWorkerApp(h.services);
+    try {
+      await worker.listen({ host: '127.0.0.1', port: 0 });
+      const workerPort = (worker.server.address() as AddressInfo).port;
+      const health = await worker.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'worker-1' } });
+      assert.equal(health.statusCode, 200);
+      assert.equal(health.headers['x-request-id'], 'worker-1');
+      assert.equal(health.headers['x-content-type-options'], 'nosniff');
+      assert.equal((await worker.inject({ method: 'GET', url: '/metrics' })).statusCode, 200);
+      const missing = await worker.inject({ method: 'GET', url: '/v1/projects' });
+      assert.equal(missing.statusCode, 404);
+      assert.deepEqual(Object.keys(missing.json().error), ['code', 'message']);
+      assertEnvelope(await rawRequest(workerPort, 'FROB / HTTP/1.1\r\nHost: x\r\n\r\n'), 400, 'bad_request');
+      assertEnvelope(await rawRequest(workerPort, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), 431, 'bad_request');
+    } finally {
+      await worker.close();
+      await h.close();
+    }
+  });
+});
