@@ -317,6 +317,13 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
   return app;
 }
 
+/** PULSEBOARD_METRICS_PORT: /metrics alone, with the same envelope for anything else. */
+export function buildMetricsApp(services: Services, metrics: Metrics): FastifyInstance {
+  const app = httpServer(services, {}, metrics, []);
+  mountMetrics(app, metrics);
+  return app;
+}
+
 /** Worker roles (projectors, thesis reader, ingest): /healthz, /readyz and /metrics with the same plumbing. */
 export function buildWorkerApp(services: Services, options: AppOptions = {}): FastifyInstance {
   const metrics = options.metrics ?? metricsFor(services);

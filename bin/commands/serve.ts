@@ -1,8 +1,8 @@
 import { createReadStream, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import Fastify, { type FastifyInstance } from 'fastify';
-import { buildApp, buildWorkerApp, metricsFor, mountMetrics } from '../../api/app.ts';
+import type { FastifyInstance } from 'fastify';
+import { buildApp, buildMetricsApp, buildWorkerApp, metricsFor } from '../../api/app.ts';
 import { meteredIngestor } from '../../api/metrics.ts';
 import { trackOpenRequests } from '../../api/http/open-requests.ts';
 import { loadConfig, type Config } from '../../config/config.ts';
@@ -106,8 +106,7 @@ export async function run(args: string[]): Promise<number> {
   // PULSEBOARD_METRICS_PORT: /metrics alone on its own listener (e.g. reachable only from the scraper's network).
   let metricsApp: FastifyInstance | null = null;
   if (metricsOn && config.PULSEBOARD_METRICS_PORT !== undefined) {
-    metricsApp = Fastify({ logger: false });
-    mountMetrics(metricsApp, metrics);
+    metricsApp = buildMetricsApp(services, metrics);
     await metricsApp.listen({ port: config.PULSEBOARD_METRICS_PORT, host: config.HOST });
     const bound = metricsApp.server.address();
     process.stdout.write(`metrics on http://${config.HOST}:${typeof bound === 'object' && bound ? bound.port : config.PULSEBOARD_METRICS_PORT}/metrics\n`);

@@ -37,6 +37,9 @@ describe('pulseboard serve: metrics on their own port, request ids in logs, and 
       assert.equal(read.status, 200);
       assert.equal(read.headers.get('x-request-id'), 'shutdown-test-1');
       assert.equal((await fetch(`${url}/metrics`)).status, 404, 'not on the API port');
+      const elsewhere = await fetch(metricsUrl.replace(/\/metrics$/, '/v1/projects'));
+      assert.equal(elsewhere.status, 404);
+      assert.equal(((await elsewhere.json()) as { error: { code: string } }).error.code, 'not_found');
       const scraped = await fetch(metricsUrl);
       assert.equal(scraped.status, 200);
       assert.match(await scraped.text(), /pulseboard_http_requests_total\{operation="listProjects",status="200"\} 1/);
