@@ -1,12 +1,17 @@
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import zlib from 'node:zlib';
+import compress from '@fastify/compress';
+import cors from '@fastify/cors';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import { projectors } from '../projectors/registry.ts';
+import { hashKey, keyIdOf } from '../service/access.ts';
+import { errors, type ServiceError } from '../service/errors.ts';
 import type { OpenStream } from '../service/changes.ts';
-import { errors } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { mountDocs } from './docs.ts';
 import { sendError } from './errors.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import type { RestOperation } from './operation.ts';
-import { mcpPlugin } from '../mcp/plugin.ts';
+import { MCP_PATH, mcpPlugin } from '../mcp/plugin.ts';
 import { askOperations } from './routes/asks.ts';
 import { historyOperations } from './routes/history.ts';
 import { projectOperations } from './routes/projects.ts';
@@ -14,13 +19,38 @@ import { thesisOperations } from './routes/thesis.ts';
 import { callOperations } from './routes/calls.ts';
 import { pulseOperations } from './routes/pulse.ts';
 import { searchOperations } from './routes/search.ts';
+import { CACHE_NO_STORE, CACHE_REVALIDATE, etagOf, matchesIfNoneMatch } from './http/caching.ts';
+import { requestIdOf } from './http/request-id.ts';
+import { createClientErrorHandler } from './http/transport-errors.ts';
+import { createMetrics, meteredGuard, METRICS_CONTENT_TYPE, type Metrics } from './metrics.ts';
+import { tools as mcpTools } from '../mcp/tools.ts';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 export type AppOptions = {
   /** Pino options or false; thesis text never reaches a log line (only method, URL, status). */
   logger?: FastifyServerOptions['logger'];
+  /**
+   * The process's metrics (serve shares them with ingest); built here when not given. `/metrics`
+   * is mounted on this app unless PULSEBOARD_METRICS is off or PULSEBOARD_METRICS_PORT moves it.
+   */
+  metrics?: Metrics;
 };
+
+/** The metrics of a process over these services' stores. */
+export function metricsFor(services: Services): Metrics {
+  return createMetrics({
+    log: services.stores.log,
+    store: services.stores.store,
+    collections: projectors.map((p) => p.collection),
+    ready: () => services.health.ready(),
+  });
+}
+
+/** `/metrics`: Prometheus text, unauthenticated like /healthz (it carries no key, key id or caller text). */
+export function mountMetrics(app: FastifyInstance, metrics: Metrics): void {
+  app.get('/metrics', async (_request, reply) => reply.header('cache-control', 'no-store').type(METRICS_CONTENT_TYPE).send(await metrics.render()));
+}
 
 /** Every REST operation, in the order the OpenAPI document lists them. */
 export function restOperations(services: Services): RestOperation[] {
@@ -58,11 +88,12 @@ export function mountInterfaceDescription(app: FastifyInstance, operations: read
 }
 
 function registerOperation(app: FastifyInstance, services: Services, op: RestOperation): void {
+  // Errors are never cached: `private, no-store` until a successful read says otherwise.
   app.route({
     method: op.method,
     url: op.path,
     handler: async (request, reply) => {
-      reply.header('cache-control', 'private, no-store');
+      reply.header('cache-control', CACHE_NO_STORE);
       if (op.headers) reply.headers(op.headers);
       const admitted = await services.guard.admit(request.headers.authorization, op.protection(request.query));
       if (!admitted.ok) return sendError(reply, admitted.refused.error, admitted.refused.headers);
@@ -77,10 +108,18 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
       if ('stream' in result.value) return sendEventStream(reply, result.value.stream);
       // Answered while the server closes (a long-poll ended by shutdown): the connection is not kept for another request.
       if (services.commits.closed.aborted) reply.header('connection', 'close');
-      reply.code(result.value.status ?? 200);
+      const status = result.value.status ?? 200;
+      reply.code(status);
       // JSON text made by the service is sent as it is, with the content type Fastify gives a serialised body.
-      if ('json' in result.value) return reply.type(JSON_CONTENT_TYPE).send(result.value.json);
-      return reply.send(result.value.body);
+      const json = 'json' in result.value ? result.value.json : JSON.stringify(result.value.body);
+      reply.type(JSON_CONTENT_TYPE);
+      if (op.method !== 'GET' || status !== 200) return reply.send(json);
+      // A successful read: revalidatable (or never stored), with a validator; a match is a 304
+      // that has already been admitted and counted like any other request.
+      const etag = etagOf(json);
+      reply.header('cache-control', op.cache === 'no-store' ? CACHE_NO_STORE : CACHE_REVALIDATE).header('etag', etag);
+      if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
+      return reply.send(json);
     },
   });
 }
@@ -122,32 +161,119 @@ async function sendEventStream(reply: FastifyReply, stream: OpenStream): Promise
   }
 }
 
+/** What each framework or plugin refusal of a request tells the caller (fixed words, no input). */
+const CLIENT_FAULTS: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'request body is too large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'request body must be application/json',
+  FST_CP_ERR_INVALID_CONTENT_ENCODING: 'unsupported Content-Encoding; send the body as it is, or gzip or br',
+  FST_CP_ERR_INVALID_CONTENT: 'the request body could not be decompressed with its Content-Encoding',
+};
+
 /** Storage failures that a retry can outlive (a locked or unreachable store). */
 function isStoreUnavailable(error: unknown): boolean {
   const text = error instanceof Error ? `${error.name} ${error.message} ${(error as { code?: unknown }).code ?? ''}` : '';
   return /SQLITE_BUSY|SQLITE_LOCKED|database is locked|ECONNREFUSED|MongoNetwork|ServerSelection|UNAVAILABLE|disk I\/O/i.test(text);
 }
 
-export function buildApp(services: Services, options: AppOptions = {}): FastifyInstance {
+/** Operation label of a request, from the route it matched (bounded: never the path as sent). */
+function operationLabeller(operations: readonly RestOperation[]) {
+  const byRoute = new Map<string, string>(operations.map((op) => [`${op.method} ${op.path}`, op.operationId]));
+  const fixed: Record<string, string> = { '/healthz': 'healthz', '/readyz': 'readyz', '/metrics': 'metrics', '/v1/openapi.json': 'openapi', '/docs': 'docs' };
+  const toolNames = new Set(mcpTools.map((t) => t.name));
+  return (request: FastifyRequest): { operation: string; rpc?: { method: string; tool?: string } } => {
+    const route = request.routeOptions.url;
+    if (route === undefined) return { operation: 'unmatched' };
+    if (request.method === 'OPTIONS') return { operation: 'preflight' };
+    const rest = byRoute.get(`${request.method} ${route}`);
+    if (rest) return { operation: rest };
+    if (route === MCP_PATH) {
+      const rpc = rpcOf(request.body, toolNames);
+      return { operation: rpc ? `mcp:${rpc.tool ?? rpc.method}` : 'mcp', ...(rpc ? { rpc } : {}) };
+    }
+    return { operation: fixed[route] ?? 'other' };
+  };
+}
+
+const KNOWN_RPC_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call', 'notifications/initialized', 'notifications/cancelled', 'resources/list', 'prompts/list']);
+
+/** The JSON-RPC method (and tool) of an /mcp body, from a fixed set: caller text never becomes a label. */
+function rpcOf(body: unknown, toolNames: ReadonlySet<string>): { method: string; tool?: string } | null {
+  if (Array.isArray(body)) return { method: 'batch' };
+  if (typeof body !== 'object' || body === null) return null;
+  const { method, params } = body as { method?: unknown; params?: { name?: unknown } };
+  if (typeof method !== 'string') return null;
+  const known = KNOWN_RPC_METHODS.has(method) ? method : 'other';
+  if (known !== 'tools/call') return { method: known };
+  const name = typeof params === 'object' && params !== null ? params.name : undefined;
+  return { method: known, tool: typeof name === 'string' && toolNames.has(name) ? name : 'unknown_tool' };
+}
+
+/** The id of the key a request presented, when it was accepted (never the key itself). */
+function keyIdFor(request: FastifyRequest, status: number): string | undefined {
+  if (status === 401) return undefined;
+  const match = /^Bearer (\S+)$/.exec(request.headers.authorization?.trim() ?? '');
+  return match ? keyIdOf(hashKey(match[1]!)) : undefined;
+}
+
+/** `frame-ancestors 'none'` added to whatever policy the docs page sends (or as its policy). */
+function withFrameAncestors(policy: string | undefined): string {
+  if (!policy) return "frame-ancestors 'none'";
+  return /frame-ancestors/i.test(policy) ? policy : `${policy}; frame-ancestors 'none'`;
+}
+
+/** Request headers a browser app may send, and response headers it may read. */
+const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id', 'Mcp-Protocol-Version', 'Accept'];
+const CORS_EXPOSED_HEADERS = ['ETag', 'Retry-After', 'X-Request-Id', 'WWW-Authenticate', 'RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'];
+
+/**
+ * A Fastify instance with the plumbing every listener of this service shares: request ids, the
+ * envelope for parser, router and framework refusals, nosniff, metrics and one access line per
+ * request. `operations` are the REST operations it will serve (for labels and 405s).
+ */
+function httpServer(services: Services, options: AppOptions, metrics: Metrics, operations: readonly RestOperation[]): FastifyInstance {
   const app = Fastify({
     logger: options.logger ?? false,
     // Query strings are parsed into plain strings (or arrays when repeated); zod decides validity.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
+    genReqId: requestIdOf,
+    // One access line per request, written in onResponse below (with the key id and MCP method).
+    logController: new LogController({ disableRequestLogging: true }),
+    clientErrorHandler: createClientErrorHandler((status) => metrics.rejected(status)),
+    frameworkErrors: (error, request, reply) => {
+      void answerFrameworkError(error, request, reply);
+    },
   });
 
-  // Shutdown ends every long-poll (an empty page, same cursor) and change stream before the server waits for requests to finish.
-  app.addHook('preClose', (done) => {
-    services.commits.close();
-    done();
+  /** The router refused the URL: a key is checked first, so an unauthenticated caller learns only 401. */
+  async function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff').header('cache-control', CACHE_NO_STORE);
+    let refusal: ServiceError;
+    const caller = await services.access.authenticate(request.headers.authorization).catch(() => null);
+    if (!caller) refusal = errors.unauthorized();
+    else if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') refusal = { status: 414, code: 'bad_request', message: 'a path segment is longer than 1000 characters' };
+    else refusal = errors.badRequest('the URL is not valid (bad percent-encoding or characters)');
+    metrics.request('unmatched', refusal.status, reply.elapsedTime / 1000);
+    sendError(reply, refusal);
+  }
+
+  const labelOf = operationLabeller(operations);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
   });
-
-  const operations = restOperations(services);
-  for (const op of operations) registerOperation(app, services, op);
-  // The tool-protocol endpoint: same instance, same key check, same per-key budget.
-  void app.register(mcpPlugin, { services });
-
-  mountHealth(app, services);
-  mountInterfaceDescription(app, operations);
+  app.addHook('onResponse', async (request, reply) => {
+    const { operation, rpc } = labelOf(request);
+    const seconds = reply.elapsedTime / 1000;
+    metrics.request(operation, reply.statusCode, seconds);
+    // Without a logger (or below info) there is no access line, and no key hash to compute for it.
+    const log = request.log as typeof request.log & { isLevelEnabled?: (level: string) => boolean };
+    if (!log.isLevelEnabled?.('info')) return;
+    const keyId = keyIdFor(request, reply.statusCode);
+    request.log.info(
+      { method: request.method, operation, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime * 10) / 10, ...(keyId ? { keyId } : {}), ...(rpc ? { rpc } : {}) },
+      'request completed',
+    );
+  });
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '';
@@ -164,13 +290,7 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
     if (status >= 400 && status < 500) {
       // Body parsing and other client faults: say what is wrong without echoing the input.
       const message =
-        error.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-          ? 'request body is too large'
-          : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-            ? 'request body must be application/json'
-            : error.code?.startsWith('FST_ERR_CTP') || error instanceof SyntaxError
-              ? 'request body is not valid JSON'
-              : 'bad request';
+        CLIENT_FAULTS[error.code] ?? (error.code?.startsWith('FST_ERR_CTP') || error instanceof SyntaxError ? 'request body is not valid JSON' : 'bad request');
       return sendError(reply, { status: status === 413 || status === 415 ? status : 400, code: 'bad_request', message });
     }
     request.log.error({ err: { type: error.name, code: error.code } }, 'unexpected failure');
@@ -178,6 +298,82 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
     return sendError(reply, { status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 });
   });
 
+  return app;
+}
+
+export function buildApp(services: Services, options: AppOptions = {}): FastifyInstance {
+  const config = services.config;
+  const metrics = options.metrics ?? metricsFor(services);
+  const guarded: Services = { ...services, guard: meteredGuard(services.guard, metrics) };
+  const operations = restOperations(guarded);
+  const app = httpServer(services, options, metrics, operations);
+
+  // Shutdown ends every long-poll (an empty page, same cursor) and change stream before the server waits for requests to finish.
+  app.addHook('preClose', (done) => {
+    services.commits.close();
+    done();
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    // The docs page and anything served under it (its own CSP, whatever it is, keeps the rest).
+    const route = request.routeOptions.url;
+    if (route === '/docs' || route?.startsWith('/docs/')) {
+      reply.header('content-security-policy', withFrameAncestors(reply.getHeader('content-security-policy') as string | undefined));
+      reply.header('x-frame-options', 'DENY');
+    }
+    return payload;
+  });
+
+  // JSON over 1 KB travels br or gzip when the caller accepts it. Measured on a 60 KB board page:
+  // gzip level 6 (zlib's default) takes 1.9 ms for 12.4 KB, level 4 0.9 ms for 13.3 KB; brotli
+  // quality 4 0.8 ms for 13.0 KB (the default 11 is far slower per response).
+  void app.register(compress, {
+    global: true,
+    threshold: 1024,
+    encodings: ['br', 'gzip'],
+    brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } },
+    zlibOptions: { level: 4 },
+  });
+  const origins = config.PULSEBOARD_CORS_ORIGINS;
+  if (origins !== undefined) {
+    void app.register(cors, {
+      origin: origins[0] === '*' ? '*' : origins,
+      methods: ['GET', 'POST'],
+      allowedHeaders: CORS_ALLOWED_HEADERS,
+      exposedHeaders: CORS_EXPOSED_HEADERS,
+      maxAge: 600,
+      // A preflight without Origin is answered 204 too (the strict default would send a bare text 400).
+      strictPreflight: false,
+    });
+  }
+
+  // Routes are added in a plugin registered after compress and cors, whose hooks attach to each
+  // route as it is added (onRoute): routes added before them would be left out.
+  void app.register(async (routes) => {
+    for (const op of operations) registerOperation(routes, guarded, op);
+    // The tool-protocol endpoint: same instance, same key check, same per-key budget.
+    await routes.register(mcpPlugin, { services: guarded });
+    mountHealth(routes, services);
+    mountInterfaceDescription(routes, operations);
+    if (config.PULSEBOARD_METRICS === 'on' && config.PULSEBOARD_METRICS_PORT === undefined) mountMetrics(routes, metrics);
+  });
+
+  return app;
+}
+
+/** PULSEBOARD_METRICS_PORT: /metrics alone, with the same envelope for anything else. */
+export function buildMetricsApp(services: Services, metrics: Metrics): FastifyInstance {
+  const app = httpServer(services, {}, metrics, []);
+  mountMetrics(app, metrics);
+  return app;
+}
+
+/** Worker roles (projectors, thesis reader, ingest): /healthz, /readyz and /metrics with the same plumbing. */
+export function buildWorkerApp(services: Services, options: AppOptions = {}): FastifyInstance {
+  const metrics = options.metrics ?? metricsFor(services);
+  const app = httpServer(services, options, metrics, []);
+  mountHealth(app, services);
+  if (services.config.PULSEBOARD_METRICS === 'on' && services.config.PULSEBOARD_METRICS_PORT === undefined) mountMetrics(app, metrics);
   return app;
 }
 

@@ -169,8 +169,27 @@ const HEADERS: Record<string, JsonObject> = {
   RateLimitLimit: { description: 'Requests allowed per 60 seconds for this key (sent while rate protection is available).', schema: { type: 'integer' } },
   RateLimitRemaining: { description: 'Requests left in the current window.', schema: { type: 'integer' } },
   RateLimitReset: { description: 'Seconds until the window frees a request.', schema: { type: 'integer' } },
+  RateLimitPolicy: {
+    description: 'IETF httpapi RateLimit draft: the quota policy, `"requests";q=<limit>;w=60` (requests per 60-second window, REST and MCP together).',
+    schema: { type: 'string' },
+  },
+  RateLimit: {
+    description: 'IETF httpapi RateLimit draft: what is left of the policy, `"requests";r=<remaining>;t=<seconds until a request frees up>`.',
+    schema: { type: 'string' },
+  },
   RetryAfter: { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
-  CacheControl: { description: 'Always `private, no-store`: responses are private and not cacheable.', schema: { type: 'string' } },
+  CacheControl: {
+    description: 'Successful reads: `private, max-age=0, must-revalidate` (revalidate with `If-None-Match`), except call records and the thesis feed, which are `private, no-store`; errors are `private, no-store`.',
+    schema: { type: 'string' },
+  },
+  ETag: {
+    description: 'Weak validator of the data in this read (the top-level `readAt` is left out); send it back in `If-None-Match` to get 304 while the data is unchanged.',
+    schema: { type: 'string' },
+  },
+  XRequestId: {
+    description: 'The request id: the `X-Request-Id` the caller sent when it is 1 to 128 characters of `A-Z a-z 0-9 . _ : -`, otherwise a new UUID. Every log line of the request carries it.',
+    schema: { type: 'string' },
+  },
   WwwAuthenticate: { description: 'Bearer challenge, identical for every authentication failure.', schema: { type: 'string' } },
 };
 const headerRef = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
@@ -178,6 +197,8 @@ const rateHeaders = {
   'RateLimit-Limit': headerRef('RateLimitLimit'),
   'RateLimit-Remaining': headerRef('RateLimitRemaining'),
   'RateLimit-Reset': headerRef('RateLimitReset'),
+  'RateLimit-Policy': headerRef('RateLimitPolicy'),
+  RateLimit: headerRef('RateLimit'),
 };
 
 /** Error statuses every authenticated operation can answer, whatever it does. */
@@ -246,9 +267,10 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
     for (const [status, response] of Object.entries(op.responses)) {
       const id = name(response.schema, `${upperFirst(op.operationId)}Response${status === '200' ? '' : status}`);
       const examples = OPERATION_EXAMPLES[op.operationId]?.[Number(status)];
+      const read = op.method === 'GET' && status === '200' && op.produces !== 'text/event-stream';
       responses[status] = {
         description: response.description,
-        headers: { ...rateHeaders, 'Cache-Control': headerRef('CacheControl') },
+        headers: { ...rateHeaders, 'Cache-Control': headerRef('CacheControl'), ...(read ? { ETag: headerRef('ETag') } : {}), 'X-Request-Id': headerRef('XRequestId') },
         content:
           op.produces === 'text/event-stream'
             ? {
@@ -260,6 +282,13 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
                 },
               }
             : { 'application/json': { schema: { $ref: SCHEMA_REF(id) }, ...(examples ? { examples } : {}) } },
+      };
+    }
+    // A change stream is not revalidated: it has no ETag and never answers 304.
+    if (op.method === 'GET' && op.produces !== 'text/event-stream') {
+      responses['304'] = {
+        description: 'Not modified: `If-None-Match` holds the current ETag. No body; counted against the budget like any request.',
+        headers: { ...rateHeaders, ETag: headerRef('ETag'), 'Cache-Control': headerRef('CacheControl'), 'X-Request-Id': headerRef('XRequestId') },
       };
     }
     const errorId = name(op.errorSchema ?? errorSchema, `${upperFirst(op.operationId)}Error`);

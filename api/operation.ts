@@ -43,6 +43,8 @@ export type RestOperation = {
   errorSchema?: z.ZodType;
   /** The success body's media type when it is not JSON: `text/event-stream` (its schema describes one event's data). */
   produces?: 'text/event-stream';
+  /** `no-store`: a successful read is never kept (call records, thesis feed); unset: revalidated by ETag. */
+  cache?: 'no-store';
   /** Extra response headers on every reply of this operation. */
   headers?: Record<string, string>;
   run(input: OperationInput): Promise<Result<OperationReply>>;

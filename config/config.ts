@@ -60,6 +60,12 @@ export const configSchema = z.object({
   PULSEBOARD_MCP_ALLOWED_HOSTS: optionalList(HOST_ENTRY, 'must be a comma-separated list of host names (host or host:port, IPv6 in brackets), or *'),
   /** DNS-rebinding protection of /mcp: the browser Origins it answers (unset: loopback origins only). */
   PULSEBOARD_MCP_ALLOWED_ORIGINS: optionalList(ORIGIN_ENTRY, 'must be a comma-separated list of origins (http[s]://host[:port]), or *'),
+  /** Browser origins allowed by CORS (http[s]://host[:port], comma-separated, or *); unset: CORS off. */
+  PULSEBOARD_CORS_ORIGINS: optionalList(ORIGIN_ENTRY, 'must be a comma-separated list of origins (http[s]://host[:port]), or *'),
+  /** /metrics (Prometheus text, unauthenticated): on by default. */
+  PULSEBOARD_METRICS: z.preprocess(emptyAsUnset, z.enum(['on', 'off']).default('on')),
+  /** Serves /metrics on this port (on HOST) instead of the API port. */
+  PULSEBOARD_METRICS_PORT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(0).max(65535).optional()),
   PULSEBOARD_FOLLOWER_PROVIDER: z.preprocess(emptyAsUnset, z.string().min(1).default('followerscope')),
   PULSEBOARD_THESIS_FEED: z.preprocess(emptyAsUnset, z.enum(['on', 'off']).default('on')),
   PULSEBOARD_THESIS_SOURCE_URL: optionalText,

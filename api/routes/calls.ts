@@ -7,6 +7,7 @@ export function callOperations(services: Services): RestOperation[] {
   return [
     {
       operationId: 'listCalltrackerCalls',
+      cache: 'no-store',
       method: 'GET',
       path: '/v1/calltracker/calls',
       summary: 'Stored call records, newest first',
@@ -23,6 +24,7 @@ export function callOperations(services: Services): RestOperation[] {
     },
     {
       operationId: 'getCalltrackerCall',
+      cache: 'no-store',
       method: 'GET',
       path: '/v1/calltracker/calls/:id',
       summary: 'One stored call with its thesis, caller profile and uniquely matched current projects',

@@ -18,6 +18,7 @@ export function thesisOperations(services: Services): RestOperation[] {
   return [
     {
       operationId: 'getThesisFeed',
+      cache: 'no-store',
       method: 'GET',
       path: '/v1/thesisfeed/theses',
       summary: 'Saved thesis snapshot and request status for one contract (private)',

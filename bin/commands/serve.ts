@@ -2,8 +2,10 @@ import { createReadStream, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import Fastify, { type FastifyInstance } from 'fastify';
-import { buildApp, mountHealth } from '../../api/app.ts';
+import type { FastifyInstance } from 'fastify';
+import { buildApp, buildMetricsApp, buildWorkerApp, metricsFor } from '../../api/app.ts';
+import { meteredIngestor } from '../../api/metrics.ts';
+import { trackOpenRequests } from '../../api/http/open-requests.ts';
 import { loadConfig, type Config } from '../../config/config.ts';
 import { createKafkaSource, type KafkaSource } from '../../ingest/kafka/kafka-source.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
@@ -120,6 +122,8 @@ export async function run(args: string[]): Promise<number> {
   const backgroundStatus = () => ({ ...supervisor.status(), ...projectorThread?.status() });
   const services = createServices({ config, stores, limiter, heartbeat, background: backgroundStatus });
   const background: Promise<unknown>[] = [];
+  // One set of metrics per process: the API's requests, this process's ingest, the stores' state.
+  const metrics = metricsFor(services);
 
   if ((role === 'all' || role === 'thesis-reader') && config.PULSEBOARD_THESIS_FEED === 'on') {
     const choice = createThesisSource(config);
@@ -135,7 +139,7 @@ export async function run(args: string[]): Promise<number> {
   let kafka: KafkaSource | null = null;
   if ((role === 'all' || role === 'ingest') && config.KAFKA_BROKERS !== undefined) {
     const ingestor = createIngestor(stores.log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER });
-    kafka = createKafkaSource({ brokers: config.KAFKA_BROKERS.split(',').map((b) => b.trim()), ingestor });
+    kafka = createKafkaSource({ brokers: config.KAFKA_BROKERS.split(',').map((b) => b.trim()), ingestor: meteredIngestor(ingestor, metrics) });
     await kafka.start();
     process.stderr.write(`ingest: consuming Kafka at ${config.KAFKA_BROKERS}\n`);
   } else if (role === 'ingest') {
@@ -145,12 +149,12 @@ export async function run(args: string[]): Promise<number> {
 
   const logger = config.PULSEBOARD_LOG_LEVEL === 'silent' ? false : { level: config.PULSEBOARD_LOG_LEVEL };
   let app: FastifyInstance;
+  const metricsOn = config.PULSEBOARD_METRICS === 'on';
   if (role === 'all' || role === 'api') {
-    app = buildApp(services, { logger });
+    app = buildApp(services, { logger, metrics });
   } else {
-    // Worker roles answer only /healthz and /readyz.
-    app = Fastify({ logger });
-    mountHealth(app, services);
+    // Worker roles answer only /healthz, /readyz (and /metrics), with the API's envelope and request ids.
+    app = buildWorkerApp(services, { logger, metrics });
   }
   const close = async () => {
     // Graceful: stop taking requests, let the projectors finish their batch, then close the stores.
@@ -162,6 +166,7 @@ export async function run(args: string[]): Promise<number> {
     await heartbeat.close();
     await stores.close();
   };
+  const openRequests = trackOpenRequests(app.server);
   try {
     await app.listen({ port: config.PORT, host: config.HOST });
   } catch (error) {
@@ -170,6 +175,14 @@ export async function run(args: string[]): Promise<number> {
     setTimeout(() => process.exit(1), 3000).unref();
     await close();
     return 1;
+  }
+  // PULSEBOARD_METRICS_PORT: /metrics alone on its own listener (e.g. reachable only from the scraper's network).
+  let metricsApp: FastifyInstance | null = null;
+  if (metricsOn && config.PULSEBOARD_METRICS_PORT !== undefined) {
+    metricsApp = buildMetricsApp(services, metrics);
+    await metricsApp.listen({ port: config.PULSEBOARD_METRICS_PORT, host: config.HOST });
+    const bound = metricsApp.server.address();
+    process.stdout.write(`metrics on http://${config.HOST}:${typeof bound === 'object' && bound ? bound.port : config.PULSEBOARD_METRICS_PORT}/metrics\n`);
   }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
@@ -186,11 +199,34 @@ export async function run(args: string[]): Promise<number> {
     process.stdout.write(`API key: the local owner's first key was printed by an earlier start; issue another with: npx pulseboard keys issue --owner ${LOCAL_OWNER}\n`);
   }
 
-  await new Promise<void>((resolve) => {
-    const shutdown = () => resolve();
-    process.once('SIGTERM', shutdown);
-    process.once('SIGINT', shutdown);
+  const signal = await new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
   });
-  await close();
+  // Graceful: stop taking requests, let the projectors finish their batch, then close the stores.
+  // Each step logs what it waited for and how long, so a slow stop can be told apart from a hung one.
+  const started = performance.now();
+  const since = (from: number) => Math.round(performance.now() - from);
+  const loops = Object.keys(backgroundStatus());
+  app.log.info({ signal, openRequests: openRequests.count(), backgroundLoops: loops }, 'shutdown: stopping; no new connections');
+  stop.abort();
+  const backgroundDone = Promise.allSettled(background).then(() => since(started));
+  let step = performance.now();
+  const inFlight = openRequests.count();
+  await app.close();
+  await metricsApp?.close();
+  app.log.info({ openRequests: inFlight, waitedMs: since(step) }, 'shutdown: open requests answered, HTTP server closed');
+  if (kafka) {
+    step = performance.now();
+    await kafka.stop();
+    app.log.info({ waitedMs: since(step) }, 'shutdown: Kafka consumer stopped');
+  }
+  const backgroundMs = await backgroundDone;
+  app.log.info({ backgroundLoops: loops, waitedMs: backgroundMs }, 'shutdown: projector batch and background loops finished');
+  step = performance.now();
+  await limiter.close();
+  await heartbeat.close();
+  await stores.close();
+  app.log.info({ waitedMs: since(step), totalMs: since(started) }, 'shutdown: stores closed; exiting');
   return 0;
 }

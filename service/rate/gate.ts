@@ -18,6 +18,24 @@ export type Budget = 'requests' | 'protocol';
 /** The protocol budget's bucket: keyed apart from the requests bucket of the same key id. */
 export const protocolBucket = (keyId: string): string => `${keyId}:protocol`;
 
+/** The budget's window (spec §8: 60 requests in 60 seconds); both limiters count over it. */
+const WINDOW_SECONDS = 60;
+
+/**
+ * The present RateLimit-Limit/-Remaining/-Reset and, beside them, the IETF httpapi draft's
+ * structured fields: `RateLimit-Policy: "requests";q=<limit>;w=<window>` and
+ * `RateLimit: "requests";r=<remaining>;t=<seconds to reset>`.
+ */
+function rateHeaders(limit: number, remaining: number, resetSeconds: number): Record<string, string> {
+  return {
+    'RateLimit-Limit': String(limit),
+    'RateLimit-Remaining': String(remaining),
+    'RateLimit-Reset': String(resetSeconds),
+    'RateLimit-Policy': `"requests";q=${limit};w=${WINDOW_SECONDS}`,
+    RateLimit: `"requests";r=${remaining};t=${resetSeconds}`,
+  };
+}
+
 /** `headers` is complete: the transport sets every header in it, on success and on refusal. */
 export type GateResult =
   | { ok: true; headers: Record<string, string> }
@@ -43,23 +61,14 @@ export function createRateGate(limiter: RateLimiter, options: RateGateOptions = 
       if (decision.ok) {
         return {
           ok: true,
-          headers: {
-            'RateLimit-Limit': String(decision.limit),
-            'RateLimit-Remaining': String(decision.remaining),
-            'RateLimit-Reset': String(decision.resetSeconds),
-          },
+          headers: rateHeaders(decision.limit, decision.remaining, decision.resetSeconds),
         };
       }
       if (decision.reason === 'limited') {
         return {
           ok: false,
           error: errors.rateLimited(decision.retryAfterSeconds),
-          headers: {
-            'RateLimit-Limit': String(decision.limit),
-            'RateLimit-Remaining': '0',
-            'RateLimit-Reset': String(decision.resetSeconds),
-            'Retry-After': String(decision.retryAfterSeconds),
-          },
+          headers: { ...rateHeaders(decision.limit, 0, decision.resetSeconds), 'Retry-After': String(decision.retryAfterSeconds) },
         };
       }
       if (protection === 'basic') return { ok: true, headers: {} };

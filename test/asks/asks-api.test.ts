@@ -25,7 +25,7 @@ describe('GET /v1/projects/{handle}/ask and the asks service', () => {
   it('serves the asks of a project by handle (any case, with @) and by id, with readAt', async () => {
     const byHandle = await h.get('/v1/projects/@alpha/ask', alice);
     assert.equal(byHandle.status, 200);
-    assert.equal(byHandle.headers['cache-control'], 'private, no-store');
+    assert.equal(byHandle.headers['cache-control'], 'private, max-age=0, must-revalidate');
     const body = byHandle.json();
     assert.ok(askListSchema.safeParse(body).success);
     assert.deepEqual(body, {

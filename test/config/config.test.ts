@@ -81,3 +81,23 @@ describe('MCP settings in the configuration', () => {
     assert.equal(parseConfig({ PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT: '0' }).ok, false);
   });
 });
+
+describe('HTTP operations settings in the configuration', () => {
+  it('CORS origins are off by default, a list or *; anything else is refused naming the variable', () => {
+    const defaults = parseConfig({});
+    assert.ok(defaults.ok);
+    assert.equal(defaults.config.PULSEBOARD_CORS_ORIGINS, undefined);
+    assert.equal(defaults.config.PULSEBOARD_METRICS, 'on');
+    assert.equal(defaults.config.PULSEBOARD_METRICS_PORT, undefined);
+    const listed = parseConfig({ PULSEBOARD_CORS_ORIGINS: 'https://App.example.com, http://localhost:5173', PULSEBOARD_METRICS: 'off', PULSEBOARD_METRICS_PORT: '9464' });
+    assert.ok(listed.ok);
+    assert.deepEqual(listed.config.PULSEBOARD_CORS_ORIGINS, ['https://app.example.com', 'http://localhost:5173']);
+    assert.equal(listed.config.PULSEBOARD_METRICS, 'off');
+    assert.equal(listed.config.PULSEBOARD_METRICS_PORT, 9464);
+    const bad = parseConfig({ PULSEBOARD_CORS_ORIGINS: 'app.example.com/path' });
+    assert.ok(!bad.ok);
+    assert.match(bad.reason, /PULSEBOARD_CORS_ORIGINS/);
+    assert.equal(parseConfig({ PULSEBOARD_METRICS_PORT: '70000' }).ok, false);
+    assert.equal(parseConfig({ PULSEBOARD_METRICS: 'yes' }).ok, false);
+  });
+});

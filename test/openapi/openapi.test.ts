@@ -74,6 +74,13 @@ describe('the OpenAPI document and the docs page', () => {
         for (const s of [200, 400, 401, 429, 500, 503]) assert.ok(statuses.includes(s), `${op.operationId} documents ${s}`);
         for (const s of Object.keys(served.errors).map(Number)) assert.ok(statuses.includes(s), `${op.operationId} documents its own ${s}`);
         for (const [status, response] of Object.entries<any>(op.responses)) {
+          // A 304 has no body; it carries the validator it matched.
+          if (status === '304') {
+            assert.equal(method, 'get');
+            assert.equal(response.content, undefined);
+            assert.ok(response.headers.ETag, `${op.operationId} 304 ETag`);
+            continue;
+          }
           // The change stream's 200 is text/event-stream; its events' data is named beside the text schema.
           const stream = response.content['text/event-stream'];
           const ref = stream ? stream['x-event-data'].$ref : response.content['application/json'].schema.$ref;
@@ -82,7 +89,9 @@ describe('the OpenAPI document and the docs page', () => {
           assert.ok(resolve(doc, ref), `${op.operationId} ${status} ${ref}`);
         }
         assert.ok(op.responses['429'].headers['Retry-After']);
+        assert.ok(op.responses['429'].headers['RateLimit-Policy'] && op.responses['429'].headers.RateLimit, 'the IETF draft headers are documented');
         assert.ok(op.responses['503'].headers['Retry-After']);
+        if (method === 'get') assert.ok(op.responses['304'] && op.responses['200'].headers.ETag, `${op.operationId} documents its ETag and 304`);
       }
     }
     assert.deepEqual(described.sort(), ops.map((o) => o.operationId).sort());

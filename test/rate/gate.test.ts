@@ -23,11 +23,17 @@ const PROTECTIONS = ['basic', 'protected'] as const;
 
 void describe('rate gate', () => {
   for (const protection of PROTECTIONS) {
-    void it(`allows with the three RateLimit headers (${protection})`, async () => {
+    void it(`allows with the three RateLimit headers and the draft's RateLimit-Policy and RateLimit (${protection})`, async () => {
       const { limiter, asked } = scripted({ ok: true, limit: 60, remaining: 12, resetSeconds: 37 });
       assert.deepEqual(await createRateGate(limiter).check('kid_1', protection), {
         ok: true,
-        headers: { 'RateLimit-Limit': '60', 'RateLimit-Remaining': '12', 'RateLimit-Reset': '37' },
+        headers: {
+          'RateLimit-Limit': '60',
+          'RateLimit-Remaining': '12',
+          'RateLimit-Reset': '37',
+          'RateLimit-Policy': '"requests";q=60;w=60',
+          RateLimit: '"requests";r=12;t=37',
+        },
       });
       assert.deepEqual(asked, ['kid_1']);
     });
@@ -42,7 +48,14 @@ void describe('rate gate', () => {
           message: 'Rate limit exceeded; retry after the Retry-After interval.',
           retryAfter: 14,
         },
-        headers: { 'RateLimit-Limit': '60', 'RateLimit-Remaining': '0', 'RateLimit-Reset': '14', 'Retry-After': '14' },
+        headers: {
+          'RateLimit-Limit': '60',
+          'RateLimit-Remaining': '0',
+          'RateLimit-Reset': '14',
+          'RateLimit-Policy': '"requests";q=60;w=60',
+          RateLimit: '"requests";r=0;t=14',
+          'Retry-After': '14',
+        },
       });
     });
   }
