@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EventLog } from '../eventstore/port.ts';
 import type { BatchIngestor } from '../ingest/pipeline.ts';
+import { THESIS_COLLECTION, THESIS_JOB_PHASES } from '../projectors/thesis.ts';
 import type { ReadStore } from '../readmodels/port.ts';
 import type { Readiness } from '../service/health.ts';
 import type { Guard } from '../service/guard.ts';
@@ -62,7 +63,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
   const checkpoint = new Gauge({ name: 'pulseboard_projector_checkpoint', help: 'Event-log position each read model has folded up to.', labelNames: ['read_model'], registers });
   const lag = new Gauge({ name: 'pulseboard_projector_lag_events', help: 'Event-log head minus the read model checkpoint.', labelNames: ['read_model'], registers });
   const head = new Gauge({ name: 'pulseboard_event_log_head', help: 'Position of the newest event in the event log.', registers });
-  const thesisJobs = new Gauge({ name: 'pulseboard_thesis_jobs', help: 'Thesis jobs by state (open: requested and not yet saved or failed, across all processes).', labelNames: ['state'], registers });
+  const thesisJobs = new Gauge({ name: 'pulseboard_thesis_jobs', help: 'Thesis jobs by state: open (requested, not yet saved or failed, across all processes, from the open-jobs ledger), and the latest job of each contract by phase (queued, running, saved, failed; from the thesis read model).', labelNames: ['state'], registers });
   const up = new Gauge({ name: 'pulseboard_store_up', help: '1 when the store answered the last scrape, 0 when it did not.', labelNames: ['store'], registers });
   for (const outcome of ['accepted', 'duplicate', 'rejected']) ingest.labels(outcome).inc(0);
   for (const decision of ['allowed', 'limited', 'unprotected', 'refused_unavailable']) rateDecisions.labels(decision).inc(0);
@@ -72,11 +73,13 @@ export function createMetrics(sources: MetricsSources): Metrics {
   const ledger = createOpenJobsLedger(sources.log);
 
   async function readGauges(): Promise<void> {
-    const [readiness, headPosition, checkpoints, open] = await Promise.allSettled([
+    const [readiness, headPosition, checkpoints, open, phases] = await Promise.allSettled([
       sources.ready(),
       sources.log.headPosition(),
       Promise.all(sources.collections.map((c) => sources.store.checkpoint(c))),
       ledger.openJobs(),
+      // Maintained per-facet counters (the thesis facet is the job phase): one row read each, no scan.
+      Promise.all(THESIS_JOB_PHASES.map((phase) => sources.store.count(THESIS_COLLECTION, [phase]))),
     ]);
     up.labels('event_log').set(headPosition.status === 'fulfilled' ? 1 : 0);
     up.labels('read_store').set(checkpoints.status === 'fulfilled' ? 1 : 0);
@@ -90,6 +93,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
     }
     if (readiness.status === 'fulfilled') rateProtection.set(readiness.value.checks.rateLimiter === 'degraded' ? 0 : 1);
     if (open.status === 'fulfilled') thesisJobs.labels('open').set(open.value.length);
+    if (phases.status === 'fulfilled') THESIS_JOB_PHASES.forEach((phase, i) => thesisJobs.labels(phase).set(phases.value[i]!));
   }
 
   return {

@@ -6,7 +6,8 @@ import type { Entity, Projector } from './projector.ts';
 
 export const THESIS_COLLECTION = 'thesis';
 
-export type ThesisJobPhase = 'queued' | 'running' | 'saved' | 'failed';
+export const THESIS_JOB_PHASES = ['queued', 'running', 'saved', 'failed'] as const;
+export type ThesisJobPhase = (typeof THESIS_JOB_PHASES)[number];
 
 /** The latest job of a contract; earlier jobs only survive through `snapshot` and `lastOutcome`. */
 export type ThesisJob = {

@@ -47,8 +47,14 @@ describe('/metrics', () => {
     const limited = await h.app.inject({ method: 'GET', url: '/v1/pulse', headers: auth });
     assert.equal(limited.statusCode, 429);
 
-    // One projector batch: a new sighting appended and folded.
+    // One projector batch: a new sighting and two thesis jobs (one queued, one started) appended and folded.
     await h.append('project.sighted', 's-new', 'project-pnew', { projectId: 'pnew', at: '2026-11-05T00:00:00.000Z', handle: 'fresh', fol: 1, name: 'Fresh' });
+    const contracts = ['0x' + 'a'.repeat(40), '0x' + 'b'.repeat(40)];
+    const jobs = ['5b0c3f0e-8a52-4a56-9a4b-0d3f6c1e2a01', '5b0c3f0e-8a52-4a56-9a4b-0d3f6c1e2a02'];
+    for (const [i, contract] of contracts.entries()) {
+      await h.append('thesis.requested', `t-req-${i}`, `thesis-${contract}`, { contract, requestId: jobs[i], owner: 'member', day: '2026-11-05', at: '2026-11-05T00:00:00.000Z' });
+    }
+    await h.append('thesis.started', 't-start-1', `thesis-${contracts[1]}`, { contract: contracts[1], requestId: jobs[1], at: '2026-11-05T00:00:01.000Z' });
     await h.stores.catchUp();
     const head = await h.stores.log.headPosition();
 
@@ -71,7 +77,11 @@ describe('/metrics', () => {
     assert.equal(sample(text, 'pulseboard_event_log_head'), head);
     assert.equal(sample(text, 'pulseboard_projector_checkpoint', { read_model: 'projects' }), head);
     assert.equal(sample(text, 'pulseboard_projector_lag_events', { read_model: 'projects' }), 0);
-    assert.equal(sample(text, 'pulseboard_thesis_jobs', { state: 'open' }), 0);
+    assert.equal(sample(text, 'pulseboard_thesis_jobs', { state: 'open' }), 0, 'the ledger has no job opened by the feed');
+    assert.equal(sample(text, 'pulseboard_thesis_jobs', { state: 'queued' }), 1);
+    assert.equal(sample(text, 'pulseboard_thesis_jobs', { state: 'running' }), 1);
+    assert.equal(sample(text, 'pulseboard_thesis_jobs', { state: 'saved' }), 0);
+    assert.equal(sample(text, 'pulseboard_thesis_jobs', { state: 'failed' }), 0);
     assert.equal(sample(text, 'pulseboard_ingest_messages_total', { outcome: 'accepted' }), 0);
     // Nothing about the caller: no key, no key id.
     assert.ok(!text.includes(key));
