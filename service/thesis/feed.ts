@@ -29,10 +29,6 @@ import { toThesisStatus } from './status.ts';
 
 export type { WorkerHeartbeat } from './heartbeat.ts';
 export { createInProcessHeartbeat, createRedisHeartbeat, createWorkerHeartbeat } from './heartbeat.ts';
-export { createThesisReader, type ThesisReader } from '../../ingest/thesis-reader/reader.ts';
-export { createThesisSource, type ThesisSource, type ThesisSourceRead } from '../../ingest/thesis-reader/source.ts';
-export { createHttpThesisSource } from '../../ingest/thesis-reader/http-source.ts';
-export { createSampleThesisSource } from '../../ingest/thesis-reader/sample-source.ts';
 
 export type ThesisReply = { httpStatus: 200 | 202; status: ThesisStatus };
 
