@@ -1,6 +1,6 @@
 import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import { sendError } from '../api/errors.ts';
+import { errorResponse, type ServiceError } from '../service/errors.ts';
 import type { Budget, Protection } from '../service/guard.ts';
 import type { Services } from '../service/services.ts';
 import { createOriginCheck } from './origin.ts';
@@ -8,6 +8,12 @@ import { createMcpEndpoint, type RequestContext } from './server.ts';
 import { tools as toolTable, type Tool } from './tools.ts';
 
 export const MCP_PATH = '/mcp';
+
+/** An HTTP-level refusal of /mcp, in the same envelope and headers as REST's. */
+function sendError(reply: FastifyReply, error: ServiceError, headers: Record<string, string> = {}): FastifyReply {
+  const answer = errorResponse(error, headers);
+  return reply.code(answer.status).headers(answer.headers).send(answer.body);
+}
 
 export type McpPluginOptions = { services: Services; tools?: readonly Tool[] };
 

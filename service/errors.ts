@@ -12,6 +12,20 @@ export type ServiceError = {
 
 export type Result<T> = { ok: true; value: T } | { ok: false; error: ServiceError };
 
+/** What every HTTP surface answers for a refusal: one rule for REST and MCP alike. */
+export type ErrorResponse = { status: number; headers: Record<string, string>; body: { error: { code: string; message: string } } };
+
+/**
+ * A ServiceError as an HTTP answer: its status, the envelope, Retry-After in whole seconds (at least 1),
+ * and on 401 the same Bearer challenge whatever the cause.
+ */
+export function errorResponse(error: ServiceError, headers: Record<string, string> = {}): ErrorResponse {
+  const out: Record<string, string> = { ...headers };
+  if (error.status === 401) out['www-authenticate'] = 'Bearer realm="pulseboard"';
+  if (error.retryAfter !== undefined) out['retry-after'] = String(Math.max(1, Math.ceil(error.retryAfter)));
+  return { status: error.status, headers: out, body: { error: { code: error.code, message: error.message } } };
+}
+
 export const ok = <T>(value: T): Result<T> => ({ ok: true, value });
 export const fail = <T = never>(error: ServiceError): Result<T> => ({ ok: false, error });
 

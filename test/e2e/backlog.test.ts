@@ -1,16 +1,15 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { parseConfig } from '../../config/config.ts';
 import { issueKey } from '../../service/access.ts';
 import { openStores } from '../../service/stores.ts';
+import { startServe, stopChild } from '../support/cli.ts';
 
-const BIN = join(import.meta.dirname, '../../bin/pulseboard.ts');
 const BACKLOG = 500_000;
 const BATCH = 10_000;
 
@@ -48,25 +47,11 @@ void describe('serve restarted behind a backlog of 500k events', () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pulseboard-backlog-'));
     key = await backlogDirectory(dir);
-    child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', BIN, 'serve'], {
-      env: { ...process.env, PULSEBOARD_DATA_DIR: dir, PORT: '0', PULSEBOARD_LOG_LEVEL: 'silent' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    for await (const line of createInterface({ input: child.stdout! })) {
-      const listening = /listening on (http:\/\/\S+)\/v1/.exec(line);
-      if (listening) {
-        url = listening[1]!;
-        break;
-      }
-    }
+    ({ child, url } = await startServe({ PULSEBOARD_DATA_DIR: dir }));
   });
 
   after(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
-    }
+    await stopChild(child, 'SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -91,8 +76,6 @@ void describe('serve restarted behind a backlog of 500k events', () => {
   });
 
   void it('stops cleanly on SIGTERM while still catching up', async () => {
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    child.kill('SIGTERM');
-    assert.equal(await exited, 0);
+    assert.equal(await stopChild(child, 'SIGTERM'), 0);
   });
 });

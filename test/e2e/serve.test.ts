@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { startServe, stopChild } from '../support/cli.ts';
 import { boardPageSchema } from '../../readmodels/schemas.ts';
 
 const run = promisify(execFile);
@@ -21,22 +21,11 @@ describe('pulseboard serve on an empty data directory', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pulseboard-serve-'));
-    child = spawn(process.execPath, [...NODE_ARGS, 'serve'], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
-    const lines = createInterface({ input: child.stdout! });
-    for await (const line of lines) {
-      const listening = /listening on (http:\/\/\S+)\/v1/.exec(line);
-      if (listening) url = listening[1]!;
-      if (/^pbk_[A-Za-z0-9_-]{43}$/.test(line)) key = line;
-      if (url && key) break;
-    }
+    ({ child, url, key } = await startServe({ PULSEBOARD_DATA_DIR: dir }, { key: true }));
   });
 
   after(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await stopChild(child, 'SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -68,8 +57,6 @@ describe('pulseboard serve on an empty data directory', () => {
   it('stops cleanly on SIGTERM', async () => {
     assert.equal(child.exitCode, null, 'the server was still running');
     assert.equal(child.signalCode, null, 'the server was still running');
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    child.kill('SIGTERM');
-    assert.equal(await exited, 0);
+    assert.equal(await stopChild(child, 'SIGTERM'), 0);
   });
 });

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { startServe, stopChild } from '../support/cli.ts';
 import { openStream } from './support.ts';
 
 const run = promisify(execFile);
@@ -21,21 +21,11 @@ describe('pulseboard serve: live changes from the projector worker thread, and S
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pulseboard-live-serve-'));
-    child = spawn(process.execPath, [...NODE_ARGS, 'serve'], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
-    for await (const line of createInterface({ input: child.stdout! })) {
-      const listening = /listening on (http:\/\/\S+)\/v1/.exec(line);
-      if (listening) url = listening[1]!;
-      if (/^pbk_[A-Za-z0-9_-]{43}$/.test(line)) key = line;
-      if (url && key) break;
-    }
+    ({ child, url, key } = await startServe({ PULSEBOARD_DATA_DIR: dir }, { key: true }));
   });
 
   after(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
-    }
+    await stopChild(child, 'SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -1,5 +1,6 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 
 export const CLI = join(import.meta.dirname, '../../bin/pulseboard.ts');
 
@@ -23,4 +24,35 @@ export function runCli(args: string[], options: { env?: Record<string, string>; 
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
     child.stdin.end(options.stdin ?? '');
   });
+}
+
+export type ServeProcess = { child: ChildProcess; url: string; key: string };
+
+/**
+ * Starts `pulseboard serve` on a free port with `env` added to this process's environment and reads its
+ * stdout until it printed its URL and, with `key: true`, the local instance's first key.
+ */
+export async function startServe(env: Record<string, string>, options: { key?: boolean } = {}): Promise<ServeProcess> {
+  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, 'serve'], {
+    env: { ...process.env, PORT: '0', PULSEBOARD_LOG_LEVEL: 'silent', ...env },
+    // stderr is not read (a start prints what it loaded there): ignored, so it can never fill and stall the child.
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  let url = '';
+  let key = '';
+  for await (const line of createInterface({ input: child.stdout })) {
+    const listening = /listening on (http:\/\/\S+)\/v1/.exec(line);
+    if (listening) url = listening[1]!;
+    if (/^pbk_[A-Za-z0-9_-]{43}$/.test(line)) key = line;
+    if (url && (key || !options.key)) break;
+  }
+  return { child, url, key };
+}
+
+/** Sends `signal` to a child still running and resolves with its exit code once it has exited. */
+export async function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill(signal);
+  return exited;
 }
