@@ -49,11 +49,18 @@ export async function ensureDataSet(spec: DataSetSpec, log: (line: string) => vo
     const ingestor = createIngestor(stores.log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER });
     let messages = 0;
     const options = { ...spec, seed: BENCH_SEED, calls: spec.calls || defaultCalls(spec.projects), hotContractCalls: 0, followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER };
+    // The batch path `pulseboard ingest` takes: 4000 messages per log transaction.
+    let batch: string[] = [];
     for (const line of generateLines(options)) {
-      await ingestor.ingest(line, 'ndjson');
+      batch.push(line);
       messages += 1;
+      if (batch.length === 4000) {
+        await ingestor.ingestBatch(batch, 'ndjson');
+        batch = [];
+      }
       if (messages % 200_000 === 0) log(`  ingested ${messages} messages (${((Date.now() - started) / 1000).toFixed(0)} s)`);
     }
+    if (batch.length > 0) await ingestor.ingestBatch(batch, 'ndjson');
     log(`  ingested ${messages} messages in ${((Date.now() - started) / 1000).toFixed(0)} s; catching up`);
     await stores.catchUp();
     log(`  data set ${dir} built in ${((Date.now() - started) / 1000).toFixed(0)} s`);
