@@ -3,29 +3,32 @@
  *
  * A consumer group reads the source topics. Partitions are consumed concurrently
  * (partitionsConsumedConcurrently; kafkajs never hands out two batches of one partition at once), and
- * inside a batch the messages of different keys run concurrently while each key's messages run one
- * after another in offset order, so one entity's messages reach the event log in the order they were
- * produced. Offsets are resolved only up to the longest run of handled messages from the start of
- * the batch, and committed explicitly (autoCommit off) after each batch and every COMMIT_EVERY
- * messages, so a committed offset never passes a message whose events are not stored. When the
- * ingestor throws (e.g. the event log is down) no new message starts, those in flight finish, and
- * nothing past the handled run is resolved: the rest is delivered again, and deterministic event ids
- * make a second delivery of a message that was handled out of that run harmless.
+ * each batch kafkajs hands over goes to the event log through one `ingestBatch` call (one
+ * `EventLog.appendBatch`: one transaction on the embedded log, one idempotent append per stream on
+ * KurrentDB), in offset order; a batch longer than `maxMessagesPerAppend` is split into consecutive
+ * parts. appendBatch keeps every stream's groups in input order, and a message's key names its
+ * stream's entity (keyFor), so one entity's messages reach the event log in the order they were
+ * produced. Offsets are resolved and committed explicitly (autoCommit off) only once a part is
+ * stored and its rejected messages are dead-lettered, so a committed offset never passes a message
+ * whose events are not stored. When the ingestor throws (e.g. the event log is down) nothing of that
+ * part is resolved and the handler rethrows: the part is delivered again, and deterministic event
+ * ids make re-appending what was stored of it (KurrentDB stores a batch per stream) a no-op.
  *
  * kafkajs restarts a crashed consumer itself only for errors it deems retriable; after a crash with
  * `restart: false` its consumer stays disconnected. This source then starts a new consumer itself,
  * after a capped exponential backoff with jitter, and reports its state (`state()`, for /readyz).
  *
- * A rejected message is written to the dead-letter topic before its offset is resolved, as
- * {topic, partition, offset, key, path, reason, message}, where `message` is the parsed original with
- * every `thesisText` withheld (thesis text never leaves the call-record reads).
+ * The rejected messages of a part are written to the dead-letter topic, in one producer send, before
+ * their offsets are resolved, each as {topic, partition, offset, key, path, reason, message}, where
+ * `message` is the parsed original with every `thesisText` withheld (thesis text never leaves the
+ * call-record reads).
  *
  * kafkajs is no longer maintained: it is used against Kafka 3.x brokers (KRaft), which still speak the
  * protocol versions it uses; docker-compose.yml pins apache/kafka:3.9.0. Its two Node 24 warnings are
  * dealt with here: producers name their partitioner, and its negative timer delays are kept quiet.
  */
 import { Kafka, Partitioners, logLevel as kafkaLogLevel, type Consumer, type EachBatchPayload, type KafkaMessage, type Producer } from 'kafkajs';
-import type { IngestOutcome, Ingestor } from '../pipeline.ts';
+import type { BatchIngestor, IngestOutcome } from '../pipeline.ts';
 
 export const sourceTopics = {
   projects: 'pulseboard.projects',
@@ -37,19 +40,20 @@ export const defaultSourceTopics: readonly string[] = Object.values(sourceTopics
 export const defaultDeadLetterTopic = 'pulseboard.dead-letter';
 export const defaultGroupId = 'pulseboard-ingest';
 
-/** Offsets are committed at least this often within a long batch. */
-const COMMIT_EVERY = 100;
 /** Partitions handled at once (each by its own eachBatch). */
 export const DEFAULT_PARTITIONS_CONCURRENTLY = 4;
-/** Keys handled at once inside one batch. */
-export const DEFAULT_KEYS_CONCURRENTLY = 16;
+/**
+ * Most messages per ingestBatch call (one log transaction on the embedded log), as NDJSON ingest's
+ * default batch: a kafkajs batch (1 MiB per partition by default) rarely holds more.
+ */
+export const DEFAULT_MAX_MESSAGES_PER_APPEND = 4000;
 const WITHHELD = '[withheld]';
 
 export type HandledMessage = { topic: string; partition: number; offset: string; outcome: IngestOutcome };
 
 export type KafkaSourceOptions = {
   brokers: readonly string[];
-  ingestor: Ingestor;
+  ingestor: Pick<BatchIngestor, 'ingestBatch'>;
   topics?: readonly string[];
   groupId?: string;
   deadLetterTopic?: string;
@@ -60,7 +64,8 @@ export type KafkaSourceOptions = {
   onMessage?: (handled: HandledMessage) => void;
   logLevel?: 'nothing' | 'error' | 'warn' | 'info' | 'debug';
   partitionsConsumedConcurrently?: number;
-  keysConsumedConcurrently?: number;
+  /** Most messages per ingestBatch call (default DEFAULT_MAX_MESSAGES_PER_APPEND). */
+  maxMessagesPerAppend?: number;
   /** Called once per change of status (e.g. to log it). */
   onState?: (state: KafkaSourceState) => void;
   /** Replaced in tests: the kafkajs clients, the restart timer and the jitter. */
@@ -140,110 +145,83 @@ function nextOffset(offset: string): string {
 }
 
 export type BatchHandlerOptions = {
-  ingestor: Ingestor;
-  /** Stores a rejected message; must not return before it is durably written. */
-  deadLetter(letter: DeadLetter): Promise<void>;
+  ingestor: Pick<BatchIngestor, 'ingestBatch'>;
+  /** Stores rejected messages (offset order); must not return before every one is durably written. */
+  deadLetters(letters: readonly DeadLetter[]): Promise<void>;
   onMessage?: (handled: HandledMessage) => void;
-  /** Keys handled at once inside one batch (default DEFAULT_KEYS_CONCURRENTLY). */
-  keysConcurrently?: number;
+  /** Most messages per ingestBatch call (default DEFAULT_MAX_MESSAGES_PER_APPEND). */
+  maxMessagesPerAppend?: number;
 };
 
-/** Messages without a key share one lane: nothing says they may be reordered. */
-const NO_KEY = Symbol('no key');
-
 /**
- * The per-batch work of the source, apart from kafkajs so its offset handling can be tested:
- * messages in order, each resolved only once handled, offsets committed explicitly.
+ * The per-batch work of the source, apart from kafkajs so its offset handling can be tested: the
+ * batch in offset order, one ingestBatch call per part of at most `maxMessagesPerAppend` messages,
+ * the part's rejects dead-lettered in one send, then its offsets resolved and committed.
  */
 export function createBatchHandler(options: BatchHandlerOptions): (payload: EachBatchPayload) => Promise<void> {
-  async function handle(topic: string, partition: number, message: KafkaMessage): Promise<IngestOutcome> {
-    const raw = message.value === null ? null : message.value.toString('utf8');
-    const outcome: IngestOutcome =
-      raw === null ? { status: 'rejected', path: '', reason: 'message has no value' } : await options.ingestor.ingest(raw, 'kafka');
-    if (outcome.status === 'rejected') {
-      await options.deadLetter({
-        topic,
-        partition,
-        offset: message.offset,
-        key: message.key === null ? null : message.key.toString('utf8'),
-        path: outcome.path,
-        reason: outcome.reason,
-        message: deadLetterMessage(raw),
-      });
-    }
-    return outcome;
-  }
-
-  const keysConcurrently = Math.max(1, options.keysConcurrently ?? DEFAULT_KEYS_CONCURRENTLY);
+  const maxPerAppend = Math.max(1, options.maxMessagesPerAppend ?? DEFAULT_MAX_MESSAGES_PER_APPEND);
 
   return async function eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale } = payload;
     const { messages } = batch;
-    // Lanes by key, each in offset order; lanes start in the order of their first message.
-    const lanes = new Map<string | typeof NO_KEY, number[]>();
-    messages.forEach((message, index) => {
-      const key = message.key === null ? NO_KEY : message.key.toString('latin1');
-      const lane = lanes.get(key);
-      if (lane) lane.push(index);
-      else lanes.set(key, [index]);
-    });
-
-    const done: boolean[] = new Array<boolean>(messages.length).fill(false);
-    let next = 0; // the first message not yet resolved: everything before it is handled
     let handled: string | undefined;
-    let sinceCommit = 0;
-    let failure: { error: unknown } | undefined;
-    let commits = Promise.resolve();
-    const commit = (): Promise<void> => {
-      // Serialized: lanes finish in any order, commits go out one at a time with the latest offset.
-      commits = commits.then(async () => {
-        if (handled === undefined || sinceCommit === 0) return;
-        const offset = nextOffset(handled);
-        sinceCommit = 0;
-        await commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset }] }] });
-      });
-      return commits;
+    let uncommitted = false;
+    const commit = async (): Promise<void> => {
+      if (handled === undefined || !uncommitted) return;
+      uncommitted = false;
+      await commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: nextOffset(handled) }] }] });
     };
-    const stopping = () => failure !== undefined || !isRunning() || isStale();
+    const resolve = (message: KafkaMessage, outcome: IngestOutcome) => {
+      options.onMessage?.({ topic: batch.topic, partition: batch.partition, offset: message.offset, outcome });
+      resolveOffset(message.offset);
+      handled = message.offset;
+      uncommitted = true;
+    };
 
-    async function runLane(indexes: readonly number[]): Promise<void> {
-      for (const index of indexes) {
-        // After a failure, a rebalance or stop, leave the rest to whoever owns the partition next.
-        if (stopping()) return;
-        const message = messages[index]!;
-        let outcome: IngestOutcome;
-        try {
-          outcome = await handle(batch.topic, batch.partition, message);
-        } catch (error) {
-          failure ??= { error };
-          return;
-        }
-        done[index] = true;
-        options.onMessage?.({ topic: batch.topic, partition: batch.partition, offset: message.offset, outcome });
-        while (next < messages.length && done[next]) {
-          resolveOffset(messages[next]!.offset);
-          handled = messages[next]!.offset;
-          sinceCommit += 1;
-          next += 1;
-        }
-        if (sinceCommit >= COMMIT_EVERY) await commit();
-        await heartbeat();
+    for (let start = 0; start < messages.length; start += maxPerAppend) {
+      // After a rebalance or stop, leave the rest to whoever owns the partition next.
+      if (!isRunning() || isStale()) break;
+      const part = messages.slice(start, start + maxPerAppend);
+      const raws = part.map((message) => (message.value === null ? null : message.value.toString('utf8')));
+      const values = raws.filter((raw): raw is string => raw !== null);
+      let outcomes: IngestOutcome[];
+      try {
+        const stored = values.length > 0 ? await options.ingestor.ingestBatch(values, 'kafka') : [];
+        if (stored.length !== values.length) throw new Error(`ingestBatch answered ${stored.length} outcomes for ${values.length} messages`);
+        let next = 0;
+        outcomes = raws.map((raw) => (raw === null ? { status: 'rejected', path: '', reason: 'message has no value' } : stored[next++]!));
+      } catch (error) {
+        // Nothing of this part is resolved: it is delivered again, and what was stored of it is a duplicate then.
+        await commit().catch(() => undefined);
+        throw error;
       }
-    }
-
-    const queue = [...lanes.values()];
-    const workers = Array.from({ length: Math.min(keysConcurrently, queue.length) }, async () => {
-      for (let lane = queue.shift(); lane; lane = queue.shift()) await runLane(lane);
-    });
-    try {
-      await Promise.all(workers);
-    } catch (error) {
-      failure ??= { error };
-    }
-    if (failure) {
-      // Keep what was handled before the failure; if even that commit fails, those are redelivered too.
-      await commit().catch(() => undefined);
-      throw failure.error;
+      const letters: DeadLetter[] = [];
+      part.forEach((message, index) => {
+        const outcome = outcomes[index]!;
+        if (outcome.status !== 'rejected') return;
+        letters.push({
+          topic: batch.topic,
+          partition: batch.partition,
+          offset: message.offset,
+          key: message.key === null ? null : message.key.toString('utf8'),
+          path: outcome.path,
+          reason: outcome.reason,
+          message: deadLetterMessage(raws[index]!),
+        });
+      });
+      if (letters.length > 0) {
+        try {
+          await options.deadLetters(letters);
+        } catch (error) {
+          // The part is stored; only the messages before its first reject are fully handled.
+          for (let index = 0; index < part.length && outcomes[index]!.status !== 'rejected'; index += 1) resolve(part[index]!, outcomes[index]!);
+          await commit().catch(() => undefined);
+          throw error;
+        }
+      }
+      part.forEach((message, index) => resolve(message, outcomes[index]!));
+      await commit();
+      await heartbeat();
     }
     await commit();
   };
@@ -304,19 +282,19 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
     options.onState?.(state);
   };
 
-  async function deadLetter(letter: DeadLetter): Promise<void> {
+  async function deadLetters(letters: readonly DeadLetter[]): Promise<void> {
     await producer.send({
       topic: deadLetterTopic,
       acks: -1,
-      messages: [{ key: `${letter.topic}:${letter.partition}:${letter.offset}`, value: JSON.stringify(letter) }],
+      messages: letters.map((letter) => ({ key: `${letter.topic}:${letter.partition}:${letter.offset}`, value: JSON.stringify(letter) })),
     });
   }
 
   const eachBatch = createBatchHandler({
     ingestor: options.ingestor,
-    deadLetter,
+    deadLetters,
     onMessage: options.onMessage,
-    keysConcurrently: options.keysConsumedConcurrently ?? DEFAULT_KEYS_CONCURRENTLY,
+    maxMessagesPerAppend: options.maxMessagesPerAppend ?? DEFAULT_MAX_MESSAGES_PER_APPEND,
   });
 
   /** A new consumer, in the group and running; a crash it does not recover from schedules the next. */

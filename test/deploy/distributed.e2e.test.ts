@@ -15,7 +15,7 @@ import { streams } from '../../events/streams.ts';
 import { createKurrentDbEventLog } from '../../eventstore/kurrentdb/kurrentdb-event-log.ts';
 import type { EventLog } from '../../eventstore/port.ts';
 import { createKafkaFeeder, createKafkaSource, defaultDeadLetterTopic, sourceTopics, type DeadLetter, type HandledMessage } from '../../ingest/kafka/kafka-source.ts';
-import type { IngestOutcome, Ingestor } from '../../ingest/pipeline.ts';
+import type { BatchIngestor, IngestOutcome, Ingestor } from '../../ingest/pipeline.ts';
 import type { Projector } from '../../projectors/projector.ts';
 import { createProjectorRunner } from '../../projectors/runner.ts';
 import { createMongoReadStore } from '../../readmodels/mongodb/mongodb-read-store.ts';
@@ -25,8 +25,8 @@ import { skipUnlessDocker, startKafka, startKurrentDb, startMongo } from '../sup
 const skip = await skipUnlessDocker('KurrentDB, MongoDB and Kafka');
 
 /** Envelope check, payload check, event id from (type, id), append to the entity's stream. */
-function inlineIngestor(log: EventLog): Ingestor {
-  return {
+function inlineIngestor(log: EventLog): BatchIngestor {
+  const ingestor: Ingestor = {
     async ingest(raw): Promise<IngestOutcome> {
       let envelope: { type?: unknown; id?: unknown; at?: unknown; data?: unknown };
       try {
@@ -47,6 +47,14 @@ function inlineIngestor(log: EventLog): Ingestor {
       const result = await log.append(stream, [{ id: sourceEventId(type, id), type, data: { ...data, at } }]);
       if (!result.ok) throw new Error('an append expecting any cannot be refused');
       return result.events.every((e) => e.duplicate) ? { status: 'duplicate' } : { status: 'accepted' };
+    },
+  };
+  return {
+    ...ingestor,
+    async ingestBatch(raws, source) {
+      const outcomes: IngestOutcome[] = [];
+      for (const raw of raws) outcomes.push(await ingestor.ingest(raw, source));
+      return outcomes;
     },
   };
 }

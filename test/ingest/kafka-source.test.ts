@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, it } from 'node:test';
-import { Kafka, type ConsumerRunConfig, type EachBatchPayload, type KafkaMessage, type OffsetsByTopicPartition } from 'kafkajs';
+import { Kafka, type ConsumerRunConfig, type EachBatchPayload, type KafkaMessage, type OffsetsByTopicPartition, type ProducerRecord } from 'kafkajs';
 import {
   createBatchHandler,
   createKafkaSource,
@@ -19,8 +21,11 @@ import {
   type DeadLetter,
   type HandledMessage,
 } from '../../ingest/kafka/kafka-source.ts';
-import type { IngestOutcome, Ingestor } from '../../ingest/pipeline.ts';
-import { prng } from '../support/seed.ts';
+import { createIngestor, type BatchIngestor, type IngestOutcome } from '../../ingest/pipeline.ts';
+import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
+import type { EventLog } from '../../eventstore/port.ts';
+import { streams } from '../../events/streams.ts';
+import { examples } from './examples.ts';
 
 function message(offset: number, value: string | null, key: string | null = null): KafkaMessage {
   return {
@@ -66,18 +71,26 @@ function payload(messages: KafkaMessage[], recorded: Recorded, running: () => bo
   };
 }
 
-/** An ingestor answering from a script keyed by the raw value; 'THROW' simulates the event log being down. */
-function scriptedIngestor(answers: Record<string, IngestOutcome | 'THROW'>): Ingestor & { seen: string[] } {
+/**
+ * An ingestor answering from a script keyed by the raw value, recording every ingestBatch call;
+ * 'THROW' anywhere in a call simulates the event log being down for that whole batch.
+ */
+function scriptedIngestor(answers: Record<string, IngestOutcome | 'THROW'>): Pick<BatchIngestor, 'ingestBatch'> & { seen: string[]; calls: string[][] } {
   const seen: string[] = [];
+  const calls: string[][] = [];
   return {
     seen,
-    async ingest(raw, source) {
+    calls,
+    async ingestBatch(raws, source) {
       assert.equal(source, 'kafka');
-      seen.push(raw);
-      const answer = answers[raw];
-      if (answer === undefined) throw new Error(`unexpected message ${raw}`);
-      if (answer === 'THROW') throw new Error('event log unavailable');
-      return answer;
+      calls.push([...raws]);
+      seen.push(...raws);
+      return raws.map((raw) => {
+        const answer = answers[raw];
+        if (answer === undefined) throw new Error(`unexpected message ${raw}`);
+        if (answer === 'THROW') throw new Error('event log unavailable');
+        return answer;
+      });
     },
   };
 }
@@ -85,20 +98,20 @@ function scriptedIngestor(answers: Record<string, IngestOutcome | 'THROW'>): Ing
 const committedOffset = (commit: OffsetsByTopicPartition | undefined) => commit?.topics[0]?.partitions[0]?.offset;
 
 void describe('Kafka source: batch handling', () => {
-  void it('hands every value to the ingestor in order, resolves each once handled, and commits the next offset', async () => {
+  void it('hands the whole batch to one ingestBatch call in offset order, resolves each once stored, and commits the next offset once', async () => {
     const ingestor = scriptedIngestor({ a: { status: 'accepted' }, b: { status: 'duplicate' }, c: { status: 'accepted' } });
     const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
     const handled: HandledMessage[] = [];
-    const letters: DeadLetter[] = [];
+    const letters: DeadLetter[][] = [];
     const eachBatch = createBatchHandler({
       ingestor,
-      deadLetter: async (letter) => {
-        letters.push(letter);
+      deadLetters: async (sent) => {
+        letters.push([...sent]);
       },
       onMessage: (h) => handled.push(h),
     });
-    await eachBatch(payload([message(10, 'a'), message(11, 'b'), message(12, 'c')], recorded));
-    assert.deepEqual(ingestor.seen, ['a', 'b', 'c']);
+    await eachBatch(payload([message(10, 'a', 'A'), message(11, 'b', 'B'), message(12, 'c', 'A')], recorded));
+    assert.deepEqual(ingestor.calls, [['a', 'b', 'c']], 'one ingestBatch call for the batch, in offset order');
     assert.deepEqual(recorded.resolved, ['10', '11', '12']);
     assert.deepEqual(recorded.commits, [{ topics: [{ topic: sourceTopics.calls, partitions: [{ partition: 2, offset: '13' }] }] }]);
     assert.deepEqual(
@@ -109,91 +122,152 @@ void describe('Kafka source: batch handling', () => {
         ['12', 'accepted'],
       ],
     );
-    assert.deepEqual(letters, []);
+    assert.deepEqual(letters, [], 'no dead-letter send without a reject');
   });
 
-  void it('dead-letters a rejected message with its coordinates and reason, thesis text withheld, then moves on', async () => {
+  void it('dead-letters the rejected messages of a batch in one send, with coordinates and reason, thesis text withheld', async () => {
     const call = JSON.stringify({ type: 'call.recorded', id: 'm-1', at: '2026-11-20T08:00:00Z', data: { id: 'x', thesisText: 'SECRET THESIS' } });
     const ingestor = scriptedIngestor({
       [call]: { status: 'rejected', path: 'data.id', reason: 'Invalid UUID' },
       ok: { status: 'accepted' },
     });
     const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
-    const letters: DeadLetter[] = [];
+    const sends: DeadLetter[][] = [];
     const eachBatch = createBatchHandler({
       ingestor,
-      deadLetter: async (letter) => {
-        letters.push(letter);
+      deadLetters: async (sent) => {
+        sends.push([...sent]);
       },
     });
     await eachBatch(payload([message(5, call, 'x'), message(6, null), message(7, 'ok')], recorded));
-    // Keys are handled concurrently, so dead letters of different keys may be written in either order.
-    letters.sort((a, b) => Number(a.offset) - Number(b.offset));
-    assert.deepEqual(letters, [
-      {
-        topic: sourceTopics.calls,
-        partition: 2,
-        offset: '5',
-        key: 'x',
-        path: 'data.id',
-        reason: 'Invalid UUID',
-        message: { type: 'call.recorded', id: 'm-1', at: '2026-11-20T08:00:00Z', data: { id: 'x', thesisText: '[withheld]' } },
-      },
-      { topic: sourceTopics.calls, partition: 2, offset: '6', key: null, path: '', reason: 'message has no value', message: null },
+    assert.deepEqual(sends, [
+      [
+        {
+          topic: sourceTopics.calls,
+          partition: 2,
+          offset: '5',
+          key: 'x',
+          path: 'data.id',
+          reason: 'Invalid UUID',
+          message: { type: 'call.recorded', id: 'm-1', at: '2026-11-20T08:00:00Z', data: { id: 'x', thesisText: '[withheld]' } },
+        },
+        { topic: sourceTopics.calls, partition: 2, offset: '6', key: null, path: '', reason: 'message has no value', message: null },
+      ],
     ]);
-    assert.equal(JSON.stringify(letters).includes('SECRET'), false);
-    assert.deepEqual(ingestor.seen, [call, 'ok'], 'a message without a value never reaches the ingestor');
+    assert.equal(JSON.stringify(sends).includes('SECRET'), false);
+    assert.deepEqual(ingestor.calls, [[call, 'ok']], 'a message without a value never reaches the ingestor');
     assert.deepEqual(recorded.resolved, ['5', '6', '7']);
-    assert.equal(committedOffset(recorded.commits.at(-1)), '8');
+    assert.deepEqual(recorded.commits.map(committedOffset), ['8']);
   });
 
-  void it('on an ingest failure commits only what was handled before it and rethrows, so the rest is redelivered', async () => {
+  void it('on an ingest failure resolves and commits nothing of that batch and rethrows, so all of it is redelivered', async () => {
     const ingestor = scriptedIngestor({ a: { status: 'accepted' }, b: 'THROW', c: { status: 'accepted' } });
     const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
-    const eachBatch = createBatchHandler({ ingestor, deadLetter: async () => assert.fail('nothing is rejected') });
+    const eachBatch = createBatchHandler({ ingestor, deadLetters: async () => assert.fail('nothing is rejected') });
     await assert.rejects(eachBatch(payload([message(20, 'a'), message(21, 'b'), message(22, 'c')], recorded)), /event log unavailable/);
-    assert.deepEqual(ingestor.seen, ['a', 'b']);
-    assert.deepEqual(recorded.resolved, ['20']);
-    assert.deepEqual(recorded.commits.map(committedOffset), ['21']);
-  });
-
-  void it('does not resolve a rejected message whose dead letter could not be written', async () => {
-    const ingestor = scriptedIngestor({ bad: { status: 'rejected', path: 'type', reason: 'unknown type' } });
-    const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
-    const eachBatch = createBatchHandler({
-      ingestor,
-      deadLetter: async () => {
-        throw new Error('dead-letter topic unavailable');
-      },
-    });
-    await assert.rejects(eachBatch(payload([message(3, 'bad')], recorded)), /dead-letter topic unavailable/);
+    assert.deepEqual(ingestor.calls, [['a', 'b', 'c']]);
     assert.deepEqual(recorded.resolved, []);
     assert.deepEqual(recorded.commits, []);
   });
 
-  void it('stops between messages once the consumer stops running and commits what it handled', async () => {
-    const ingestor = scriptedIngestor({ a: { status: 'accepted' }, b: { status: 'accepted' } });
+  void it('when the dead letters cannot be written, resolves only the stored messages before the first reject', async () => {
+    const ingestor = scriptedIngestor({ ok: { status: 'accepted' }, bad: { status: 'rejected', path: 'type', reason: 'unknown type' }, later: { status: 'accepted' } });
     const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
-    let running = true;
     const eachBatch = createBatchHandler({
       ingestor,
-      deadLetter: async () => undefined,
+      deadLetters: async () => {
+        throw new Error('dead-letter topic unavailable');
+      },
+    });
+    await assert.rejects(eachBatch(payload([message(2, 'ok'), message(3, 'bad'), message(4, 'later')], recorded)), /dead-letter topic unavailable/);
+    assert.deepEqual(recorded.resolved, ['2']);
+    assert.deepEqual(recorded.commits.map(committedOffset), ['3']);
+  });
+
+  void it('splits a batch longer than maxMessagesPerAppend into parts, one ingestBatch and one commit each, and stops between parts', async () => {
+    const values = Array.from({ length: 250 }, (_, i) => `m${i}`);
+    const ingestor = scriptedIngestor(Object.fromEntries(values.map((v) => [v, { status: 'accepted' as const }])));
+    const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
+    const eachBatch = createBatchHandler({ ingestor, deadLetters: async () => undefined, maxMessagesPerAppend: 100 });
+    await eachBatch(payload(values.map((v, i) => message(1000 + i, v, `k${i % 7}`)), recorded));
+    assert.deepEqual(ingestor.calls.map((call) => call.length), [100, 100, 50]);
+    assert.deepEqual(ingestor.seen, values, 'offset order across parts');
+    assert.deepEqual(recorded.commits.map(committedOffset), ['1100', '1200', '1250']);
+    assert.equal(recorded.heartbeats, 3);
+
+    let running = true;
+    const stopping = scriptedIngestor(Object.fromEntries(values.map((v) => [v, { status: 'accepted' as const }])));
+    const stopped: Recorded = { resolved: [], commits: [], heartbeats: 0 };
+    const stopAfterFirst = createBatchHandler({
+      ingestor: stopping,
+      deadLetters: async () => undefined,
+      maxMessagesPerAppend: 100,
       onMessage: () => {
         running = false;
       },
     });
-    await eachBatch(payload([message(0, 'a'), message(1, 'b')], recorded, () => running));
-    assert.deepEqual(ingestor.seen, ['a']);
-    assert.deepEqual(recorded.commits.map(committedOffset), ['1']);
+    await stopAfterFirst(payload(values.map((v, i) => message(1000 + i, v)), stopped, () => running));
+    assert.deepEqual(stopping.calls.map((call) => call.length), [100], 'no new part once the consumer stops running');
+    assert.deepEqual(stopped.commits.map(committedOffset), ['1100']);
   });
 
-  void it('commits at least every 100 messages inside a long batch', async () => {
-    const values = Array.from({ length: 250 }, (_, i) => `m${i}`);
-    const ingestor = scriptedIngestor(Object.fromEntries(values.map((v) => [v, { status: 'accepted' as const }])));
-    const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
-    const eachBatch = createBatchHandler({ ingestor, deadLetter: async () => undefined });
-    await eachBatch(payload(values.map((v, i) => message(1000 + i, v)), recorded));
-    assert.deepEqual(recorded.commits.map(committedOffset), ['1100', '1200', '1250']);
+  void it('makes one ingestBatch call, one event-log appendBatch and at most one dead-letter send per batch (the real ingestor on SQLite)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pulseboard-kafka-'));
+    const inner = createSqliteEventLog(join(dir, 'events.sqlite'));
+    try {
+      const calls = { append: 0, appendBatch: 0 };
+      const log: EventLog = {
+        ...inner,
+        append: (...args) => {
+          calls.append += 1;
+          return inner.append(...args);
+        },
+        appendBatch: (groups) => {
+          calls.appendBatch += 1;
+          return inner.appendBatch(groups);
+        },
+      };
+      const ingestor = createIngestor(log, { followerProvider: 'followerscope' });
+      let ingestBatches = 0;
+      let sends = 0;
+      const eachBatch = createBatchHandler({
+        ingestor: {
+          ingestBatch: (raws, source) => {
+            ingestBatches += 1;
+            return ingestor.ingestBatch(raws, source);
+          },
+        },
+        deadLetters: async () => {
+          sends += 1;
+        },
+      });
+      const votes = Array.from({ length: 300 }, (_, i) => {
+        const projectId = `kafka-${i % 12}`;
+        const value = JSON.stringify({ ...examples['vote.cast'], id: `kafka-${i}`, data: { ...examples['vote.cast'].data, projectId, voterId: `v${i}` } });
+        return message(i, value, projectId);
+      });
+      const batch = [...votes, message(300, 'not json'), message(301, '{"type":"nope"}')];
+      const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
+      await eachBatch(payload(batch, recorded));
+      assert.deepEqual({ ingestBatches, ...calls, sends }, { ingestBatches: 1, append: 0, appendBatch: 1, sends: 1 }, '302 messages, 12 keys');
+      assert.deepEqual(recorded.commits.map(committedOffset), ['302']);
+      // A crash after the append and before the commit: the batch comes again and re-appending stores nothing.
+      const head = await inner.headPosition();
+      const again: HandledMessage[] = [];
+      const redeliver = createBatchHandler({ ingestor, deadLetters: async () => undefined, onMessage: (h) => again.push(h) });
+      await redeliver(payload(batch, { resolved: [], commits: [], heartbeats: 0 }));
+      assert.equal(await inner.headPosition(), head);
+      assert.deepEqual(new Set(again.map((h) => h.outcome.status)), new Set(['duplicate', 'rejected']));
+      // Each key's events in offset order in its stream.
+      const stream = await inner.readStream(streams.project('kafka-5'));
+      assert.deepEqual(
+        stream.map((event) => (event.data as { voterId: string }).voterId),
+        votes.filter((_, i) => i % 12 === 5).map((_, k) => `v${5 + 12 * k}`),
+      );
+    } finally {
+      await inner.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -234,136 +308,7 @@ function deferred<T>() {
   return { promise, resolve, reject };
 }
 
-/** An ingestor whose every call waits until the test answers it. */
-function manualIngestor() {
-  const pending = new Map<string, ReturnType<typeof deferred<IngestOutcome>>>();
-  const started: string[] = [];
-  const ingestor: Ingestor = {
-    ingest(raw) {
-      started.push(raw);
-      const answer = deferred<IngestOutcome>();
-      pending.set(raw, answer);
-      return answer.promise;
-    },
-  };
-  return { ingestor, started, answer: (raw: string, outcome: IngestOutcome | Error) => {
-    const answer = pending.get(raw);
-    assert.ok(answer, `${raw} was not started`);
-    if (outcome instanceof Error) answer.reject(outcome);
-    else answer.resolve(outcome);
-  } };
-}
-
 const settle = () => new Promise((resolve) => setImmediate(resolve));
-
-void describe('Kafka source: keys in parallel, each key in order, commits after append', () => {
-  void it('runs different keys at once, one key strictly in offset order, and resolves only the handled run from the start', async () => {
-    const manual = manualIngestor();
-    const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
-    const eachBatch = createBatchHandler({ ingestor: manual.ingestor, deadLetter: async () => assert.fail('nothing is rejected') });
-    const batch = [message(1, 'a1', 'A'), message(2, 'b1', 'B'), message(3, 'a2', 'A'), message(4, 'c1', 'C'), message(5, 'b2', 'B')];
-    const running = eachBatch(payload(batch, recorded));
-    await settle();
-    assert.deepEqual(manual.started, ['a1', 'b1', 'c1'], 'the first message of every key starts at once; a2 and b2 wait for their key');
-    manual.answer('b1', { status: 'accepted' });
-    await settle();
-    assert.deepEqual(manual.started, ['a1', 'b1', 'c1', 'b2'], 'b2 starts once b1 is stored');
-    manual.answer('b2', { status: 'accepted' });
-    manual.answer('c1', { status: 'accepted' });
-    await settle();
-    assert.deepEqual(recorded.resolved, [], 'a1 (offset 1) is not stored yet, so no offset is resolved past it');
-    assert.equal(manual.started.includes('a2'), false);
-    manual.answer('a1', { status: 'accepted' });
-    await settle();
-    assert.deepEqual(recorded.resolved, ['1', '2'], 'offsets 1-2 are handled; 3 (a2) is not');
-    assert.deepEqual(manual.started, ['a1', 'b1', 'c1', 'b2', 'a2']);
-    manual.answer('a2', { status: 'duplicate' });
-    await running;
-    assert.deepEqual(recorded.resolved, ['1', '2', '3', '4', '5']);
-    assert.deepEqual(recorded.commits.map(committedOffset), ['6']);
-  });
-
-  void it('after a failure starts nothing new, lets messages in flight finish, and commits only up to the first unhandled offset', async () => {
-    const manual = manualIngestor();
-    const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
-    const eachBatch = createBatchHandler({ ingestor: manual.ingestor, deadLetter: async () => undefined });
-    const batch = [message(10, 'a1', 'A'), message(11, 'b1', 'B'), message(12, 'c1', 'C'), message(13, 'a2', 'A'), message(14, 'd1', 'D')];
-    const running = eachBatch(payload(batch, recorded));
-    const failed = assert.rejects(running, /event log unavailable/);
-    await settle();
-    assert.deepEqual(manual.started, ['a1', 'b1', 'c1', 'd1']);
-    manual.answer('a1', { status: 'accepted' });
-    manual.answer('b1', new Error('event log unavailable'));
-    await settle();
-    assert.equal(manual.started.includes('a2'), false, 'nothing new starts after a failure');
-    manual.answer('c1', { status: 'accepted' });
-    manual.answer('d1', { status: 'accepted' });
-    await failed;
-    assert.deepEqual(recorded.resolved, ['10'], 'b1 (11) failed: c1 and d1 are stored but sit past it, and are delivered again');
-    assert.deepEqual(recorded.commits.map(committedOffset), ['11']);
-  });
-
-  void it('under random timings: each key strictly in order, offsets resolved in order and only over stored messages, commits never go back', async () => {
-    for (let seed = 1; seed <= 25; seed += 1) {
-      const random = prng(seed);
-      const batch = Array.from({ length: 120 }, (_, i) => message(500 + i, `m${i}`, random() < 0.1 ? null : `k${Math.floor(random() * 9)}`));
-      const keyOf = new Map(batch.map((m) => [m.value!.toString(), m.key === null ? null : m.key.toString()]));
-      const stored = new Set<string>();
-      const inFlight = new Set<string | null>();
-      const startedByKey = new Map<string | null, string[]>();
-      const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
-      const ingestor: Ingestor = {
-        async ingest(raw) {
-          const key = keyOf.get(raw)!;
-          assert.equal(inFlight.has(key), false, `seed ${seed}: two messages of key ${key} at once`);
-          inFlight.add(key);
-          startedByKey.set(key, [...(startedByKey.get(key) ?? []), raw]);
-          for (let i = Math.floor(random() * 4); i > 0; i -= 1) await new Promise((resolve) => setImmediate(resolve));
-          inFlight.delete(key);
-          stored.add(raw);
-          return { status: 'accepted' };
-        },
-      };
-      const eachBatch = createBatchHandler({ ingestor, deadLetter: async () => undefined, keysConcurrently: 4 });
-      const base = payload(batch, recorded);
-      await eachBatch({
-        ...base,
-        resolveOffset: (offset) => {
-          const index = Number(offset) - 500;
-          for (let i = 0; i <= index; i += 1) assert.ok(stored.has(`m${i}`), `seed ${seed}: offset ${offset} resolved before m${i} was stored`);
-          base.resolveOffset(offset);
-        },
-      });
-      for (const [key, started] of startedByKey) {
-        const expected = batch.filter((m) => (m.key === null ? null : m.key.toString()) === key).map((m) => m.value!.toString());
-        assert.deepEqual(started, expected, `seed ${seed}: key ${key} in offset order`);
-      }
-      assert.deepEqual(
-        recorded.resolved,
-        batch.map((m) => m.offset),
-      );
-      const commits = recorded.commits.map((c) => Number(committedOffset(c)));
-      assert.deepEqual(commits, [...commits].sort((a, b) => a - b), `seed ${seed}: commits only move forward`);
-      assert.equal(commits.at(-1), 620);
-    }
-  });
-
-  void it('bounds how many keys run at once inside one batch', async () => {
-    const manual = manualIngestor();
-    const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
-    const eachBatch = createBatchHandler({ ingestor: manual.ingestor, deadLetter: async () => undefined, keysConcurrently: 2 });
-    const running = eachBatch(payload([message(0, 'k0', 'K0'), message(1, 'k1', 'K1'), message(2, 'k2', 'K2')], recorded));
-    await settle();
-    assert.deepEqual(manual.started, ['k0', 'k1']);
-    manual.answer('k0', { status: 'accepted' });
-    await settle();
-    assert.deepEqual(manual.started, ['k0', 'k1', 'k2']);
-    manual.answer('k1', { status: 'accepted' });
-    manual.answer('k2', { status: 'accepted' });
-    await running;
-    assert.deepEqual(recorded.resolved, ['0', '1', '2']);
-  });
-});
 
 type Listener = (event: { payload: { error: Error; groupId: string; restart: boolean } }) => void;
 
@@ -371,6 +316,7 @@ type Listener = (event: { payload: { error: Error; groupId: string; restart: boo
 function fakeClients(options: { failConnect?: (n: number) => boolean; connectGate?: Promise<void> } = {}) {
   const consumers: { listeners: Map<string, Listener[]>; runConfig?: ConsumerRunConfig; disconnected: boolean; emit(event: string, payload?: unknown): void }[] = [];
   const scheduled: { run: () => void; delayMs: number; cancelled: boolean }[] = [];
+  const sent: ProducerRecord[] = [];
   const events = { CRASH: 'consumer.crash', GROUP_JOIN: 'consumer.group_join' };
   const clients = {
     consumer(): SourceConsumer {
@@ -404,7 +350,14 @@ function fakeClients(options: { failConnect?: (n: number) => boolean; connectGat
       } as unknown as SourceConsumer;
     },
     producer(): SourceProducer {
-      return { connect: async () => undefined, disconnect: async () => undefined, send: async () => [] } as unknown as SourceProducer;
+      return {
+        connect: async () => undefined,
+        disconnect: async () => undefined,
+        send: async (record: ProducerRecord) => {
+          sent.push(record);
+          return [];
+        },
+      } as unknown as SourceProducer;
     },
   };
   const schedule = (run: () => void, delayMs: number) => {
@@ -414,10 +367,10 @@ function fakeClients(options: { failConnect?: (n: number) => boolean; connectGat
       entry.cancelled = true;
     };
   };
-  return { clients, consumers, scheduled, schedule, events };
+  return { clients, consumers, scheduled, schedule, events, sent };
 }
 
-const ingestorNeverCalled: Ingestor = { ingest: async () => assert.fail('no message in these tests') };
+const ingestorNeverCalled: Pick<BatchIngestor, 'ingestBatch'> = { ingestBatch: async () => assert.fail('no message in these tests') };
 
 void describe('Kafka source: consumer supervision', () => {
   void it('runs partitions concurrently with explicit commits', async () => {
@@ -431,6 +384,27 @@ void describe('Kafka source: consumer supervision', () => {
     assert.equal(source.state().status, 'running');
     await source.stop();
     assert.equal(source.state().status, 'stopped');
+  });
+
+  void it('per batch kafkajs hands over: one ingestBatch call, one dead-letter send for all its rejects, one offset commit', async () => {
+    const fake = fakeClients();
+    const ingestor = scriptedIngestor({
+      a: { status: 'accepted' },
+      bad1: { status: 'rejected', path: 'type', reason: 'unknown type' },
+      b: { status: 'duplicate' },
+      bad2: { status: 'rejected', path: 'id', reason: 'id is required' },
+    });
+    const source = createKafkaSource({ brokers: ['unused:9092'], ingestor, clients: fake.clients, schedule: fake.schedule, deadLetterTopic: 'dlq' });
+    await source.start();
+    const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
+    await fake.consumers[0]!.runConfig!.eachBatch!(payload([message(0, 'a', 'A'), message(1, 'bad1', 'B'), message(2, 'b', 'A'), message(3, 'bad2', 'C')], recorded));
+    assert.deepEqual(ingestor.calls, [['a', 'bad1', 'b', 'bad2']]);
+    assert.deepEqual(
+      fake.sent.map((record) => [record.topic, record.acks, record.messages.map((m) => m.key)]),
+      [['dlq', -1, [`${sourceTopics.calls}:2:1`, `${sourceTopics.calls}:2:3`]]],
+    );
+    assert.deepEqual(recorded.commits.map(committedOffset), ['4']);
+    await source.stop();
   });
 
   void it('starts a new consumer after a crash kafkajs will not restart, with capped exponential backoff, and reports each state', async () => {
