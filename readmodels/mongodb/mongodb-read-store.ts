@@ -12,10 +12,13 @@
  * documents per (collection, facet) in `_pulseboard_counts` (`…_v<N>`), updated by each commit in its
  * transaction from the facets the batch changed, so a board total is never a countDocuments.
  *
- * Commits. The batch is one ordered bulk write of whole-document replacements, and the checkpoint is
- * advanced with a compare-and-set on the value read before the batch (DESIGN §8); both happen in one
- * multi-document transaction, so a crash leaves either the whole batch with its checkpoint or neither,
- * as the port promises and as the SQLite store does. Transactions need a replica set (a one-node one is
+ * Commits. Whatever the batch's size, a commit is a fixed number of server calls inside one
+ * multi-document transaction: the checkpoint read, one read of the batch's previous facets (ids only,
+ * `$in`), one unordered bulk write of the per-facet counter sums (`$inc`), one unordered bulk write of
+ * whole-document replacements (one per id: the last write of an id wins, so no operation depends on
+ * another's order), and the checkpoint advanced with a compare-and-set on the value read before the
+ * batch (DESIGN §8). A crash leaves either the whole batch with its checkpoint and counts or none of
+ * them, as the port promises and as the SQLite store (one transaction, triggers for the counts) does. Transactions need a replica set (a one-node one is
  * enough, as in docker-compose.yml); a commit against a standalone server fails with a message saying so.
  *
  * Indexes for every query of the port are created the first time this process writes to a collection
@@ -258,7 +261,8 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
 
     async commit(collection, writes, checkpoint, expected) {
       // Serialised first: a document that is not JSON fails the commit before anything is written.
-      const rows = writes.map(toMongo);
+      // One row per id, the last write of it, so the bulk writes below need no order.
+      const rows = [...new Map(writes.map((write) => [write.id, toMongo(write)])).values()];
       const target = await ensureIndexes(collection);
       await checkTransactions();
       await ensureCounted(collection);
@@ -274,22 +278,20 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
         outcome = { ok: true };
         if (rows.length > 0) {
           // One read of the batch's previous facets (never of whole documents) keeps the counts exact.
-          const before = await target
-            .find({ _id: { $in: [...new Set(rows.map((row) => row._id))] } }, { projection: { facet: 1 }, session })
-            .toArray();
+          const before = await target.find({ _id: { $in: rows.map((row) => row._id) } }, { projection: { facet: 1 }, session }).toArray();
           const deltas = facetDeltas(new Map(before.map((row) => [row._id, row.facet])), rows);
           if (deltas.size > 0) {
             await counters.bulkWrite(
               [...deltas].map(([facet, by]) => ({
                 updateOne: { filter: { _id: counterId(collection, facet) }, update: { $inc: { n: by }, $setOnInsert: { collection, facet } }, upsert: true },
               })),
-              { ordered: true, session },
+              { ordered: false, session },
             );
           }
           const operations: AnyBulkWriteOperation<MongoDoc>[] = rows.map((row) => ({
             replaceOne: { filter: { _id: row._id }, replacement: row, upsert: true },
           }));
-          await target.bulkWrite(operations, { ordered: true, session });
+          await target.bulkWrite(operations, { ordered: false, session });
         }
         // Conditional on the value read in this same transaction: a concurrent writer makes this a write
         // conflict (the transaction retries and the check above then refuses), never a lost batch.

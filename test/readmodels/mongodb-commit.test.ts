@@ -1,0 +1,201 @@
+/**
+ * The MongoDB read store's commit (readmodels/mongodb/mongodb-read-store.ts) against an in-memory
+ * stand-in for the driver's MongoClient, counting server calls: a commit costs the same few calls
+ * whatever the batch's size (one bulk write of documents, one of counters, one read of previous facets,
+ * no read or write per document), and the counters it keeps with $inc match a recount. No Docker
+ * needed; the contract suite (test/contract/readstore.mongodb.test.ts) runs the real driver where a
+ * server answers.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { MongoClient } from 'mongodb';
+import { mongoReadStoreOn } from '../../readmodels/mongodb/mongodb-read-store.ts';
+import type { DocWrite } from '../../readmodels/port.ts';
+
+type Row = Record<string, unknown> & { _id: string };
+type Filter = Record<string, unknown>;
+
+function matches(row: Row | undefined, filter: Filter): boolean {
+  if (!row) return false;
+  return Object.entries(filter).every(([field, condition]) => {
+    const value = row[field];
+    if (typeof condition === 'object' && condition !== null && '$in' in condition) return (condition.$in as unknown[]).includes(value);
+    return value === condition;
+  });
+}
+
+function project(row: Row, projection: Record<string, 0 | 1> | undefined): Row {
+  if (!projection || Object.keys(projection).length === 0) return { ...row };
+  const include = Object.entries(projection).filter(([, on]) => on === 1).map(([field]) => field);
+  if (include.length > 0) return Object.fromEntries([['_id', row._id], ...include.map((field) => [field, row[field]])]) as Row;
+  return Object.fromEntries(Object.entries(row).filter(([field]) => projection[field] !== 0)) as Row;
+}
+
+function applyUpdate(row: Row | undefined, id: string, update: Record<string, Record<string, unknown>>): Row {
+  const next: Row = row ? { ...row } : { _id: id };
+  if (!row) Object.assign(next, update.$setOnInsert ?? {});
+  Object.assign(next, update.$set ?? {});
+  for (const [field, by] of Object.entries(update.$inc ?? {})) next[field] = ((next[field] as number | undefined) ?? 0) + (by as number);
+  return next;
+}
+
+/** Just enough of MongoClient for the store's commit, get, getMany, count and checkpoint; every call counted as `collection.method`. */
+function fakeMongo() {
+  const data = new Map<string, Map<string, Row>>();
+  const calls: string[] = [];
+  const bulkOptions: { collection: string; ordered: unknown; operations: number }[] = [];
+  const table = (name: string) => {
+    let rows = data.get(name);
+    if (!rows) data.set(name, (rows = new Map()));
+    return rows;
+  };
+  const collection = (name: string) => {
+    const rows = table(name);
+    const call = (method: string) => calls.push(`${name}.${method}`);
+    const findAll = (filter: Filter) => [...rows.values()].filter((row) => matches(row, filter));
+    return {
+      async createIndexes() {
+        call('createIndexes');
+        return [];
+      },
+      async findOne(filter: Filter, options: { projection?: Record<string, 0 | 1> } = {}) {
+        call('findOne');
+        const row = findAll(filter)[0];
+        return row ? project(row, options.projection) : null;
+      },
+      find(filter: Filter, options: { projection?: Record<string, 0 | 1> } = {}) {
+        return {
+          async toArray() {
+            call('find');
+            return findAll(filter).map((row) => project(row, options.projection));
+          },
+        };
+      },
+      aggregate() {
+        return {
+          async toArray() {
+            call('aggregate');
+            const groups = new Map<string, number>();
+            for (const row of rows.values()) groups.set(row.facet as string, (groups.get(row.facet as string) ?? 0) + 1);
+            return [...groups].map(([facet, n]) => ({ _id: facet, n }));
+          },
+        };
+      },
+      async updateOne(filter: Filter, update: Record<string, Record<string, unknown>>, options: { upsert?: boolean } = {}) {
+        call('updateOne');
+        const id = filter._id as string;
+        const row = rows.get(id);
+        if (matches(row, filter)) {
+          rows.set(id, applyUpdate(row, id, update));
+          return { matchedCount: 1, upsertedCount: 0 };
+        }
+        if (options.upsert && !row) {
+          rows.set(id, applyUpdate(undefined, id, update));
+          return { matchedCount: 0, upsertedCount: 1 };
+        }
+        return { matchedCount: 0, upsertedCount: 0 };
+      },
+      async bulkWrite(operations: Record<string, { filter: Filter; replacement?: Row; update?: Record<string, Record<string, unknown>> }>[], options: { ordered?: boolean }) {
+        call('bulkWrite');
+        bulkOptions.push({ collection: name, ordered: options.ordered, operations: operations.length });
+        for (const operation of operations) {
+          const [kind, spec] = Object.entries(operation)[0]!;
+          const id = spec.filter._id as string;
+          if (kind === 'replaceOne') rows.set(id, { ...spec.replacement!, _id: id });
+          else rows.set(id, applyUpdate(rows.get(id), id, spec.update!));
+        }
+        return {};
+      },
+    };
+  };
+  const client = {
+    db: () => ({
+      collection,
+      admin: () => ({
+        async command() {
+          calls.push('admin.hello');
+          return { setName: 'rs0' };
+        },
+      }),
+    }),
+    startSession: () => ({
+      async withTransaction(work: () => Promise<void>) {
+        calls.push('startTransaction');
+        await work();
+        calls.push('commitTransaction');
+      },
+      async endSession() {},
+    }),
+  };
+  return { client: client as unknown as MongoClient, calls, bulkOptions, data };
+}
+
+function write(id: string, facet: string, seq: number): DocWrite {
+  return { id, doc: { id, seq }, state: { seen: seq }, seq, writtenAt: '2026-11-22T00:00:00.000Z', sortKey: String(seq).padStart(6, '0'), facet, keys: { handle: [`h-${id}`] } };
+}
+
+void describe('MongoDB read store commit (in-memory driver stand-in)', () => {
+  void it('costs a fixed number of server calls per commit, whatever its size: one bulk write of documents, one of counters, no read per document', async () => {
+    const mongo = fakeMongo();
+    const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
+    // First commit of a collection: its indexes, the replica-set check and the counter marker, once per process.
+    await store.commit('boards', [write('warm', 'visible', 1)], 1, 0);
+    const costs: string[][] = [];
+    let checkpoint = 1;
+    for (const size of [1, 100, 5000]) {
+      mongo.calls.length = 0;
+      mongo.bulkOptions.length = 0;
+      const writes = Array.from({ length: size }, (_, i) => write(`d${size}-${i}`, i % 3 === 0 ? 'suppressed' : 'visible', checkpoint + i + 1));
+      assert.deepEqual(await store.commit('boards', writes, checkpoint + size, checkpoint), { ok: true });
+      checkpoint += size;
+      costs.push([...mongo.calls]);
+      assert.deepEqual(mongo.bulkOptions, [
+        { collection: '_pulseboard_counts', ordered: false, operations: size >= 3 ? 2 : 1 },
+        { collection: 'boards', ordered: false, operations: size },
+      ]);
+    }
+    const expected = [
+      'startTransaction',
+      '_pulseboard_checkpoints.findOne',
+      'boards.find',
+      '_pulseboard_counts.bulkWrite',
+      'boards.bulkWrite',
+      '_pulseboard_checkpoints.updateOne',
+      'commitTransaction',
+    ];
+    assert.deepEqual(costs, [expected, expected, expected], 'a commit of 1, 100 or 5000 documents makes the same calls');
+    await store.close();
+  });
+
+  void it('keeps the counters with $inc sums of the batch: new documents, facet moves, a document written twice in one batch', async () => {
+    const mongo = fakeMongo();
+    const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
+    await store.commit('boards', [write('a', 'visible', 1), write('b', 'visible', 2), write('c', 'pending', 3)], 3, 0);
+    assert.equal(await store.count('boards'), 3);
+    assert.equal(await store.count('boards', ['visible']), 2);
+    // b moves to suppressed, c to visible and then back to pending in the same batch (the last write wins), d is new.
+    const outcome = await store.commit('boards', [write('b', 'suppressed', 4), write('c', 'visible', 5), write('d', 'visible', 6), write('c', 'pending', 7)], 7, 3);
+    assert.deepEqual(outcome, { ok: true });
+    assert.deepEqual(
+      { all: await store.count('boards'), visible: await store.count('boards', ['visible']), suppressed: await store.count('boards', ['suppressed']), pending: await store.count('boards', ['pending']) },
+      { all: 4, visible: 2, suppressed: 1, pending: 1 },
+    );
+    const stored = await store.getMany('boards', ['a', 'b', 'c', 'd']);
+    assert.deepEqual([...stored.values()].map((doc) => [doc.id, doc.facet, doc.seq]), [
+      ['a', 'visible', 1],
+      ['b', 'suppressed', 4],
+      ['c', 'pending', 7],
+      ['d', 'visible', 6],
+    ]);
+    // The counters match a recount of the stored documents.
+    const recount = new Map<string, number>();
+    for (const row of mongo.data.get('boards')!.values()) recount.set(row.facet as string, (recount.get(row.facet as string) ?? 0) + 1);
+    for (const [facet, n] of recount) assert.equal(await store.count('boards', [facet]), n, facet);
+    // A commit from a moved checkpoint writes nothing.
+    mongo.bulkOptions.length = 0;
+    assert.deepEqual(await store.commit('boards', [write('e', 'visible', 8)], 8, 3), { ok: false, reason: 'checkpoint_moved', actual: 7 });
+    assert.deepEqual(mongo.bulkOptions, []);
+    assert.equal(await store.checkpoint('boards'), 7);
+    await store.close();
+  });
+});
