@@ -133,7 +133,13 @@ function metadataOf(event: KurrentRecordedEvent): Record<string, unknown> {
   return {};
 }
 
+/**
+ * `metadata` is taken on first access, as the SQLite log parses it: projectors never read it. (The
+ * client library has already decoded the metadata bytes as JSON by then, in its convertGrpcRecord,
+ * for every event it returns; the adapter cannot defer that part.)
+ */
 function toRecorded(event: KurrentRecordedEvent, position: number): RecordedEvent {
+  let metadata: Record<string, unknown> | undefined;
   return {
     id: event.id,
     stream: event.streamId,
@@ -141,7 +147,10 @@ function toRecorded(event: KurrentRecordedEvent, position: number): RecordedEven
     position,
     type: event.type,
     data: dataOf(event),
-    metadata: metadataOf(event),
+    get metadata() {
+      metadata ??= metadataOf(event);
+      return metadata;
+    },
     recordedAt: event.created.toISOString(),
   };
 }
@@ -235,6 +244,8 @@ export type KurrentDbEventLogOptions = {
    * with the error behind a reconnect: for one log line per change and for readiness reports.
    */
   onSubscriptionState?: (state: AppendSubscriptionState, error?: unknown) => void;
+  /** The client to use instead of one opened from the connection string (tests: an in-memory stand-in). */
+  client?: KurrentDBClient;
 };
 
 export function createKurrentDbEventLog(connectionString: string, options: KurrentDbEventLogOptions = {}): EventLog {
@@ -242,7 +253,7 @@ export function createKurrentDbEventLog(connectionString: string, options: Kurre
 }
 
 function openKurrentDbEventLog(connectionString: string, options: KurrentDbEventLogOptions): EventLog {
-  const client = KurrentDBClient.connectionString(connectionString);
+  const client = options.client ?? KurrentDBClient.connectionString(connectionString);
   const signals = new EventEmitter();
   signals.setMaxListeners(0);
   let headSeen = 0;

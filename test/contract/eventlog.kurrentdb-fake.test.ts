@@ -1,0 +1,111 @@
+/**
+ * The event-log contract, unchanged, against the real KurrentDB adapter over an in-memory stand-in
+ * for the client library (test/support/kurrentdb-fake.ts): everything the adapter adds on top of the
+ * server (idempotent ids through markers, batch appends, paging, filters, positions) runs here without
+ * Docker. test/contract/eventlog.kurrentdb.test.ts runs the same suite against a real server.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import type { EventLog, NewEvent } from '../../eventstore/port.ts';
+import { anyProjector, type Projector } from '../../projectors/projector.ts';
+import { createProjectionRunner } from '../../projectors/runner.ts';
+import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
+import { createKurrentDbEventLog } from '../../eventstore/kurrentdb/kurrentdb-event-log.ts';
+import { createFakeKurrentDbServer } from '../support/kurrentdb-fake.ts';
+import { eventLogContract } from './eventlog.contract.ts';
+
+const URL = 'kurrentdb://in-memory:2113?tls=false';
+
+eventLogContract('kurrentdb (in-memory client)', async () => {
+  const server = createFakeKurrentDbServer();
+  const log = createKurrentDbEventLog(URL, { client: server.client() });
+  const connections: EventLog[] = [];
+  return {
+    log,
+    async connect() {
+      const connection = createKurrentDbEventLog(URL, { client: server.client() });
+      connections.push(connection);
+      return connection;
+    },
+    async dispose() {
+      for (const connection of connections) await connection.close();
+      await log.close();
+    },
+  };
+});
+
+type Counted = { projectId: string; n: number };
+
+/** A read model counting the events of each project whose type starts with `prefix`. */
+function counter(collection: string, prefix: string): Projector<Counted, null> {
+  return {
+    collection,
+    typePrefixes: [prefix],
+    keyOf: (event) => (event.data as { projectId?: string }).projectId ?? null,
+    fold(current, event) {
+      const projectId = (event.data as { projectId: string }).projectId;
+      return { doc: { projectId, n: (current?.doc.n ?? 0) + 1 }, state: null, sortKey: projectId, facet: 'visible', keys: {} };
+    },
+  };
+}
+
+const event = (type: string, projectId: string): NewEvent => ({ id: randomUUID(), type, data: { projectId }, metadata: { source: 'test', messageId: randomUUID() } });
+
+void describe('KurrentDB adapter round trips (in-memory client)', () => {
+  void it('one read of the log per page is shared by every projector, nothing is read per event, and no event metadata is touched', async () => {
+    const server = createFakeKurrentDbServer();
+    const log = createKurrentDbEventLog(URL, { client: server.client() });
+    const dir = mkdtempSync(join(tmpdir(), 'pulseboard-kurrent-runner-'));
+    const store = createSqliteReadStore(join(dir, 'read.sqlite'));
+    try {
+      const types = ['project.sighted', 'vote.cast', 'dossier.written'];
+      const groups = Array.from({ length: 2500 }, (_, i) => ({ stream: `project-p${i % 40}`, events: [event(types[i % 3]!, `p${i % 40}`)] }));
+      for (let i = 0; i < groups.length; i += 500) await log.appendBatch(groups.slice(i, i + 500));
+      const projectors = [counter('sightings', 'project.'), counter('votes', 'vote.'), counter('dossiers', 'dossier.')].map((p) => anyProjector(p));
+      server.resetCounts();
+      const runner = createProjectionRunner(log, store, projectors, { batchSize: 1000 });
+      assert.equal(await runner.catchUp(), 2500);
+      // Pages of 1000 positions: three forward reads of $all for 2500 events and three read models.
+      assert.deepEqual(Object.fromEntries(server.calls), { readAll: 3, 'readAll backwards': 4 }, 'one $all read per page and one head read per batch; no stream read');
+      assert.equal(server.metadataReads(), 0, 'metadata is never taken from an event the projectors do not ask it of');
+      assert.equal((await store.get<Counted>('votes', 'p7'))?.doc.n, [...Array(2500).keys()].filter((i) => i % 40 === 7 && i % 3 === 1).length);
+      const [first] = await log.readAll({ afterPosition: 0, limit: 1 });
+      assert.deepEqual(first!.metadata.source, 'test');
+      assert.ok(server.metadataReads() > 0, 'and is there when asked for');
+    } finally {
+      await store.close();
+      await log.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  void it('appendBatch: per stream one revision read, one append of all its events and one read of their positions; per new event one marker read and one marker write; at any stream length', async () => {
+    const server = createFakeKurrentDbServer();
+    const log = createKurrentDbEventLog(URL, { client: server.client() });
+    try {
+      const batch = (streams: number, perStream: number) =>
+        Array.from({ length: streams * perStream }, (_, i) => ({ stream: `calls-${i % streams}`, events: [event('vote.cast', `p${i}`)] }));
+      const cost = async (groups: { stream: string; events: NewEvent[] }[]) => {
+        server.resetCounts();
+        await log.appendBatch(groups);
+        return Object.fromEntries(server.calls);
+      };
+      // New streams: no marker can exist, so none is read.
+      assert.deepEqual(await cost(batch(10, 30)), { readStream: 10 + 10, appendToStream: 300 + 10 });
+      // Existing streams, 300 new events: 10 revision reads, 300 marker reads, 300 marker writes, 10 appends, 10 position reads.
+      const next = batch(10, 30);
+      assert.deepEqual(await cost(next), { readStream: 10 + 300 + 10, appendToStream: 300 + 10 });
+      // The same batch again (a redelivery): per event its marker and the one revision it names, nothing written.
+      assert.deepEqual(await cost(next), { readStream: 10 + 300 + 300 });
+      // Streams 40 times longer cost the same.
+      for (let i = 0; i < 40; i += 1) await log.appendBatch(batch(10, 30));
+      assert.deepEqual(await cost(batch(10, 30)), { readStream: 10 + 300 + 10, appendToStream: 300 + 10 });
+    } finally {
+      await log.close();
+    }
+  });
+});

@@ -1,0 +1,220 @@
+/**
+ * An in-memory stand-in for the part of @kurrent/kurrentdb-client's KurrentDBClient the event-log
+ * adapter uses (eventstore/kurrentdb/kurrentdb-event-log.ts), with the server's semantics as far as the
+ * adapter relies on them: $all positions with commit = prepare growing with every record (system
+ * records such as id markers included), a stream's revisions from 0, expected-state checks on append
+ * (WrongExpectedVersionError), StreamNotFoundError on reading a missing stream, forward reads
+ * inclusive of their start and backward reads exclusive of it, event-type filters, a live $all
+ * subscription, stream metadata. Every call is counted and yields once, so concurrent calls
+ * interleave. It does not model the server's own best-effort id checks: the adapter must not need them.
+ *
+ * Several clients (connections) can share one server. Returned events count how often the adapter
+ * reads their `metadata` (the real client has parsed it already; the count shows the adapter's laziness).
+ */
+import { EventEmitter } from 'node:events';
+import {
+  BACKWARDS,
+  END,
+  START,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+  type KurrentDBClient,
+} from '@kurrent/kurrentdb-client';
+
+type StoredRecord = {
+  streamId: string;
+  revision: bigint;
+  id: string;
+  type: string;
+  data: string;
+  metadata: string | undefined;
+  created: Date;
+  position: bigint;
+};
+
+type Filter = { filterOn?: string; regex?: string; prefixes?: string[] };
+type Position = { commit: bigint; prepare: bigint };
+type EventInput = { id: string; type: string; data: unknown; metadata?: unknown };
+
+export type FakeKurrentDbServer = {
+  /** A new connection to this server. */
+  client(): KurrentDBClient;
+  /** Calls per client method, over every connection since the last reset. */
+  calls: Map<string, number>;
+  /** Reads of `metadata` on events the server returned. */
+  metadataReads: () => number;
+  records: StoredRecord[];
+  resetCounts(): void;
+};
+
+function commandError<T extends Error>(prototype: T, message: string): T {
+  const error = Object.create(prototype) as T;
+  Object.defineProperty(error, 'message', { value: message });
+  return error;
+}
+
+function passes(filter: Filter | undefined, record: StoredRecord): boolean {
+  if (!filter) return true;
+  const subject = filter.filterOn === 'streamName' ? record.streamId : record.type;
+  if (filter.regex !== undefined) return new RegExp(filter.regex).test(subject);
+  if (filter.prefixes) return filter.prefixes.some((prefix) => subject.startsWith(prefix));
+  return true;
+}
+
+export function createFakeKurrentDbServer(): FakeKurrentDbServer {
+  const records: StoredRecord[] = [];
+  const streams = new Map<string, StoredRecord[]>();
+  const appended = new EventEmitter();
+  appended.setMaxListeners(0);
+  const calls = new Map<string, number>();
+  let metadataReads = 0;
+  let position = 1000n;
+
+  const step = async (method: string) => {
+    calls.set(method, (calls.get(method) ?? 0) + 1);
+    await new Promise((resolve) => setImmediate(resolve));
+  };
+
+  /** An event as the client returns it. */
+  const recorded = (record: StoredRecord) => {
+    let metadata: unknown;
+    let parsed = false;
+    return {
+      streamId: record.streamId,
+      id: record.id,
+      revision: record.revision,
+      type: record.type,
+      data: JSON.parse(record.data) as unknown,
+      isJson: true,
+      get metadata() {
+        metadataReads += 1;
+        if (!parsed) {
+          metadata = record.metadata === undefined ? undefined : (JSON.parse(record.metadata) as unknown);
+          parsed = true;
+        }
+        return metadata;
+      },
+      created: record.created,
+      position: { commit: record.position, prepare: record.position } as Position,
+    };
+  };
+
+  function append(stream: string, events: readonly EventInput[], state: unknown) {
+    const list = streams.get(stream) ?? [];
+    const current = list.length === 0 ? null : BigInt(list.length - 1);
+    const ok =
+      state === undefined || state === 'any'
+        ? true
+        : state === 'no_stream'
+          ? current === null
+          : state === 'stream_exists'
+            ? current !== null
+            : current === state;
+    if (!ok) throw commandError(WrongExpectedVersionError.prototype, `${stream}: wrong expected version (expected ${String(state)}, at ${String(current)})`);
+    const written: StoredRecord[] = [];
+    for (const event of events) {
+      position += 10n + BigInt(records.length % 7);
+      const record: StoredRecord = {
+        streamId: stream,
+        revision: BigInt(list.length),
+        id: event.id,
+        type: event.type,
+        data: JSON.stringify(event.data),
+        metadata: event.metadata === undefined ? undefined : JSON.stringify(event.metadata),
+        created: new Date(),
+        position,
+      };
+      list.push(record);
+      records.push(record);
+      written.push(record);
+    }
+    streams.set(stream, list);
+    for (const record of written) appended.emit('record', record);
+    return { success: true, nextExpectedRevision: BigInt(list.length - 1), position: { commit: position, prepare: position } };
+  }
+
+  function client(): KurrentDBClient {
+    const fake = {
+      async appendToStream(stream: string, events: EventInput | EventInput[], options: { streamState?: unknown } = {}) {
+        await step('appendToStream');
+        return append(stream, Array.isArray(events) ? events : [events], options.streamState);
+      },
+
+      readStream(stream: string, options: { fromRevision?: bigint | string; maxCount?: number | bigint; direction?: string } = {}) {
+        return (async function* () {
+          await step('readStream');
+          const list = streams.get(stream);
+          if (!list || list.length === 0) throw commandError(StreamNotFoundError.prototype, `${stream} not found`);
+          const max = Number(options.maxCount ?? Number.MAX_SAFE_INTEGER);
+          let chosen: StoredRecord[];
+          if (options.direction === BACKWARDS) {
+            const from = options.fromRevision === undefined || options.fromRevision === END ? list.length - 1 : Number(options.fromRevision);
+            chosen = list.slice(0, from + 1).reverse();
+          } else {
+            const from = options.fromRevision === undefined || options.fromRevision === START ? 0 : Number(options.fromRevision);
+            chosen = list.slice(from);
+          }
+          for (const record of chosen.slice(0, max)) yield { event: recorded(record) };
+        })();
+      },
+
+      readAll(options: { fromPosition?: Position | string; maxCount?: number | bigint; direction?: string; filter?: Filter } = {}) {
+        return (async function* () {
+          await step(options.direction === BACKWARDS ? 'readAll backwards' : 'readAll');
+          const max = Number(options.maxCount ?? Number.MAX_SAFE_INTEGER);
+          const from = options.fromPosition;
+          let chosen: StoredRecord[];
+          if (options.direction === BACKWARDS) {
+            chosen = (from === undefined || from === END ? records : records.filter((r) => r.position < (from as Position).commit)).slice().reverse();
+          } else {
+            chosen = from === undefined || from === START ? records.slice() : records.filter((r) => r.position >= (from as Position).commit);
+          }
+          let sent = 0;
+          for (const record of chosen) {
+            if (sent >= max) return;
+            if (!passes(options.filter, record)) continue;
+            sent += 1;
+            yield { event: recorded(record) };
+          }
+        })();
+      },
+
+      subscribeToAll(options: { filter?: Filter } = {}) {
+        calls.set('subscribeToAll', (calls.get('subscribeToAll') ?? 0) + 1);
+        const subscription = new EventEmitter() as EventEmitter & { unsubscribe(): Promise<void> };
+        const listener = (record: StoredRecord) => {
+          if (passes(options.filter, record)) subscription.emit('data', { event: recorded(record) });
+        };
+        appended.on('record', listener);
+        subscription.unsubscribe = async () => {
+          appended.off('record', listener);
+        };
+        setImmediate(() => subscription.emit('confirmation'));
+        return subscription;
+      },
+
+      async getStreamMetadata(stream: string) {
+        await step('getStreamMetadata');
+        const list = streams.get(`$$${stream}`);
+        const last = list?.at(-1);
+        return { streamName: stream, metadata: last ? (JSON.parse(last.data) as Record<string, unknown>) : undefined };
+      },
+
+      async dispose() {
+        calls.set('dispose', (calls.get('dispose') ?? 0) + 1);
+      },
+    };
+    return fake as unknown as KurrentDBClient;
+  }
+
+  return {
+    client,
+    calls,
+    metadataReads: () => metadataReads,
+    records,
+    resetCounts() {
+      calls.clear();
+      metadataReads = 0;
+    },
+  };
+}
