@@ -13,7 +13,8 @@
  *   1. reads the stream's current revision r;
  *   2. then reads the markers of its ids (one short stream per id, read in parallel) and checks each
  *      marker at or below r by reading that one revision: the id there means the event is stored;
- *   3. writes a marker for each new id, then appends the new events expecting r.
+ *   3. writes a marker for each new id (all of them in one multi-stream append where the server has
+ *      it, KurrentDB 25.1+), then appends the new events expecting r.
  * A conflict (another writer moved the stream) starts again from 1. Correctness: a stored event's
  * marker was durable before the event, so an append that reads r after the event was stored reads
  * the marker in step 2; one that read r before it expects a revision the stream has left, and fails.
@@ -21,7 +22,8 @@
  * another id (or nothing) and is ignored. Markers are only ever added, never replaced.
  *
  * Cost per append of n new events: five round trips (revision, markers, marker writes, append,
- * positions), n of them parallel small reads and writes; a retry of stored ids costs three.
+ * positions): n parallel small marker reads, and the n marker writes in one call (n parallel writes
+ * on a server without multi-stream appends); a retry of stored ids costs three.
  */
 import type { AppendResult, AppendedEvent, EventLog, ExpectedRevision, NewEvent } from '../port.ts';
 
@@ -47,6 +49,8 @@ export type IdempotencyServer = {
   readRange(stream: string, fromRevision: number, count: number): Promise<StoredRef[]>;
   /** Appends one marker to the event id's marker stream (any expected revision). */
   writeMarker(eventId: string, marker: IdMarker): Promise<void>;
+  /** writeMarker for each entry; durable, every one, when it resolves (one call where the server allows). */
+  writeMarkers(markers: readonly { eventId: string; marker: IdMarker }[]): Promise<void>;
   /** Appends the events expecting `expected` (null: no stream); 'conflict' when the stream is elsewhere. */
   appendExpecting(stream: string, events: readonly NewEvent[], expected: number | null): Promise<'ok' | 'conflict'>;
 };
@@ -114,7 +118,7 @@ export async function appendIdempotent(
     if (!revisionMatches(expected, revision)) return { ok: false, reason: 'wrong_expected_revision', actualRevision: revision };
 
     const firstRevision = (revision ?? -1) + 1;
-    await Promise.all(fresh.map(({ event }, k) => server.writeMarker(event.id.toLowerCase(), { stream, revision: firstRevision + k })));
+    await server.writeMarkers(fresh.map(({ event }, k) => ({ eventId: event.id.toLowerCase(), marker: { stream, revision: firstRevision + k } })));
     const outcome = await server.appendExpecting(
       stream,
       fresh.map(({ event }) => event),

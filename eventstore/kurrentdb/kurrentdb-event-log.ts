@@ -43,6 +43,7 @@ import {
   type StoredRef,
 } from './idempotent-append.ts';
 import {
+  ANY,
   BACKWARDS,
   END,
   FORWARDS,
@@ -220,6 +221,49 @@ async function writeMarker(client: KurrentDBClient, eventId: string, marker: IdM
   await client.appendToStream(markerStream(eventId), jsonEvent({ type: ID_MARKER_TYPE, data: marker }), { requiresLeader: true });
 }
 
+/** Markers per multi-stream append: a server transaction has a size limit. */
+const MARKERS_PER_MULTI_APPEND = 500;
+
+/**
+ * Writes many id markers, each to its own marker stream: in one multi-stream append per 500 where the
+ * server has them (KurrentDB 25.1+), else one append each, in parallel. The first multi-stream append
+ * of a process is checked by reading one of its markers back the way the protocol reads them; a server
+ * without the call, any error from it, or a marker that does not read back turns the multi-stream path
+ * off for this log, and the markers are written (again: markers are only added, and a repeated one
+ * changes nothing) one append each. So the worst case is today's cost, never a marker that is missed.
+ */
+function markerWriter(client: KurrentDBClient): (markers: readonly { eventId: string; marker: IdMarker }[]) => Promise<void> {
+  let multi: 'untried' | 'verified' | 'off' = 'untried';
+  const oneByOne = (markers: readonly { eventId: string; marker: IdMarker }[]) =>
+    Promise.all(markers.map(({ eventId, marker }) => writeMarker(client, eventId, marker))).then(() => undefined);
+  return async (markers) => {
+    if (markers.length < 2 || multi === 'off') return oneByOne(markers);
+    try {
+      for (let i = 0; i < markers.length; i += MARKERS_PER_MULTI_APPEND) {
+        await client.multiStreamAppend(
+          markers.slice(i, i + MARKERS_PER_MULTI_APPEND).map(({ eventId, marker }) => ({
+            streamName: markerStream(eventId),
+            expectedState: ANY,
+            events: [jsonEvent({ type: ID_MARKER_TYPE, data: marker })],
+          })),
+        );
+      }
+      if (multi === 'verified') return;
+      const [{ eventId, marker }] = markers as [{ eventId: string; marker: IdMarker }];
+      const back = await readMarkers(client, eventId);
+      if (back.some((m) => m.stream === marker.stream && m.revision === marker.revision)) {
+        if (multi === 'untried') multi = 'verified';
+        return;
+      }
+    } catch (error) {
+      // A server that does not answer fails the one-by-one writes too: that error is the append's.
+      if (isUnavailable(error)) throw error;
+    }
+    multi = 'off';
+    return oneByOne(markers);
+  };
+}
+
 /**
  * Writes the id markers of every event a log stored before this version (docs/decisions.md), so a
  * source message sent again is recognised. Run once per log, before ingesting into it with this version.
@@ -295,6 +339,8 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
   };
   const subscription = createAppendSubscription(source, { signals, ...(options.onSubscriptionState ? { onState: options.onSubscriptionState } : {}) });
 
+  const writeMarkers = markerWriter(client);
+
   /** The idempotency protocol's server calls (idempotent-append.ts), each one round trip. */
   function idempotencyServer(payloads: ReadonlyMap<NewEvent, JSONType>): IdempotencyServer {
     const ref = (event: KurrentRecordedEvent): StoredRef => ({
@@ -313,6 +359,7 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
         return (await readRevisions(stream, fromRevision, count)).map(ref);
       },
       writeMarker: (eventId, marker) => writeMarker(client, eventId, marker),
+      writeMarkers,
       async appendExpecting(stream, events, expected) {
         const streamState: AppendStreamState = expected === null ? NO_STREAM : BigInt(expected);
         try {

@@ -49,6 +49,10 @@ function fakeServer(seed = 1) {
       await step('writeMarker');
       markers.set(eventId, [...(markers.get(eventId) ?? []), marker]);
     },
+    async writeMarkers(list) {
+      await step('writeMarkers', list.length);
+      for (const { eventId, marker } of list) markers.set(eventId, [...(markers.get(eventId) ?? []), marker]);
+    },
     async appendExpecting(stream, events, expected) {
       await step('appendExpecting', events.length);
       faults.appendExpecting?.();
@@ -122,7 +126,14 @@ void describe('KurrentDB idempotent append (fake server)', () => {
     for (let i = 0; i < 3000; i += 1) ok(await appendIdempotent(server, 'calls-collector', [newEvent()]));
     const late = await costOfAppend();
     assert.deepEqual(late, early, 'an append at revision 3000 makes the same calls as one at revision 1');
-    assert.deepEqual(early, ['lastRevision:1', 'readMarkers:1', 'writeMarker:1', 'appendExpecting:1', 'readRange:1']);
+    assert.deepEqual(early, ['lastRevision:1', 'readMarkers:1', 'writeMarkers:1', 'appendExpecting:1', 'readRange:1']);
+    calls.length = 0;
+    ok(await appendIdempotent(server, 'calls-collector', Array.from({ length: 50 }, newEvent)));
+    assert.deepEqual(
+      calls.filter((c) => c.call !== 'readMarkers').map((c) => `${c.call}:${c.size}`),
+      ['lastRevision:1', 'writeMarkers:50', 'appendExpecting:50', 'readRange:50'],
+      'the markers of 50 new events are written in one call',
+    );
     calls.length = 0;
     const retry = ok(await appendIdempotent(server, 'calls-collector', [oldest]));
     assert.deepEqual(retry.events.map((e) => [e.revision, e.duplicate]), [[0, true]]);

@@ -17,6 +17,7 @@ import {
   END,
   START,
   StreamNotFoundError,
+  UnsupportedError,
   WrongExpectedVersionError,
   type KurrentDBClient,
 } from '@kurrent/kurrentdb-client';
@@ -61,7 +62,16 @@ function passes(filter: Filter | undefined, record: StoredRecord): boolean {
   return true;
 }
 
-export function createFakeKurrentDbServer(): FakeKurrentDbServer {
+export type FakeKurrentDbOptions = {
+  /**
+   * How multiStreamAppend answers: atomically (a 25.1+ server, the default), with the client's
+   * UnsupportedError (an older server), or by storing what it is given in a form the v1 reads do not
+   * return as written (the data as a JSON string: to prove the adapter checks before relying on it).
+   */
+  multiStreamAppend?: 'atomic' | 'unsupported' | 'garbled';
+};
+
+export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): FakeKurrentDbServer {
   const records: StoredRecord[] = [];
   const streams = new Map<string, StoredRecord[]>();
   const appended = new EventEmitter();
@@ -138,6 +148,26 @@ export function createFakeKurrentDbServer(): FakeKurrentDbServer {
       async appendToStream(stream: string, events: EventInput | EventInput[], options: { streamState?: unknown } = {}) {
         await step('appendToStream');
         return append(stream, Array.isArray(events) ? events : [events], options.streamState);
+      },
+
+      async multiStreamAppend(requests: { streamName: string; expectedState: unknown; events: EventInput[] }[]) {
+        await step('multiStreamAppend');
+        const mode = options.multiStreamAppend ?? 'atomic';
+        if (mode === 'unsupported') throw new UnsupportedError('multiStreamAppend', '25.1');
+        // All or nothing: every expectation is checked before anything is written.
+        for (const request of requests) {
+          const list = streams.get(request.streamName) ?? [];
+          const current = list.length === 0 ? null : BigInt(list.length - 1);
+          const state = request.expectedState;
+          const ok = state === 'any' || (state === 'no_stream' ? current === null : state === 'stream_exists' ? current !== null : current === state);
+          if (!ok) throw commandError(WrongExpectedVersionError.prototype, `${request.streamName}: wrong expected version`);
+        }
+        const responses = requests.map((request) => {
+          const events = mode === 'garbled' ? request.events.map((event) => ({ ...event, data: JSON.stringify(event.data) })) : request.events;
+          const result = append(request.streamName, events, 'any');
+          return { streamName: request.streamName, revision: result.nextExpectedRevision };
+        });
+        return { position, responses };
       },
 
       readStream(stream: string, options: { fromRevision?: bigint | string; maxCount?: number | bigint; direction?: string } = {}) {
