@@ -226,11 +226,12 @@ const MARKERS_PER_MULTI_APPEND = 500;
 
 /**
  * Writes many id markers, each to its own marker stream: in one multi-stream append per 500 where the
- * server has them (KurrentDB 25.1+), else one append each, in parallel. The first multi-stream append
- * of a process is checked by reading one of its markers back the way the protocol reads them; a server
- * without the call, any error from it, or a marker that does not read back turns the multi-stream path
- * off for this log, and the markers are written (again: markers are only added, and a repeated one
- * changes nothing) one append each. So the worst case is today's cost, never a marker that is missed.
+ * server has them (KurrentDB 25.1+), else one append each, in parallel. The first multi-stream appends
+ * of a log are checked by reading one of their markers back the way the protocol reads them; a server
+ * without the call, any error from it but UNAVAILABLE, or a marker that does not read back turns the
+ * multi-stream path off for this log, and the markers are written (again: markers are only added, and
+ * a repeated one changes nothing) one append each. So the worst case is the one-by-one cost, never a
+ * marker that is missed.
  */
 function markerWriter(client: KurrentDBClient): (markers: readonly { eventId: string; marker: IdMarker }[]) => Promise<void> {
   let multi: 'untried' | 'verified' | 'off' = 'untried';
