@@ -27,7 +27,7 @@ import { createSqliteGenerationSpace } from '../readmodels/sqlite/generations.ts
 import { createSqliteReadStore } from '../readmodels/sqlite/sqlite-read-store.ts';
 import { replayReadModels } from '../service/replay.ts';
 import { parseConfig } from '../config/config.ts';
-import { assembleStores, projectionLimits } from '../service/stores.ts';
+import { assembleStores, EMBEDDED_LIMITS, projectionLimits } from '../service/stores.ts';
 
 const FOLLOWER_PROVIDER = 'followerscope';
 const ROWS_PER_TRANSACTION = 1000;
@@ -104,6 +104,8 @@ type DocRow = Record<'collection' | 'id' | 'doc' | 'state' | 'written_at' | 'sor
 function rawUpsertBaseline(source: string, target: string): { docs: number; span: Span } {
   createSqliteReadStore(target).close().catch(() => undefined);
   const db = openSqlite(target);
+  // The baseline writes the lookup keys itself, one insert per key as a plain loader would.
+  db.exec('DROP TRIGGER IF EXISTS docs_keys_on_insert; DROP TRIGGER IF EXISTS docs_keys_on_change;');
   const from = new DatabaseSync(source, { readOnly: true });
   const docs = from.prepare('SELECT * FROM docs ORDER BY collection, id').all() as DocRow[];
   from.close();
@@ -157,7 +159,7 @@ async function benchSize(projects: number): Promise<void> {
 
     // Catch-up of every read model from an empty store, with the live limits (what `serve` does at start).
     const catchUpPath = join(dir, 'catch-up.sqlite');
-    const stores = assembleStores(log, createSqliteReadStore(catchUpPath));
+    const stores = assembleStores(log, createSqliteReadStore(catchUpPath), EMBEDDED_LIMITS);
     start = mark();
     const applied = await stores.catchUp();
     const catchUpSpan = since(start);
