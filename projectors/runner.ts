@@ -1,3 +1,4 @@
+import { getHeapStatistics } from 'node:v8';
 import type { EventLog, RecordedEvent } from '../eventstore/port.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import { jsonEqual } from './json-equal.ts';
@@ -19,6 +20,12 @@ export type RunnerOptions = {
   batchSize?: number;
   /** Documents held in memory (changed, or read for folding) before a commit (default 50,000). */
   maxPendingDocs?: number;
+  /**
+   * A commit also comes once the process's V8 heap holds more than this share of its limit (default
+   * 0.5): a large `maxPendingDocs` then never runs the process out of memory, whatever the documents'
+   * sizes. Where a batch ends changes no document (seq and writtenAt come from the events).
+   */
+  maxHeapShare?: number;
   idleWaitMs?: number;
   /** After each collection's commit: its new checkpoint and how many events it folded. */
   onBatch?: (info: { collection: string; checkpoint: number; applied: number }) => void;
@@ -26,6 +33,9 @@ export type RunnerOptions = {
 
 export const DEFAULT_BATCH_SIZE = 100_000;
 export const DEFAULT_MAX_PENDING_DOCS = 50_000;
+export const DEFAULT_MAX_HEAP_SHARE = 0.5;
+/** Below this many held documents the heap is not looked at (a batch always makes some progress). */
+const HEAP_CHECK_FROM_DOCS = 10_000;
 /** Log positions per read of the log. */
 const PAGE_SIZE = 10_000;
 
@@ -149,6 +159,7 @@ export function createProjectionRunner(
   const batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH_SIZE);
   const pageSize = Math.min(batchSize, PAGE_SIZE);
   const maxPendingDocs = options.maxPendingDocs ?? DEFAULT_MAX_PENDING_DOCS;
+  const maxHeapBytes = getHeapStatistics().heap_size_limit * (options.maxHeapShare ?? DEFAULT_MAX_HEAP_SHARE);
   const wants = dispatcher(projectors);
   // One projector reads only its own types; several read everything once and dispatch here.
   const typePrefixes = projectors.length === 1 ? projectors[0]!.typePrefixes : undefined;
@@ -221,6 +232,7 @@ export function createProjectionRunner(
         await Promise.all(work.map((w, i) => fold(w, perProjector[i]!)));
         const held = work.reduce((sum, w) => sum + w.changed.size + w.read.size, 0);
         if (position >= head || position - from >= batchSize || held >= maxPendingDocs) break;
+        if (held >= HEAP_CHECK_FROM_DOCS && getHeapStatistics().used_heap_size > maxHeapBytes) break;
       }
       const checkpoint = position;
       const applied = await Promise.all(work.map((w) => (w.after < checkpoint ? commit(w, checkpoint) : Promise.resolve(0))));
