@@ -83,6 +83,8 @@ END;
 const MMAP_BYTES = 1 << 30;
 /** Page cache of a read-store connection, in KiB (256 MiB). */
 const WRITE_CACHE_KIB = 262_144;
+/** The read store's page cache setting, exported so benchmarks give their raw-SQLite baseline the same. */
+export const READ_STORE_PRAGMAS = `PRAGMA cache_size = -${WRITE_CACHE_KIB}`;
 
 /** What listings read: everything but the projector-private state. */
 const LISTED = 'id, doc, seq, written_at, sort_key, facet, keys';
@@ -221,7 +223,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   // A commit of many documents changes pages all over the file and its indexes: with SQLite's default
   // 2 MiB cache, dirty pages spill to the WAL mid-transaction and are read back and rewritten many
   // times. The cache grows only as pages are used (reads come through the memory map, not the cache).
-  db.exec(`PRAGMA cache_size = -${WRITE_CACHE_KIB}`);
+  db.exec(READ_STORE_PRAGMAS);
   if (options.bulkBuild) {
     // A replay's new generation (GenerationSpace.open 'build'): written once, read by nobody until the
     // switch, and removed if the replay fails or dies. Pages go straight into the file, without the
