@@ -7,7 +7,7 @@
  * - projector catch-up (every read model from an empty store, as `serve` does) and a full replay
  *   into a new generation (`pulseboard replay`) against the sum of a raw read of the whole log
  *   (`readAll` in pages of 10,000) and a raw upsert of the final documents and their lookup keys
- *   into an empty read store in 1000-row transactions.
+ *   into an empty read store (WAL, the store's page cache) in 1000-row transactions.
  *
  * Data sets come from `pulseboard generate --projects N --seed 1` and are cached in
  * <tmpdir>/pulseboard-bench-cache (generated once). Sizes: PULSEBOARD_BENCH_WRITE_PROJECTS, a comma
@@ -24,10 +24,10 @@ import { createDeadLetterFile, ingestNdjson } from '../ingest/ndjson.ts';
 import { createIngestor } from '../ingest/pipeline.ts';
 import { projectors } from '../projectors/registry.ts';
 import { createSqliteGenerationSpace } from '../readmodels/sqlite/generations.ts';
-import { createSqliteReadStore } from '../readmodels/sqlite/sqlite-read-store.ts';
+import { createSqliteReadStore, READ_STORE_PRAGMAS } from '../readmodels/sqlite/sqlite-read-store.ts';
 import { replayReadModels } from '../service/replay.ts';
 import { parseConfig } from '../config/config.ts';
-import { assembleStores, projectionLimits } from '../service/stores.ts';
+import { assembleStores, EMBEDDED_LIMITS, projectionLimits } from '../service/stores.ts';
 
 const FOLLOWER_PROVIDER = 'followerscope';
 const ROWS_PER_TRANSACTION = 1000;
@@ -104,6 +104,9 @@ type DocRow = Record<'collection' | 'id' | 'doc' | 'state' | 'written_at' | 'sor
 function rawUpsertBaseline(source: string, target: string): { docs: number; span: Span } {
   createSqliteReadStore(target).close().catch(() => undefined);
   const db = openSqlite(target);
+  db.exec(READ_STORE_PRAGMAS);
+  // The baseline writes the lookup keys itself, one insert per key as a plain loader would.
+  db.exec('DROP TRIGGER IF EXISTS docs_keys_on_insert; DROP TRIGGER IF EXISTS docs_keys_on_change;');
   const from = new DatabaseSync(source, { readOnly: true });
   const docs = from.prepare('SELECT * FROM docs ORDER BY collection, id').all() as DocRow[];
   from.close();
@@ -157,7 +160,7 @@ async function benchSize(projects: number): Promise<void> {
 
     // Catch-up of every read model from an empty store, with the live limits (what `serve` does at start).
     const catchUpPath = join(dir, 'catch-up.sqlite');
-    const stores = assembleStores(log, createSqliteReadStore(catchUpPath));
+    const stores = assembleStores(log, createSqliteReadStore(catchUpPath), EMBEDDED_LIMITS);
     start = mark();
     const applied = await stores.catchUp();
     const catchUpSpan = since(start);

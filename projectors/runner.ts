@@ -1,5 +1,7 @@
+import { getHeapStatistics } from 'node:v8';
 import type { EventLog, RecordedEvent } from '../eventstore/port.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
+import { jsonEqual } from './json-equal.ts';
 import type { Entity, Projector } from './projector.ts';
 
 export type ProjectorRunner = {
@@ -18,6 +20,12 @@ export type RunnerOptions = {
   batchSize?: number;
   /** Documents held in memory (changed, or read for folding) before a commit (default 50,000). */
   maxPendingDocs?: number;
+  /**
+   * A commit also comes once the process's V8 heap holds more than this share of its limit (default
+   * 0.5): a large `maxPendingDocs` then never runs the process out of memory, whatever the documents'
+   * sizes. Where a batch ends changes no document (seq and writtenAt come from the events).
+   */
+  maxHeapShare?: number;
   idleWaitMs?: number;
   /** After each collection's commit: its new checkpoint and how many events it folded. */
   onBatch?: (info: { collection: string; checkpoint: number; applied: number }) => void;
@@ -25,6 +33,9 @@ export type RunnerOptions = {
 
 export const DEFAULT_BATCH_SIZE = 100_000;
 export const DEFAULT_MAX_PENDING_DOCS = 50_000;
+export const DEFAULT_MAX_HEAP_SHARE = 0.5;
+/** Below this many held documents the heap is not looked at (a batch always makes some progress). */
+const HEAP_CHECK_FROM_DOCS = 10_000;
 /** Log positions per read of the log. */
 const PAGE_SIZE = 10_000;
 
@@ -34,9 +45,12 @@ type DocLookup<D, S> = { get(id: string): StoredDoc<D, S> | undefined };
 /**
  * Folds one batch: the documents it touches, in log order. Exported for as-of reads and tests
  * that fold a stream through the same code. Folds are copy-on-write, so a fold that returns the
- * document it was given changed nothing; any other result is compared as JSON with the document
- * before it (one stringify per changing event). `changed` may carry documents folded by earlier
- * batches not yet committed; it is updated in place and returned.
+ * document it was given changed nothing; any other result is compared with the document before it
+ * by `jsonEqual` (what comparing their JSON texts would say, without making the texts: the walk stops
+ * at the values the fold left shared). A document's JSON text is made once, when first asked for
+ * (by the commit), not per event. `changed` may carry documents folded by earlier batches not yet
+ * committed; it is updated in place and returned. A fold that changes nothing at all (document,
+ * state, sort key, facet and keys all equal) leaves a stored document out of `changed`.
  */
 export function foldEvents<D, S>(
   projector: Projector<D, S>,
@@ -47,29 +61,53 @@ export function foldEvents<D, S>(
   for (const event of events) {
     const id = projector.keyOf(event);
     if (id === null) continue;
-    const before = changed.get(id) ?? existing.get(id) ?? null;
+    const pending = changed.get(id);
+    const before = pending ?? existing.get(id) ?? null;
     const current: Entity<D, S> | null = before
       ? { doc: before.doc, state: before.state, sortKey: before.sortKey, facet: before.facet, keys: before.keys }
       : null;
     const next = projector.fold(current, event);
     if (next === null) continue;
-    const sameDoc = current !== null && next.doc === current.doc;
-    const nextJson = sameDoc ? before!.json : JSON.stringify(next.doc);
-    const docChanged = !before || (!sameDoc && before.json !== nextJson);
-    changed.set(id, {
-      id,
-      doc: next.doc,
-      json: nextJson,
-      state: next.state,
-      // A write is a change of the public document (DESIGN §4); a state-only change keeps seq.
-      seq: docChanged ? event.position : before.seq,
-      writtenAt: docChanged ? event.recordedAt : before.writtenAt,
-      sortKey: next.sortKey,
-      facet: next.facet,
-      keys: next.keys,
-    });
+    const docChanged = current === null || (next.doc !== current.doc && !jsonEqual(current.doc, next.doc));
+    if (!docChanged && pending === undefined && unchanged(current!, next)) continue;
+    // A stored document's text is at hand (no stringify) when the fold left the document as it was.
+    const known = !docChanged && pending === undefined ? before!.json : undefined;
+    changed.set(id, folded(id, next, known, docChanged ? event.position : before!.seq, docChanged ? event.recordedAt : before!.writtenAt));
   }
   return changed;
+}
+
+/** Everything but the document (already found equal) is as it was. */
+function unchanged<D, S>(current: Entity<D, S>, next: Entity<D, S>): boolean {
+  return (
+    next.sortKey === current.sortKey &&
+    next.facet === current.facet &&
+    (next.state === current.state || jsonEqual(current.state, next.state)) &&
+    (next.keys === current.keys || jsonEqual(current.keys, next.keys))
+  );
+}
+
+/**
+ * A folded document; `json` is made on first access and kept. A write is a change of the public
+ * document (DESIGN §4): `seq` and `writtenAt` move only then, a state-only change keeps them.
+ */
+function folded<D, S>(id: string, next: Entity<D, S>, known: string | undefined, seq: number, writtenAt: string): StoredDoc<D, S> {
+  let json = known;
+  const doc = next.doc;
+  return {
+    id,
+    doc,
+    get json() {
+      json ??= JSON.stringify(doc);
+      return json;
+    },
+    state: next.state,
+    seq,
+    writtenAt,
+    sortKey: next.sortKey,
+    facet: next.facet,
+    keys: next.keys,
+  };
 }
 
 /** Which projectors read an event type (by their type prefixes), cached per type. */
@@ -94,6 +132,12 @@ type Pending = {
   changed: Map<string, StoredDoc>;
   /** Documents read from the store for folding and not changed (yet). */
   read: Map<string, StoredDoc>;
+  /**
+   * The collection held no document when the batch began (a replay into a new generation, a first
+   * catch-up): nothing to read back, so no look-ups. A document another writer adds meanwhile moves
+   * the checkpoint too, and then this batch's commit is refused.
+   */
+  empty: boolean;
   applied: number;
 };
 
@@ -115,6 +159,7 @@ export function createProjectionRunner(
   const batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH_SIZE);
   const pageSize = Math.min(batchSize, PAGE_SIZE);
   const maxPendingDocs = options.maxPendingDocs ?? DEFAULT_MAX_PENDING_DOCS;
+  const maxHeapBytes = getHeapStatistics().heap_size_limit * (options.maxHeapShare ?? DEFAULT_MAX_HEAP_SHARE);
   const wants = dispatcher(projectors);
   // One projector reads only its own types; several read everything once and dispatch here.
   const typePrefixes = projectors.length === 1 ? projectors[0]!.typePrefixes : undefined;
@@ -134,7 +179,7 @@ export function createProjectionRunner(
       const id = work.projector.keyOf(event);
       if (id !== null && !work.changed.has(id) && !work.read.has(id)) missing.add(id);
     }
-    if (missing.size > 0) {
+    if (missing.size > 0 && !work.empty) {
       for (const [id, doc] of await store.getMany(work.projector.collection, [...missing])) work.read.set(id, doc);
     }
     foldEvents(work.projector, work.read, events, work.changed);
@@ -157,7 +202,15 @@ export function createProjectionRunner(
       const from = Math.min(...afters);
       const head = await log.headPosition();
       if (head <= from) return { done: true, applied: 0, checkpoint: from };
-      const work: Pending[] = projectors.map((projector, i) => ({ projector, after: afters[i]!, changed: new Map(), read: new Map(), applied: 0 }));
+      const counts = await Promise.all(projectors.map((p, i) => (afters[i]! < head ? store.count(p.collection) : Promise.resolve(1))));
+      const work: Pending[] = projectors.map((projector, i) => ({
+        projector,
+        after: afters[i]!,
+        changed: new Map(),
+        read: new Map(),
+        empty: counts[i] === 0,
+        applied: 0,
+      }));
       let position = from;
       for (;;) {
         const events = await log.readAll({
@@ -179,6 +232,7 @@ export function createProjectionRunner(
         await Promise.all(work.map((w, i) => fold(w, perProjector[i]!)));
         const held = work.reduce((sum, w) => sum + w.changed.size + w.read.size, 0);
         if (position >= head || position - from >= batchSize || held >= maxPendingDocs) break;
+        if (held >= HEAP_CHECK_FROM_DOCS && getHeapStatistics().used_heap_size > maxHeapBytes) break;
       }
       const checkpoint = position;
       const applied = await Promise.all(work.map((w) => (w.after < checkpoint ? commit(w, checkpoint) : Promise.resolve(0))));

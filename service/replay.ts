@@ -101,7 +101,8 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
     }
 
     const started = clock();
-    const store = space.open(target);
+    // Nobody reads the new generation before the switch, and a failed or killed build is removed.
+    const store = space.open(target, 'build');
     let built = false;
     try {
       const checkpoints = new Map<string, number>(collections.map((collection) => [collection, 0]));

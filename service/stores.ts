@@ -37,16 +37,21 @@ export type Stores = {
 export type ProjectionLimits = Required<Pick<RunnerOptions, 'batchSize' | 'maxPendingDocs'>>;
 
 /**
- * How much a projection runner folds in memory before it commits, by read store and purpose. The
- * embedded store commits a large batch in one local transaction; holding more than 50,000 documents
- * did not pay (a 100k-project replay holding 200,000 took 544 s at a 2.9 GB peak, against 469 s for
- * the same work at 50,000). A MongoDB transaction should stay far below its time and cache limits,
- * so commits there stay at a few thousand documents.
+ * How much a projection runner folds in memory before it commits, by read store and purpose. Each
+ * document a commit writes costs far more than folding an event into it, so the embedded store holds
+ * as much as it can: a batch ends at the log's head, after 1,000,000 positions, at 500,000 documents,
+ * or once the V8 heap is half full (the runner's guard). A catch-up or replay of the whole log then
+ * writes each document about once instead of once per 50,000 documents held (at 100k projects, with
+ * the earlier 100,000 / 50,000, each document was written about every 40,000 positions, and the cost
+ * per event grew with the data set). A MongoDB transaction should stay far below its time and cache
+ * limits, so commits there stay at a few thousand documents.
  */
 export function projectionLimits(config: Config, purpose: 'live' | 'replay'): ProjectionLimits {
   if (config.MONGODB_URL !== undefined) return purpose === 'live' ? { batchSize: 10_000, maxPendingDocs: 5_000 } : { batchSize: 20_000, maxPendingDocs: 10_000 };
-  return { batchSize: 100_000, maxPendingDocs: 50_000 };
+  return EMBEDDED_LIMITS;
 }
+
+export const EMBEDDED_LIMITS: ProjectionLimits = { batchSize: 1_000_000, maxPendingDocs: 500_000 };
 
 /** Where the configuration keeps read-model generations: MongoDB when MONGODB_URL is set, else the data directory. */
 export function openGenerationSpace(config: Config): GenerationSpace {
@@ -90,10 +95,10 @@ export async function openStores(config: Config, options: { pollMs?: number } = 
   };
 }
 
-/** Stores over one read store without generations (other adapters, tests). */
-export function assembleStores(log: EventLog, store: ReadStore): Stores {
+/** Stores over one read store without generations (other adapters, tests); the runner's default limits unless given. */
+export function assembleStores(log: EventLog, store: ReadStore, limits?: ProjectionLimits): Stores {
   const commits = createCommitSignals();
-  const runner = createProjectionRunner(log, signalCommits(store, commits.emit), projectors);
+  const runner = createProjectionRunner(log, signalCommits(store, commits.emit), projectors, limits);
   return {
     log,
     store,

@@ -38,8 +38,13 @@ export type GenerationSpace = {
   /** Generations that hold anything in the store, ascending. */
   list(): Promise<number[]>;
   exists(generation: number): Promise<boolean>;
-  /** A read store over one generation (created by its first write). Closing it leaves the space open. */
-  open(generation: number): ReadStore;
+  /**
+   * A read store over one generation (created by its first write). Closing it leaves the space open.
+   * `'build'`: the replay's new generation, which nobody reads before the switch and which is removed
+   * if the replay fails or dies, so a store may write it the fastest way it has, as long as `close`
+   * leaves it whole and durable (the embedded store writes it without a journal and syncs it on close).
+   */
+  open(generation: number, purpose?: 'build'): ReadStore;
   /** Removes everything a generation holds. */
   remove(generation: number): Promise<void>;
   /** One replay at a time per space; the lock of a replay that is gone is taken over. */

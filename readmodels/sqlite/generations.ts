@@ -168,7 +168,7 @@ export function createSqliteGenerationSpace(dataDir: string): GenerationSpace {
     },
     list: async () => listGenerations(dataDir),
     exists: async (generation) => existsSync(generationPath(dataDir, generation)),
-    open: (generation) => createSqliteReadStore(generationPath(dataDir, generation)),
+    open: (generation, purpose) => createSqliteReadStore(generationPath(dataDir, generation), purpose === 'build' ? { bulkBuild: true } : {}),
     remove: async (generation) => removeGeneration(dataDir, generation),
     async acquireReplayLock() {
       const lock = acquireReplayLock(dataDir);

@@ -1,3 +1,4 @@
+import { closeSync, fsyncSync, openSync } from 'node:fs';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../../config/sqlite.ts';
 import type { CommitOutcome, DeltaQuery, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
@@ -59,12 +60,31 @@ CREATE TRIGGER IF NOT EXISTS docs_counted_on_facet AFTER UPDATE OF facet ON docs
   INSERT INTO doc_counts (collection, facet, n) VALUES (NEW.collection, NEW.facet, 1)
     ON CONFLICT (collection, facet) DO UPDATE SET n = n + 1;
 END;
-CREATE TRIGGER IF NOT EXISTS docs_keys_replaced AFTER UPDATE OF keys ON docs WHEN OLD.keys IS NOT NEW.keys BEGIN
+`;
+
+/**
+ * Lookup keys, kept by triggers from each row's `keys` text: written when a document is inserted,
+ * rewritten only when its keys change. An upsert that leaves the keys as they were (most writes)
+ * touches no key row, and the commit loop makes no call per key.
+ */
+const KEY_TRIGGERS = `
+DROP TRIGGER IF EXISTS docs_keys_replaced;
+CREATE TRIGGER IF NOT EXISTS docs_keys_on_insert AFTER INSERT ON docs BEGIN
+  INSERT OR IGNORE INTO doc_keys (collection, key, value, id)
+    SELECT NEW.collection, k.key, v.value, NEW.id FROM json_each(NEW.keys) AS k, json_each(k.value) AS v;
+END;
+CREATE TRIGGER IF NOT EXISTS docs_keys_on_change AFTER UPDATE OF keys ON docs WHEN OLD.keys IS NOT NEW.keys BEGIN
   DELETE FROM doc_keys WHERE collection = OLD.collection AND id = OLD.id;
+  INSERT OR IGNORE INTO doc_keys (collection, key, value, id)
+    SELECT NEW.collection, k.key, v.value, NEW.id FROM json_each(NEW.keys) AS k, json_each(k.value) AS v;
 END;
 `;
 
 const MMAP_BYTES = 1 << 30;
+/** Page cache of a read-store connection, in KiB (256 MiB). */
+const WRITE_CACHE_KIB = 262_144;
+/** The read store's page cache setting, exported so benchmarks give their raw-SQLite baseline the same. */
+export const READ_STORE_PRAGMAS = `PRAGMA cache_size = -${WRITE_CACHE_KIB}`;
 
 /** What listings read: everything but the projector-private state. */
 const LISTED = 'id, doc, seq, written_at, sort_key, facet, keys';
@@ -108,6 +128,15 @@ function toStored<D, S>(row: DocRow): StoredDoc<D, S> {
       return keys;
     },
   };
+}
+
+function syncFile(path: string): void {
+  const fd = openSync(path, 'r+');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Listing order: sortKey descending, then id descending. */
@@ -169,22 +198,39 @@ function migrateDocsLayout(db: DatabaseSync): void {
   });
 }
 
-/** Creates the counters on a store written before they existed, counting what it holds once. */
+/** Creates the counters on a store written before they existed (counting what it holds once), and the key triggers. */
 function ensureCounters(db: DatabaseSync): void {
   inTransaction(db, () => {
     const existed = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'doc_counts'").get() !== undefined;
     db.exec(COUNTERS);
     if (!existed) db.exec('INSERT INTO doc_counts (collection, facet, n) SELECT collection, facet, COUNT(*) FROM docs GROUP BY collection, facet');
+    db.exec(KEY_TRIGGERS);
   });
 }
 
+export type SqliteReadStoreOptions = {
+  /** Write without a journal and sync only on close (a replay's new generation; see generations.ts). */
+  bulkBuild?: boolean;
+};
+
 /** The embedded read store: one SQLite file holding every collection. */
-export function createSqliteReadStore(path: string): ReadStore {
+export function createSqliteReadStore(path: string, options: SqliteReadStoreOptions = {}): ReadStore {
   const db = openSqlite(path);
   // Page reads from a memory map instead of a read() call and a copy each: a page of a large archive is
   // scattered over the file, and with the map its cost stays near that of a small one. The mapped pages
   // are the operating system's file cache (shared, reclaimable), not process heap.
   db.exec(`PRAGMA mmap_size = ${MMAP_BYTES}`);
+  // A commit of many documents changes pages all over the file and its indexes: with SQLite's default
+  // 2 MiB cache, dirty pages spill to the WAL mid-transaction and are read back and rewritten many
+  // times. The cache grows only as pages are used (reads come through the memory map, not the cache).
+  db.exec(READ_STORE_PRAGMAS);
+  if (options.bulkBuild) {
+    // A replay's new generation (GenerationSpace.open 'build'): written once, read by nobody until the
+    // switch, and removed if the replay fails or dies. Pages go straight into the file, without the
+    // WAL's second copy or any sync; `close` syncs the file before the replay may switch to it.
+    db.exec('PRAGMA journal_mode = OFF');
+    db.exec('PRAGMA synchronous = OFF');
+  }
   migrateDocsLayout(db);
   db.exec(SCHEMA);
   ensureCounters(db);
@@ -205,8 +251,6 @@ export function createSqliteReadStore(path: string): ReadStore {
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (collection, id) DO UPDATE SET doc = excluded.doc, state = excluded.state, seq = excluded.seq,
       written_at = excluded.written_at, sort_key = excluded.sort_key, facet = excluded.facet, keys = excluded.keys`);
-  // A key the document already has is a no-op; keys it lost were removed by the docs_keys_replaced trigger.
-  const insertKey = prepared('INSERT OR IGNORE INTO doc_keys (collection, key, value, id) VALUES (?, ?, ?, ?)');
   const setCheckpoint = prepared(
     'INSERT INTO checkpoints (collection, position) VALUES (?, ?) ON CONFLICT (collection) DO UPDATE SET position = excluded.position',
   );
@@ -241,24 +285,20 @@ export function createSqliteReadStore(path: string): ReadStore {
     },
 
     async commit(collection, writes, checkpoint, expected) {
-      // Serialised before the transaction: a document that is not JSON fails the commit before anything is written.
-      const rows = writes.map((w) => {
-        const json = w.json ?? JSON.stringify(w.doc);
-        const state = JSON.stringify(w.state);
-        const keys = JSON.stringify(w.keys);
-        if (json === undefined || state === undefined || keys === undefined) throw new TypeError(`document ${w.id} is not JSON`);
-        return { w, json, state, keys };
-      });
       return inTransaction(db, (): CommitOutcome => {
         if (expected !== undefined) {
           const actual = (getCheckpoint.get(collection) as { position: number } | undefined)?.position ?? 0;
           if (actual !== expected) return { ok: false, reason: 'checkpoint_moved', actual };
         }
-        for (const { w, json, state, keys } of rows) {
+        // Each document is serialised as it is written (a large commit never holds every text at
+        // once); one that is not JSON throws, and the transaction is rolled back: nothing is written.
+        for (const w of writes) {
+          const json = w.json ?? JSON.stringify(w.doc);
+          const state = JSON.stringify(w.state);
+          const keys = JSON.stringify(w.keys);
+          if (json === undefined || state === undefined || keys === undefined) throw new TypeError(`document ${w.id} is not JSON`);
+          // Lookup keys follow from `keys` (KEY_TRIGGERS).
           upsert.run(collection, w.id, json, state, w.seq, w.writtenAt, w.sortKey, w.facet, keys);
-          for (const [key, values] of Object.entries(w.keys)) {
-            for (const value of values) insertKey.run(collection, key, value, w.id);
-          }
         }
         setCheckpoint.run(collection, checkpoint);
         return { ok: true };
@@ -348,6 +388,13 @@ export function createSqliteReadStore(path: string): ReadStore {
     },
 
     async close() {
+      if (options.bulkBuild && db.isOpen) {
+        // Back to WAL (what every other connection expects), then every page on disk before a switch.
+        db.exec('PRAGMA journal_mode = WAL');
+        db.close();
+        syncFile(path);
+        return;
+      }
       db.close();
     },
   };

@@ -152,9 +152,14 @@ describe('projects projector', () => {
   it('writes (new seq and writtenAt) only when the public document changes', () => {
     const e = eventFactory();
     const first = fold([e('project.sighted', { projectId: 'p', at: day(5), fol: 10, name: 'n' })]).get('p')!;
-    const same = fold([e('project.sighted', { projectId: 'p', at: day(5), fol: 10, name: 'n' })], new Map([['p', first as never]])).get('p')!;
+    // The same sighting again changes nothing (document, state, keys): nothing to write at all.
+    assert.equal(fold([e('project.sighted', { projectId: 'p', at: day(5), fol: 10, name: 'n' })], new Map([['p', first as never]])).has('p'), false);
+    // A rival listed before our first sighting changes the state but not the document (no lead): written, seq kept.
+    const same = fold([e('rival.listed', { projectId: 'p', at: day(1) })], new Map([['p', first as never]])).get('p')!;
     assert.equal(same.seq, first.seq);
     assert.equal(same.writtenAt, first.writtenAt);
+    assert.equal(same.json, first.json);
+    assert.notDeepEqual(same.state, first.state);
     const refreshed = fold([e('project.sighted', { projectId: 'p', at: day(5, 1), fol: 11 })], new Map([['p', same as never]])).get('p')!;
     assert.notEqual(refreshed.seq, first.seq);
     assert.equal(refreshed.doc.fol, 11);
