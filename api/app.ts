@@ -19,6 +19,7 @@ import { thesisOperations } from './routes/thesis.ts';
 import { callOperations } from './routes/calls.ts';
 import { pulseOperations } from './routes/pulse.ts';
 import { searchOperations } from './routes/search.ts';
+import { bodyWith } from '../service/spliced.ts';
 import { CACHE_NO_STORE, CACHE_REVALIDATE, etagOf, matchesIfNoneMatch } from './http/caching.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { createClientErrorHandler } from './http/transport-errors.ts';
@@ -110,16 +111,18 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
       if (services.commits.closed.aborted) reply.header('connection', 'close');
       const status = result.value.status ?? 200;
       reply.code(status);
-      // JSON text made by the service is sent as it is, with the content type Fastify gives a serialised body.
-      const json = 'json' in result.value ? result.value.json : JSON.stringify(result.value.body);
+      // JSON made by the service is sent as it is, with the content type Fastify gives a serialised
+      // body: bytes around readAt (their validator made once, with them), or text.
+      const value = result.value;
+      const payload = 'parts' in value ? bodyWith(value.parts, value.readAt) : 'json' in value ? value.json : JSON.stringify(value.body);
       reply.type(JSON_CONTENT_TYPE);
-      if (op.method !== 'GET' || status !== 200) return reply.send(json);
+      if (op.method !== 'GET' || status !== 200) return reply.send(payload);
       // A successful read: revalidatable (or never stored), with a validator; a match is a 304
       // that has already been admitted and counted like any other request.
-      const etag = etagOf(json);
+      const etag = 'parts' in value ? value.parts.etag : etagOf(payload as string);
       reply.header('cache-control', op.cache === 'no-store' ? CACHE_NO_STORE : CACHE_REVALIDATE).header('etag', etag);
       if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
-      return reply.send(json);
+      return reply.send(payload);
     },
   });
 }

@@ -2,6 +2,7 @@ import type { Config } from '../config/config.ts';
 import { projectors } from '../projectors/registry.ts';
 import { PROJECTS_COLLECTION } from '../projectors/projects.ts';
 import { createAccess, type Access } from './access.ts';
+import { createBodyCache } from './body-cache.ts';
 import { createChangeStreams, type ChangeStreams } from './changes.ts';
 import { createCommitWatch, type CommitWatch } from './commit-watch.ts';
 import type { LoopStatus } from './background.ts';
@@ -62,7 +63,17 @@ export function createServices(deps: ServiceDeps): Services {
     if (collection === PROJECTS_COLLECTION) commits.notify();
   });
   commits.closed.addEventListener('abort', unsubscribe, { once: true });
-  const projects = createProjectsService({ log, store, access, commits, now });
+  // Board pages, delta pages and plain project reads are served again from their rendered bytes while
+  // the projects read model's checkpoint (in the serving generation) is unchanged.
+  const projects = createProjectsService({
+    log,
+    store,
+    access,
+    commits,
+    now,
+    bodies: createBodyCache(),
+    generation: () => deps.stores.generations()?.serving ?? 0,
+  });
   return {
     config: deps.config,
     stores: deps.stores,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { StoredDoc } from '../readmodels/port.ts';
 import { ok, type Result } from './errors.ts';
 
@@ -55,11 +56,81 @@ export function jsonOf<T, K extends keyof T>(fields: WithSpliced<T, K>): string 
   return `{${parts.join(',')}}`;
 }
 
+/**
+ * A response body as bytes, split around the value of its top-level `readAt` (the time of the read,
+ * different on every request): the body is `head` + readAt + `tail`. What does not change between
+ * two reads of the same data (head and tail) can be kept and served again with a new readAt, and
+ * its weak validator is made from head and tail alone (see `validatorOf`). A body without a
+ * top-level `readAt` is all head (`tail` null).
+ */
+export type BodyParts = { head: Buffer; tail: Buffer | null; etag: string };
+
+/**
+ * The weak validator of a body: SHA-1 of the body without the value of its top-level `readAt`, so
+ * the same data read again matches. The same tag api/http/caching.ts `etagOf` gives for the text.
+ */
+export function validatorOf(head: Buffer | string, tail: Buffer | string | null): string {
+  const hash = createHash('sha1').update(head);
+  if (tail !== null) hash.update(tail);
+  return `W/"${hash.digest('base64url')}"`;
+}
+
+/** The body with `readAt` put back: one buffer, the bytes JSON.stringify of the value gives. */
+export function bodyWith(parts: Pick<BodyParts, 'head' | 'tail'>, readAt: string): Buffer {
+  if (parts.tail === null) return parts.head;
+  const at = Buffer.from(readAt, 'utf8');
+  return Buffer.concat([parts.head, at, parts.tail], parts.head.length + at.length + parts.tail.length);
+}
+
 /** A response ready for either transport: as a value or as JSON text (the same bytes as stringifying the value). */
-export type Rendered<T> = { value(): T; json(): string };
+export type Rendered<T> = {
+  value(): T;
+  json(): string;
+  /**
+   * The body split around its top-level `readAt` (a string field; all head when there is none), with
+   * its validator; null when the body cannot be split so (a readAt that JSON escapes). Same bytes as `json()`.
+   */
+  parts(): { parts: BodyParts; readAt: string } | null;
+};
 
 export function rendered<T, K extends keyof T>(fields: WithSpliced<T, K>): Rendered<T> {
-  return { value: () => valueOf(fields), json: () => jsonOf(fields) };
+  let split: { value: ReturnType<typeof partsOf> } | undefined;
+  return {
+    value: () => valueOf(fields),
+    json: () => jsonOf(fields),
+    parts: () => (split ??= { value: partsOf(fields) }).value,
+  };
+}
+
+/** A response served again from its kept parts with a new `readAt` (the value is parsed only when asked for). */
+export function fromParts<T>(parts: BodyParts, readAt: string): Rendered<T> {
+  let text: string | undefined;
+  const json = () => (text ??= bodyWith(parts, readAt).toString('utf8'));
+  return { json, value: () => JSON.parse(json()) as T, parts: () => ({ parts, readAt }) };
+}
+
+/** `jsonOf`, split around the top-level `readAt` string value (none: null). */
+export function partsOf<T, K extends keyof T>(fields: WithSpliced<T, K>): { parts: BodyParts; readAt: string } | null {
+  const readAt = (fields as Record<string, unknown>).readAt;
+  if (readAt === undefined) {
+    const head = Buffer.from(jsonOf(fields));
+    return { parts: { head, tail: null, etag: validatorOf(head, null) }, readAt: '' };
+  }
+  if (typeof readAt !== 'string' || JSON.stringify(readAt) !== `"${readAt}"`) return null;
+  const before: string[] = [];
+  const after: string[] = [];
+  let seen = false;
+  for (const [key, value] of Object.entries(fields)) {
+    if (key === 'readAt') {
+      seen = true;
+      continue;
+    }
+    const text = isSpliced(value) ? value.json() : JSON.stringify(value);
+    if (text !== undefined) (seen ? after : before).push(`${JSON.stringify(key)}:${text}`);
+  }
+  const head = Buffer.from(`{${before.map((p) => `${p},`).join('')}"readAt":"`);
+  const tail = Buffer.from(`"${after.map((p) => `,${p}`).join('')}}`);
+  return { parts: { head, tail, etag: validatorOf(head, tail) }, readAt };
 }
 
 /** The value of a rendered result (what the tool surface and other services use). */
