@@ -87,32 +87,61 @@ function sizeOnSurface(json: string, surface: Surface): number {
   return plain + Buffer.byteLength(JSON.stringify(json), 'utf8') - 2;
 }
 
+/** A call as served at read time: its JSON text (made once) and, for the tool surface, its value. */
+export type ServedCall = { json: string; value(): CallRecord };
+
 /**
  * The calls that fit the page: whole calls while the page stays within `budget` bytes on the surface,
  * at least one. The envelope is measured with a longest possible `next`, so the real page (whose
- * `next` is that long at most) stays inside. Each call is serialised here once, and that text is the
- * one the page is sent with.
+ * `next` is that long at most) stays inside. Each call's text is the one the page is sent with.
  */
-export function fitCalls(
-  calls: readonly CallRecord[],
-  envelope: Omit<CallPage, 'calls' | 'next'>,
-  budget: number,
-  surface: Surface,
-): { served: CallRecord[]; jsons: string[] } {
+export function fitCalls<C extends { json: string }>(calls: readonly C[], envelope: Omit<CallPage, 'calls' | 'next'>, budget: number, surface: Surface): C[] {
   let used = sizeOnSurface(JSON.stringify({ calls: [], next: 'x'.repeat(CURSOR_MAX), ...envelope } satisfies CallPage), surface);
   const comma = sizeOnSurface(',', surface);
-  const served: CallRecord[] = [];
-  const jsons: string[] = [];
+  const served: C[] = [];
   for (const call of calls) {
-    const json = JSON.stringify(call);
-    const size = sizeOnSurface(json, surface) + (served.length > 0 ? comma : 0);
+    const size = sizeOnSurface(call.json, surface) + (served.length > 0 ? comma : 0);
     // A page always holds at least one call, even one that alone exceeds the budget.
     if (served.length > 0 && used + size > budget) break;
     served.push(call);
-    jsons.push(json);
     used += size;
   }
-  return { served, jsons };
+  return served;
+}
+
+const TOKENS_MEMBER = '"tokens":';
+const PNL_MEMBER = '"pnl":';
+
+/**
+ * The served text of a stored call, made from its stored text (JSON.stringify of `call`) without
+ * serialising it again: each token gets `,"project":<link>` before its closing brace, and an aged-out
+ * pnl becomes null. The same bytes as JSON.stringify of the served value. A member pattern such as
+ * `"tokens":` cannot occur inside a JSON string (a quote there is escaped), so the first one found
+ * is the record's own; any surprise (a token that already has a project, a text that is not what the
+ * call serialises to) falls back to serialising the served value.
+ */
+export function servedCallText(text: string, call: StoredCall, pnl: StoredCall['caller']['pnl'], links: readonly string[], served: () => CallRecord): string {
+  const tokenTexts = call.tokens.map((t) => JSON.stringify(t));
+  const tokensAt = text.indexOf(TOKENS_MEMBER);
+  const arrayAt = tokensAt + TOKENS_MEMBER.length;
+  const arrayText = `[${tokenTexts.join(',')}]`;
+  if (tokensAt < 0 || !text.startsWith(arrayText, arrayAt) || call.tokens.some((t) => 'project' in t)) return JSON.stringify(served());
+  const linked = `[${tokenTexts.map((t, i) => `${t.slice(0, -1)}${t.length > 2 ? ',' : ''}"project":${links[i]}}`).join(',')}]`;
+  const splices: { at: number; length: number; text: string }[] = [{ at: arrayAt, length: arrayText.length, text: linked }];
+  if (call.caller.pnl !== null && pnl === null) {
+    const pnlAt = text.indexOf(PNL_MEMBER);
+    const stored = JSON.stringify(call.caller.pnl);
+    if (pnlAt < 0 || !text.startsWith(stored, pnlAt + PNL_MEMBER.length)) return JSON.stringify(served());
+    splices.push({ at: pnlAt + PNL_MEMBER.length, length: stored.length, text: 'null' });
+  }
+  splices.sort((a, b) => a.at - b.at);
+  let out = '';
+  let from = 0;
+  for (const splice of splices) {
+    out += text.slice(from, splice.at) + splice.text;
+    from = splice.at + splice.length;
+  }
+  return out + text.slice(from);
 }
 
 export function pnlAtReadTime(pnl: StoredCall['caller']['pnl'], readAt: Date): StoredCall['caller']['pnl'] {
@@ -169,11 +198,29 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date })
   /** The call as served at `readAt`: pnl aged out, token project links from the current projects. */
   async function atReadTime(calls: readonly StoredCall[], readAt: Date): Promise<CallRecord[]> {
     const links = await projectLinks(calls);
-    return calls.map((call) => ({
+    return calls.map((call) => servedCall(call, readAt, links));
+  }
+
+  function servedCall(call: StoredCall, readAt: Date, links: Map<string, CallProject | null>): CallRecord {
+    return {
       ...call,
       caller: { ...call.caller, pnl: pnlAtReadTime(call.caller.pnl, readAt) },
       tokens: call.tokens.map((token) => ({ ...token, project: links.get(linkKey(token)) ?? null })),
-    }));
+    };
+  }
+
+  /** `atReadTime` for stored rows, as text made from each row's stored text (see `servedCallText`). */
+  async function servedAtReadTime(rows: readonly StoredDoc<StoredCall>[], readAt: Date): Promise<ServedCall[]> {
+    const links = await projectLinks(rows.map((r) => r.doc));
+    const linkTexts = new Map<string, string>();
+    for (const [key, link] of links) linkTexts.set(key, JSON.stringify(link));
+    return rows.map((row) => {
+      const call = row.doc;
+      let value: CallRecord | undefined;
+      const served = () => (value ??= servedCall(call, readAt, links));
+      const json = servedCallText(row.json, call, pnlAtReadTime(call.caller.pnl, readAt), call.tokens.map((t) => linkTexts.get(linkKey(t)) ?? 'null'), served);
+      return { json, value: served };
+    });
   }
 
   /**
@@ -255,11 +302,11 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date })
     const readAt = now();
     const rows = await candidates(filters.value, position.value, limit + 1);
     if (!rows.ok) return rows;
-    const [calls, fresh] = await Promise.all([atReadTime(rows.value.slice(0, limit).map((r) => r.doc), readAt), freshness()]);
+    const [calls, fresh] = await Promise.all([servedAtReadTime(rows.value.slice(0, limit), readAt), freshness()]);
 
     const budget = (q.maxBytes ?? CALL_PAGE_BUDGET_BYTES) - (surface === 'mcp' ? MCP_ENVELOPE_RESERVE_BYTES : 0);
     const envelope = { limit, readAt: readAt.toISOString(), freshness: fresh };
-    const { served, jsons } = fitCalls(calls, envelope, budget, surface);
+    const served = fitCalls(calls, envelope, budget, surface);
 
     const more = rows.value.length > served.length;
     const last = served[served.length - 1];
@@ -268,7 +315,13 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date })
       more && lastRow
         ? encodeCursor({ v: 1, k: lastRow.sortKey, i: lastRow.id, c: filters.value.contract, h: filters.value.chain } satisfies CallCursor)
         : null;
-    return ok(rendered<CallPage, 'calls'>({ calls: spliced(() => `[${jsons.join(',')}]`, () => served), next, ...envelope }));
+    return ok(
+      rendered<CallPage, 'calls'>({
+        calls: spliced(() => `[${served.map((c) => c.json).join(',')}]`, () => served.map((c) => c.value())),
+        next,
+        ...envelope,
+      }),
+    );
   }
 
   return {
