@@ -100,9 +100,23 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
       if (!admitted.ok) return sendError(reply, admitted.refused.error, admitted.refused.headers);
       reply.headers(admitted.value.headers);
       // The client going away ends a long-poll's wait (and a stream) instead of holding it to the end.
-      const gone = new AbortController();
-      reply.raw.once('close', () => gone.abort());
-      const input = { caller: admitted.value.caller, params: request.params, query: request.query, body: request.body, headers: request.headers, signal: gone.signal };
+      // Made when an operation first asks for it (most reads never wait).
+      let gone: AbortController | undefined;
+      const input = {
+        caller: admitted.value.caller,
+        params: request.params,
+        query: request.query,
+        body: request.body,
+        headers: request.headers,
+        get signal() {
+          if (!gone) {
+            const controller = (gone = new AbortController());
+            if (reply.raw.destroyed || reply.raw.closed) controller.abort();
+            else reply.raw.once('close', () => controller.abort());
+          }
+          return gone.signal;
+        },
+      };
       const result = await op.run(input);
       if (!result.ok) return sendError(reply, result.error);
       if (result.value.headers) reply.headers(result.value.headers);

@@ -219,7 +219,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
   const cursorAt = (from: DeltaStart, position: { s: number; i: string }): string =>
     encodeCursor({ v: 1, a: from.archive, s: position.s, i: position.i, f: from.filter } satisfies DeltaCursor);
 
-  async function delta(q: ProjectsQuery, signal?: AbortSignal): Promise<Result<Rendered<SyncPage>>> {
+  async function delta(q: ProjectsQuery, options: WaitOptions = {}): Promise<Result<Rendered<SyncPage>>> {
     const from = await deltaStart(q);
     if (!from.ok) return from;
     const limit = q.limit ?? SYNC_LIMIT_DEFAULT;
@@ -230,12 +230,12 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     }
     // A page without a wait depends on the read model and its starting point alone.
     if (q.wait === undefined) {
-      return cachedRead(`delta ${JSON.stringify([from.value.start, from.value.filter, limit])}`, () => deltaPage(from.value, q, limit, signal));
+      return cachedRead(`delta ${JSON.stringify([from.value.start, from.value.filter, limit])}`, () => deltaPage(from.value, q, limit));
     }
-    return deltaPage(from.value, q, limit, signal);
+    return deltaPage(from.value, q, limit, options);
   }
 
-  async function deltaPage(from: DeltaStart, q: ProjectsQuery, limit: number, signal?: AbortSignal): Promise<Result<Rendered<SyncPage>>> {
+  async function deltaPage(from: DeltaStart, q: ProjectsQuery, limit: number, options: WaitOptions = {}): Promise<Result<Rendered<SyncPage>>> {
     // Long-poll: an empty page waits for a commit past what it read, until `wait` seconds have passed.
     const deadline = performance.now() + (q.wait ?? 0) * 1000;
     let read: DeltaRead;
@@ -246,6 +246,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
       const remaining = deadline - performance.now();
       if (read.rows.length > 0 || read.hasMore || remaining <= 0 || !commits) break;
       // A commit past the high-water mark may hold no row this filter serves: then read and wait again.
+      const signal = options.signal;
       const outcome = await commits.waitPast(read.upToSeq, { timeoutMs: remaining, ...(signal ? { signal } : {}) });
       if (outcome !== 'passed') break;
     }
@@ -305,7 +306,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     if (!deltaMode && q.wait !== undefined) {
       return fail(errors.badRequest("parameter 'wait' applies to delta mode (since or cursor) only: the board has nothing to wait for"));
     }
-    return deltaMode ? delta(q, options.signal) : board(q);
+    return deltaMode ? delta(q, options) : board(q);
   }
 
   async function changes(query: unknown, lastEventId?: string): Promise<Result<ChangeFeed>> {
@@ -358,7 +359,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
       const parsed = parseParams(syncQuerySchema, query);
       if (!parsed.ok) return fail(errors.badRequest(parsed.message));
       const { wait_seconds: waitSeconds, ...rest } = parsed.value;
-      return asValue(await delta({ ...rest, ...(waitSeconds ? { wait: waitSeconds } : {}) }, options.signal));
+      return asValue(await delta({ ...rest, ...(waitSeconds ? { wait: waitSeconds } : {}) }, options));
     },
     changes,
 
