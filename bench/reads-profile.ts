@@ -40,9 +40,23 @@ const port = await new Promise<number>((resolve, reject) => {
 });
 const url = `http://127.0.0.1:${port}${path}`;
 const headers = { authorization: `Bearer ${key}` };
-await autocannon({ url, connections: 10, duration: 1, headers });
-const result = await autocannon({ url, connections: 10, duration: seconds, headers });
-process.stdout.write(`${path}: ${result.requests.average.toFixed(0)} req/s under the profiler\n`);
+if (path === 'mirror') {
+  // Delta paging from the start, one page after the other (every page a new cursor), for `seconds`.
+  const until = Date.now() + seconds * 1000;
+  let pages = 0;
+  let next = `http://127.0.0.1:${port}/v1/projects?since=1970-01-01T00:00:00Z&limit=100`;
+  while (Date.now() < until) {
+    const bytes = Buffer.from(await (await fetch(next, { headers })).arrayBuffer()).toString('utf8', 0);
+    const match = /"cursor":"([A-Za-z0-9_-]+)","hasMore":(true|false)/.exec(bytes.slice(-1024));
+    pages += 1;
+    next = match && match[2] === 'true' ? `http://127.0.0.1:${port}/v1/projects?cursor=${match[1]}&limit=100` : `http://127.0.0.1:${port}/v1/projects?since=1970-01-01T00:00:00Z&limit=100&has_dossier=${pages % 2 === 0}`;
+  }
+  process.stdout.write(`mirror: ${(pages / seconds).toFixed(0)} pages/s under the profiler\n`);
+} else {
+  await autocannon({ url, connections: 10, duration: 1, headers });
+  const result = await autocannon({ url, connections: 10, duration: seconds, headers });
+  process.stdout.write(`${path}: ${result.requests.average.toFixed(0)} req/s under the profiler\n`);
+}
 await new Promise<void>((resolve) => {
   child.once('exit', () => resolve());
   child.kill('SIGTERM');

@@ -35,7 +35,7 @@ const CONNECTIONS = 10;
 const out = (line = '') => process.stdout.write(`${line}\n`);
 const ms = (ns: bigint) => Number(ns) / 1e6;
 
-type Server = { port: number; pid: number; stop(): Promise<void> };
+type Server = { port: number; pid: number; stop(): Promise<void>; memory(): Promise<string> };
 
 async function startServer(args: string[]): Promise<Server> {
   const child: ChildProcess = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(import.meta.dirname, 'reads-server.ts'), ...args], {
@@ -52,6 +52,16 @@ async function startServer(args: string[]): Promise<Server> {
   return {
     port,
     pid: child.pid!,
+    memory: () =>
+      new Promise<string>((resolve) => {
+        const onLine = (line: string) => {
+          if (!line.startsWith('memory ')) return;
+          lines.off('line', onLine);
+          resolve(line.slice('memory '.length));
+        };
+        lines.on('line', onLine);
+        child.kill('SIGUSR2');
+      }),
     stop: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());
@@ -261,6 +271,7 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     out(
       `server RSS after the load ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB): ${memory.anon.toFixed(0)} MB its own, ${memory.file.toFixed(0)} MB mapped files`,
     );
+    out(`  server memory (MB): ${await app.memory()}`);
     return {
       projects: spec.projects,
       mirrorSeconds: walk.seconds,
