@@ -38,7 +38,9 @@ const ms = (ns: bigint) => Number(ns) / 1e6;
 type Server = { port: number; pid: number; stop(): Promise<void>; memory(): Promise<string> };
 
 async function startServer(args: string[]): Promise<Server> {
-  const child: ChildProcess = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(import.meta.dirname, 'reads-server.ts'), ...args], {
+  // PULSEBOARD_BENCH_SERVER_FLAGS: extra Node flags for the servers (memory experiments).
+  const flags = (process.env.PULSEBOARD_BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', ...flags, join(import.meta.dirname, 'reads-server.ts'), ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout! });

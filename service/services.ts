@@ -90,7 +90,7 @@ export function createServices(deps: ServiceDeps): Services {
     asks: createAsksService({ log, store, access, projects, now }),
     history: createHistoryService({ log, projects, now }),
     thesis: createThesisFeed({ log, store, access, config: deps.config, heartbeat: deps.heartbeat ?? createInProcessHeartbeat({ now }), now }),
-    calls: createCallsService({ store, now }),
+    calls: createCallsService({ store, now, generation: () => deps.stores.generations()?.serving ?? 0 }),
     search: createSearchService({ store, projects, now }),
     pulse: createPulseService({ store, now }),
     now,

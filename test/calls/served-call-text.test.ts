@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { StoredCall } from '../../projectors/calls.ts';
 import type { CallRecord } from '../../readmodels/schemas.ts';
-import { servedCallText } from '../../service/calls.ts';
+import { readTimeFieldsOf, servedCallText } from '../../service/calls.ts';
 import { makeCall, pnl, token } from '../support/calls-fixtures.ts';
 
 const link = { id: 'p"1', href: '/projects/p%221', name: 'Pé "one"', avatar: null, bio: 'a\\b\n"tokens":[', xHandle: null, website: null, hasDossier: false };
@@ -41,4 +41,13 @@ void it('a call whose stored text is not what it serialises to falls back to ser
   const value = served(call, true, [null, null]);
   const out = servedCallText(JSON.stringify({ ...call, tokens: [] }), call, null, ['null', 'null'], () => value);
   assert.equal(out, JSON.stringify(value));
+});
+
+void it('the tokens and pnl are read from their own slices of the stored text, whatever the thesis and descriptions hold', () => {
+  const thesis = 'a thesis with "tokens":[{"x":1}] and "pnl":{"y":2} and ] } [ { \\" inside';
+  for (const p of [pnl('2026-09-30T00:00:00.000Z'), null]) {
+    const call = makeCall(5, { createdAt: '2026-10-01T00:00:00.000Z', thesis, pnl: p, tokens: [token(1, { description: '] } "pnl":null [' }), token(2)] }) as StoredCall;
+    assert.deepEqual(readTimeFieldsOf(JSON.stringify(call)), { tokens: call.tokens, caller: { pnl: call.caller.pnl } });
+  }
+  assert.equal(readTimeFieldsOf('{"id":"x"}'), null, 'not a call: parsed whole instead');
 });
