@@ -364,6 +364,9 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     changes,
 
     isEnriched(query) {
+      // Neither parameter given: a plain read (no parse needed to say so).
+      const given = query as Record<string, unknown> | null | undefined;
+      if (typeof given === 'object' && given !== null && given.include === undefined && given.asOf === undefined) return false;
       const parsed = parseParams(projectQuerySchema, query);
       // As-of reads fold the project's stream on every request: protected like include=context.
       return parsed.ok && (parsed.value.include === 'context' || parsed.value.asOf !== undefined);
