@@ -42,6 +42,9 @@ export function createAccess(store: ReadStore, now: () => Date = () => new Date(
    * is unchanged a request reads one checkpoint instead of the document. Expiry is checked every time.
    */
   const keys = new Map<string, { doc: KeyDoc; at: number }>();
+  /** Owner access by owner, read at the owners checkpoint `ownersAt`. */
+  const owners = new Map<string, OwnerAccess>();
+  let ownersAt = -1;
 
   async function keyDoc(keyHash: string): Promise<KeyDoc | undefined> {
     const at = await store.checkpoint(KEYS_COLLECTION);
@@ -69,8 +72,22 @@ export function createAccess(store: ReadStore, now: () => Date = () => new Date(
     },
 
     async ownerAccess(owner) {
+      // Kept per owner while the owners read model's checkpoint is unchanged (every owner change advances it).
+      const at = await store.checkpoint(OWNERS_COLLECTION);
+      if (at !== ownersAt) {
+        owners.clear();
+        ownersAt = at;
+      }
+      const kept = owners.get(owner);
+      if (kept) return { ...kept };
       const doc = (await store.get<OwnerDoc>(OWNERS_COLLECTION, owner))?.doc;
-      return { allowlisted: doc?.allowlisted ?? false, linked: doc?.linked ?? false };
+      const access = { allowlisted: doc?.allowlisted ?? false, linked: doc?.linked ?? false };
+      // A checkpoint that moved during the read keeps nothing (the next request reads again).
+      if (ownersAt === at && (await store.checkpoint(OWNERS_COLLECTION)) === at) {
+        if (owners.size >= KEYS_KEPT_MAX) owners.clear();
+        owners.set(owner, access);
+      }
+      return { ...access };
     },
   };
 }
