@@ -101,6 +101,13 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
   const { log, store, access, commits, bodies } = deps;
   const now = deps.now ?? (() => new Date());
   const generation = deps.generation ?? (() => 0);
+  // An event log's archive id is stable across calls and connections (the log contract): read once.
+  let archive: Promise<string> | undefined;
+  const archiveId = (): Promise<string> =>
+    (archive ??= log.archiveId().catch((error: unknown) => {
+      archive = undefined;
+      throw error;
+    }));
 
   /**
    * A caller-independent read through the body cache: the version is read before the data, so the
@@ -153,7 +160,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     if (q.since !== undefined && q.cursor !== undefined) {
       return fail(errors.badRequest("send either 'since' (to start) or 'cursor' (to continue), not both"));
     }
-    const archive = await log.archiveId();
+    const archive = await archiveId();
     const filter = filterName(q.has_dossier);
     // A reconnecting event stream resumes where it stopped, whatever its URL started from.
     const cursor = lastEventId ?? q.cursor;
