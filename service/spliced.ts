@@ -11,7 +11,13 @@ import { ok, type Result } from './errors.ts';
  */
 const SPLICED = Symbol('spliced');
 
-export type Spliced<T> = { readonly [SPLICED]: true; json(): string; value(): T };
+export type Spliced<T> = {
+  readonly [SPLICED]: true;
+  json(): string;
+  value(): T;
+  /** The text as pieces whose concatenation is `json()` (written to bytes without joining them first). */
+  pieces?(): readonly string[];
+};
 
 /** A value whose JSON text is known (or made on first use), the value itself made only when asked for. */
 export function spliced<T>(json: string | (() => string), value: () => T): Spliced<T> {
@@ -28,8 +34,26 @@ export const plain = <T>(value: T): Spliced<T> => spliced(() => JSON.stringify(v
 
 export const storedDoc = <D>(row: StoredDoc<D>): Spliced<D> => spliced(row.json, () => row.doc);
 
-export const storedDocs = <D>(rows: readonly StoredDoc<D>[]): Spliced<D[]> =>
-  spliced(() => `[${rows.map((r) => r.json).join(',')}]`, () => rows.map((r) => r.doc));
+export const storedDocs = <D>(rows: readonly StoredDoc<D>[]): Spliced<D[]> => ({
+  ...spliced(() => `[${rows.map((r) => r.json).join(',')}]`, () => rows.map((r) => r.doc)),
+  pieces() {
+    const out: string[] = ['['];
+    rows.forEach((r, i) => out.push(i === 0 ? r.json : `,${r.json}`));
+    out.push(']');
+    return out;
+  },
+});
+
+/** UTF-8 bytes of the concatenation of `pieces`, written piece by piece (no joined string is made). */
+function bytesOf(pieces: readonly string[]): Buffer {
+  let length = 0;
+  for (const piece of pieces) length += Buffer.byteLength(piece, 'utf8');
+  // Not from the shared pool: a kept body must not hold a pool slab alive.
+  const out = Buffer.allocUnsafeSlow(length);
+  let at = 0;
+  for (const piece of pieces) at += out.write(piece, at, 'utf8');
+  return out;
+}
 
 /** Fields of a response `T` with the keys `K` given as spliced values. */
 export type WithSpliced<T, K extends keyof T> = { [P in keyof T]: P extends K ? Spliced<T[P]> : T[P] };
@@ -113,23 +137,28 @@ export function fromParts<T>(parts: BodyParts, readAt: string): Rendered<T> {
 export function partsOf<T, K extends keyof T>(fields: WithSpliced<T, K>): { parts: BodyParts; readAt: string } | null {
   const readAt = (fields as Record<string, unknown>).readAt;
   if (readAt === undefined) {
-    const head = Buffer.from(jsonOf(fields));
+    const head = bytesOf([jsonOf(fields)]);
     return { parts: { head, tail: null, etag: validatorOf(head, null) }, readAt: '' };
   }
   if (typeof readAt !== 'string' || JSON.stringify(readAt) !== `"${readAt}"`) return null;
-  const before: string[] = [];
-  const after: string[] = [];
+  // Members in order, as pieces of text: `{` member `,` … `"readAt":"` | `"` `,` member … `}`.
+  const before: string[] = ['{'];
+  const after: string[] = ['"'];
   let seen = false;
   for (const [key, value] of Object.entries(fields)) {
     if (key === 'readAt') {
       seen = true;
       continue;
     }
-    const text = isSpliced(value) ? value.json() : JSON.stringify(value);
-    if (text !== undefined) (seen ? after : before).push(`${JSON.stringify(key)}:${text}`);
+    const pieces = isSpliced(value) ? (value.pieces?.() ?? [value.json()]) : [JSON.stringify(value)];
+    if (pieces[0] === undefined) continue;
+    if (seen) after.push(`,${JSON.stringify(key)}:`, ...pieces);
+    else before.push(`${JSON.stringify(key)}:`, ...pieces, ',');
   }
-  const head = Buffer.from(`{${before.map((p) => `${p},`).join('')}"readAt":"`);
-  const tail = Buffer.from(`"${after.map((p) => `,${p}`).join('')}}`);
+  before.push('"readAt":"');
+  after.push('}');
+  const head = bytesOf(before);
+  const tail = bytesOf(after);
   return { parts: { head, tail, etag: validatorOf(head, tail) }, readAt };
 }
 
