@@ -19,6 +19,7 @@ import { thesisOperations } from './routes/thesis.ts';
 import { callOperations } from './routes/calls.ts';
 import { pulseOperations } from './routes/pulse.ts';
 import { searchOperations } from './routes/search.ts';
+import { bodyWith } from '../service/spliced.ts';
 import { CACHE_NO_STORE, CACHE_REVALIDATE, etagOf, matchesIfNoneMatch } from './http/caching.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { createClientErrorHandler } from './http/transport-errors.ts';
@@ -99,9 +100,23 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
       if (!admitted.ok) return sendError(reply, admitted.refused.error, admitted.refused.headers);
       reply.headers(admitted.value.headers);
       // The client going away ends a long-poll's wait (and a stream) instead of holding it to the end.
-      const gone = new AbortController();
-      reply.raw.once('close', () => gone.abort());
-      const input = { caller: admitted.value.caller, params: request.params, query: request.query, body: request.body, headers: request.headers, signal: gone.signal };
+      // Made when an operation first asks for it (most reads never wait).
+      let gone: AbortController | undefined;
+      const input = {
+        caller: admitted.value.caller,
+        params: request.params,
+        query: request.query,
+        body: request.body,
+        headers: request.headers,
+        get signal() {
+          if (!gone) {
+            const controller = (gone = new AbortController());
+            if (reply.raw.destroyed || reply.raw.closed) controller.abort();
+            else reply.raw.once('close', () => controller.abort());
+          }
+          return gone.signal;
+        },
+      };
       const result = await op.run(input);
       if (!result.ok) return sendError(reply, result.error);
       if (result.value.headers) reply.headers(result.value.headers);
@@ -110,16 +125,18 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
       if (services.commits.closed.aborted) reply.header('connection', 'close');
       const status = result.value.status ?? 200;
       reply.code(status);
-      // JSON text made by the service is sent as it is, with the content type Fastify gives a serialised body.
-      const json = 'json' in result.value ? result.value.json : JSON.stringify(result.value.body);
+      // JSON made by the service is sent as it is, with the content type Fastify gives a serialised
+      // body: bytes around readAt (their validator made once, with them), or text.
+      const value = result.value;
+      const payload = 'parts' in value ? bodyWith(value.parts, value.readAt) : 'json' in value ? value.json : JSON.stringify(value.body);
       reply.type(JSON_CONTENT_TYPE);
-      if (op.method !== 'GET' || status !== 200) return reply.send(json);
+      if (op.method !== 'GET' || status !== 200) return reply.send(payload);
       // A successful read: revalidatable (or never stored), with a validator; a match is a 304
       // that has already been admitted and counted like any other request.
-      const etag = etagOf(json);
+      const etag = 'parts' in value ? value.parts.etag : etagOf(payload as string);
       reply.header('cache-control', op.cache === 'no-store' ? CACHE_NO_STORE : CACHE_REVALIDATE).header('etag', etag);
       if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
-      return reply.send(json);
+      return reply.send(payload);
     },
   });
 }

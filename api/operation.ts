@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { Caller } from '../service/caller.ts';
 import { ok, type Result } from '../service/errors.ts';
-import type { Rendered } from '../service/spliced.ts';
+import type { BodyParts, Rendered } from '../service/spliced.ts';
 import type { OpenStream } from '../service/changes.ts';
 import type { Protection } from '../service/guard.ts';
 
@@ -19,7 +19,13 @@ export type OperationInput = {
  * A successful reply: the JSON body (a value, or its JSON text made by the service with stored
  * documents spliced in) and, when not 200, its status.
  */
-export type OperationReply = { status?: number; headers?: Record<string, string> } & ({ body: unknown } | { json: string } | { stream: OpenStream });
+export type OperationReply = { status?: number; headers?: Record<string, string> } & (
+  | { body: unknown }
+  | { json: string }
+  /** The body as bytes around its `readAt`, with its validator already made (see service/spliced.ts). */
+  | { parts: BodyParts; readAt: string }
+  | { stream: OpenStream }
+);
 
 /**
  * One REST operation: what the OpenAPI document describes and what the route runs.
@@ -56,8 +62,10 @@ export async function replyWith<T>(result: Promise<Result<T>>): Promise<Result<O
   return r.ok ? ok({ body: r.value }) : r;
 }
 
-/** A rendered service result as a 200 reply sent as its JSON text. */
+/** A rendered service result as a 200 reply: its bytes around `readAt` (or its JSON text when it cannot be split so). */
 export async function replyWithJson<T>(result: Promise<Result<Rendered<T>>>): Promise<Result<OperationReply>> {
   const r = await result;
-  return r.ok ? ok({ json: r.value.json() }) : r;
+  if (!r.ok) return r;
+  const split = r.value.parts();
+  return ok(split ? split : { json: r.value.json() });
 }

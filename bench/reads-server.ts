@@ -52,6 +52,12 @@ if ((mode !== 'app' && mode !== 'bare') || !target) {
 const running = mode === 'app' ? await app(target) : bare(target);
 const address = await running.server.listen({ host: '127.0.0.1', port: 0 });
 process.stdout.write(`listening ${new URL(address).port}\n`);
+// SIGUSR2: one line with where the process's memory is (V8 heap, memory outside it), for the bench.
+process.on('SIGUSR2', () => {
+  const m = process.memoryUsage();
+  const mb = (n: number) => Math.round(n / 1048576);
+  process.stdout.write(`memory heapUsed=${mb(m.heapUsed)} heapTotal=${mb(m.heapTotal)} external=${mb(m.external)} arrayBuffers=${mb(m.arrayBuffers)} rss=${mb(m.rss)}\n`);
+});
 process.on('SIGTERM', () => {
   void running.close().then(() => process.exit(0));
 });

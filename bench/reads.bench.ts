@@ -2,7 +2,10 @@
  * Reads that cost the page, not the archive (issue 12), over real HTTP on 127.0.0.1. Every figure is
  * printed with its baseline measured in the same run:
  *   - mirror of the board by delta paging (limit 100) vs one raw SELECT of the same rows in (seq, id) order,
- *     and the time of a page at 90 % depth vs one at 10 %;
+ *     and the time of a page at 90 % depth vs one at 10 %. The SELECT reads the documents' bytes without
+ *     parsing them, so the mirror that the ratio compares reads each page's bytes too (uncompressed)
+ *     and decodes only its envelope (cursor, hasMore); the figure of a mirror that takes compressed
+ *     pages and parses every one (res.json()) is printed beside it;
  *   - req/s of each read under load (autocannon) vs bare Fastify sending the very same bytes;
  *   - MCP get_project vs its REST twin; the last board page vs page 1; server RSS after the load.
  * Data sets are built once and cached (bench/dataset.ts; `--rebuild` builds them again). The default
@@ -32,10 +35,12 @@ const CONNECTIONS = 10;
 const out = (line = '') => process.stdout.write(`${line}\n`);
 const ms = (ns: bigint) => Number(ns) / 1e6;
 
-type Server = { port: number; pid: number; stop(): Promise<void> };
+type Server = { port: number; pid: number; stop(): Promise<void>; memory(): Promise<string> };
 
 async function startServer(args: string[]): Promise<Server> {
-  const child: ChildProcess = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(import.meta.dirname, 'reads-server.ts'), ...args], {
+  // PULSEBOARD_BENCH_SERVER_FLAGS: extra Node flags for the servers (memory experiments).
+  const flags = (process.env.PULSEBOARD_BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', ...flags, join(import.meta.dirname, 'reads-server.ts'), ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout! });
@@ -49,6 +54,16 @@ async function startServer(args: string[]): Promise<Server> {
   return {
     port,
     pid: child.pid!,
+    memory: () =>
+      new Promise<string>((resolve) => {
+        const onLine = (line: string) => {
+          if (!line.startsWith('memory ')) return;
+          lines.off('line', onLine);
+          resolve(line.slice('memory '.length));
+        };
+        lines.on('line', onLine);
+        child.kill('SIGUSR2');
+      }),
     stop: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());
@@ -102,8 +117,21 @@ type SizeResult = {
   rss: number;
 };
 
-/** Mirrors the board by delta paging, as the delta-sync consumer does; returns the time and per-page times. */
-async function mirror(port: number, headers: Record<string, string>): Promise<{ seconds: number; pages: number[]; rows: number; cursors: string[] }> {
+/** The envelope members after a delta page's `projects` array: read from the last bytes of the page. */
+const ENVELOPE_TAIL_BYTES = 1024;
+const CURSOR_MEMBER = /"cursor":"([A-Za-z0-9_-]+)","hasMore":(true|false),"limit":(\d+),"readAt":"[^"]*"\}$/;
+
+/**
+ * Mirrors the board by delta paging, as the delta-sync consumer does; returns the time and per-page
+ * times. `parse`: each page is parsed whole (res.json()), as a client that decodes every project
+ * does. Otherwise the page is read as bytes and only its envelope (cursor, hasMore: the last bytes)
+ * is decoded, which is what the one-SELECT baseline does too (it reads the stored documents' bytes
+ * without parsing them); a page with hasMore holds exactly `limit` rows, the last page is parsed to
+ * count its rows. That walk also asks for the bytes as they are (`Accept-Encoding: identity`), as the
+ * SELECT reads them; the parsed walk takes what fetch asks for by default (gzip or br, decompressed by
+ * the client), as a remote client would.
+ */
+async function mirror(port: number, headers: Record<string, string>, parse: boolean): Promise<{ seconds: number; pages: number[]; rows: number; cursors: string[] }> {
   const pages: number[] = [];
   const cursors: string[] = [];
   let rows = 0;
@@ -111,14 +139,26 @@ async function mirror(port: number, headers: Record<string, string>): Promise<{ 
   const started = process.hrtime.bigint();
   for (;;) {
     const t = process.hrtime.bigint();
-    const res = await fetch(url, { headers });
-    const page = (await res.json()) as { projects: unknown[]; cursor: string; hasMore: boolean };
+    const res = await fetch(url, { headers: parse ? headers : { ...headers, 'accept-encoding': 'identity' } });
+    let cursor: string;
+    let hasMore: boolean;
+    if (parse) {
+      const page = (await res.json()) as { projects: unknown[]; cursor: string; hasMore: boolean };
+      ({ cursor, hasMore } = page);
+      rows += page.projects.length;
+    } else {
+      const bytes = Buffer.from(await res.arrayBuffer());
+      const envelope = CURSOR_MEMBER.exec(bytes.toString('utf8', Math.max(0, bytes.length - ENVELOPE_TAIL_BYTES)));
+      if (!envelope) throw new Error(`mirror page ${pages.length + 1}: no delta envelope at the end of the page`);
+      cursor = envelope[1]!;
+      hasMore = envelope[2] === 'true';
+      rows += hasMore ? Number(envelope[3]) : (JSON.parse(bytes.toString('utf8')) as { projects: unknown[] }).projects.length;
+    }
     pages.push(ms(process.hrtime.bigint() - t));
     if (res.status !== 200) throw new Error(`mirror page ${pages.length}: ${res.status}`);
-    rows += page.projects.length;
-    cursors.push(page.cursor);
-    if (!page.hasMore) break;
-    url = `http://127.0.0.1:${port}/v1/projects?cursor=${page.cursor}&limit=100`;
+    cursors.push(cursor);
+    if (!hasMore) break;
+    url = `http://127.0.0.1:${port}/v1/projects?cursor=${cursor}&limit=100`;
   }
   return { seconds: ms(process.hrtime.bigint() - started) / 1000, pages, rows, cursors };
 }
@@ -161,13 +201,19 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
   const work = mkdtempSync(join(tmpdir(), 'pulseboard-reads-bench-'));
   try {
     // Warm the page cache the way the baseline SELECT will find it, then mirror.
+    // The parsed walk runs first and so also warms the server; each walk starts cold in the body
+    // cache (every page is a new cursor), so neither is served from kept bodies.
     selectAll(dir);
-    const walk = await mirror(app.port, headers);
+    const parsedWalk = await mirror(app.port, headers, true);
+    const walk = await mirror(app.port, headers, false);
     const select = selectAll(dir);
-    if (select.rows !== walk.rows) throw new Error(`the mirror served ${walk.rows} projects, the SELECT reads ${select.rows}`);
+    if (select.rows !== walk.rows || select.rows !== parsedWalk.rows) {
+      throw new Error(`the mirror served ${walk.rows} projects (parsed: ${parsedWalk.rows}), the SELECT reads ${select.rows}`);
+    }
     const depth10Ms = pagesAround(walk.pages, 0.1);
     const depth90Ms = pagesAround(walk.pages, 0.9);
     out(`mirror: ${walk.rows} projects in ${walk.pages.length} pages, ${walk.seconds.toFixed(2)} s; one SELECT of the same rows ${select.seconds.toFixed(3)} s; ratio ${(select.seconds / walk.seconds).toFixed(3)}`);
+    out(`  (mirror compressed as fetch asks by default and parsing every page with res.json(): ${parsedWalk.seconds.toFixed(2)} s; ratio ${(select.seconds / parsedWalk.seconds).toFixed(3)})`);
     out(`median page time at 10 % depth ${depth10Ms.toFixed(2)} ms, at 90 % depth ${depth90Ms.toFixed(2)} ms; 90 %/10 % ${(depth90Ms / depth10Ms).toFixed(2)}x`);
 
     const first = (await (await fetch(`http://127.0.0.1:${app.port}/v1/projects`, { headers })).json()) as { projects: { id: string }[]; totalPages: number };
@@ -229,6 +275,7 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     out(
       `server RSS after the load ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB): ${memory.anon.toFixed(0)} MB its own, ${memory.file.toFixed(0)} MB mapped files`,
     );
+    out(`  server memory (MB): ${await app.memory()}`);
     return {
       projects: spec.projects,
       mirrorSeconds: walk.seconds,

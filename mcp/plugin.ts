@@ -63,6 +63,25 @@ const MAX_BATCH_SIZE = 100;
 
 const isRequest = (message: JSONRPCMessage): message is JSONRPCRequest => 'method' in message && 'id' in message;
 
+const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
+
+/**
+ * The common message, a request without `_meta`, checked without the SDK's schema: only members of
+ * a request, `jsonrpc` "2.0", an integer or string id, a string method and, if any, params that are
+ * an object. What passes is what JSONRPCMessageSchema accepts as a request, unchanged; anything
+ * else goes through the schema.
+ */
+export function isPlainRequest(raw: unknown): raw is JSONRPCRequest {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return false;
+  const message = raw as Record<string, unknown>;
+  for (const key of Object.keys(message)) if (!REQUEST_MEMBERS.has(key)) return false;
+  const { jsonrpc, id, method, params } = message;
+  if (jsonrpc !== '2.0' || typeof method !== 'string') return false;
+  if (typeof id !== 'string' && !Number.isInteger(id)) return false;
+  if (params === undefined) return !('params' in message);
+  return typeof params === 'object' && params !== null && !Array.isArray(params) && !('_meta' in params);
+}
+
 /**
  * `/mcp`: stateless Streamable HTTP on the REST app's Fastify instance. Each POST is checked for
  * DNS rebinding, authenticated and counted by the same guard as REST (tool calls against the
@@ -107,6 +126,10 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     }
     const messages: JSONRPCMessage[] = [];
     for (const raw of Array.isArray(body) ? body : [body]) {
+      if (isPlainRequest(raw)) {
+        messages.push(raw);
+        continue;
+      }
       const parsed = JSONRPCMessageSchema.safeParse(raw);
       if (!parsed.success) return sendRpcError(reply, 400, -32700, 'Parse error: Invalid JSON-RPC message');
       messages.push(parsed.data);

@@ -11,7 +11,11 @@ export function toolSuccess(body: Record<string, unknown>): CallToolResult {
  * very text the text block carries, so it is spliced in rather than produced a second time.
  */
 export function serializedToolSuccess(body: Record<string, unknown>): string {
-  const text = JSON.stringify(body);
+  return serializedToolSuccessText(JSON.stringify(body));
+}
+
+/** `serializedToolSuccess` of the body whose JSON text is `text` (made by the service). */
+export function serializedToolSuccessText(text: string): string {
   return `{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}`;
 }
 

@@ -10,7 +10,7 @@ import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { parseParams } from '../service/requests/params.ts';
 import { toolListing } from './listing.ts';
-import { serializedToolSuccess, toolFailure } from './results.ts';
+import { serializedToolSuccess, serializedToolSuccessText, toolFailure } from './results.ts';
 import type { Tool } from './tools.ts';
 
 export const SERVER_INFO = { name: 'pulseboard', version: '1.0.0' } as const;
@@ -97,9 +97,10 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
     if (!parsed.ok) return JSON.stringify(toolFailure(errors.badRequest(tool.input.renameInMessage(parsed.message))));
     try {
       // The service re-validates under the REST names; the caller's original values are passed on.
-      const result = await tool.call(services, context.caller, tool.input.toRest(args));
+      const rest = tool.input.toRest(args);
+      const result = tool.callJson ? await tool.callJson(services, context.caller, rest) : await tool.call(services, context.caller, rest);
       if (!result.ok) return JSON.stringify(toolFailure({ ...result.error, message: tool.input.renameInMessage(result.error.message) }));
-      return serializedToolSuccess(result.value);
+      return typeof result.value === 'string' ? serializedToolSuccessText(result.value) : serializedToolSuccess(result.value);
     } catch (error) {
       context.onUnexpected?.((error as Error)?.name ?? 'unknown');
       return JSON.stringify(toolFailure({ status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 }));

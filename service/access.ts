@@ -32,7 +32,32 @@ export type Access = {
  * returns, so the next request on any instance sharing the read store sees the change, whatever
  * the projectors' lag.
  */
+/** Known keys kept at most; past that the kept ones are dropped (unknown keys are never kept). */
+const KEYS_KEPT_MAX = 10_000;
+
 export function createAccess(store: ReadStore, now: () => Date = () => new Date()): Access {
+  /**
+   * Key documents of keys seen, by key hash, with the keys read model's checkpoint they were read at:
+   * a key document changes only in a commit that advances that checkpoint (issue, revoke), so while it
+   * is unchanged a request reads one checkpoint instead of the document. Expiry is checked every time.
+   */
+  const keys = new Map<string, { doc: KeyDoc; at: number }>();
+  /** Owner access by owner, read at the owners checkpoint `ownersAt`. */
+  const owners = new Map<string, OwnerAccess>();
+  let ownersAt = -1;
+
+  async function keyDoc(keyHash: string): Promise<KeyDoc | undefined> {
+    const at = await store.checkpoint(KEYS_COLLECTION);
+    const kept = keys.get(keyHash);
+    if (kept && kept.at === at) return kept.doc;
+    const doc = (await store.get<KeyDoc>(KEYS_COLLECTION, keyIdOf(keyHash)))?.doc;
+    if (doc && doc.keyHash === keyHash) {
+      if (keys.size >= KEYS_KEPT_MAX) keys.clear();
+      keys.set(keyHash, { doc, at });
+    } else keys.delete(keyHash);
+    return doc;
+  }
+
   return {
     async authenticate(authorization) {
       if (typeof authorization !== 'string') return null;
@@ -40,15 +65,29 @@ export function createAccess(store: ReadStore, now: () => Date = () => new Date(
       const key = match?.[1];
       if (!key || !KEY_PATTERN.test(key)) return null;
       const keyHash = hashKey(key);
-      const doc = (await store.get<KeyDoc>(KEYS_COLLECTION, keyIdOf(keyHash)))?.doc;
+      const doc = await keyDoc(keyHash);
       if (!doc || doc.keyHash !== keyHash || doc.revokedAt !== null) return null;
       if (doc.expiresAt !== null && Date.parse(doc.expiresAt) <= now().getTime()) return null;
       return { keyId: doc.keyId, owner: doc.owner };
     },
 
     async ownerAccess(owner) {
+      // Kept per owner while the owners read model's checkpoint is unchanged (every owner change advances it).
+      const at = await store.checkpoint(OWNERS_COLLECTION);
+      if (at !== ownersAt) {
+        owners.clear();
+        ownersAt = at;
+      }
+      const kept = owners.get(owner);
+      if (kept) return { ...kept };
       const doc = (await store.get<OwnerDoc>(OWNERS_COLLECTION, owner))?.doc;
-      return { allowlisted: doc?.allowlisted ?? false, linked: doc?.linked ?? false };
+      const access = { allowlisted: doc?.allowlisted ?? false, linked: doc?.linked ?? false };
+      // A checkpoint that moved during the read keeps nothing (the next request reads again).
+      if (ownersAt === at && (await store.checkpoint(OWNERS_COLLECTION)) === at) {
+        if (owners.size >= KEYS_KEPT_MAX) owners.clear();
+        owners.set(owner, access);
+      }
+      return { ...access };
     },
   };
 }

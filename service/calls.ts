@@ -87,32 +87,112 @@ function sizeOnSurface(json: string, surface: Surface): number {
   return plain + Buffer.byteLength(JSON.stringify(json), 'utf8') - 2;
 }
 
+/** A call as served at read time: its JSON text (made once) and, for the tool surface, its value. */
+export type ServedCall = { json: string; value(): CallRecord };
+
 /**
  * The calls that fit the page: whole calls while the page stays within `budget` bytes on the surface,
  * at least one. The envelope is measured with a longest possible `next`, so the real page (whose
- * `next` is that long at most) stays inside. Each call is serialised here once, and that text is the
- * one the page is sent with.
+ * `next` is that long at most) stays inside. Each call's text is the one the page is sent with.
  */
-export function fitCalls(
-  calls: readonly CallRecord[],
-  envelope: Omit<CallPage, 'calls' | 'next'>,
-  budget: number,
-  surface: Surface,
-): { served: CallRecord[]; jsons: string[] } {
+export function fitCalls<C extends { json: string }>(calls: readonly C[], envelope: Omit<CallPage, 'calls' | 'next'>, budget: number, surface: Surface): C[] {
   let used = sizeOnSurface(JSON.stringify({ calls: [], next: 'x'.repeat(CURSOR_MAX), ...envelope } satisfies CallPage), surface);
   const comma = sizeOnSurface(',', surface);
-  const served: CallRecord[] = [];
-  const jsons: string[] = [];
+  const served: C[] = [];
   for (const call of calls) {
-    const json = JSON.stringify(call);
-    const size = sizeOnSurface(json, surface) + (served.length > 0 ? comma : 0);
+    const size = sizeOnSurface(call.json, surface) + (served.length > 0 ? comma : 0);
     // A page always holds at least one call, even one that alone exceeds the budget.
     if (served.length > 0 && used + size > budget) break;
     served.push(call);
-    jsons.push(json);
     used += size;
   }
-  return { served, jsons };
+  return served;
+}
+
+/** What the read-time fields need of a stored call: its tokens and its caller's pnl. */
+export type ReadTimeFields = { tokens: StoredCall['tokens']; caller: { pnl: StoredCall['caller']['pnl'] } };
+
+/** Index of the quote closing the JSON string opened at `open`. */
+function stringEnd(text: string, open: number): number {
+  let at = text.indexOf('"', open + 1);
+  while (at > 0) {
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === 0x5c) backslashes += 1;
+    if (backslashes % 2 === 0) return at;
+    at = text.indexOf('"', at + 1);
+  }
+  return -1;
+}
+
+/** Index just past the JSON object or array that opens at `at` (strings skipped natively), or -1. */
+function containerEnd(text: string, at: number): number {
+  let depth = 0;
+  for (let i = at; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      i = stringEnd(text, i);
+      if (i < 0) return -1;
+    } else if (c === 0x7b || c === 0x5b) depth += 1;
+    else if ((c === 0x7d || c === 0x5d) && --depth === 0) return i + 1;
+  }
+  return -1;
+}
+
+/**
+ * The tokens and pnl of a stored call, parsed from their own slices of its text (the thesis, most of
+ * the text, is not parsed); null when the text is not laid out as expected (then parse it whole).
+ */
+export function readTimeFieldsOf(text: string): ReadTimeFields | null {
+  const tokensAt = text.indexOf(TOKENS_MEMBER);
+  const pnlAt = text.indexOf(PNL_MEMBER);
+  if (tokensAt < 0 || pnlAt < 0) return null;
+  const arrayAt = tokensAt + TOKENS_MEMBER.length;
+  const arrayEnd = text.charCodeAt(arrayAt) === 0x5b ? containerEnd(text, arrayAt) : -1;
+  const valueAt = pnlAt + PNL_MEMBER.length;
+  let pnl: StoredCall['caller']['pnl'];
+  if (text.startsWith('null', valueAt)) pnl = null;
+  else {
+    const pnlEnd = text.charCodeAt(valueAt) === 0x7b ? containerEnd(text, valueAt) : -1;
+    if (pnlEnd < 0) return null;
+    pnl = JSON.parse(text.slice(valueAt, pnlEnd)) as StoredCall['caller']['pnl'];
+  }
+  if (arrayEnd < 0) return null;
+  return { tokens: JSON.parse(text.slice(arrayAt, arrayEnd)) as StoredCall['tokens'], caller: { pnl } };
+}
+
+const TOKENS_MEMBER = '"tokens":';
+const PNL_MEMBER = '"pnl":';
+
+/**
+ * The served text of a stored call, made from its stored text (JSON.stringify of `call`) without
+ * serialising it again: each token gets `,"project":<link>` before its closing brace, and an aged-out
+ * pnl becomes null. The same bytes as JSON.stringify of the served value. A member pattern such as
+ * `"tokens":` cannot occur inside a JSON string (a quote there is escaped), so the first one found
+ * is the record's own; any surprise (a token that already has a project, a text that is not what the
+ * call serialises to) falls back to serialising the served value.
+ */
+export function servedCallText(text: string, call: ReadTimeFields, pnl: StoredCall['caller']['pnl'], links: readonly string[], served: () => CallRecord): string {
+  const tokenTexts = call.tokens.map((t) => JSON.stringify(t));
+  const tokensAt = text.indexOf(TOKENS_MEMBER);
+  const arrayAt = tokensAt + TOKENS_MEMBER.length;
+  const arrayText = `[${tokenTexts.join(',')}]`;
+  if (tokensAt < 0 || !text.startsWith(arrayText, arrayAt) || call.tokens.some((t) => 'project' in t)) return JSON.stringify(served());
+  const linked = `[${tokenTexts.map((t, i) => `${t.slice(0, -1)}${t.length > 2 ? ',' : ''}"project":${links[i]}}`).join(',')}]`;
+  const splices: { at: number; length: number; text: string }[] = [{ at: arrayAt, length: arrayText.length, text: linked }];
+  if (call.caller.pnl !== null && pnl === null) {
+    const pnlAt = text.indexOf(PNL_MEMBER);
+    const stored = JSON.stringify(call.caller.pnl);
+    if (pnlAt < 0 || !text.startsWith(stored, pnlAt + PNL_MEMBER.length)) return JSON.stringify(served());
+    splices.push({ at: pnlAt + PNL_MEMBER.length, length: stored.length, text: 'null' });
+  }
+  splices.sort((a, b) => a.at - b.at);
+  let out = '';
+  let from = 0;
+  for (const splice of splices) {
+    out += text.slice(from, splice.at) + splice.text;
+    from = splice.at + splice.length;
+  }
+  return out + text.slice(from);
 }
 
 export function pnlAtReadTime(pnl: StoredCall['caller']['pnl'], readAt: Date): StoredCall['caller']['pnl'] {
@@ -138,26 +218,55 @@ export function callProjectOf(project: Project): CallProject {
   };
 }
 
-export function createCallsService(deps: { store: ReadStore; now?: () => Date }): CallsService {
+/** Project links kept at most (a link is a few hundred bytes); past that the kept ones are dropped. */
+const LINKS_KEPT_MAX = 20_000;
+
+export function createCallsService(deps: { store: ReadStore; now?: () => Date; generation?: () => number }): CallsService {
   const { store } = deps;
   const now = deps.now ?? (() => new Date());
+  const generation = deps.generation ?? (() => 0);
+
+  /**
+   * Token project links (and their JSON text) by `<chain>:<contract>`, kept while the projects read
+   * model's checkpoint (in the serving generation) is unchanged: a link depends on nothing else. The
+   * version is read before the projects, so what is kept is never older than it.
+   */
+  const kept = new Map<string, { link: CallProject | null; json: string }>();
+  let keptAt: readonly [number, number] = [-1, -1];
 
   async function freshness(): Promise<CallFreshness> {
     return (await store.get<CallFreshness>(CALLS_COLLECTOR_COLLECTION, COLLECTOR_DOC_ID))?.doc ?? EMPTY_FRESHNESS;
   }
 
   /** Project links by `<chain>:<contract>`: the one current public project holding it, else null. */
-  async function projectLinks(calls: readonly StoredCall[]): Promise<Map<string, CallProject | null>> {
+  async function projectLinks(calls: readonly ReadTimeFields[]): Promise<Map<string, { link: CallProject | null; json: string }>> {
     const wanted = new Set<string>();
     for (const call of calls) for (const token of call.tokens) wanted.add(linkKey(token));
-    const links = new Map<string, CallProject | null>();
+    const links = new Map<string, { link: CallProject | null; json: string }>();
     if (wanted.size === 0) return links;
-    // Two reads for the whole page: the holders of every token, then those projects.
-    const holders = await store.findIdsMany(PROJECTS_COLLECTION, 'chainContract', [...wanted], 10);
-    const docs = await store.getMany<Project>(PROJECTS_COLLECTION, [...new Set([...holders.values()].flat())]);
+    const version = [generation(), await store.checkpoint(PROJECTS_COLLECTION)] as const;
+    const order = version[0] !== keptAt[0] ? version[0] - keptAt[0] : version[1] - keptAt[1];
+    if (order > 0 || kept.size > LINKS_KEPT_MAX) {
+      kept.clear();
+      keptAt = version;
+    }
+    const current = order >= 0;
+    const missing: string[] = [];
     for (const key of wanted) {
-      const current = (holders.get(key) ?? []).map((id) => docs.get(id)).filter((d) => isPublicProject(d));
-      links.set(key, current.length === 1 ? callProjectOf(current[0]!.doc) : null);
+      const link = current ? kept.get(key) : undefined;
+      if (link) links.set(key, link);
+      else missing.push(key);
+    }
+    if (missing.length === 0) return links;
+    // Two reads for the rest of the page: the holders of every token, then those projects.
+    const holders = await store.findIdsMany(PROJECTS_COLLECTION, 'chainContract', missing, 10);
+    const docs = await store.getMany<Project>(PROJECTS_COLLECTION, [...new Set([...holders.values()].flat())]);
+    for (const key of missing) {
+      const public_ = (holders.get(key) ?? []).map((id) => docs.get(id)).filter((d) => isPublicProject(d));
+      const link = public_.length === 1 ? callProjectOf(public_[0]!.doc) : null;
+      const entry = { link, json: JSON.stringify(link) };
+      links.set(key, entry);
+      if (current) kept.set(key, entry);
     }
     return links;
   }
@@ -169,11 +278,31 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date })
   /** The call as served at `readAt`: pnl aged out, token project links from the current projects. */
   async function atReadTime(calls: readonly StoredCall[], readAt: Date): Promise<CallRecord[]> {
     const links = await projectLinks(calls);
-    return calls.map((call) => ({
+    return calls.map((call) => servedCall(call, readAt, links));
+  }
+
+  function servedCall(call: StoredCall, readAt: Date, links: Map<string, { link: CallProject | null }>): CallRecord {
+    return {
       ...call,
       caller: { ...call.caller, pnl: pnlAtReadTime(call.caller.pnl, readAt) },
-      tokens: call.tokens.map((token) => ({ ...token, project: links.get(linkKey(token)) ?? null })),
-    }));
+      tokens: call.tokens.map((token) => ({ ...token, project: links.get(linkKey(token))?.link ?? null })),
+    };
+  }
+
+  /**
+   * `atReadTime` for stored rows, as text made from each row's stored text (see `servedCallText`):
+   * only the tokens and pnl are parsed; the whole record only when the tool surface asks for values.
+   */
+  async function servedAtReadTime(rows: readonly StoredDoc<StoredCall>[], readAt: Date): Promise<ServedCall[]> {
+    const fields = rows.map((row) => readTimeFieldsOf(row.json) ?? row.doc);
+    const links = await projectLinks(fields);
+    return rows.map((row, i) => {
+      const call = fields[i]!;
+      let value: CallRecord | undefined;
+      const served = () => (value ??= servedCall(row.doc, readAt, links));
+      const json = servedCallText(row.json, call, pnlAtReadTime(call.caller.pnl, readAt), call.tokens.map((t) => links.get(linkKey(t))?.json ?? 'null'), served);
+      return { json, value: served };
+    });
   }
 
   /**
@@ -211,7 +340,10 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date })
       const docs = await store.getMany<StoredCall | null>(CALLS_COLLECTION, chunk.map((d) => d.id));
       for (const entry of chunk) {
         const stored = docs.get(entry.id);
-        if (stored && stored.facet === CALL_FACETS.visible && stored.doc !== null) picked.push({ ...stored, doc: stored.doc, sortKey: entry.sortKey });
+        // The row as read, with the index entry's order key (its document is parsed only if asked for).
+        if (stored && stored.facet === CALL_FACETS.visible && stored.json !== 'null') {
+          picked.push(Object.create(stored, { sortKey: { value: entry.sortKey, enumerable: true } }) as StoredDoc<StoredCall>);
+        }
       }
     }
     return ok(picked);
@@ -255,11 +387,11 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date })
     const readAt = now();
     const rows = await candidates(filters.value, position.value, limit + 1);
     if (!rows.ok) return rows;
-    const [calls, fresh] = await Promise.all([atReadTime(rows.value.slice(0, limit).map((r) => r.doc), readAt), freshness()]);
+    const [calls, fresh] = await Promise.all([servedAtReadTime(rows.value.slice(0, limit), readAt), freshness()]);
 
     const budget = (q.maxBytes ?? CALL_PAGE_BUDGET_BYTES) - (surface === 'mcp' ? MCP_ENVELOPE_RESERVE_BYTES : 0);
     const envelope = { limit, readAt: readAt.toISOString(), freshness: fresh };
-    const { served, jsons } = fitCalls(calls, envelope, budget, surface);
+    const served = fitCalls(calls, envelope, budget, surface);
 
     const more = rows.value.length > served.length;
     const last = served[served.length - 1];
@@ -268,7 +400,13 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date })
       more && lastRow
         ? encodeCursor({ v: 1, k: lastRow.sortKey, i: lastRow.id, c: filters.value.contract, h: filters.value.chain } satisfies CallCursor)
         : null;
-    return ok(rendered<CallPage, 'calls'>({ calls: spliced(() => `[${jsons.join(',')}]`, () => served), next, ...envelope }));
+    return ok(
+      rendered<CallPage, 'calls'>({
+        calls: spliced(() => `[${served.map((c) => c.json).join(',')}]`, () => served.map((c) => c.value())),
+        next,
+        ...envelope,
+      }),
+    );
   }
 
   return {

@@ -18,7 +18,8 @@ import { decodeCursor, encodeCursor } from './cursor.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
 import { foldAsOf, readProjectStream } from './history.ts';
 import { parseParams } from './requests/params.ts';
-import { asValue, plain, rendered, storedDoc, storedDocs, type Rendered } from './spliced.ts';
+import type { BodyCache, CacheVersion } from './body-cache.ts';
+import { asValue, fromParts, plain, rendered, storedDoc, storedDocs, type Rendered } from './spliced.ts';
 import {
   SINCE_NOW,
   changesQuerySchema,
@@ -80,16 +81,61 @@ function filterName(hasDossier: boolean | undefined): DeltaCursor['f'] {
 /** A long-poll ends early when this aborts (the client went away). */
 export type WaitOptions = { signal?: AbortSignal };
 
-export function createProjectsService(deps: { log: EventLog; store: ReadStore; access: Access; commits?: CommitWatch; now?: () => Date }): ProjectsService {
-  const { log, store, access, commits } = deps;
+export type ProjectsDeps = {
+  log: EventLog;
+  store: ReadStore;
+  access: Access;
+  commits?: CommitWatch;
+  now?: () => Date;
+  /**
+   * Rendered bodies of the reads that depend on the projects read model and the query alone (board
+   * pages, delta pages without a wait, a project without context or asOf), kept while the read
+   * model's checkpoint is unchanged; none when absent.
+   */
+  bodies?: BodyCache;
+  /** The serving read-model generation (a replay's new generation may hold other bytes at the same checkpoint). */
+  generation?: () => number;
+};
+
+export function createProjectsService(deps: ProjectsDeps): ProjectsService {
+  const { log, store, access, commits, bodies } = deps;
   const now = deps.now ?? (() => new Date());
+  const generation = deps.generation ?? (() => 0);
+  // An event log's archive id is stable across calls and connections (the log contract): read once.
+  let archive: Promise<string> | undefined;
+  const archiveId = (): Promise<string> =>
+    (archive ??= log.archiveId().catch((error: unknown) => {
+      archive = undefined;
+      throw error;
+    }));
+
+  /**
+   * A caller-independent read through the body cache: the version is read before the data, so the
+   * data kept under it is never older than it (a commit in between only makes it newer).
+   */
+  async function cachedRead<T>(key: string, read: () => Promise<Result<Rendered<T>>>): Promise<Result<Rendered<T>>> {
+    if (!bodies) return read();
+    const version: CacheVersion = [generation(), await store.checkpoint(PROJECTS_COLLECTION)];
+    const kept = bodies.get(version, key);
+    if (kept) return ok(fromParts<T>(kept, now().toISOString()));
+    const result = await read();
+    if (result.ok) {
+      const split = result.value.parts();
+      if (split) bodies.set(version, key, split.parts);
+    }
+    return result;
+  }
 
   async function board(q: ProjectsQuery): Promise<Result<Rendered<BoardPage>>> {
     if (q.limit !== undefined) {
       return fail(errors.badRequest(`parameter 'limit' applies to delta mode (since or cursor) only; the board has a fixed page size of ${BOARD_PAGE_SIZE}`));
     }
     const page = q.page ?? 1;
-    const facets = facetsFor(q.has_dossier);
+    return cachedRead(`board ${page} ${filterName(q.has_dossier)}`, () => boardPage(page, q.has_dossier));
+  }
+
+  async function boardPage(page: number, hasDossier: boolean | undefined): Promise<Result<Rendered<BoardPage>>> {
+    const facets = facetsFor(hasDossier);
     const readAt = now().toISOString();
     const [total, rows] = await Promise.all([
       store.count(PROJECTS_COLLECTION, facets),
@@ -114,7 +160,7 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     if (q.since !== undefined && q.cursor !== undefined) {
       return fail(errors.badRequest("send either 'since' (to start) or 'cursor' (to continue), not both"));
     }
-    const archive = await log.archiveId();
+    const archive = await archiveId();
     const filter = filterName(q.has_dossier);
     // A reconnecting event stream resumes where it stopped, whatever its URL started from.
     const cursor = lastEventId ?? q.cursor;
@@ -180,7 +226,7 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
   const cursorAt = (from: DeltaStart, position: { s: number; i: string }): string =>
     encodeCursor({ v: 1, a: from.archive, s: position.s, i: position.i, f: from.filter } satisfies DeltaCursor);
 
-  async function delta(q: ProjectsQuery, signal?: AbortSignal): Promise<Result<Rendered<SyncPage>>> {
+  async function delta(q: ProjectsQuery, options: WaitOptions = {}): Promise<Result<Rendered<SyncPage>>> {
     const from = await deltaStart(q);
     if (!from.ok) return from;
     const limit = q.limit ?? SYNC_LIMIT_DEFAULT;
@@ -189,20 +235,29 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
       const cursor = cursorAt(from.value, { s: (from.value.start as { after: { seq: number } }).after.seq, i: '' });
       return ok(rendered<SyncPage, 'projects'>({ projects: plain([]), cursor, hasMore: false, limit, readAt: now().toISOString() }));
     }
+    // A page without a wait depends on the read model and its starting point alone.
+    if (q.wait === undefined) {
+      return cachedRead(`delta ${JSON.stringify([from.value.start, from.value.filter, limit])}`, () => deltaPage(from.value, q, limit));
+    }
+    return deltaPage(from.value, q, limit, options);
+  }
+
+  async function deltaPage(from: DeltaStart, q: ProjectsQuery, limit: number, options: WaitOptions = {}): Promise<Result<Rendered<SyncPage>>> {
     // Long-poll: an empty page waits for a commit past what it read, until `wait` seconds have passed.
     const deadline = performance.now() + (q.wait ?? 0) * 1000;
     let read: DeltaRead;
     let readAt: string;
     for (;;) {
       readAt = now().toISOString();
-      read = await sharedDelta(from.value, q.has_dossier, limit);
+      read = await sharedDelta(from, q.has_dossier, limit);
       const remaining = deadline - performance.now();
       if (read.rows.length > 0 || read.hasMore || remaining <= 0 || !commits) break;
       // A commit past the high-water mark may hold no row this filter serves: then read and wait again.
+      const signal = options.signal;
       const outcome = await commits.waitPast(read.upToSeq, { timeoutMs: remaining, ...(signal ? { signal } : {}) });
       if (outcome !== 'passed') break;
     }
-    const cursor = cursorAt(from.value, read.position);
+    const cursor = cursorAt(from, read.position);
     return ok(rendered<SyncPage, 'projects'>({ projects: storedDocs(read.rows), cursor, hasMore: read.hasMore, limit, readAt }));
   }
 
@@ -258,7 +313,7 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     if (!deltaMode && q.wait !== undefined) {
       return fail(errors.badRequest("parameter 'wait' applies to delta mode (since or cursor) only: the board has nothing to wait for"));
     }
-    return deltaMode ? delta(q, options.signal) : board(q);
+    return deltaMode ? delta(q, options) : board(q);
   }
 
   async function changes(query: unknown, lastEventId?: string): Promise<Result<ChangeFeed>> {
@@ -287,6 +342,14 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
     if (!p.ok) return fail(errors.badRequest(p.message));
     const q = parseParams(projectQuerySchema, query);
     if (!q.ok) return fail(errors.badRequest(q.message));
+    if (q.value.asOf === undefined && q.value.include !== 'context') {
+      const handle = p.value.handle;
+      return cachedRead(`project ${handle}`, async () => {
+        const found = await resolve(handle);
+        if (!found) return fail(errors.notFound(`no project with id or handle '${handle}'`));
+        return ok(rendered<ProjectRead, 'project'>({ project: storedDoc(found) }));
+      });
+    }
     const found = await resolve(p.value.handle);
     if (!found) return fail(errors.notFound(`no project with id or handle '${p.value.handle}'`));
     if (q.value.asOf !== undefined) return asOf(caller, found.id, q.value.asOf, q.value.include === 'context');
@@ -303,11 +366,14 @@ export function createProjectsService(deps: { log: EventLog; store: ReadStore; a
       const parsed = parseParams(syncQuerySchema, query);
       if (!parsed.ok) return fail(errors.badRequest(parsed.message));
       const { wait_seconds: waitSeconds, ...rest } = parsed.value;
-      return asValue(await delta({ ...rest, ...(waitSeconds ? { wait: waitSeconds } : {}) }, options.signal));
+      return asValue(await delta({ ...rest, ...(waitSeconds ? { wait: waitSeconds } : {}) }, options));
     },
     changes,
 
     isEnriched(query) {
+      // Neither parameter given: a plain read (no parse needed to say so).
+      const given = query as Record<string, unknown> | null | undefined;
+      if (typeof given === 'object' && given !== null && given.include === undefined && given.asOf === undefined) return false;
       const parsed = parseParams(projectQuerySchema, query);
       // As-of reads fold the project's stream on every request: protected like include=context.
       return parsed.ok && (parsed.value.include === 'context' || parsed.value.asOf !== undefined);

@@ -2,6 +2,7 @@ import type { Config } from '../config/config.ts';
 import { projectors } from '../projectors/registry.ts';
 import { PROJECTS_COLLECTION } from '../projectors/projects.ts';
 import { createAccess, type Access } from './access.ts';
+import { createBodyCache, type BodyCache } from './body-cache.ts';
 import { createChangeStreams, type ChangeStreams } from './changes.ts';
 import { createCommitWatch, type CommitWatch } from './commit-watch.ts';
 import type { LoopStatus } from './background.ts';
@@ -27,6 +28,8 @@ export type Services = {
   guard: Guard;
   health: Health;
   projects: ProjectsService;
+  /** Rendered bodies of caller-independent project reads, kept while the projects checkpoint is unchanged. */
+  bodies: BodyCache;
   /** Wakes long-polls and change streams on the next commit of the projects read model; closed on shutdown. */
   commits: CommitWatch;
   changes: ChangeStreams;
@@ -62,7 +65,18 @@ export function createServices(deps: ServiceDeps): Services {
     if (collection === PROJECTS_COLLECTION) commits.notify();
   });
   commits.closed.addEventListener('abort', unsubscribe, { once: true });
-  const projects = createProjectsService({ log, store, access, commits, now });
+  // Board pages, delta pages and plain project reads are served again from their rendered bytes while
+  // the projects read model's checkpoint (in the serving generation) is unchanged.
+  const bodies = createBodyCache();
+  const projects = createProjectsService({
+    log,
+    store,
+    access,
+    commits,
+    now,
+    bodies,
+    generation: () => deps.stores.generations()?.serving ?? 0,
+  });
   return {
     config: deps.config,
     stores: deps.stores,
@@ -70,12 +84,13 @@ export function createServices(deps: ServiceDeps): Services {
     guard: createGuard(access, deps.gate ?? createRateGate(deps.limiter, { protocolLimit: deps.config.PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT })),
     health: createHealth({ log, store, collections: projectors.map((p) => p.collection), limiter: deps.limiter, ...(deps.background ? { background: deps.background } : {}) }),
     projects,
+    bodies,
     commits,
     changes: createChangeStreams({ projects, commits }),
     asks: createAsksService({ log, store, access, projects, now }),
     history: createHistoryService({ log, projects, now }),
     thesis: createThesisFeed({ log, store, access, config: deps.config, heartbeat: deps.heartbeat ?? createInProcessHeartbeat({ now }), now }),
-    calls: createCallsService({ store, now }),
+    calls: createCallsService({ store, now, generation: () => deps.stores.generations()?.serving ?? 0 }),
     search: createSearchService({ store, projects, now }),
     pulse: createPulseService({ store, now }),
     now,

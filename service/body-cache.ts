@@ -1,0 +1,80 @@
+import type { BodyParts } from './spliced.ts';
+
+/**
+ * A bounded cache of rendered response bodies (head and tail bytes around `readAt`, with their
+ * validator), for reads whose bytes depend only on the read model and the normalized query, never
+ * on the caller. Every entry belongs to one version of the read model it was read from (the serving
+ * generation and the collection's checkpoint): the first request that sees a newer version drops
+ * every entry, so an entry is served only while the checkpoint it was read at is still the current
+ * one. Requests still holding an older version (read just before a commit) neither read nor fill it.
+ * Bounded by bytes, least recently used out first; a body larger than an eighth of the bound is not kept.
+ */
+export type BodyCache = {
+  get(version: CacheVersion, key: string): BodyParts | undefined;
+  set(version: CacheVersion, key: string, parts: BodyParts): void;
+  stats(): { entries: number; bytes: number; hits: number; misses: number };
+};
+
+/** [generation, checkpoint]: compared in that order. */
+export type CacheVersion = readonly [number, number];
+
+export const BODY_CACHE_BYTES_DEFAULT = 24 * 1024 * 1024;
+
+function compare(a: CacheVersion, b: CacheVersion): number {
+  return a[0] !== b[0] ? a[0] - b[0] : a[1] - b[1];
+}
+
+export function createBodyCache(options: { maxBytes?: number } = {}): BodyCache {
+  const maxBytes = options.maxBytes ?? BODY_CACHE_BYTES_DEFAULT;
+  const entries = new Map<string, { parts: BodyParts; bytes: number }>();
+  let version: CacheVersion = [-1, -1];
+  let bytes = 0;
+  let hits = 0;
+  let misses = 0;
+
+  /** Whether `seen` is the current version (a newer one replaces it and empties the cache). */
+  function current(seen: CacheVersion): boolean {
+    const order = compare(seen, version);
+    if (order < 0) return false;
+    if (order > 0) {
+      entries.clear();
+      bytes = 0;
+      version = [seen[0], seen[1]];
+    }
+    return true;
+  }
+
+  return {
+    get(seen, key) {
+      if (!current(seen)) return undefined;
+      const entry = entries.get(key);
+      if (!entry) {
+        misses += 1;
+        return undefined;
+      }
+      hits += 1;
+      // Most recently used last: Map keeps insertion order.
+      entries.delete(key);
+      entries.set(key, entry);
+      return entry.parts;
+    },
+    set(seen, key, parts) {
+      if (!current(seen)) return;
+      const size = parts.head.length + (parts.tail?.length ?? 0) + parts.etag.length + key.length * 2 + 64;
+      if (size > maxBytes / 8) return;
+      const previous = entries.get(key);
+      if (previous) {
+        entries.delete(key);
+        bytes -= previous.bytes;
+      }
+      entries.set(key, { parts, bytes: size });
+      bytes += size;
+      for (const [oldest, entry] of entries) {
+        if (bytes <= maxBytes) break;
+        entries.delete(oldest);
+        bytes -= entry.bytes;
+      }
+    },
+    stats: () => ({ entries: entries.size, bytes, hits, misses }),
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * The cache of rendered bodies: a read served again from kept bytes is the body a fresh read gives
+ * (with its own readAt), a commit makes the next read return the new bytes and ETag, and reads whose
+ * bytes depend on the caller (context, search) or that wait (long-poll) are never kept.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createBodyCache } from '../../service/body-cache.ts';
+import { validatorOf } from '../../service/spliced.ts';
+import { day } from '../support/events.ts';
+import { createHarness, type Harness } from '../support/harness.ts';
+
+const withoutReadAt = (text: string) => ({ ...JSON.parse(text), readAt: null });
+
+async function sight(h: Harness, id: string, name: string, at = day(1)) {
+  await h.append('project.sighted', `s-${id}-${name}`, `project-${id}`, { projectId: id, at, handle: `h_${id}`, name });
+  await h.stores.catchUp();
+}
+
+describe('rendered bodies kept per read-model checkpoint', () => {
+  let h: Harness;
+  let key: string;
+  before(async () => {
+    let clock = Date.parse('2026-11-01T00:00:00.000Z');
+    // Every read gets a later readAt, so a kept body is seen to carry its own.
+    h = await createHarness({ now: () => new Date((clock += 1000)) });
+    key = await h.key('reader');
+    for (let i = 0; i < 5; i++) await sight(h, `p${i}`, `Project ${i}`, day(i));
+  });
+  after(() => h.close());
+
+  it('a board page read again comes from the cache: same bytes but readAt, same ETag, a later readAt', async () => {
+    const first = await h.get('/v1/projects?page=1', key);
+    const hits = h.services.bodies.stats().hits;
+    const again = await h.get('/v1/projects?page=1', key);
+    assert.equal(h.services.bodies.stats().hits, hits + 1, 'served from the cache');
+    assert.deepEqual(withoutReadAt(again.body), withoutReadAt(first.body));
+    assert.equal(again.headers.etag, first.headers.etag);
+    assert.ok(again.json().readAt > first.json().readAt, 'readAt is the time of this read');
+    // The validator is the one made from the body text without its readAt.
+    const text = again.body;
+    const at = text.lastIndexOf('"readAt":"') + '"readAt":"'.length;
+    assert.equal(again.headers.etag, validatorOf(text.slice(0, at), text.slice(text.indexOf('"', at))));
+  });
+
+  it('a commit invalidates: the next read returns the new bytes and a new ETag (board, delta, one project)', async () => {
+    const urls = ['/v1/projects?page=1', '/v1/projects?since=1970-01-01T00:00:00Z&limit=100', '/v1/projects/p1'];
+    const before = await Promise.all(urls.map((u) => h.get(u, key)));
+    const kept = await Promise.all(urls.map((u) => h.get(u, key)));
+    kept.forEach((res, i) => assert.equal(res.headers.etag, before[i]!.headers.etag));
+    await sight(h, 'p1', 'Renamed');
+    for (const [i, url] of urls.entries()) {
+      const after = await h.get(url, key);
+      assert.equal(after.status, 200);
+      assert.notEqual(after.headers.etag, before[i]!.headers.etag, `${url}: a new ETag after the commit`);
+      assert.ok(after.body.includes('"Renamed"'), `${url}: the new bytes`);
+      assert.ok(!after.body.includes('"Project 1"'), `${url}: not the old bytes`);
+      // The old ETag no longer answers 304.
+      const revalidated = await h.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}`, 'if-none-match': String(before[i]!.headers.etag) } });
+      assert.equal(revalidated.statusCode, 200);
+    }
+  });
+
+  it('caller-dependent reads (include=context, search) and long-polls are never kept', async () => {
+    const entries = () => h.services.bodies.stats().entries;
+    await h.get('/v1/projects?page=1', key);
+    const kept = entries();
+    const plain = await h.key('plain');
+    const insider = await h.key('insider', ['allow']);
+    for (const url of ['/v1/projects/p2?include=context', '/v1/search?q=p2', '/v1/projects?since=1970-01-01T00:00:00Z&wait=1']) {
+      for (const k of [plain, insider]) assert.equal((await h.get(url, k)).status, 200, url);
+    }
+    assert.equal(entries(), kept, 'nothing kept for them');
+    // Voters stay per caller: null for a key owner that is not allowlisted.
+    assert.equal((await h.get('/v1/projects/p2?include=context', plain)).json().context.voters, null);
+    assert.notEqual((await h.get('/v1/projects/p2?include=context', insider)).json().context.voters, null);
+  });
+
+  it('errors are not kept: an unknown project answers 404 each time, and 200 once it exists', async () => {
+    assert.equal((await h.get('/v1/projects/late', key)).status, 404);
+    assert.equal((await h.get('/v1/projects/late', key)).status, 404);
+    await sight(h, 'late', 'Late');
+    assert.equal((await h.get('/v1/projects/late', key)).status, 200);
+  });
+});
+
+describe('createBodyCache', () => {
+  const parts = (n: number) => ({ head: Buffer.alloc(n, 97), tail: Buffer.from('"}'), etag: 'W/"x"' });
+
+  it('serves an entry only at the version it was kept under; a newer version empties it; an older one neither reads nor fills', () => {
+    const cache = createBodyCache({ maxBytes: 1 << 20 });
+    cache.set([0, 5], 'a', parts(10));
+    assert.ok(cache.get([0, 5], 'a'));
+    assert.equal(cache.get([0, 6], 'a'), undefined, 'a commit since: not served');
+    assert.equal(cache.stats().entries, 0);
+    cache.set([0, 5], 'b', parts(10));
+    assert.equal(cache.stats().entries, 0, 'a request that read the older checkpoint keeps nothing');
+    cache.set([1, 2], 'c', parts(10));
+    assert.equal(cache.get([0, 6], 'c'), undefined, 'a newer generation wins over a higher checkpoint of the older one');
+    assert.ok(cache.get([1, 2], 'c'));
+  });
+
+  it('stays within its byte bound, least recently used out first, and keeps no body over an eighth of it', () => {
+    const cache = createBodyCache({ maxBytes: 10_000 });
+    cache.set([0, 1], 'big', parts(2_000));
+    assert.equal(cache.stats().entries, 0);
+    for (let i = 0; i < 20; i++) {
+      cache.set([0, 1], `k${i}`, parts(1_000));
+      if (i === 5) cache.get([0, 1], 'k0');
+    }
+    assert.ok(cache.stats().bytes <= 10_000, `${cache.stats().bytes} bytes`);
+    assert.ok(cache.get([0, 1], 'k19'), 'the newest stays');
+    assert.equal(cache.get([0, 1], 'k1'), undefined, 'the oldest went first');
+  });
+});
