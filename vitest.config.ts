@@ -1,0 +1,39 @@
+/**
+ * The test suite on vitest (issue 19; docs/decisions.md "The test suite on vitest").
+ * `npm test` runs it once and fails on a failing test or a coverage drop below the floor;
+ * `npm run coverage` (--mode coverage) prints the per-folder table and the files under 60 %;
+ * `npm run test:watch` for development.
+ */
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig(({ mode }) => {
+  const table = mode === 'coverage';
+  return {
+    test: {
+      include: ['test/**/*.test.ts'],
+      // Each test file in a child process of its own, as under `node --test`: the tests open SQLite
+      // files, start servers and worker threads, fake Date and spy on console. Two at a time (2 cores).
+      pool: 'forks',
+      maxWorkers: 2,
+      isolate: true,
+      execArgv: ['--disable-warning=ExperimentalWarning'],
+      testTimeout: 300_000,
+      hookTimeout: 300_000,
+      // A test's console output (request logs, progress lines) is shown only when it fails.
+      silent: 'passed-only',
+      slowTestThreshold: 10_000,
+      reporters: ['./test/support/skip-reasons-reporter.ts', ...(table ? ['./test/support/low-coverage-reporter.ts'] : []), 'default'],
+      coverage: {
+        enabled: true,
+        provider: 'v8',
+        include: ['api/**/*.ts', 'bin/**/*.ts', 'config/**/*.ts', 'events/**/*.ts', 'eventstore/**/*.ts', 'ingest/**/*.ts', 'mcp/**/*.ts', 'projectors/**/*.ts', 'readmodels/**/*.ts', 'service/**/*.ts'],
+        // The CLI, the server and the projector worker threads run in processes the tests spawn.
+        autoAttachSubprocess: true,
+        // npm test prints nothing after vitest's summary unless the floor is missed.
+        reporter: table ? [['text', { maxCols: 160 }], 'json-summary'] : ['json-summary'],
+        watermarks: { lines: [60, 80], branches: [60, 80] },
+        thresholds: { lines: 0, branches: 0 },
+      },
+    },
+  };
+});
