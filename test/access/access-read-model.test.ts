@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app.ts';
@@ -40,7 +40,7 @@ function countingLog(inner: EventLog) {
  * One serving instance (its own stores, no projector running, event-log reads counted) and, on the
  * same data directory, the stores a `pulseboard keys` / `owners` command opens in its own process.
  */
-void describe('access served from the keys and owners read models', () => {
+describe('access served from the keys and owners read models', () => {
   let dir: string;
   let config: Config;
   let serving: Stores;
@@ -49,7 +49,7 @@ void describe('access served from the keys and owners read models', () => {
   let app: FastifyInstance;
   let base: string;
 
-  before(async () => {
+  beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pb-access-'));
     const parsed = parseConfig({ PULSEBOARD_DATA_DIR: dir, PULSEBOARD_RATE_LIMIT: '1000000' });
     if (!parsed.ok) throw new Error(parsed.reason);
@@ -66,7 +66,7 @@ void describe('access served from the keys and owners read models', () => {
     base = await app.listen({ port: 0, host: '127.0.0.1' });
   });
 
-  after(async () => {
+  afterAll(async () => {
     await app.close();
     await command.close();
     await serving.close();
@@ -75,7 +75,7 @@ void describe('access served from the keys and owners read models', () => {
 
   const rest = (key: string, url = '/v1/projects/one') => app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
 
-  void it('authenticates without reading the event log, and refuses a revoked key on the very next REST and MCP request', async () => {
+  it('authenticates without reading the event log, and refuses a revoked key on the very next REST and MCP request', async () => {
     const issued = await issueKey(command, 'dora');
     // Nothing projected the key in the serving process: the command settled the read model itself.
     counted.reads.length = 0;
@@ -99,7 +99,7 @@ void describe('access served from the keys and owners read models', () => {
     }
   });
 
-  void it('applies owner deny and allow on the very next request, from the owners read model', async () => {
+  it('applies owner deny and allow on the very next request, from the owners read model', async () => {
     const { key } = await issueKey(command, 'erin');
     const ask = () => rest(key, '/v1/projects/one/ask');
     assert.equal((await ask()).statusCode, 403, 'not allowlisted yet');
@@ -114,7 +114,7 @@ void describe('access served from the keys and owners read models', () => {
     );
   });
 
-  void it('settles alongside a running projector without applying anything twice or moving back', async () => {
+  it('settles alongside a running projector without applying anything twice or moving back', async () => {
     const stop = new AbortController();
     const running = serving.runners.map((runner) => runner.run(stop.signal));
     try {
@@ -133,7 +133,7 @@ void describe('access served from the keys and owners read models', () => {
     assert.equal(rows.filter((r) => r.doc.revokedAt !== null).length, 11);
   });
 
-  void it('keeps authenticating and serving reads while the event log is down; /readyz says degraded, not unready', async () => {
+  it('keeps authenticating and serving reads while the event log is down; /readyz says degraded, not unready', async () => {
     const { key } = await issueKey(command, 'fay');
     counted.state.down = true;
     try {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { revokeKey, issueKey, hashKey, keyIdOf } from '../../service/access.ts';
 import { boardPageSchema, syncPageSchema, projectReadSchema } from '../../readmodels/schemas.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
@@ -30,12 +30,12 @@ async function seed(h: Harness) {
 describe('GET /v1/projects (board and delta)', () => {
   let h: Harness;
   let key: string;
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
     key = await h.key('reader');
     await seed(h);
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('serves page 1 with 50 projects, totals, newest first and ties by id', async () => {
     const res = await h.get('/v1/projects', key);
@@ -157,7 +157,7 @@ describe('GET /v1/projects (board and delta)', () => {
 
 describe('handles, context and voters', () => {
   let h: Harness;
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
     await h.append('project.sighted', 'a1', 'project-a', { projectId: 'a', at: day(0), handle: 'shared' });
     await h.append('project.sighted', 'b1', 'project-b', { projectId: 'b', at: day(1), handle: 'other' });
@@ -168,7 +168,7 @@ describe('handles, context and voters', () => {
     }
     await h.stores.catchUp();
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('resolves a reused handle to the account that claimed it most recently; an id wins over a handle', async () => {
     const key = await h.key('r');
@@ -198,10 +198,10 @@ describe('handles, context and voters', () => {
 
 describe('authentication', () => {
   let h: Harness;
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('gives every kind of failure the same status, headers and body', async () => {
     const revoked = await issueKey(h.stores, 'gone');

@@ -4,7 +4,7 @@
  * bytes depend on the caller (context, search) or that wait (long-poll) are never kept.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createBodyCache } from '../../service/body-cache.ts';
 import { validatorOf } from '../../service/spliced.ts';
 import { day } from '../support/events.ts';
@@ -20,14 +20,14 @@ async function sight(h: Harness, id: string, name: string, at = day(1)) {
 describe('rendered bodies kept per read-model checkpoint', () => {
   let h: Harness;
   let key: string;
-  before(async () => {
+  beforeAll(async () => {
     let clock = Date.parse('2026-11-01T00:00:00.000Z');
     // Every read gets a later readAt, so a kept body is seen to carry its own.
     h = await createHarness({ now: () => new Date((clock += 1000)) });
     key = await h.key('reader');
     for (let i = 0; i < 5; i++) await sight(h, `p${i}`, `Project ${i}`, day(i));
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('a board page read again comes from the cache: same bytes but readAt, same ETag, a later readAt', async () => {
     const first = await h.get('/v1/projects?page=1', key);

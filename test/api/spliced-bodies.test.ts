@@ -3,7 +3,7 @@
  * serialising the service's value (what the tool surface gets and what was sent before splicing).
  */
 import assert from 'node:assert/strict';
-import { after, before, it } from 'node:test';
+import { afterAll, beforeAll, it } from 'vitest';
 import { createIngestor } from '../../ingest/pipeline.ts';
 import { generateLines } from '../../ingest/generate/generate.ts';
 import { PROJECTS_COLLECTION } from '../../projectors/projects.ts';
@@ -13,7 +13,7 @@ const NOW = new Date('2026-11-05T12:00:00.000Z');
 let h: Harness;
 let key: string;
 
-before(async () => {
+beforeAll(async () => {
   h = await createHarness({ now: () => NOW });
   key = await h.key('reader');
   const ingestor = createIngestor(h.stores.log, { followerProvider: h.config.PULSEBOARD_FOLLOWER_PROVIDER });
@@ -21,7 +21,7 @@ before(async () => {
   for (const line of generateLines(options)) await ingestor.ingest(line, 'ndjson');
   await h.stores.catchUp();
 });
-after(() => h.close());
+afterAll(() => h.close());
 
 async function sameBytes(url: string, value: () => Promise<{ ok: boolean; value?: unknown }>): Promise<string> {
   const res = await h.get(url, key);
@@ -33,7 +33,7 @@ async function sameBytes(url: string, value: () => Promise<{ ok: boolean; value?
   return res.body;
 }
 
-void it('board pages, at the front, the middle and the end, are the bytes of the serialised page', async () => {
+it('board pages, at the front, the middle and the end, are the bytes of the serialised page', async () => {
   const total = (await h.get('/v1/projects', key)).json().totalPages as number;
   assert.ok(total >= 3);
   for (const page of [1, 2, total - 1, total]) {
@@ -43,7 +43,7 @@ void it('board pages, at the front, the middle and the end, are the bytes of the
   }
 });
 
-void it('delta pages are the bytes of the serialised page, page after page', async () => {
+it('delta pages are the bytes of the serialised page, page after page', async () => {
   let cursor: string | null = null;
   for (let i = 0; i < 5; i++) {
     const query: Record<string, string> = cursor ? { cursor, limit: '37' } : { since: '2000-01-01T00:00:00Z', limit: '37' };
@@ -52,7 +52,7 @@ void it('delta pages are the bytes of the serialised page, page after page', asy
   }
 });
 
-void it('one project, by id and by handle, with and without context, is the bytes of the serialised read', async () => {
+it('one project, by id and by handle, with and without context, is the bytes of the serialised read', async () => {
   const rows = await h.stores.store.list<{ id: string; handle: string | null }>(PROJECTS_COLLECTION, { facets: ['dossier', 'no_dossier'], offset: 0, limit: 5 });
   for (const row of rows) {
     const caller = { owner: 'reader', keyId: 'x' };
@@ -62,7 +62,7 @@ void it('one project, by id and by handle, with and without context, is the byte
   }
 });
 
-void it('call pages and searches are the bytes of the serialised result', async () => {
+it('call pages and searches are the bytes of the serialised result', async () => {
   const body = await sameBytes('/v1/calltracker/calls?limit=30', () => h.services.calls.list({ limit: '30' }, { surface: 'rest' }));
   const page = JSON.parse(body) as { calls: { tokens: { contract: string }[] }[]; next: string | null };
   assert.ok(page.calls.length > 0);

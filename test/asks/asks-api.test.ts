@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { changeOwner } from '../../service/access.ts';
 import { askListSchema, askReceiptSchema } from '../../readmodels/schemas.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
@@ -11,7 +11,7 @@ describe('GET /v1/projects/{handle}/ask and the asks service', () => {
   let alice: string;
   let bob: string;
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness({ now: () => NOW });
     alice = await h.key('alice', ['allow']);
     bob = await h.key('bob');
@@ -20,7 +20,7 @@ describe('GET /v1/projects/{handle}/ask and the asks service', () => {
     await h.append('ask.updated', 'u1', 'project-p1', { projectId: 'p1', askId: 'desk-1', status: 'answered', answer: 'Launched in 2025.', at: '2026-11-03T00:00:00Z' });
     await h.stores.catchUp();
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('serves the asks of a project by handle (any case, with @) and by id, with readAt', async () => {
     const byHandle = await h.get('/v1/projects/@alpha/ask', alice);

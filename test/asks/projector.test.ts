@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { asksProjector, foldAsks, type AsksState, type StoredAsks } from '../../projectors/asks.ts';
 import type { Entity } from '../../projectors/projector.ts';
 import { askListSchema } from '../../readmodels/schemas.ts';

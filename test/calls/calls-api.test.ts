@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { CALL_INDEX_COLLECTION, CALLS_COLLECTION } from '../../projectors/calls.ts';
 import { projectors } from '../../projectors/registry.ts';
 import { createProjectorRunner } from '../../projectors/runner.ts';
@@ -53,7 +53,7 @@ describe('GET /v1/calltracker/calls', () => {
   let client: Client;
   const SHARED = '0xAaAa00000000000000000000000000000000bEEF';
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness({ now: () => NOW });
     key = await h.key('reader');
     // 45 calls, one every hour; calls 40 and 41 share a createdAt so ties by id are exercised.
@@ -66,7 +66,7 @@ describe('GET /v1/calltracker/calls', () => {
     client = await createCheckedClient(h);
     await h.stores.catchUp();
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('lists newest first with ties by id, 20 by default, and reaches every call exactly once by following next', async () => {
     const pages = await allPages(client, key, '/v1/calltracker/calls');
@@ -233,7 +233,7 @@ describe('call records: read-time rules', () => {
   const TWICE = '0x2222222222222222222222222222222222222222';
   const SOL = 'So11111111111111111111111111111111111111112';
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness({ now: () => NOW });
     key = await h.key('reader');
     client = await createCheckedClient(h);
@@ -275,7 +275,7 @@ describe('call records: read-time rules', () => {
     await writeDossier(h, 'ghost', day(6), { token: { ticker: 'G', contract: '0x3333333333333333333333333333333333333333', chain: 'base' } });
     await h.stores.catchUp();
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('serves pnl only when known, not future-dated and younger than 24 hours', async () => {
     const pnlOf = async (n: number) => (await client.get(`/v1/calltracker/calls/${callId(n)}`, key)).json().call.caller.pnl;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { shortenThesis } from '../../projectors/calls.ts';
 import { CALL_PAGE_BUDGET_BYTES } from '../../service/calls.ts';
 import { CURSOR_MAX, THESIS_TEXT_MAX } from '../../readmodels/schemas.ts';
@@ -34,14 +34,14 @@ describe('call pages within the 512 KiB budget', () => {
   const expectedText = new Map(calls.map((c) => [c.id, shortenThesis(c.thesisText, c.sourceUrl)]));
   const newestFirst = [...calls].reverse().map((c) => c.id);
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
     key = await h.key('reader');
     for (const call of calls) await recordCall(h, call);
     await h.stores.catchUp();
     client = await createCheckedClient(h);
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('REST: every page fits 512 KiB serialized, holds as many whole calls as fit, no text is cut, every call comes once', async () => {
     const served: any[] = [];
@@ -103,7 +103,7 @@ describe('call pages within the 512 KiB budget', () => {
 
 describe('a call larger than the budget', () => {
   let h: Harness;
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
     const huge = Array.from({ length: 20 }, (_, i) => token(i, { description: '描述'.repeat(15_000) }));
     await recordCall(h, makeCall(1, { createdAt: day(1), tokens: 2 }));
@@ -111,7 +111,7 @@ describe('a call larger than the budget', () => {
     await recordCall(h, makeCall(3, { createdAt: day(3), tokens: 2 }));
     await h.stores.catchUp();
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('is served whole on a page of its own, and paging goes on past it', async () => {
     const key = await h.key('reader');

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { CALL_INDEX_COLLECTION, CALLS_COLLECTION } from '../../projectors/calls.ts';
 import { callId, makeCall, recordCall, token } from '../support/calls-fixtures.ts';
 import { day } from '../support/events.ts';
@@ -15,7 +15,7 @@ describe('contract filter candidates (at most 5000)', () => {
   let client: Awaited<ReturnType<typeof createCheckedClient>>;
   const payloadReads: string[] = [];
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
     key = await h.key('reader');
     // A on 5001 calls, B on 5000 of them (not on call 0).
@@ -44,7 +44,7 @@ describe('contract filter candidates (at most 5000)', () => {
       return get(collection, id);
     };
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('refuses a contract present in more than 5000 calls with 400, before reading any call payload or index entry', async () => {
     payloadReads.length = 0;

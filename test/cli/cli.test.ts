@@ -7,14 +7,14 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { afterAll, describe, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pulseboard-cli-'));
 const dataDir = join(dir, 'data');
 // A port the server could bind: a `serve --help` that started the server would hang the test.
 const env = { PULSEBOARD_DATA_DIR: dataDir, PORT: '0' };
-after(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const COMMANDS = ['serve', 'keys', 'owners', 'ingest', 'replay', 'export', 'generate'] as const;
 const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
@@ -75,7 +75,7 @@ describe('pulseboard --help, help and --version', () => {
       assert.match(run.stdout, /^usage: pulseboard keys issue/);
     });
   }
-  after(() => assert.equal(existsSync(dataDir), false, 'help never opens the data directory'));
+  afterAll(() => assert.equal(existsSync(dataDir), false, 'help never opens the data directory'));
 });
 
 describe('unknown commands and flags', () => {
@@ -110,5 +110,5 @@ describe('unknown commands and flags', () => {
       assertUsageError(await runCli(args, { env }), pattern);
     });
   }
-  after(() => assert.equal(existsSync(dataDir), false, 'a usage error never opens the data directory'));
+  afterAll(() => assert.equal(existsSync(dataDir), false, 'a usage error never opens the data directory'));
 });

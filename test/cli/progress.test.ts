@@ -8,13 +8,13 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { afterAll, describe, it } from 'vitest';
 import { createProgress, PIPE_INTERVAL_MS, TERMINAL_INTERVAL_MS } from '../../bin/progress.ts';
 import { examples, line } from '../ingest/examples.ts';
 import { CLI, runCli } from '../support/cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pulseboard-progress-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function recorder() {
   let text = '';

@@ -1,6 +1,6 @@
 /** Server addresses are checked when the configuration is read, so a typo stops start-up naming the variable. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { parseConfig } from '../../config/config.ts';
 
 const cases: Record<string, { accepted: string[]; refused: string[]; reason: RegExp }> = {

@@ -7,7 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { skipFor } from '../support/skip.ts';
 import type { AppendResult, EventLog, NewEvent, RecordedEvent } from '../../eventstore/port.ts';
 
 export type EventLogHandle = {
@@ -57,7 +58,7 @@ async function readAllPages(log: EventLog, afterPosition: number, typePrefixes?:
 export function eventLogContract(adapterName: string, open: () => Promise<EventLogHandle>, options: ContractOptions = {}): void {
   const skip = options.skip ?? false;
 
-  void describe(`EventLog contract: ${adapterName}`, () => {
+  describe(`EventLog contract: ${adapterName}`, () => {
     let handle: EventLogHandle | undefined;
     const extra: EventLog[] = [];
     const log = (): EventLog => {
@@ -71,16 +72,16 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
       return connection;
     };
 
-    before(async () => {
+    beforeAll(async () => {
       if (!skip) handle = await open();
     });
-    after(async () => {
+    afterAll(async () => {
       for (const connection of extra) await connection.close();
       await handle?.dispose();
     });
 
-    void describe(`${adapterName}: appends`, () => {
-      void it(`${adapterName}: a new stream gets revisions from 0 and positions past the head`, { skip }, async () => {
+    describe(`${adapterName}: appends`, () => {
+      it(`${adapterName}: a new stream gets revisions from 0 and positions past the head`, skipFor(skip), async () => {
         const stream = freshStream();
         const headBefore = await log().headPosition();
         const [a, b] = [newEvent('contract.first'), newEvent('contract.second')];
@@ -107,7 +108,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         );
       });
 
-      void it(`${adapterName}: appending a stored id again is a no-op reporting the stored position`, { skip }, async () => {
+      it(`${adapterName}: appending a stored id again is a no-op reporting the stored position`, skipFor(skip), async () => {
         const stream = freshStream();
         const event = newEvent('contract.once');
         const first = expectOk(await log().append(stream, [event]));
@@ -121,7 +122,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.deepEqual(stored[0]!.data, { n: 1 }, 'the stored event is kept, not replaced');
       });
 
-      void it(`${adapterName}: a retried append of stored ids succeeds whatever revision it expected`, { skip }, async () => {
+      it(`${adapterName}: a retried append of stored ids succeeds whatever revision it expected`, skipFor(skip), async () => {
         const stream = freshStream();
         const events = [newEvent('contract.retry'), newEvent('contract.retry')];
         const first = expectOk(await log().append(stream, events, 'no_stream'));
@@ -137,7 +138,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.equal((await log().readStream(stream)).length, 2);
       });
 
-      void it(`${adapterName}: a mixed batch appends only the new ids and reports both in input order`, { skip }, async () => {
+      it(`${adapterName}: a mixed batch appends only the new ids and reports both in input order`, skipFor(skip), async () => {
         const stream = freshStream();
         const stored = newEvent('contract.mixed');
         const first = expectOk(await log().append(stream, [stored], 'no_stream'));
@@ -161,7 +162,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         );
       });
 
-      void it(`${adapterName}: an id repeated inside one batch is stored once`, { skip }, async () => {
+      it(`${adapterName}: an id repeated inside one batch is stored once`, skipFor(skip), async () => {
         const stream = freshStream();
         const event = newEvent('contract.repeat', { copy: 1 });
         const result = expectOk(await log().append(stream, [event, { ...event, data: { copy: 2 } }], 'no_stream'));
@@ -176,7 +177,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         );
       });
 
-      void it(`${adapterName}: an empty append changes nothing and reports the stream revision`, { skip }, async () => {
+      it(`${adapterName}: an empty append changes nothing and reports the stream revision`, skipFor(skip), async () => {
         const stream = freshStream();
         assert.deepEqual(await log().append(stream, []), { ok: true, events: [], revision: -1 });
         expectOk(await log().append(stream, [newEvent('contract.empty')]));
@@ -185,8 +186,8 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
       });
     });
 
-    void describe(`${adapterName}: batch appends`, () => {
-      void it(`${adapterName}: appendBatch appends groups across streams with per-stream revisions, results in group order`, { skip }, async () => {
+    describe(`${adapterName}: batch appends`, () => {
+      it(`${adapterName}: appendBatch appends groups across streams with per-stream revisions, results in group order`, skipFor(skip), async () => {
         const [s1, s2] = [freshStream(), freshStream()];
         const existing = newEvent('contract.batch');
         expectOk(await log().append(s2, [existing], 'no_stream'));
@@ -227,7 +228,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.equal(await log().streamRevision(s1), 2);
       });
 
-      void it(`${adapterName}: appendBatch reports stored ids and ids repeated in the batch as duplicates of the first`, { skip }, async () => {
+      it(`${adapterName}: appendBatch reports stored ids and ids repeated in the batch as duplicates of the first`, skipFor(skip), async () => {
         const stream = freshStream();
         const stored = newEvent('contract.batchdup', { v: 'stored' });
         const first = expectOk(await log().append(stream, [stored]));
@@ -259,7 +260,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.equal(await log().headPosition(), headAfter);
       });
 
-      void it(`${adapterName}: appendBatch of nothing changes nothing; readAll sees a batch like single appends`, { skip }, async () => {
+      it(`${adapterName}: appendBatch of nothing changes nothing; readAll sees a batch like single appends`, skipFor(skip), async () => {
         const head = await log().headPosition();
         assert.deepEqual(await log().appendBatch([]), []);
         assert.equal(await log().headPosition(), head);
@@ -278,8 +279,8 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
       });
     });
 
-    void describe(`${adapterName}: optimistic concurrency`, () => {
-      void it(`${adapterName}: no_stream succeeds only while the stream does not exist`, { skip }, async () => {
+    describe(`${adapterName}: optimistic concurrency`, () => {
+      it(`${adapterName}: no_stream succeeds only while the stream does not exist`, skipFor(skip), async () => {
         const stream = freshStream();
         expectOk(await log().append(stream, [newEvent('contract.occ')], 'no_stream'));
         const rejected = newEvent('contract.occ');
@@ -291,7 +292,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.equal((await log().readStream(stream)).length, 1, 'a refused append writes nothing');
       });
 
-      void it(`${adapterName}: stream_exists succeeds only once the stream exists`, { skip }, async () => {
+      it(`${adapterName}: stream_exists succeeds only once the stream exists`, skipFor(skip), async () => {
         const stream = freshStream();
         assert.deepEqual(await log().append(stream, [newEvent('contract.occ')], 'stream_exists'), {
           ok: false,
@@ -304,7 +305,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.equal(result.revision, 1);
       });
 
-      void it(`${adapterName}: an exact revision must equal the stream's last revision`, { skip }, async () => {
+      it(`${adapterName}: an exact revision must equal the stream's last revision`, skipFor(skip), async () => {
         const stream = freshStream();
         assert.deepEqual(await log().append(stream, [newEvent('contract.occ')], 0), {
           ok: false,
@@ -327,7 +328,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         );
       });
 
-      void it(`${adapterName}: a refused mixed batch appends none of its new ids`, { skip }, async () => {
+      it(`${adapterName}: a refused mixed batch appends none of its new ids`, skipFor(skip), async () => {
         const stream = freshStream();
         const stored = newEvent('contract.occ');
         expectOk(await log().append(stream, [stored], 'no_stream'));
@@ -343,7 +344,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         );
       });
 
-      void it(`${adapterName}: appends racing for the same expected revision: exactly one wins (one connection)`, { skip }, async () => {
+      it(`${adapterName}: appends racing for the same expected revision: exactly one wins (one connection)`, skipFor(skip), async () => {
         for (let round = 0; round < 3; round += 1) {
           const stream = freshStream();
           expectOk(await log().append(stream, [newEvent('contract.race')], 'no_stream'));
@@ -359,7 +360,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         }
       });
 
-      void it(`${adapterName}: appends racing over separate connections: exactly one wins`, { skip }, async () => {
+      it(`${adapterName}: appends racing over separate connections: exactly one wins`, skipFor(skip), async () => {
         const connections = [log(), await connect(), await connect()];
         for (let round = 0; round < 3; round += 1) {
           const stream = freshStream();
@@ -372,7 +373,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         }
       });
 
-      void it(`${adapterName}: appends expecting any, racing on one stream, all land without gaps`, { skip }, async () => {
+      it(`${adapterName}: appends expecting any, racing on one stream, all land without gaps`, skipFor(skip), async () => {
         const stream = freshStream();
         const connections = [log(), await connect()];
         const events = Array.from({ length: 8 }, () => newEvent('contract.any'));
@@ -387,8 +388,8 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
       });
     });
 
-    void describe(`${adapterName}: reading streams`, () => {
-      void it(`${adapterName}: readStream returns the stream in revision order with every field`, { skip }, async () => {
+    describe(`${adapterName}: reading streams`, () => {
+      it(`${adapterName}: readStream returns the stream in revision order with every field`, skipFor(skip), async () => {
         const stream = freshStream();
         const events = [newEvent('contract.read.a', { i: 0 }), newEvent('contract.read.b', { i: 1 }, { by: 'test' })];
         const appended = expectOk(await log().append(stream, events));
@@ -416,7 +417,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         for (const event of stored) assert.equal(new Date(event.recordedAt).toISOString(), event.recordedAt, 'recordedAt is ISO 8601');
       });
 
-      void it(`${adapterName}: readStream of a missing stream is empty; streamRevision is null`, { skip }, async () => {
+      it(`${adapterName}: readStream of a missing stream is empty; streamRevision is null`, skipFor(skip), async () => {
         const stream = freshStream();
         assert.deepEqual(await log().readStream(stream), []);
         assert.equal(await log().streamRevision(stream), null);
@@ -426,7 +427,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.equal(await log().streamRevision(stream), 2);
       });
 
-      void it(`${adapterName}: readStream with toPosition stops at that global position (inclusive)`, { skip }, async () => {
+      it(`${adapterName}: readStream with toPosition stops at that global position (inclusive)`, skipFor(skip), async () => {
         const mine = freshStream();
         const other = freshStream();
         const p0 = expectOk(await log().append(mine, [newEvent('contract.asof')])).events[0]!.position;
@@ -451,8 +452,8 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
       });
     });
 
-    void describe(`${adapterName}: reading the whole log`, () => {
-      void it(`${adapterName}: readAll starts after the given position (exclusive) in position order`, { skip }, async () => {
+    describe(`${adapterName}: reading the whole log`, () => {
+      it(`${adapterName}: readAll starts after the given position (exclusive) in position order`, skipFor(skip), async () => {
         const tag = freshTag();
         const base = await log().headPosition();
         const streams = [freshStream(), freshStream()];
@@ -478,7 +479,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.deepEqual(await log().readAll({ afterPosition: appended[4]!, typePrefixes: [tag], limit: 100 }), []);
       });
 
-      void it(`${adapterName}: readAll filters by type prefix`, { skip }, async () => {
+      it(`${adapterName}: readAll filters by type prefix`, skipFor(skip), async () => {
         const tag = freshTag();
         const base = await log().headPosition();
         const stream = freshStream();
@@ -503,7 +504,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         );
       });
 
-      void it(`${adapterName}: readAll honours limit and toPosition, and pages resume without gaps`, { skip }, async () => {
+      it(`${adapterName}: readAll honours limit and toPosition, and pages resume without gaps`, skipFor(skip), async () => {
         const tag = freshTag();
         const base = await log().headPosition();
         const stream = freshStream();
@@ -543,7 +544,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.equal(unfiltered[0]!.position, positions[0]);
       });
 
-      void it(`${adapterName}: readAll returns the same records as readStream`, { skip }, async () => {
+      it(`${adapterName}: readAll returns the same records as readStream`, skipFor(skip), async () => {
         const tag = freshTag();
         const base = await log().headPosition();
         const stream = freshStream();
@@ -551,7 +552,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.deepEqual(await log().readAll({ afterPosition: base, typePrefixes: [tag], limit: 10 }), await log().readStream(stream));
       });
 
-      void it(`${adapterName}: positions strictly increase and recordedAt never decreases across the log`, { skip }, async () => {
+      it(`${adapterName}: positions strictly increase and recordedAt never decreases across the log`, skipFor(skip), async () => {
         const streams = [freshStream(), freshStream(), freshStream()];
         for (let i = 0; i < 9; i += 1) expectOk(await log().append(streams[i % 3]!, [newEvent('contract.order'), newEvent('contract.order')]));
         const all = await readAllPages(log(), 0);
@@ -566,7 +567,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.equal(all[all.length - 1]!.position, await log().headPosition());
       });
 
-      void it(`${adapterName}: another connection reads what this one appended`, { skip }, async () => {
+      it(`${adapterName}: another connection reads what this one appended`, skipFor(skip), async () => {
         const other = await connect();
         const tag = freshTag();
         const base = await other.headPosition();
@@ -578,8 +579,8 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
       });
     });
 
-    void describe(`${adapterName}: waiting for appends`, () => {
-      void it(`${adapterName}: waitForAppend resolves at once when a later event already exists`, { skip, timeout: 60_000 }, async () => {
+    describe(`${adapterName}: waiting for appends`, () => {
+      it(`${adapterName}: waitForAppend resolves at once when a later event already exists`, { ...skipFor(skip), timeout: 60_000 }, async () => {
         expectOk(await log().append(freshStream(), [newEvent('contract.wait')]));
         const head = await log().headPosition();
         // An hour-long timeout: only the existing event can end these waits before the test's own timeout.
@@ -587,7 +588,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         await (await connect()).waitForAppend(head - 1, HOUR);
       });
 
-      void it(`${adapterName}: waitForAppend resolves when an event is appended while it waits`, { skip, timeout: 60_000 }, async () => {
+      it(`${adapterName}: waitForAppend resolves when an event is appended while it waits`, { ...skipFor(skip), timeout: 60_000 }, async () => {
         const head = await log().headPosition();
         let resolved = false;
         const waiting = log()
@@ -602,7 +603,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.ok(appended.events[0]!.position > head);
       });
 
-      void it(`${adapterName}: waitForAppend is woken by an append through another connection`, { skip, timeout: 60_000 }, async () => {
+      it(`${adapterName}: waitForAppend is woken by an append through another connection`, { ...skipFor(skip), timeout: 60_000 }, async () => {
         // The subscription rule: a waiter in one process learns of appends made by any other writer,
         // not only by its own connection (an hour-long timeout: only the other append can end it).
         const other = await connect();
@@ -623,7 +624,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         await other.waitForAppend(head, HOUR);
       });
 
-      void it(`${adapterName}: several waiters on one connection all wake on one append from another`, { skip, timeout: 60_000 }, async () => {
+      it(`${adapterName}: several waiters on one connection all wake on one append from another`, { ...skipFor(skip), timeout: 60_000 }, async () => {
         const other = await connect();
         const head = await log().headPosition();
         const waits = Array.from({ length: 5 }, () => log().waitForAppend(head, HOUR));
@@ -633,13 +634,13 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         await stillWaiting;
       });
 
-      void it(`${adapterName}: waitForAppend resolves after its timeout when nothing is appended`, { skip, timeout: 60_000 }, async () => {
+      it(`${adapterName}: waitForAppend resolves after its timeout when nothing is appended`, { ...skipFor(skip), timeout: 60_000 }, async () => {
         const head = await log().headPosition();
         await log().waitForAppend(head, 25);
         assert.equal(await log().headPosition(), head);
       });
 
-      void it(`${adapterName}: waitForAppend resolves when its signal aborts`, { skip, timeout: 60_000 }, async () => {
+      it(`${adapterName}: waitForAppend resolves when its signal aborts`, { ...skipFor(skip), timeout: 60_000 }, async () => {
         const head = await log().headPosition();
         const controller = new AbortController();
         const waiting = log().waitForAppend(head, HOUR, controller.signal);
@@ -650,8 +651,8 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
       });
     });
 
-    void describe(`${adapterName}: seeking by time`, () => {
-      void it(`${adapterName}: positionBefore(t) splits the log into events recorded before t and at or after it`, { skip, timeout: 60_000 }, async () => {
+    describe(`${adapterName}: seeking by time`, () => {
+      it(`${adapterName}: positionBefore(t) splits the log into events recorded before t and at or after it`, { ...skipFor(skip), timeout: 60_000 }, async () => {
         const stream = freshStream();
         const batches: RecordedEvent[][] = [];
         for (let i = 0; i < 3; i += 1) {
@@ -687,12 +688,12 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.ok(next[0] && ms(next[0].recordedAt) >= ms(second.recordedAt));
       });
 
-      void it(`${adapterName}: positionBefore refuses a time that is not ISO 8601`, { skip }, async () => {
+      it(`${adapterName}: positionBefore refuses a time that is not ISO 8601`, skipFor(skip), async () => {
         await assert.rejects(log().positionBefore('not a time'), RangeError);
         await assert.rejects(log().positionBefore(''), RangeError);
       });
 
-      void it(`${adapterName}: positionBefore on an empty log is 0`, { skip }, async () => {
+      it(`${adapterName}: positionBefore on an empty log is 0`, skipFor(skip), async () => {
         const fresh = await open();
         try {
           assert.equal(await fresh.log.positionBefore('2999-01-01T00:00:00Z'), 0);
@@ -703,8 +704,8 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
       });
     });
 
-    void describe(`${adapterName}: identity and JSON`, () => {
-      void it(`${adapterName}: archiveId is stable across calls and connections`, { skip }, async () => {
+    describe(`${adapterName}: identity and JSON`, () => {
+      it(`${adapterName}: archiveId is stable across calls and connections`, skipFor(skip), async () => {
         const id = await log().archiveId();
         assert.equal(typeof id, 'string');
         assert.ok(id.length > 0);
@@ -712,7 +713,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         assert.equal(await (await connect()).archiveId(), id);
       });
 
-      void it(`${adapterName}: a fresh log is empty and has its own archiveId`, { skip }, async () => {
+      it(`${adapterName}: a fresh log is empty and has its own archiveId`, skipFor(skip), async () => {
         const fresh = await open();
         try {
           assert.equal(await fresh.log.headPosition(), 0);
@@ -734,7 +735,7 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
         }
       });
 
-      void it(`${adapterName}: data and metadata round-trip as the same JSON`, { skip }, async () => {
+      it(`${adapterName}: data and metadata round-trip as the same JSON`, skipFor(skip), async () => {
         const stream = freshStream();
         const data = {
           text: 'plain "quoted" \\ back\nnew line\ttab',

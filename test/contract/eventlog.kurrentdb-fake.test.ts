@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import type { EventLog, NewEvent } from '../../eventstore/port.ts';
 import { anyProjector, type Projector } from '../../projectors/projector.ts';
 import { createProjectionRunner } from '../../projectors/runner.ts';
@@ -59,8 +59,8 @@ function counter(collection: string, prefix: string): Projector<Counted, null> {
 
 const event = (type: string, projectId: string): NewEvent => ({ id: randomUUID(), type, data: { projectId }, metadata: { source: 'test', messageId: randomUUID() } });
 
-void describe('KurrentDB adapter round trips (in-memory client)', () => {
-  void it('one read of the log per page is shared by every projector, nothing is read per event, and no event metadata is touched', async () => {
+describe('KurrentDB adapter round trips (in-memory client)', () => {
+  it('one read of the log per page is shared by every projector, nothing is read per event, and no event metadata is touched', async () => {
     const server = createFakeKurrentDbServer();
     const log = createKurrentDbEventLog(URL, { client: server.client() });
     const dir = mkdtempSync(join(tmpdir(), 'pulseboard-kurrent-runner-'));
@@ -87,7 +87,7 @@ void describe('KurrentDB adapter round trips (in-memory client)', () => {
     }
   });
 
-  void it('appendBatch: per stream one revision read, one marker write call, one append and one position read; per new event one marker read; at any stream length', async () => {
+  it('appendBatch: per stream one revision read, one marker write call, one append and one position read; per new event one marker read; at any stream length', async () => {
     const server = createFakeKurrentDbServer();
     const log = createKurrentDbEventLog(URL, { client: server.client() });
     try {
@@ -115,7 +115,7 @@ void describe('KurrentDB adapter round trips (in-memory client)', () => {
     }
   });
 
-  void it('appendBatch on a server without multi-stream appends, or whose multi-stream appends do not read back: one marker write per event, ids still idempotent', async () => {
+  it('appendBatch on a server without multi-stream appends, or whose multi-stream appends do not read back: one marker write per event, ids still idempotent', async () => {
     for (const mode of ['unsupported', 'garbled'] as const) {
       const server = createFakeKurrentDbServer({ multiStreamAppend: mode });
       const log = createKurrentDbEventLog(URL, { client: server.client() });

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import type { AppendResult, NewEvent, ReadAllOptions, RecordedEvent } from '../../eventstore/port.ts';
 import { appendIdempotent, backfillIdMarkers, type IdMarker, type IdempotencyServer, type StoredRef } from '../../eventstore/kurrentdb/idempotent-append.ts';
 import { prng } from '../support/seed.ts';
@@ -78,8 +78,8 @@ function ok(result: AppendResult): Extract<AppendResult, { ok: true }> {
   return result as Extract<AppendResult, { ok: true }>;
 }
 
-void describe('KurrentDB idempotent append (fake server)', () => {
-  void it('keeps the port semantics: new ids appended in order, stored ids reported, repeats inside a batch deduplicated', async () => {
+describe('KurrentDB idempotent append (fake server)', () => {
+  it('keeps the port semantics: new ids appended in order, stored ids reported, repeats inside a batch deduplicated', async () => {
     const { server, streams } = fakeServer();
     const [a, b, c] = [newEvent(), newEvent(), newEvent()];
     const first = ok(await appendIdempotent(server, 's', [a, b], 'no_stream'));
@@ -113,7 +113,7 @@ void describe('KurrentDB idempotent append (fake server)', () => {
     );
   });
 
-  void it('costs the same round trips at any stream length, and still finds an id stored thousands of events ago', async () => {
+  it('costs the same round trips at any stream length, and still finds an id stored thousands of events ago', async () => {
     const { server, calls } = fakeServer();
     const oldest = newEvent();
     ok(await appendIdempotent(server, 'calls-collector', [oldest]));
@@ -143,7 +143,7 @@ void describe('KurrentDB idempotent append (fake server)', () => {
     );
   });
 
-  void it('a process that died between its marker and its append leaves the id appendable once', async () => {
+  it('a process that died between its marker and its append leaves the id appendable once', async () => {
     const { server, streams, faults } = fakeServer();
     const event = newEvent();
     ok(await appendIdempotent(server, 'p', [newEvent()]));
@@ -161,7 +161,7 @@ void describe('KurrentDB idempotent append (fake server)', () => {
     assert.equal(streams.get('p')!.filter((e) => e.id === event.id).length, 1);
   });
 
-  void it('an append whose answer was lost is recognised when retried after the stream moved on', async () => {
+  it('an append whose answer was lost is recognised when retried after the stream moved on', async () => {
     const { server, streams, faults } = fakeServer();
     const event = newEvent();
     faults.afterAppend = () => {
@@ -175,7 +175,7 @@ void describe('KurrentDB idempotent append (fake server)', () => {
     assert.equal(streams.get('q')!.length, 6);
   });
 
-  void it('concurrent writers of the same ids, with other writers moving the stream, store each id exactly once', async () => {
+  it('concurrent writers of the same ids, with other writers moving the stream, store each id exactly once', async () => {
     for (let seed = 1; seed <= 40; seed += 1) {
       const { server, streams } = fakeServer(seed);
       const shared = [newEvent(), newEvent()];
@@ -200,8 +200,8 @@ void describe('KurrentDB idempotent append (fake server)', () => {
   });
 });
 
-void describe('KurrentDB id markers for a log written before them (fake server)', () => {
-  void it('backfills a marker for every stored event, once, after which old messages are recognised', async () => {
+describe('KurrentDB id markers for a log written before them (fake server)', () => {
+  it('backfills a marker for every stored event, once, after which old messages are recognised', async () => {
     const { server, streams, markers } = fakeServer();
     // Events stored the old way: in their streams, without markers.
     const old = Array.from({ length: 25 }, (_, i) => ({ stream: `s${i % 4}`, event: newEvent() }));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { EventEmitter, once } from 'node:events';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { EventLogUnavailableError, type EventLog } from '../../eventstore/port.ts';
@@ -42,8 +42,8 @@ eventLogContract(
   { skip },
 );
 
-void describe('EventLog kurrentdb: input checks (no server needed)', () => {
-  void it('kurrentdb: refuses ids that are not UUIDs and data that is not a JSON object, array or string', async () => {
+describe('EventLog kurrentdb: input checks (no server needed)', () => {
+  it('kurrentdb: refuses ids that are not UUIDs and data that is not a JSON object, array or string', async () => {
     // Nothing listens on port 1: a refusal that reached the network would fail differently.
     const log = createKurrentDbEventLog('kurrentdb://127.0.0.1:1?tls=false');
     try {
@@ -64,8 +64,8 @@ void describe('EventLog kurrentdb: input checks (no server needed)', () => {
   });
 });
 
-void describe('EventLog kurrentdb: an unreachable server (no server needed)', () => {
-  void it('kurrentdb: every call fails with the port\'s EventLogUnavailableError naming the server, never a raw gRPC error', { timeout: 120_000 }, async () => {
+describe('EventLog kurrentdb: an unreachable server (no server needed)', () => {
+  it('kurrentdb: every call fails with the port\'s EventLogUnavailableError naming the server, never a raw gRPC error', { timeout: 120_000 }, async () => {
     const states: AppendSubscriptionState[] = [];
     const log = createKurrentDbEventLog('kurrentdb://admin:secret@127.0.0.1:1?tls=false', { onSubscriptionState: (state) => states.push(state) });
     const calls: [string, () => Promise<unknown>][] = [
@@ -122,8 +122,8 @@ function fakeServer() {
   };
 }
 
-void describe('EventLog kurrentdb: one subscription fanned out to waiters (no server needed)', () => {
-  void it('opens one subscription for any number of waiters, only when someone waits, and wakes each waiter past its position', async () => {
+describe('EventLog kurrentdb: one subscription fanned out to waiters (no server needed)', () => {
+  it('opens one subscription for any number of waiters, only when someone waits, and wakes each waiter past its position', async () => {
     const server = fakeServer();
     const signals = new EventEmitter();
     const subscription = createAppendSubscription(server.source, { signals, schedule: server.schedule });
@@ -148,7 +148,7 @@ void describe('EventLog kurrentdb: one subscription fanned out to waiters (no se
     assert.deepEqual(server.closed, [0]);
   });
 
-  void it('reopens after a failure with capped exponential backoff and jitter, wakes every waiter once back, and reports each state', async () => {
+  it('reopens after a failure with capped exponential backoff and jitter, wakes every waiter once back, and reports each state', async () => {
     const server = fakeServer();
     const signals = new EventEmitter();
     const states: AppendSubscriptionState[] = [];
@@ -197,7 +197,7 @@ void describe('EventLog kurrentdb: one subscription fanned out to waiters (no se
     assert.equal(subscription.state(), 'closed');
   });
 
-  void it('bounds the backoff for any number of failures and never waits less than half of it', () => {
+  it('bounds the backoff for any number of failures and never waits less than half of it', () => {
     for (let attempt = 0; attempt < 200; attempt += 1) {
       const ceiling = Math.min(10_000, 100 * 2 ** attempt);
       for (const r of [0, 0.25, 0.999]) {
@@ -208,7 +208,7 @@ void describe('EventLog kurrentdb: one subscription fanned out to waiters (no se
     assert.equal(WAKE_ALL > 2 ** 52, true);
   });
 
-  void it('a source that throws on open counts as a failure and is retried', async () => {
+  it('a source that throws on open counts as a failure and is retried', async () => {
     const signals = new EventEmitter();
     const scheduled: (() => void)[] = [];
     let opens = 0;
@@ -232,8 +232,8 @@ void describe('EventLog kurrentdb: one subscription fanned out to waiters (no se
   });
 });
 
-void describe('EventLog kurrentdb: a server that never answers (no server needed)', () => {
-  void it('kurrentdb: waitForAppend still ends at its timeout, and on abort, while the subscription waits for a confirmation', { timeout: 60_000 }, async () => {
+describe('EventLog kurrentdb: a server that never answers (no server needed)', () => {
+  it('kurrentdb: waitForAppend still ends at its timeout, and on abort, while the subscription waits for a confirmation', { timeout: 60_000 }, async () => {
     // Accepts connections and says nothing: neither a confirmation nor a refusal ever comes.
     const sockets: Socket[] = [];
     const silent = createServer((socket) => sockets.push(socket));

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import type { AppendResult, EventLog } from '../../eventstore/port.ts';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { eventLogContract } from './eventlog.contract.ts';
@@ -69,8 +69,8 @@ async function nextLine(racer: Racer): Promise<string> {
   return next.value as string;
 }
 
-void describe('EventLog sqlite: separate processes on one file', () => {
-  void it('sqlite: processes racing for the same expected revision: exactly one wins', { timeout: 120_000 }, async () => {
+describe('EventLog sqlite: separate processes on one file', () => {
+  it('sqlite: processes racing for the same expected revision: exactly one wins', { timeout: 120_000 }, async () => {
     const temp = openTempLog();
     try {
       for (let round = 0; round < 3; round += 1) {
@@ -105,7 +105,7 @@ void describe('EventLog sqlite: separate processes on one file', () => {
     }
   });
 
-  void it('sqlite: a waiter in this process is woken by an append from another process', { timeout: 120_000 }, async () => {
+  it('sqlite: a waiter in this process is woken by an append from another process', { timeout: 120_000 }, async () => {
     const temp = openTempLog();
     try {
       const head = await temp.log.headPosition();
@@ -133,7 +133,7 @@ void describe('EventLog sqlite: separate processes on one file', () => {
     }
   });
 
-  void it('sqlite: processes retrying the same ids store them once', { timeout: 120_000 }, async () => {
+  it('sqlite: processes retrying the same ids store them once', { timeout: 120_000 }, async () => {
     const temp = openTempLog();
     try {
       const stream = `retry-${randomUUID()}`;
@@ -158,8 +158,8 @@ void describe('EventLog sqlite: separate processes on one file', () => {
   });
 });
 
-void describe('EventLog sqlite: batch appends are one transaction', () => {
-  void it('sqlite: a batch that fails part-way stores none of its groups', async () => {
+describe('EventLog sqlite: batch appends are one transaction', () => {
+  it('sqlite: a batch that fails part-way stores none of its groups', async () => {
     const temp = openTempLog();
     try {
       const stream = `batch-${randomUUID()}`;
@@ -186,7 +186,7 @@ void describe('EventLog sqlite: batch appends are one transaction', () => {
     }
   });
 
-  void it('sqlite: batches over two connections continue each other\'s stream revisions', async () => {
+  it('sqlite: batches over two connections continue each other\'s stream revisions', async () => {
     const temp = openTempLog();
     try {
       const other = await temp.connect();
@@ -210,7 +210,7 @@ void describe('EventLog sqlite: batch appends are one transaction', () => {
     }
   });
 
-  void it('sqlite: a batch larger than one look-up chunk finds every stored id and stream', async () => {
+  it('sqlite: a batch larger than one look-up chunk finds every stored id and stream', async () => {
     const temp = openTempLog();
     try {
       const groups = Array.from({ length: 1203 }, (_, n) => ({

@@ -3,7 +3,8 @@
  * against every adapter. Each test gets a space of its own (an empty data directory or database).
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
+import { skipFor } from '../support/skip.ts';
 import type { GenerationSpace } from '../../readmodels/generations/port.ts';
 import type { StoredDoc } from '../../readmodels/port.ts';
 import type { ContractOptions } from './eventlog.contract.ts';
@@ -50,8 +51,8 @@ export function generationSpaceContract(adapterName: string, open: OpenSpace, op
     }
   }
 
-  void describe(`GenerationSpace contract: ${adapterName}`, () => {
-    void it(name('generation 0 is live before any switch, and the stamp holds still while nothing changes'), { skip }, () =>
+  describe(`GenerationSpace contract: ${adapterName}`, () => {
+    it(name('generation 0 is live before any switch, and the stamp holds still while nothing changes'), skipFor(skip), () =>
       withSpace(async ({ space }) => {
         assert.deepEqual(await space.readPointer(), { ok: true, generation: 0 });
         assert.equal(await space.pointerStamp(), await space.pointerStamp());
@@ -60,7 +61,7 @@ export function generationSpaceContract(adapterName: string, open: OpenSpace, op
       }),
     );
 
-    void it(name('a switch is a compare-and-set that every opener of the space sees'), { skip }, () =>
+    it(name('a switch is a compare-and-set that every opener of the space sees'), skipFor(skip), () =>
       withSpace(async (handle) => {
         const { space } = handle;
         const before = await space.pointerStamp();
@@ -79,7 +80,7 @@ export function generationSpaceContract(adapterName: string, open: OpenSpace, op
       }),
     );
 
-    void it(name('of two switches from the same live generation, exactly one wins'), { skip }, () =>
+    it(name('of two switches from the same live generation, exactly one wins'), skipFor(skip), () =>
       withSpace(async (handle) => {
         const results = await Promise.all([handle.space.switchPointer(0, 1), handle.reopen().switchPointer(0, 1)]);
         assert.equal(results.filter((r) => r.ok).length, 1);
@@ -87,7 +88,7 @@ export function generationSpaceContract(adapterName: string, open: OpenSpace, op
       }),
     );
 
-    void it(name('generations are separate stores: documents, lookups, checkpoints and clear'), { skip }, () =>
+    it(name('generations are separate stores: documents, lookups, checkpoints and clear'), skipFor(skip), () =>
       withSpace(async ({ space }) => {
         const zero = space.open(0);
         const one = space.open(1);
@@ -115,7 +116,7 @@ export function generationSpaceContract(adapterName: string, open: OpenSpace, op
       }),
     );
 
-    void it(name('remove drops one generation and nothing else; closing a store leaves the space usable'), { skip }, () =>
+    it(name('remove drops one generation and nothing else; closing a store leaves the space usable'), skipFor(skip), () =>
       withSpace(async ({ space }) => {
         const zero = space.open(0);
         const two = space.open(2);
@@ -138,7 +139,7 @@ export function generationSpaceContract(adapterName: string, open: OpenSpace, op
       }),
     );
 
-    void it(name('one replay lock at a time; released, it can be taken again; a dead holder is taken over'), { skip }, () =>
+    it(name('one replay lock at a time; released, it can be taken again; a dead holder is taken over'), skipFor(skip), () =>
       withSpace(async (handle) => {
         const first = await handle.space.acquireReplayLock();
         assert.ok(first.ok);
@@ -160,7 +161,7 @@ export function generationSpaceContract(adapterName: string, open: OpenSpace, op
       }),
     );
 
-    void it(name('announcements keep a generation in use exactly where removal would disturb its users'), { skip }, () =>
+    it(name('announcements keep a generation in use exactly where removal would disturb its users'), skipFor(skip), () =>
       withSpace(async (handle, clock) => {
         const { space } = handle;
         const other = handle.reopen();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { after } from 'node:test';
+import { afterAll } from 'vitest';
 import { MongoClient } from 'mongodb';
 import type { GenerationSpace } from '../../readmodels/generations/port.ts';
 import { createMongoGenerationSpace } from '../../readmodels/mongodb/mongodb-generations.ts';
@@ -11,7 +11,7 @@ const skip = await skipUnlessDocker('MongoDB');
 
 // One server for the file; every space gets a database of its own.
 let server: ReturnType<typeof startMongo> | undefined;
-after(async () => {
+afterAll(async () => {
   if (server) await (await server).stop();
 });
 

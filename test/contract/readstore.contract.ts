@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { skipFor } from '../support/skip.ts';
 import type { ReadStore, StoredDoc } from '../../readmodels/port.ts';
 import type { ContractOptions } from './eventlog.contract.ts';
 
@@ -50,26 +51,26 @@ const ids = (docs: readonly StoredDoc[]) => docs.map((d) => d.id);
 export function readStoreContract(adapterName: string, open: () => Promise<ReadStoreHandle>, options: ContractOptions = {}): void {
   const skip = options.skip ?? false;
 
-  void describe(`ReadStore contract: ${adapterName}`, () => {
+  describe(`ReadStore contract: ${adapterName}`, () => {
     let handle: ReadStoreHandle | undefined;
     const store = (): ReadStore => {
       assert.ok(handle, 'store not opened');
       return handle.store;
     };
 
-    before(async () => {
+    beforeAll(async () => {
       if (!skip) handle = await open();
     });
-    after(async () => {
+    afterAll(async () => {
       await handle?.dispose();
     });
 
-    void describe(`${adapterName}: commit and checkpoint`, () => {
-      void it(`${adapterName}: the checkpoint is 0 before any commit`, { skip }, async () => {
+    describe(`${adapterName}: commit and checkpoint`, () => {
+      it(`${adapterName}: the checkpoint is 0 before any commit`, skipFor(skip), async () => {
         assert.equal(await store().checkpoint(freshCollection()), 0);
       });
 
-      void it(`${adapterName}: commit writes the documents and the checkpoint together, per collection`, { skip }, async () => {
+      it(`${adapterName}: commit writes the documents and the checkpoint together, per collection`, skipFor(skip), async () => {
         const [one, two] = [freshCollection(), freshCollection()];
         await store().commit(one, [doc('a', { seq: 3 }), doc('b', { seq: 5 })], 5);
         assert.equal(await store().checkpoint(one), 5);
@@ -82,14 +83,14 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.equal((await store().get(one, 'b'))?.seq, 5, 'documents not in a commit are left alone');
       });
 
-      void it(`${adapterName}: a commit without writes still advances the checkpoint`, { skip }, async () => {
+      it(`${adapterName}: a commit without writes still advances the checkpoint`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, [], 40);
         assert.equal(await store().checkpoint(collection), 40);
         assert.equal(await store().count(collection), 0);
       });
 
-      void it(`${adapterName}: a commit from a checkpoint another writer has moved applies nothing`, { skip }, async () => {
+      it(`${adapterName}: a commit from a checkpoint another writer has moved applies nothing`, skipFor(skip), async () => {
         const collection = freshCollection();
         assert.deepEqual(await store().commit(collection, [doc('a', { doc: { v: 1 }, seq: 4 })], 4, 0), { ok: true });
         // A second writer that also started from 0 must not apply its fold of the same events again,
@@ -106,7 +107,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.equal(await store().checkpoint(collection), 9);
       });
 
-      void it(`${adapterName}: of two writers racing from one checkpoint, exactly one commits`, { skip }, async () => {
+      it(`${adapterName}: of two writers racing from one checkpoint, exactly one commits`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, [], 10);
         const outcomes = await Promise.all(
@@ -119,7 +120,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.deepEqual((await store().get(collection, 'raced'))?.doc, { to: winner });
       });
 
-      void it(`${adapterName}: a commit that fails writes nothing and keeps the checkpoint`, { skip }, async () => {
+      it(`${adapterName}: a commit that fails writes nothing and keeps the checkpoint`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, [doc('kept', { doc: { v: 1 }, seq: 1 })], 1);
         const unserializable = doc('bad', { doc: { n: 10n } });
@@ -131,8 +132,8 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
       });
     });
 
-    void describe(`${adapterName}: reading documents`, () => {
-      void it(`${adapterName}: get returns every field, or null when missing`, { skip }, async () => {
+    describe(`${adapterName}: reading documents`, () => {
+      it(`${adapterName}: get returns every field, or null when missing`, skipFor(skip), async () => {
         const collection = freshCollection();
         const written = doc('p-1', {
           doc: { id: 'p-1', name: 'One' },
@@ -148,7 +149,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.equal(await store().get(collection, 'p-2'), null);
       });
 
-      void it(`${adapterName}: a rewrite replaces the whole document`, { skip }, async () => {
+      it(`${adapterName}: a rewrite replaces the whole document`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, [doc('x', { doc: { a: 1, b: 2 }, state: { s: 1 }, facet: 'one', keys: { k: ['v'] } })], 1);
         const rewritten = doc('x', { doc: { a: 3 }, state: { t: 2 }, facet: 'two', keys: {}, seq: 2, sortKey: 'z' });
@@ -156,7 +157,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.deepEqual(await store().get(collection, 'x'), rewritten);
       });
 
-      void it(`${adapterName}: getMany returns the documents found, keyed by id`, { skip }, async () => {
+      it(`${adapterName}: getMany returns the documents found, keyed by id`, skipFor(skip), async () => {
         const collection = freshCollection();
         const docs = Array.from({ length: 1100 }, (_, i) => doc(`id-${String(i).padStart(4, '0')}`, { seq: i + 1 }));
         await store().commit(collection, docs, 1100);
@@ -170,7 +171,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.equal((await store().getMany(freshCollection(), ['id-0000'])).size, 0);
       });
 
-      void it(`${adapterName}: documents round-trip as byte-identical JSON`, { skip }, async () => {
+      it(`${adapterName}: documents round-trip as byte-identical JSON`, skipFor(skip), async () => {
         const collection = freshCollection();
         const tricky = {
           zeta: 1,
@@ -195,8 +196,8 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
       });
     });
 
-    void describe(`${adapterName}: lookup keys`, () => {
-      void it(`${adapterName}: findIds finds documents by key value, in id order, up to the limit`, { skip }, async () => {
+    describe(`${adapterName}: lookup keys`, () => {
+      it(`${adapterName}: findIds finds documents by key value, in id order, up to the limit`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(
           collection,
@@ -216,7 +217,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.deepEqual(await store().findIds(freshCollection(), 'contract', '0xabc', 10), [], 'per collection');
       });
 
-      void it(`${adapterName}: findIdsMany answers several values of one key at once, each like findIds`, { skip }, async () => {
+      it(`${adapterName}: findIdsMany answers several values of one key at once, each like findIds`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(
           collection,
@@ -237,7 +238,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.equal((await store().findIdsMany(collection, 'other', ['base:0x1'], 5)).size, 0, 'values are per key');
       });
 
-      void it(`${adapterName}: a rewrite with unchanged keys keeps them, one that drops a key loses only that`, { skip }, async () => {
+      it(`${adapterName}: a rewrite with unchanged keys keeps them, one that drops a key loses only that`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, [doc('p', { keys: { handle: ['one', 'two'], site: ['x.example'] } })], 1);
         await store().commit(collection, [doc('p', { keys: { handle: ['one', 'two'], site: ['x.example'] }, seq: 2, doc: { v: 2 } })], 2);
@@ -248,7 +249,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.deepEqual(await store().findIds(collection, 'site', 'x.example', 10), ['p']);
       });
 
-      void it(`${adapterName}: rewriting a document replaces its keys`, { skip }, async () => {
+      it(`${adapterName}: rewriting a document replaces its keys`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, [doc('p', { keys: { handle: ['old', 'older'] } }), doc('q', { keys: { handle: ['old'] } })], 1);
         assert.deepEqual(await store().findIds(collection, 'handle', 'old', 10), ['p', 'q']);
@@ -264,7 +265,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
       });
     });
 
-    void describe(`${adapterName}: listings`, () => {
+    describe(`${adapterName}: listings`, () => {
       const listing = [
         doc('a', { sortKey: '2026-11-20T10:00:00Z', facet: 'dossier' }),
         doc('b', { sortKey: '2026-11-20T12:00:00Z', facet: 'no_dossier' }),
@@ -274,7 +275,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         doc('f', { sortKey: '2026-11-20T11:00:00Z', facet: 'dossier' }),
       ];
 
-      void it(`${adapterName}: list orders by sortKey then id, both descending, with offset and limit`, { skip }, async () => {
+      it(`${adapterName}: list orders by sortKey then id, both descending, with offset and limit`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, listing, 1);
         assert.deepEqual(ids(await store().list(collection, { offset: 0, limit: 10 })), ['e', 'b', 'f', 'c', 'a', 'd']);
@@ -282,7 +283,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.deepEqual(ids(await store().list(collection, { offset: 6, limit: 2 })), []);
       });
 
-      void it(`${adapterName}: list and count filter by facets`, { skip }, async () => {
+      it(`${adapterName}: list and count filter by facets`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, listing, 1);
         assert.deepEqual(ids(await store().list(collection, { facets: ['dossier'], offset: 0, limit: 10 })), ['f', 'a', 'd']);
@@ -296,7 +297,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.equal(await store().count(freshCollection()), 0);
       });
 
-      void it(`${adapterName}: pages past the middle of the listing come in the same order as from the front`, { skip }, async () => {
+      it(`${adapterName}: pages past the middle of the listing come in the same order as from the front`, skipFor(skip), async () => {
         const collection = freshCollection();
         const many = Array.from({ length: 23 }, (_, i) =>
           doc(`p${String(i).padStart(2, '0')}`, { sortKey: `2026-11-20T${String(10 + (i % 7)).padStart(2, '0')}:00:00Z`, facet: i % 3 === 0 ? 'pending' : 'dossier' }),
@@ -316,7 +317,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         }
       });
 
-      void it(`${adapterName}: counts follow every commit: new documents, facet changes, rewrites in place`, { skip }, async () => {
+      it(`${adapterName}: counts follow every commit: new documents, facet changes, rewrites in place`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, listing, 1);
         await store().commit(collection, [doc('e', { facet: 'dossier', seq: 2 }), doc('b', { facet: 'no_dossier', seq: 2, doc: { v: 2 } }), doc('g', { facet: 'dossier', seq: 2 })], 2);
@@ -329,7 +330,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.equal(await store().count(collection, ['pending']), 0);
       });
 
-      void it(`${adapterName}: listings carry no projector state`, { skip }, async () => {
+      it(`${adapterName}: listings carry no projector state`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, listing, 1);
         for (const row of [
@@ -343,7 +344,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.deepEqual((await store().get(collection, 'a'))?.state, { history: ['a'] }, 'get still reads it');
       });
 
-      void it(`${adapterName}: listKeyset continues strictly after the given row`, { skip }, async () => {
+      it(`${adapterName}: listKeyset continues strictly after the given row`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, listing, 1);
         const first = await store().listKeyset(collection, { limit: 2 });
@@ -362,7 +363,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
       });
     });
 
-    void describe(`${adapterName}: delta`, () => {
+    describe(`${adapterName}: delta`, () => {
       const rows = [
         doc('m', { seq: 4, writtenAt: '2026-11-20T08:00:04.000Z', facet: 'dossier' }),
         doc('k', { seq: 2, writtenAt: '2026-11-20T08:00:02.000Z', facet: 'no_dossier' }),
@@ -372,7 +373,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         doc('b', { seq: 9, writtenAt: '2026-11-20T08:00:09.000Z', facet: 'dossier' }),
       ];
 
-      void it(`${adapterName}: delta after a position orders by (seq, id) and stops at upToSeq`, { skip }, async () => {
+      it(`${adapterName}: delta after a position orders by (seq, id) and stops at upToSeq`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, rows, 9);
         const all = await store().delta(collection, { start: { after: { seq: 0, id: '' } }, upToSeq: 9, limit: 10 });
@@ -384,7 +385,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.deepEqual(await store().delta(collection, { start: { after: { seq: 9, id: 'b' } }, upToSeq: 9, limit: 10 }), []);
       });
 
-      void it(`${adapterName}: delta from a time starts at the first row written at or after it`, { skip }, async () => {
+      it(`${adapterName}: delta from a time starts at the first row written at or after it`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, rows, 9);
         const fromFour = await store().delta(collection, { start: { fromWrittenAt: '2026-11-20T08:00:04.000Z' }, upToSeq: 9, limit: 10 });
@@ -396,7 +397,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.deepEqual(await store().delta(collection, { start: { fromWrittenAt: '2026-11-21T00:00:00.000Z' }, upToSeq: 9, limit: 10 }), []);
       });
 
-      void it(`${adapterName}: delta filters by facets`, { skip }, async () => {
+      it(`${adapterName}: delta filters by facets`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, rows, 9);
         const visible = ['dossier', 'no_dossier'];
@@ -414,7 +415,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.deepEqual(await store().delta(collection, { start: { after: { seq: 0, id: '' } }, upToSeq: 9, facets: [], limit: 10 }), []);
       });
 
-      void it(`${adapterName}: a row rewritten later reappears at its new position only`, { skip }, async () => {
+      it(`${adapterName}: a row rewritten later reappears at its new position only`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, rows, 9);
         await store().commit(collection, [doc('k', { seq: 11, writtenAt: '2026-11-20T08:00:11.000Z', facet: 'no_dossier' })], 11);
@@ -425,8 +426,8 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
       });
     });
 
-    void describe(`${adapterName}: clear`, () => {
-      void it(`${adapterName}: clear removes every document and checkpoint, and the store stays usable`, { skip }, async () => {
+    describe(`${adapterName}: clear`, () => {
+      it(`${adapterName}: clear removes every document and checkpoint, and the store stays usable`, skipFor(skip), async () => {
         const own = await open();
         try {
           const [one, two] = [freshCollection(), freshCollection()];

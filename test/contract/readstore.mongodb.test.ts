@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { after } from 'node:test';
+import { afterAll } from 'vitest';
 import { createMongoReadStore } from '../../readmodels/mongodb/mongodb-read-store.ts';
 import { skipUnlessDocker, startMongo } from '../support/containers.ts';
 import { readStoreContract } from './readstore.contract.ts';
@@ -8,7 +8,7 @@ const skip = await skipUnlessDocker('MongoDB');
 
 // One server for the file; every opened store gets a database of its own.
 let server: ReturnType<typeof startMongo> | undefined;
-after(async () => {
+afterAll(async () => {
   if (server) await (await server).stop();
 });
 

@@ -13,7 +13,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { describe, it, after, before } from 'node:test';
+import { describe, it, afterAll, beforeAll } from 'vitest';
+import { skipFor } from '../support/skip.ts';
 import { promisify } from 'node:util';
 import { MongoClient } from 'mongodb';
 import { sourceEventId } from '../../events/ids.ts';
@@ -77,7 +78,7 @@ function vote(projectId: string, n: number) {
   return { type: 'vote.cast', id: `ci-vote-${projectId}-${n}`, at: at(), data: { projectId, voterId: `ci-voter-${n}`, name: `Voter ${n}`, avatar: null, direction: 'up' } };
 }
 
-void describe('compose: the distributed deployment end to end', { skip }, () => {
+describe('compose: the distributed deployment end to end', skipFor(skip), () => {
   let key = '';
   let feeder: KafkaFeeder | undefined;
 
@@ -91,17 +92,17 @@ void describe('compose: the distributed deployment end to end', { skip }, () => 
   const votesReach = (projectId: string, count: number) =>
     eventually(`${count} votes on ${projectId} served`, async () => ((await upVotes(projectId)) === count ? true : undefined));
 
-  before(async () => {
+  beforeAll(async () => {
     if (!enabled) return;
     key = (await compose('exec', '-T', 'api', 'node', '--disable-warning=ExperimentalWarning', 'bin/pulseboard.ts', 'keys', 'issue', '--owner', 'ci')).trim();
     assert.match(key, /^pbk_/);
     feeder = await createKafkaFeeder([KAFKA], 'pulseboard-ci');
   });
-  after(async () => {
+  afterAll(async () => {
     await feeder?.close();
   });
 
-  void it('a Kafka message reaches the event log, the MongoDB read model, REST and MCP', { timeout: 300_000 }, async () => {
+  it('a Kafka message reaches the event log, the MongoDB read model, REST and MCP', { timeout: 300_000 }, async () => {
     const projectId = randomUUID();
     await feeder!.send([sighting(projectId)]);
 
@@ -134,7 +135,7 @@ void describe('compose: the distributed deployment end to end', { skip }, () => 
     assert.deepEqual(body.result.structuredContent, rest, 'MCP answers the REST body');
   });
 
-  void it('a projector killed while messages arrive serves all of them once started again', { timeout: 300_000 }, async () => {
+  it('a projector killed while messages arrive serves all of them once started again', { timeout: 300_000 }, async () => {
     const projectId = randomUUID();
     await feeder!.send([sighting(projectId), vote(projectId, 0)]);
     await votesReach(projectId, 1);
@@ -144,7 +145,7 @@ void describe('compose: the distributed deployment end to end', { skip }, () => 
     await votesReach(projectId, 21);
   });
 
-  void it('two projector processes at once serve every message exactly once', { timeout: 300_000 }, async () => {
+  it('two projector processes at once serve every message exactly once', { timeout: 300_000 }, async () => {
     await compose('up', '-d', '--no-recreate', '--scale', 'projectors=2', 'projectors');
     try {
       const projectId = randomUUID();
@@ -161,7 +162,7 @@ void describe('compose: the distributed deployment end to end', { skip }, () => 
     }
   });
 
-  void it('with Redis stopped under load, basic reads answer and the instance stays ready', { timeout: 300_000 }, async () => {
+  it('with Redis stopped under load, basic reads answer and the instance stays ready', { timeout: 300_000 }, async () => {
     await compose('stop', 'redis');
     try {
       const statuses = new Map<number, number>();

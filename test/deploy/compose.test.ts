@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { parse } from 'yaml';
 import { configSchema, parseConfig } from '../../config/config.ts';
 import { images as testImages } from '../support/containers.ts';
@@ -55,8 +55,8 @@ function interpolateDefaults(value: string): string {
 
 const pulseboardServices = Object.entries(services).filter(([, service]) => service.image?.startsWith('pulseboard:'));
 
-void describe('docker-compose.yml', () => {
-  void it('pins every image to an explicit version tag, never latest', () => {
+describe('docker-compose.yml', () => {
+  it('pins every image to an explicit version tag, never latest', () => {
     assert.ok(Object.keys(services).length > 0, 'services are defined');
     for (const [name, service] of Object.entries(services)) {
       assert.ok(service.image, `${name} names its image`);
@@ -67,7 +67,7 @@ void describe('docker-compose.yml', () => {
     }
   });
 
-  void it('runs the four roles from one pulseboard image tagged with the package version', () => {
+  it('runs the four roles from one pulseboard image tagged with the package version', () => {
     const roles = pulseboardServices.map(([, service]) => {
       const command = Array.isArray(service.command) ? service.command : [];
       assert.deepEqual(command.slice(0, 4), ['node', '--disable-warning=ExperimentalWarning', 'bin/pulseboard.ts', 'serve']);
@@ -81,7 +81,7 @@ void describe('docker-compose.yml', () => {
     }
   });
 
-  void it('gives the pulseboard services only configuration variables the config schema knows, with valid values', () => {
+  it('gives the pulseboard services only configuration variables the config schema knows, with valid values', () => {
     const known = new Set(Object.keys(configSchema.shape));
     for (const [name, service] of pulseboardServices) {
       const env = environmentOf(service);
@@ -103,7 +103,7 @@ void describe('docker-compose.yml', () => {
     assert.deepEqual(withKafka, ['ingest'], 'only the ingest role consumes Kafka');
   });
 
-  void it('health-checks every long-running service, the pulseboard roles on /healthz', () => {
+  it('health-checks every long-running service, the pulseboard roles on /healthz', () => {
     for (const [name, service] of Object.entries(services)) {
       if (service.restart === 'no') continue;
       const test = service.healthcheck?.test;
@@ -115,7 +115,7 @@ void describe('docker-compose.yml', () => {
     }
   });
 
-  void it('starts services only after what they depend on is healthy (or, for one-shots, done)', () => {
+  it('starts services only after what they depend on is healthy (or, for one-shots, done)', () => {
     for (const [name, service] of Object.entries(services)) {
       const dependsOn = service.depends_on ?? {};
       assert.ok(!Array.isArray(dependsOn), `${name}: depends_on states conditions`);
@@ -136,7 +136,7 @@ void describe('docker-compose.yml', () => {
     assert.ok('kafka-init' in (services.ingest?.depends_on as Record<string, unknown>), 'ingest waits for its topics');
   });
 
-  void it('creates the source and dead-letter topics in a one-shot, on Kafka 3.x in KRaft mode', () => {
+  it('creates the source and dead-letter topics in a one-shot, on Kafka 3.x in KRaft mode', () => {
     const init = services['kafka-init'];
     assert.ok(init);
     const script = Array.isArray(init.command) ? init.command.join('\n') : String(init.command);
@@ -149,38 +149,38 @@ void describe('docker-compose.yml', () => {
     assert.equal(environmentOf(kafka).KAFKA_PROCESS_ROLES, 'broker,controller');
   });
 
-  void it('runs MongoDB as a replica set and KurrentDB in insecure dev mode', () => {
+  it('runs MongoDB as a replica set and KurrentDB in insecure dev mode', () => {
     const mongo = services.mongodb;
     assert.ok(Array.isArray(mongo?.command) && mongo.command.includes('--replSet'));
     assert.match(environmentOf(pulseboardServices[0]![1]).MONGODB_URL ?? '', /replicaSet=rs0/);
     assert.equal(environmentOf(services.kurrentdb!).KURRENTDB_INSECURE, 'true');
   });
 
-  void it('uses the same images as the testcontainers tests', () => {
+  it('uses the same images as the testcontainers tests', () => {
     assert.equal(services.kurrentdb?.image, testImages.kurrentdb);
     assert.equal(services.mongodb?.image, testImages.mongodb);
     assert.equal(services.kafka?.image, testImages.kafka);
   });
 });
 
-void describe('Dockerfile', () => {
+describe('Dockerfile', () => {
   const lines = dockerfile
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('#'));
   const from = lines.filter((line) => /^FROM\s/i.test(line));
 
-  void it('builds on a pinned Node 24 image', () => {
+  it('builds on a pinned Node 24 image', () => {
     assert.equal(from.length, 1, 'one stage');
     assert.match(from[0]!, /^FROM node:24\.\d+\.\d+(-[a-z0-9.-]+)?(@sha256:[0-9a-f]{64})?$/);
   });
 
-  void it('installs production dependencies only, from the lockfile', () => {
+  it('installs production dependencies only, from the lockfile', () => {
     assert.ok(lines.some((line) => /^RUN npm ci --omit=dev\b/.test(line)));
     assert.ok(lines.some((line) => /^COPY package\.json package-lock\.json /.test(line)));
   });
 
-  void it('runs as a non-root user', () => {
+  it('runs as a non-root user', () => {
     const users = lines.filter((line) => /^USER\s/i.test(line));
     assert.ok(users.length > 0, 'a USER instruction');
     const user = users[users.length - 1]!.split(/\s+/)[1]!;
@@ -188,11 +188,11 @@ void describe('Dockerfile', () => {
     assert.ok(lines.lastIndexOf(users[users.length - 1]!) > lines.indexOf(from[0]!));
   });
 
-  void it('starts the service with the serve command', () => {
+  it('starts the service with the serve command', () => {
     assert.ok(lines.includes('CMD ["node","--disable-warning=ExperimentalWarning","bin/pulseboard.ts","serve"]'));
   });
 
-  void it('keeps dependencies, data and tests out of the build context', () => {
+  it('keeps dependencies, data and tests out of the build context', () => {
     const ignored = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n').map((line) => line.trim());
     for (const entry of ['node_modules', '.git', 'data', 'test']) assert.ok(ignored.includes(entry), `.dockerignore lists ${entry}`);
   });

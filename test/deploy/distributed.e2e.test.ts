@@ -7,7 +7,8 @@
  * inline projector, so it proves the adapters and their wiring, not the production folds.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { skipFor } from '../support/skip.ts';
 import { Kafka, logLevel } from 'kafkajs';
 import { sourceEventId } from '../../events/ids.ts';
 import { isSourceType, sourcePayloads } from '../../events/source.ts';
@@ -78,13 +79,13 @@ const boardProjector: Projector<Board, null> = {
   },
 };
 
-void describe('distributed: Kafka → KurrentDB → projector → MongoDB', () => {
+describe('distributed: Kafka → KurrentDB → projector → MongoDB', () => {
   const stops: (() => Promise<void>)[] = [];
   let log: EventLog | undefined;
   let store: ReadStore | undefined;
   let brokers: string[] = [];
 
-  before(async () => {
+  beforeAll(async () => {
     if (skip) return;
     const [kurrent, mongo, kafka] = await Promise.all([startKurrentDb(), startMongo(), startKafka()]);
     stops.push(kurrent.stop, mongo.stop, kafka.stop);
@@ -100,13 +101,13 @@ void describe('distributed: Kafka → KurrentDB → projector → MongoDB', () =
     await admin.disconnect();
   });
 
-  after(async () => {
+  afterAll(async () => {
     await log?.close();
     await store?.close();
     for (const stop of stops) await stop();
   });
 
-  void it('a produced message is appended once, projected into MongoDB, and a bad one is dead-lettered', { skip, timeout: 300_000 }, async () => {
+  it('a produced message is appended once, projected into MongoDB, and a bad one is dead-lettered', { ...skipFor(skip), timeout: 300_000 }, async () => {
     assert.ok(log && store);
     const sighting = {
       type: 'project.sighted',

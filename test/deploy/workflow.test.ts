@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { parse } from 'yaml';
 import { images } from '../support/containers.ts';
 
@@ -20,22 +20,22 @@ const jobs = workflow.jobs ?? {};
 const steps = Object.values(jobs).flatMap((job) => job.steps ?? []);
 const runs = steps.flatMap((step) => (step.run ? [step.run] : []));
 
-void describe('GitHub workflow', () => {
-  void it('runs on pushes and pull requests, with the checks job and the compose job after it', () => {
+describe('GitHub workflow', () => {
+  it('runs on pushes and pull requests, with the checks job and the compose job after it', () => {
     assert.ok(workflow.on && 'push' in workflow.on && 'pull_request' in workflow.on);
     assert.deepEqual(Object.keys(jobs).sort(), ['checks', 'compose']);
     assert.equal(jobs.compose!.needs, 'checks');
     for (const job of Object.values(jobs)) assert.match(job['runs-on'] ?? '', /^ubuntu-/, 'a hosted runner with Docker');
   });
 
-  void it('uses Node 24 (package.json engines) in every job, and pins every action to a version', () => {
+  it('uses Node 24 (package.json engines) in every job, and pins every action to a version', () => {
     const setups = steps.filter((step) => step.uses?.startsWith('actions/setup-node@'));
     assert.equal(setups.length, Object.keys(jobs).length);
     for (const setup of setups) assert.equal(setup.with?.['node-version'], 24);
     for (const step of steps.filter((s) => s.uses)) assert.match(step.uses!, /@v\d+$|@[0-9a-f]{40}$/, step.uses);
   });
 
-  void it('names only npm scripts and files that exist', () => {
+  it('names only npm scripts and files that exist', () => {
     for (const run of runs) {
       for (const [, script] of run.matchAll(/npm run ([\w:-]+)/g)) assert.ok(scripts[script!], `npm run ${script}`);
       for (const [path] of run.matchAll(/test\/[\w./-]+\.ts/g)) assert.ok(existsSync(join(root, path)), path);
@@ -43,7 +43,7 @@ void describe('GitHub workflow', () => {
     assert.ok(runs.includes('npm test'), 'the README test command');
   });
 
-  void it('pulls the same server images the tests start, and runs the compose end to end enabled', () => {
+  it('pulls the same server images the tests start, and runs the compose end to end enabled', () => {
     const pulled = runs.flatMap((run) => [...run.matchAll(/docker pull (\S+)/g)].map((m) => m[1]));
     assert.deepEqual(pulled.sort(), Object.values(images).sort());
     const e2e = jobs.compose!.steps!.find((step) => step.run?.includes('test/deploy/compose.e2e.test.ts'));

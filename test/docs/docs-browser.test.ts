@@ -11,21 +11,22 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { skipFor } from '../support/skip.ts';
 import { chromium, type Browser } from 'playwright-core';
 import { CLI } from '../support/cli.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is absent (Debian package chromium; .ci/run installs it)`;
 
-describe('the /docs page in a headless browser', { skip }, () => {
+describe('the /docs page in a headless browser', skipFor(skip), () => {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-docs-browser-'));
   let server: ChildProcess;
   let browser: Browser;
   let url = '';
   let key = '';
 
-  before(async () => {
+  beforeAll(async () => {
     server = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, 'serve'], {
       env: { PATH: process.env['PATH'] ?? '', PULSEBOARD_DATA_DIR: join(dir, 'data'), PORT: '0', PULSEBOARD_LOG_LEVEL: 'silent' },
       stdio: ['ignore', 'pipe', 'ignore'],
@@ -39,7 +40,7 @@ describe('the /docs page in a headless browser', { skip }, () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   });
 
-  after(async () => {
+  afterAll(async () => {
     await browser?.close();
     if (server && server.exitCode === null && server.signalCode === null) {
       const exited = new Promise((resolve) => server.once('exit', resolve));

@@ -5,7 +5,7 @@
  * listing, whose size is budgeted.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { postRpc } from '../mcp/support.ts';
 import { validateResponse } from '../support/openapi-validator.ts';
@@ -31,11 +31,11 @@ function properties(node: unknown, path: string, out: { path: string; schema: Js
 describe('OpenAPI descriptions and examples', () => {
   let h: Harness;
   let doc: any;
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
     doc = (await h.get('/v1/openapi.json')).json();
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('describes every schema property', () => {
     const all = properties(doc, '#');
@@ -58,11 +58,11 @@ describe('OpenAPI descriptions and examples', () => {
 describe('OpenAPI examples', () => {
   let h: Harness;
   let doc: any;
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
     doc = (await h.get('/v1/openapi.json')).json();
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('gives every operation an example for each success response, valid against its own schema', () => {
     let count = 0;

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { promisify } from 'node:util';
 import { createHarness, type Harness } from '../support/harness.ts';
 
@@ -36,13 +36,13 @@ describe('the served OpenAPI document under redocly and spectral', () => {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-openapi-lint-'));
   const file = join(dir, 'openapi.json');
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
     const res = await h.get('/v1/openapi.json');
     assert.equal(res.status, 200);
     writeFileSync(file, res.body);
   });
-  after(async () => {
+  afterAll(async () => {
     await h.close();
     rmSync(dir, { recursive: true, force: true });
   });

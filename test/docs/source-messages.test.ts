@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { renderSourceMessages, SOURCE_MESSAGES_FILE } from '../../docs/build/source-messages.ts';
 import { sourcePayloads, sourceTypes } from '../../events/source.ts';
 import { parseRawMessage } from '../../ingest/messages.ts';

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { parseConfig } from '../../config/config.ts';
 import { issueKey } from '../../service/access.ts';
 import { openStores } from '../../service/stores.ts';
@@ -38,24 +38,24 @@ async function backlogDirectory(dir: string): Promise<string> {
   }
 }
 
-void describe('serve restarted behind a backlog of 500k events', () => {
+describe('serve restarted behind a backlog of 500k events', () => {
   let dir: string;
   let child: ChildProcess;
   let url = '';
   let key = '';
 
-  before(async () => {
+  beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pulseboard-backlog-'));
     key = await backlogDirectory(dir);
     ({ child, url } = await startServe({ PULSEBOARD_DATA_DIR: dir }));
   });
 
-  after(async () => {
+  afterAll(async () => {
     await stopChild(child, 'SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   });
 
-  void it('listens first: answers /healthz and reports its lag in /readyz while its projections are still behind', async () => {
+  it('listens first: answers /healthz and reports its lag in /readyz while its projections are still behind', async () => {
     assert.ok(url, 'it printed its URL');
     const live = await fetch(`${url}/healthz`);
     assert.equal(live.status, 200);
@@ -75,7 +75,7 @@ void describe('serve restarted behind a backlog of 500k events', () => {
     assert.ok(again.lag.projects! > 0, 'still behind after serving a read');
   });
 
-  void it('stops cleanly on SIGTERM while still catching up', async () => {
+  it('stops cleanly on SIGTERM while still catching up', async () => {
     assert.equal(await stopChild(child, 'SIGTERM'), 0);
   });
 });

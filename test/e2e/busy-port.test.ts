@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { after, describe, it } from 'node:test';
+import { afterAll, describe, it } from 'vitest';
 import { examples, line } from '../ingest/examples.ts';
 import { CLI, runCli } from '../support/cli.ts';
 
@@ -58,7 +58,7 @@ describe('serve on a busy port', () => {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-busy-port-'));
   const dataDir = join(dir, 'data');
   const children: ChildProcess[] = [];
-  after(async () => {
+  afterAll(async () => {
     await Promise.all(children.map(stop));
     rmSync(dir, { recursive: true, force: true });
   });

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { afterAll, describe, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pulseboard-cli-errors-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 // Port 1 on loopback refuses at once; the short selection timeout keeps the driver from waiting 30 s.
 const UNREACHABLE_MONGO = 'mongodb://127.0.0.1:1/pulseboard?serverSelectionTimeoutMS=300';

@@ -3,7 +3,7 @@ import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { promisify } from 'node:util';
 import { startServe, stopChild } from '../support/cli.ts';
 import { boardPageSchema } from '../../readmodels/schemas.ts';
@@ -19,12 +19,12 @@ describe('pulseboard serve on an empty data directory', () => {
   let key = '';
   const env = () => ({ ...process.env, PULSEBOARD_DATA_DIR: dir, PORT: '0', PULSEBOARD_LOG_LEVEL: 'silent' });
 
-  before(async () => {
+  beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pulseboard-serve-'));
     ({ child, url, key } = await startServe({ PULSEBOARD_DATA_DIR: dir }, { key: true }));
   });
 
-  after(async () => {
+  afterAll(async () => {
     await stopChild(child, 'SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   });

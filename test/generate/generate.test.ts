@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createReadStream, readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { defaultCalls, FIXTURE_CHAINS, fixtureContracts, MIN_CALLS, MIN_DAYS, MIN_PROJECTS, type GenerateOptions } from '../../ingest/generate/context.ts';
@@ -73,8 +73,8 @@ async function ingestAll(lines: Iterable<string>, followerProvider: string): Pro
   }
 }
 
-void describe('pulseboard generate', () => {
-  void it('is deterministic: the same options give the same bytes, another seed other bytes', () => {
+describe('pulseboard generate', () => {
+  it('is deterministic: the same options give the same bytes, another seed other bytes', () => {
     const a = digest(generateLines(smallest));
     const b = digest(generateLines(smallest));
     const other = digest(generateLines({ ...smallest, seed: 8 }));
@@ -83,14 +83,14 @@ void describe('pulseboard generate', () => {
     assert.ok(a.lines > 500);
   });
 
-  void it('writes only messages that ingest accepts, each once', async () => {
+  it('writes only messages that ingest accepts, each once', async () => {
     const { counts, rejects } = await ingestAll(generateLines(smallest), smallest.followerProvider);
     assert.deepEqual(rejects, []);
     const lines = digest(generateLines(smallest)).lines;
     assert.deepEqual(counts, { lines, accepted: lines, duplicate: 0, rejected: 0 });
   });
 
-  void it('names the configured follower provider', async () => {
+  it('names the configured follower provider', async () => {
     const options = { ...smallest, followerProvider: 'tallyfollow' };
     const sources = new Set([...generateMessages(options)].filter((m) => m.type === 'followers.observed').map((m) => m.data.source));
     assert.deepEqual([...sources], ['tallyfollow']);
@@ -98,7 +98,7 @@ void describe('pulseboard generate', () => {
     assert.equal(rejects.length, 0);
   });
 
-  void it('exercises every rule at the smallest allowed size', () => {
+  it('exercises every rule at the smallest allowed size', () => {
     const contracts = fixtureContracts(smallest.seed);
     assertEveryRule(generateMessages(smallest), {
       followerProvider: smallest.followerProvider,
@@ -107,7 +107,7 @@ void describe('pulseboard generate', () => {
     });
   });
 
-  void it('has a coverage check that notices a missing rule', () => {
+  it('has a coverage check that notices a missing rule', () => {
     const all = [...generateMessages(smallest)];
     const check = (messages: SourceMessage[]) => () => assertEveryRule(messages, { followerProvider: 'followerscope', days: smallest.days });
     assert.doesNotThrow(check(all));
@@ -121,7 +121,7 @@ void describe('pulseboard generate', () => {
     assert.throws(without((m) => m.type === 'project.sighted' && m.data.projectId === `prj-s7-0000${MIN_PROJECTS - 1}`), /claimed by another/);
   });
 
-  void it('adds exactly N hot-contract calls, enough to cross the 5000 candidate limit', () => {
+  it('adds exactly N hot-contract calls, enough to cross the 5000 candidate limit', () => {
     const options = { ...smallest, hotContractCalls: 5001 };
     const { hot } = fixtureContracts(options.seed);
     let named = 0;
@@ -139,15 +139,15 @@ void describe('pulseboard generate', () => {
   });
 });
 
-void describe('bundled sample', () => {
-  void it('is what `generate --projects 300 --seed 1` writes, byte for byte', async () => {
+describe('bundled sample', () => {
+  it('is what `generate --projects 300 --seed 1` writes, byte for byte', async () => {
     const expected = digest(generateLines(sampleOptions));
     const hash = createHash('sha256');
     for await (const chunk of createReadStream(SAMPLE)) hash.update(chunk as Buffer);
     assert.equal(hash.digest('hex'), expected.sha256, 'regenerate with: pulseboard generate --projects 300 --seed 1 --out sample/sample.ndjson');
   });
 
-  void it('stays small, is accepted whole and exercises every rule', async () => {
+  it('stays small, is accepted whole and exercises every rule', async () => {
     const text = readFileSync(SAMPLE, 'utf8');
     assert.ok(text.length < 3_000_000, `sample is ${text.length} bytes`);
     const messages = parsedLines(text);
@@ -164,8 +164,8 @@ void describe('bundled sample', () => {
 
 const cli = (args: string[]) => runCli(args);
 
-void describe('pulseboard generate (child process)', () => {
-  void it('writes the same lines to stdout and to --out', async () => {
+describe('pulseboard generate (child process)', () => {
+  it('writes the same lines to stdout and to --out', async () => {
     const args = ['generate', '--projects', '30', '--seed', '7', '--calls', '60', '--days', '8', '--hot-contract-calls', '25'];
     const expected = digest(generateLines(smallest));
     const stdout = await cli(args);
@@ -184,7 +184,7 @@ void describe('pulseboard generate (child process)', () => {
     }
   });
 
-  void it('exits 2 on bad options', async () => {
+  it('exits 2 on bad options', async () => {
     for (const args of [
       ['generate'],
       ['generate', '--projects', '29'],

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { writeLines } from '../../ingest/generate/write.ts';
 
-void describe('writeLines', () => {
-  void it('waits for a slow reader instead of buffering: the pending bytes stay bounded', async () => {
+describe('writeLines', () => {
+  it('waits for a slow reader instead of buffering: the pending bytes stay bounded', async () => {
     const highWaterMark = 16 * 1024;
     let received = '';
     let maxPending = 0;
@@ -27,7 +27,7 @@ void describe('writeLines', () => {
     assert.ok(maxPending <= highWaterMark + 70 * 1024, `pending reached ${maxPending} bytes`);
   });
 
-  void it('rejects when the stream fails', async () => {
+  it('rejects when the stream fails', async () => {
     const broken = new Writable({
       write(_chunk, _encoding, callback) {
         callback(new Error('EPIPE'));

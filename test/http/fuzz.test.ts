@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { restOperations } from '../../api/app.ts';
 import { createInProcessHeartbeat } from '../../service/thesis/heartbeat.ts';
 import { seedBoard } from '../mcp/support.ts';
@@ -71,7 +71,7 @@ describe('seeded fuzz: every answer below 500 and every error in the envelope', 
   let port: number;
   let paths: { method: string; path: string }[];
 
-  before(async () => {
+  beforeAll(async () => {
     const heartbeat = createInProcessHeartbeat();
     await heartbeat.beat();
     h = await createHarness({ heartbeat, env: { PULSEBOARD_CORS_ORIGINS: 'https://app.example.com' } });
@@ -84,7 +84,7 @@ describe('seeded fuzz: every answer below 500 and every error in the envelope', 
       ...['/mcp', '/healthz', '/readyz', '/metrics', '/docs', '/v1/openapi.json', '/', '/v1', '/v1/', '/nowhere', '*'].map((path) => ({ method: 'GET', path })),
     ];
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   function generated(random: Random): { bytes: string | Buffer; method: string; path: string } {
     const route = pick(random, paths);

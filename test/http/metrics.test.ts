@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { meteredIngestor } from '../../api/metrics.ts';
 import { metricsFor } from '../../api/app.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
@@ -24,12 +24,12 @@ describe('/metrics', () => {
   let h: Harness;
   let key: string;
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness({ env: { PULSEBOARD_RATE_LIMIT: '5' } });
     await seedBoard(h);
     key = await h.key('member', ['allow', 'link']);
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('counts requests by operation and status, MCP by tool, rate decisions, and reads projector and log state at scrape time', async () => {
     const auth = { authorization: `Bearer ${key}` };

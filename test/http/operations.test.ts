@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { seedBoard } from '../mcp/support.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 
@@ -12,12 +12,12 @@ describe('HTTP as an operator expects it', () => {
   const logLines: string[] = [];
   const auth = () => ({ authorization: `Bearer ${key}` });
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness({ env: { PULSEBOARD_CORS_ORIGINS: CORS_ORIGIN }, logStream: { write: (line) => void logLines.push(line) } });
     await seedBoard(h);
     key = await h.key('member', ['allow', 'link']);
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('a read carries an ETag; If-None-Match answers 304 with no body, and the 304 still spends the budget', async () => {
     const first = await h.app.inject({ method: 'GET', url: '/v1/projects', headers: auth() });

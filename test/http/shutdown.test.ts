@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 
 const BIN = join(import.meta.dirname, '../../bin/pulseboard.ts');
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { rawRequest, type RawResponse } from './raw.ts';
 
@@ -24,13 +24,13 @@ describe('transport-level rejections get the envelope and echo nothing', () => {
   let key: string;
   let port: number;
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
     key = await h.key('member', ['allow', 'link']);
     await h.app.listen({ host: '127.0.0.1', port: 0 });
     port = (h.app.server.address() as AddressInfo).port;
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   const request = (head: string, body = '') => rawRequest(port, `${head}\r\nHost: localhost\r\n\r\n${body}`);
 

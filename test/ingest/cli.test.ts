@@ -2,7 +2,7 @@ import { runCli } from '../support/cli.ts';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, it } from 'node:test';
+import { afterEach, beforeEach, describe, it } from 'vitest';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { example, examples, line, THESIS } from './examples.ts';
 import { tempDir } from './helpers.ts';
@@ -12,7 +12,7 @@ import { tempDir } from './helpers.ts';
 
 const pulseboard = (args: string[], env: Record<string, string>, stdin?: string) => runCli(args, { env, ...(stdin === undefined ? {} : { stdin }) });
 
-void describe('pulseboard ingest (child process)', () => {
+describe('pulseboard ingest (child process)', () => {
   let dir: string;
   let cleanup: () => void;
   let env: Record<string, string>;
@@ -22,7 +22,7 @@ void describe('pulseboard ingest (child process)', () => {
   });
   afterEach(() => cleanup());
 
-  void it('ingests a file, then finds every message already stored', async () => {
+  it('ingests a file, then finds every message already stored', async () => {
     const file = join(dir, 'all.ndjson');
     writeFileSync(file, `${Object.values(examples).map(line).join('\n')}\n`);
     const first = await pulseboard(['ingest', file], env);
@@ -41,7 +41,7 @@ void describe('pulseboard ingest (child process)', () => {
     assert.equal(existsSync(join(dir, 'data', 'dead-letter.ndjson')), false);
   });
 
-  void it('exits 1 on rejects and writes them to the default dead-letter file without thesis text', async () => {
+  it('exits 1 on rejects and writes them to the default dead-letter file without thesis text', async () => {
     const bad = example('call.recorded');
     bad.data.tokens = [];
     const file = join(dir, 'mixed.ndjson');
@@ -62,7 +62,7 @@ void describe('pulseboard ingest (child process)', () => {
     assert.equal(result.stderr.includes(THESIS), false);
   });
 
-  void it('reads stdin with - and honours --dead-letter', async () => {
+  it('reads stdin with - and honours --dead-letter', async () => {
     const deadLetter = join(dir, 'elsewhere', 'dl.ndjson');
     const input = `${line(examples['vote.cast'])}\n\n${line({ ...examples['vote.cast'], type: 'vote.counted' })}\n`;
     const result = await pulseboard(['ingest', '--dead-letter', deadLetter, '-'], env, input);
@@ -72,7 +72,7 @@ void describe('pulseboard ingest (child process)', () => {
     assert.deepEqual(entry && [entry.file, entry.line, entry.path], ['-', 3, 'type']);
   });
 
-  void it('exits 2 on usage errors and appends nothing', async () => {
+  it('exits 2 on usage errors and appends nothing', async () => {
     const good = join(dir, 'good.ndjson');
     writeFileSync(good, line(examples['rival.listed']));
     const missing = await pulseboard(['ingest', good, join(dir, 'missing.ndjson')], env);
@@ -91,7 +91,7 @@ void describe('pulseboard ingest (child process)', () => {
     assert.equal(existsSync(join(dir, 'data', 'events.sqlite')), false, 'nothing ingested on a usage error');
   });
 
-  void it('stops with status 1 naming the line when the configured event log cannot be reached', async () => {
+  it('stops with status 1 naming the line when the configured event log cannot be reached', async () => {
     const good = join(dir, 'good-unreachable.ndjson');
     writeFileSync(good, line(examples['rival.listed']));
     // A KurrentDB URL on a loopback port where nothing listens.

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { Kafka, type ConsumerRunConfig, type EachBatchPayload, type KafkaMessage, type OffsetsByTopicPartition, type ProducerRecord } from 'kafkajs';
 import {
   createBatchHandler,
@@ -97,8 +97,8 @@ function scriptedIngestor(answers: Record<string, IngestOutcome | 'THROW'>): Pic
 
 const committedOffset = (commit: OffsetsByTopicPartition | undefined) => commit?.topics[0]?.partitions[0]?.offset;
 
-void describe('Kafka source: batch handling', () => {
-  void it('hands the whole batch to one ingestBatch call in offset order, resolves each once stored, and commits the next offset once', async () => {
+describe('Kafka source: batch handling', () => {
+  it('hands the whole batch to one ingestBatch call in offset order, resolves each once stored, and commits the next offset once', async () => {
     const ingestor = scriptedIngestor({ a: { status: 'accepted' }, b: { status: 'duplicate' }, c: { status: 'accepted' } });
     const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
     const handled: HandledMessage[] = [];
@@ -125,7 +125,7 @@ void describe('Kafka source: batch handling', () => {
     assert.deepEqual(letters, [], 'no dead-letter send without a reject');
   });
 
-  void it('dead-letters the rejected messages of a batch in one send, with coordinates and reason, thesis text withheld', async () => {
+  it('dead-letters the rejected messages of a batch in one send, with coordinates and reason, thesis text withheld', async () => {
     const call = JSON.stringify({ type: 'call.recorded', id: 'm-1', at: '2026-11-20T08:00:00Z', data: { id: 'x', thesisText: 'SECRET THESIS' } });
     const ingestor = scriptedIngestor({
       [call]: { status: 'rejected', path: 'data.id', reason: 'Invalid UUID' },
@@ -160,7 +160,7 @@ void describe('Kafka source: batch handling', () => {
     assert.deepEqual(recorded.commits.map(committedOffset), ['8']);
   });
 
-  void it('on an ingest failure resolves and commits nothing of that batch and rethrows, so all of it is redelivered', async () => {
+  it('on an ingest failure resolves and commits nothing of that batch and rethrows, so all of it is redelivered', async () => {
     const ingestor = scriptedIngestor({ a: { status: 'accepted' }, b: 'THROW', c: { status: 'accepted' } });
     const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
     const eachBatch = createBatchHandler({ ingestor, deadLetters: async () => assert.fail('nothing is rejected') });
@@ -170,7 +170,7 @@ void describe('Kafka source: batch handling', () => {
     assert.deepEqual(recorded.commits, []);
   });
 
-  void it('when the dead letters cannot be written, resolves only the stored messages before the first reject', async () => {
+  it('when the dead letters cannot be written, resolves only the stored messages before the first reject', async () => {
     const ingestor = scriptedIngestor({ ok: { status: 'accepted' }, bad: { status: 'rejected', path: 'type', reason: 'unknown type' }, later: { status: 'accepted' } });
     const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
     const eachBatch = createBatchHandler({
@@ -184,7 +184,7 @@ void describe('Kafka source: batch handling', () => {
     assert.deepEqual(recorded.commits.map(committedOffset), ['3']);
   });
 
-  void it('splits a batch longer than maxMessagesPerAppend into parts, one ingestBatch and one commit each, and stops between parts', async () => {
+  it('splits a batch longer than maxMessagesPerAppend into parts, one ingestBatch and one commit each, and stops between parts', async () => {
     const values = Array.from({ length: 250 }, (_, i) => `m${i}`);
     const ingestor = scriptedIngestor(Object.fromEntries(values.map((v) => [v, { status: 'accepted' as const }])));
     const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
@@ -211,7 +211,7 @@ void describe('Kafka source: batch handling', () => {
     assert.deepEqual(stopped.commits.map(committedOffset), ['1100']);
   });
 
-  void it('makes one ingestBatch call, one event-log appendBatch and at most one dead-letter send per batch (the real ingestor on SQLite)', async () => {
+  it('makes one ingestBatch call, one event-log appendBatch and at most one dead-letter send per batch (the real ingestor on SQLite)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pulseboard-kafka-'));
     const inner = createSqliteEventLog(join(dir, 'events.sqlite'));
     try {
@@ -271,8 +271,8 @@ void describe('Kafka source: batch handling', () => {
   });
 });
 
-void describe('Kafka source: routing and dead-letter form', () => {
-  void it('routes each message family to its topic and keys it by its entity', () => {
+describe('Kafka source: routing and dead-letter form', () => {
+  it('routes each message family to its topic and keys it by its entity', () => {
     assert.equal(topicFor('project.sighted'), sourceTopics.projects);
     assert.equal(topicFor('dossier.written'), sourceTopics.projects);
     assert.equal(topicFor('call.recorded'), sourceTopics.calls);
@@ -287,7 +287,7 @@ void describe('Kafka source: routing and dead-letter form', () => {
     assert.equal(keyFor({ type: 'project.sighted', data: 'nonsense' }), null);
   });
 
-  void it('withholds thesisText at any depth and never passes on non-JSON that mentions it', () => {
+  it('withholds thesisText at any depth and never passes on non-JSON that mentions it', () => {
     assert.deepEqual(deadLetterMessage('{"data":{"calls":[{"thesisText":"x","n":1}],"thesisText":null}}'), {
       data: { calls: [{ thesisText: '[withheld]', n: 1 }], thesisText: '[withheld]' },
     });
@@ -372,8 +372,8 @@ function fakeClients(options: { failConnect?: (n: number) => boolean; connectGat
 
 const ingestorNeverCalled: Pick<BatchIngestor, 'ingestBatch'> = { ingestBatch: async () => assert.fail('no message in these tests') };
 
-void describe('Kafka source: consumer supervision', () => {
-  void it('runs partitions concurrently with explicit commits', async () => {
+describe('Kafka source: consumer supervision', () => {
+  it('runs partitions concurrently with explicit commits', async () => {
     const fake = fakeClients();
     const source = createKafkaSource({ brokers: ['unused:9092'], ingestor: ingestorNeverCalled, clients: fake.clients, schedule: fake.schedule });
     await source.start();
@@ -386,7 +386,7 @@ void describe('Kafka source: consumer supervision', () => {
     assert.equal(source.state().status, 'stopped');
   });
 
-  void it('per batch kafkajs hands over: one ingestBatch call, one dead-letter send for all its rejects, one offset commit', async () => {
+  it('per batch kafkajs hands over: one ingestBatch call, one dead-letter send for all its rejects, one offset commit', async () => {
     const fake = fakeClients();
     const ingestor = scriptedIngestor({
       a: { status: 'accepted' },
@@ -407,7 +407,7 @@ void describe('Kafka source: consumer supervision', () => {
     await source.stop();
   });
 
-  void it('starts a new consumer after a crash kafkajs will not restart, with capped exponential backoff, and reports each state', async () => {
+  it('starts a new consumer after a crash kafkajs will not restart, with capped exponential backoff, and reports each state', async () => {
     const fake = fakeClients({ failConnect: (n) => n >= 1 && n <= 5 });
     const states: KafkaSourceState['status'][] = [];
     const source = createKafkaSource({
@@ -447,7 +447,7 @@ void describe('Kafka source: consumer supervision', () => {
     assert.equal(fake.scheduled.at(-1)!.cancelled, true, 'stop cancels a pending restart');
   });
 
-  void it('leaves a crash kafkajs restarts itself to kafkajs, and is running again when the consumer rejoins its group', async () => {
+  it('leaves a crash kafkajs restarts itself to kafkajs, and is running again when the consumer rejoins its group', async () => {
     const fake = fakeClients();
     const source = createKafkaSource({ brokers: ['unused:9092'], ingestor: ingestorNeverCalled, clients: fake.clients, schedule: fake.schedule });
     await source.start();
@@ -460,7 +460,7 @@ void describe('Kafka source: consumer supervision', () => {
     await source.stop();
   });
 
-  void it('a consumer still connecting when the source stops never starts consuming', async () => {
+  it('a consumer still connecting when the source stops never starts consuming', async () => {
     const gate = deferred<void>();
     const fake = fakeClients({ connectGate: gate.promise });
     const source = createKafkaSource({ brokers: ['unused:9092'], ingestor: ingestorNeverCalled, clients: fake.clients, schedule: fake.schedule });
@@ -474,7 +474,7 @@ void describe('Kafka source: consumer supervision', () => {
     assert.equal(source.state().status, 'stopped');
   });
 
-  void it('bounds the restart delay for any number of crashes', () => {
+  it('bounds the restart delay for any number of crashes', () => {
     for (let attempt = 0; attempt < 100; attempt += 1) {
       const ceiling = Math.min(60_000, 1_000 * 2 ** attempt);
       for (const r of [0, 0.5, 0.999]) {
@@ -485,8 +485,8 @@ void describe('Kafka source: consumer supervision', () => {
   });
 });
 
-void describe('Kafka source: quiet on Node 24', () => {
-  void it('names its partitioner, so kafkajs prints no partitioner notice (it would for a bare producer)', (t) => {
+describe('Kafka source: quiet on Node 24', () => {
+  it('names its partitioner, so kafkajs prints no partitioner notice (it would for a bare producer)', (t) => {
     const warn = t.mock.method(console, 'warn', () => undefined);
     createKafkaSource({ brokers: ['127.0.0.1:1'], ingestor: ingestorNeverCalled });
     assert.equal(warn.mock.calls.filter((call) => String(call.arguments[0]).includes('partitioner')).length, 0);
@@ -494,7 +494,7 @@ void describe('Kafka source: quiet on Node 24', () => {
     assert.equal(warn.mock.calls.filter((call) => String(call.arguments[0]).includes('partitioner')).length, 1, 'the check would see the notice');
   });
 
-  void it('drops the negative-timeout warning kafkajs raises on Node 24 (a process without the filter prints it)', async () => {
+  it('drops the negative-timeout warning kafkajs raises on Node 24 (a process without the filter prints it)', async () => {
     // Node prints a TimeoutNegativeWarning once per process, so each case runs in a process of its own.
     const source = pathToFileURL(join(import.meta.dirname, '..', '..', 'ingest', 'kafka', 'kafka-source.ts')).href;
     const script = (quiet: boolean) => `
@@ -517,7 +517,7 @@ void describe('Kafka source: quiet on Node 24', () => {
     assert.doesNotMatch(await run(true), /TimeoutNegativeWarning/);
   });
 
-  void it('lets negative-timeout warnings raised outside kafkajs through', async () => {
+  it('lets negative-timeout warnings raised outside kafkajs through', async () => {
     quietKafkajsNegativeTimeouts();
     const warnings: string[] = [];
     const onWarning = (warning: Error) => warnings.push(warning.name);

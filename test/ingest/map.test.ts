@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { eventSchemas } from '../../events/catalogue.ts';
 import { sourceEventId } from '../../events/ids.ts';
 import { sourceTypes, type SourceType } from '../../events/source.ts';
@@ -31,8 +31,8 @@ const expectedStream: Record<SourceType, string> = {
   'pulse.published': 'pulse-launches',
 };
 
-void describe('message → events', () => {
-  void it('puts every type on its stream with the derived id, type, data + at and metadata', () => {
+describe('message → events', () => {
+  it('puts every type on its stream with the derived id, type, data + at and metadata', () => {
     for (const type of sourceTypes) {
       const message = validated(examples[type]);
       const events = mapMessage(message, 'kafka');
@@ -49,7 +49,7 @@ void describe('message → events', () => {
     }
   });
 
-  void it('derives the same event id for the same message and a different one for another id', () => {
+  it('derives the same event id for the same message and a different one for another id', () => {
     const a = mapMessage(validated(examples['rival.listed']), 'ndjson')[0]!.event.id;
     const b = mapMessage(validated(examples['rival.listed']), 'kafka')[0]!.event.id;
     const c = mapMessage(validated({ ...examples['rival.listed'], id: 'rival-2' }), 'ndjson')[0]!.event.id;
@@ -57,7 +57,7 @@ void describe('message → events', () => {
     assert.notEqual(a, c);
   });
 
-  void it('stores handles without the leading @, keeping their case', () => {
+  it('stores handles without the leading @, keeping their case', () => {
     const sighted = mapMessage(validated(examples['project.sighted']), 'ndjson')[0]!.event.data as { handle: string };
     assert.equal(sighted.handle, 'AlphaLabs');
     const observed = mapMessage(validated(examples['followers.observed']), 'ndjson')[0]!.event.data as { handle: string };
@@ -71,7 +71,7 @@ void describe('message → events', () => {
     assert.equal((mapMessage(validated(noHandle), 'ndjson')[0]!.event.data as { handle: unknown }).handle, null);
   });
 
-  void it('keeps a thesis of exactly 12,000 characters and shortens a longer one with a note', () => {
+  it('keeps a thesis of exactly 12,000 characters and shortens a longer one with a note', () => {
     const exact = example('call.recorded');
     exact.data.thesisText = 'a'.repeat(THESIS_TEXT_MAX);
     const kept = mapMessage(validated(exact), 'ndjson')[0]!.event.data as { thesisText: string };
@@ -86,7 +86,7 @@ void describe('message → events', () => {
     assert.equal(callRecordSchema.shape.thesisText.safeParse(stored.thesisText).success, true);
   });
 
-  void it('never splits a surrogate pair when shortening', () => {
+  it('never splits a surrogate pair when shortening', () => {
     const url = 'https://calltracker.example/calls/1';
     const note = `\n\n[Shortened: the original post is at ${url}]`;
     const cut = THESIS_TEXT_MAX - note.length;
@@ -98,7 +98,7 @@ void describe('message → events', () => {
     assert.doesNotMatch(fitted, /[\ud800-\udbff](?![\udc00-\udfff])/);
   });
 
-  void it('refers to the sourceUrl by name when the URL itself would not fit', () => {
+  it('refers to the sourceUrl by name when the URL itself would not fit', () => {
     const url = `https://calltracker.example/${'x'.repeat(12_000)}`;
     const fitted = fitThesisText('e'.repeat(20_000), url);
     assert.ok(fitted.length <= THESIS_TEXT_MAX);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { sourceTypes } from '../../events/source.ts';
 import { parseRawMessage, WHOLE_MESSAGE } from '../../ingest/messages.ts';
 import { example, examples, line, THESIS } from './examples.ts';
@@ -13,8 +13,8 @@ function rejection(raw: string): { path: string; reason: string } {
   return { path: result.path, reason: result.reason };
 }
 
-void describe('source messages', () => {
-  void it('accepts a valid message of every type', () => {
+describe('source messages', () => {
+  it('accepts a valid message of every type', () => {
     assert.deepEqual(Object.keys(examples).sort(), [...sourceTypes].sort());
     for (const type of sourceTypes) {
       const result = parseRawMessage(line(examples[type]), rules);
@@ -26,7 +26,7 @@ void describe('source messages', () => {
     }
   });
 
-  void it('keeps absent fields absent and nulls null', () => {
+  it('keeps absent fields absent and nulls null', () => {
     const message = example('project.sighted');
     delete message.data.handle;
     message.data.bio = null;
@@ -36,7 +36,7 @@ void describe('source messages', () => {
     assert.equal((result.message.data as { bio: unknown }).bio, null);
   });
 
-  void it('rejects an unknown field, naming its full path', () => {
+  it('rejects an unknown field, naming its full path', () => {
     const top = example('project.sighted') as unknown as { data: Record<string, unknown> };
     top.data['followers'] = 3;
     assert.deepEqual(rejection(line(top)), { path: 'data.followers', reason: 'unknown field' });
@@ -49,7 +49,7 @@ void describe('source messages', () => {
     assert.deepEqual(rejection(line(envelope)), { path: 'partition', reason: 'unknown field' });
   });
 
-  void it('rejects a wrong type, naming the path and what was expected', () => {
+  it('rejects a wrong type, naming the path and what was expected', () => {
     const message = example('dossier.written') as unknown as { data: { dossier: { links: { site: unknown } } } };
     message.data.dossier.links.site = 42;
     const { path, reason } = rejection(line(message));
@@ -61,7 +61,7 @@ void describe('source messages', () => {
     assert.equal(rejection(line(fol)).path, 'data.fol');
   });
 
-  void it('rejects a missing required field', () => {
+  it('rejects a missing required field', () => {
     const message = example('vote.cast') as unknown as { data: Record<string, unknown> };
     delete message.data['direction'];
     const { path, reason } = rejection(line(message));
@@ -81,7 +81,7 @@ void describe('source messages', () => {
     assert.equal(rejection(line(noId)).path, 'id');
   });
 
-  void it('checks the envelope: id length, at format', () => {
+  it('checks the envelope: id length, at format', () => {
     assert.equal(rejection(line({ ...example('rival.listed'), id: '' })).path, 'id');
     assert.equal(rejection(line({ ...example('rival.listed'), id: 'x'.repeat(201) })).path, 'id');
     assert.equal(parseRawMessage(line({ ...example('rival.listed'), id: 'x'.repeat(200) }), rules).ok, true);
@@ -90,7 +90,7 @@ void describe('source messages', () => {
     assert.match(badAt.reason, /datetime/i);
   });
 
-  void it('applies the calltracker posts rule', () => {
+  it('applies the calltracker posts rule', () => {
     for (const status of ['identity_unknown', 'identity_mismatch'] as const) {
       const message = example('calltracker.checked');
       message.data = { projectId: 'p1', status, historyComplete: false, posts: 2 };
@@ -109,7 +109,7 @@ void describe('source messages', () => {
     assert.equal(parseRawMessage(line(noMatch), rules).ok, true);
   });
 
-  void it('requires the configured follower provider', () => {
+  it('requires the configured follower provider', () => {
     const message = example('followers.observed');
     message.data.source = 'someone-else';
     const { path, reason } = rejection(line(message));
@@ -122,7 +122,7 @@ void describe('source messages', () => {
     assert.equal(parseRawMessage(line(message), { followerProvider: 'otherprovider' }).ok, true);
   });
 
-  void it('requires a configured beat', () => {
+  it('requires a configured beat', () => {
     const message = example('pulse.published');
     message.data.card.beat = 'weather';
     const { path, reason } = rejection(line(message));
@@ -130,7 +130,7 @@ void describe('source messages', () => {
     assert.match(reason, /configured beat/);
   });
 
-  void it('rejects an empty handle (null is the way to say none)', () => {
+  it('rejects an empty handle (null is the way to say none)', () => {
     const message = example('project.sighted');
     message.data.handle = '@';
     assert.equal(rejection(line(message)).path, 'data.handle');
@@ -138,7 +138,7 @@ void describe('source messages', () => {
     assert.equal(parseRawMessage(line(message), rules).ok, true);
   });
 
-  void it('rejects invalid JSON and non-objects as a whole', () => {
+  it('rejects invalid JSON and non-objects as a whole', () => {
     const broken = rejection('{"type": "rival.listed", "id": ');
     assert.equal(broken.path, WHOLE_MESSAGE);
     assert.match(broken.reason, /not valid JSON/);
@@ -147,14 +147,14 @@ void describe('source messages', () => {
     assert.equal(rejection('"text"').path, WHOLE_MESSAGE);
   });
 
-  void it('rejects an unknown type', () => {
+  it('rejects an unknown type', () => {
     const { path, reason } = rejection(line({ ...example('rival.listed'), type: 'rival.delisted' }));
     assert.equal(path, 'type');
     assert.match(reason, /unknown message type "rival\.delisted"/);
     assert.equal(rejection(line({ ...example('rival.listed'), type: 7 })).path, 'type');
   });
 
-  void it('never quotes thesis text in a reason', () => {
+  it('never quotes thesis text in a reason', () => {
     const broken = example('call.recorded');
     broken.data.caller.profileUrl = 'not a url';
     assert.equal(rejection(line(broken)).path, 'data.caller.profileUrl');

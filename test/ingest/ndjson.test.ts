@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createReadStream, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { afterEach, beforeEach, describe, it } from 'node:test';
+import { afterEach, beforeEach, describe, it } from 'vitest';
 import type { EventLog } from '../../eventstore/port.ts';
 import {
   createDeadLetterFile,
@@ -23,7 +23,7 @@ function readDeadLetters(path: string): DeadLetterEntry[] {
     .map((l) => JSON.parse(l) as DeadLetterEntry);
 }
 
-void describe('NDJSON ingest', () => {
+describe('NDJSON ingest', () => {
   let dir: string;
   let log: EventLog;
   let cleanup: () => Promise<void>;
@@ -47,7 +47,7 @@ void describe('NDJSON ingest', () => {
     }
   };
 
-  void it('appends the good lines, dead-letters each bad one with its line and path, and withholds thesis text', async () => {
+  it('appends the good lines, dead-letters each bad one with its line and path, and withholds thesis text', async () => {
     const badCall = example('call.recorded');
     badCall.data.caller.profileUrl = 'nope';
     const badBeat = example('pulse.published');
@@ -91,7 +91,7 @@ void describe('NDJSON ingest', () => {
     assert.equal(raw.includes('Private thesis'), false);
   });
 
-  void it('appends nothing when the same file is ingested again', async () => {
+  it('appends nothing when the same file is ingested again', async () => {
     const file = join(dir, 'all.ndjson');
     writeFileSync(file, Object.values(examples).map(line).join('\n'));
     const first = await run(file, join(dir, 'dl.ndjson'));
@@ -103,7 +103,7 @@ void describe('NDJSON ingest', () => {
     assert.equal(existsSync(join(dir, 'dl.ndjson')), false, 'no dead-letter file without rejects');
   });
 
-  void it('stops at the line where the event log failed, reporting what it did so far', async () => {
+  it('stops at the line where the event log failed, reporting what it did so far', async () => {
     const file = join(dir, 'in.ndjson');
     writeFileSync(file, [line(examples['rival.listed']), line(examples['vote.cast']), line(examples['ask.updated'])].join('\n'));
     let appends = 0;
@@ -124,7 +124,7 @@ void describe('NDJSON ingest', () => {
     });
   });
 
-  void it('a failed batch stores and dead-letters nothing of itself; ingest resumes from its first line exactly once', async () => {
+  it('a failed batch stores and dead-letters nothing of itself; ingest resumes from its first line exactly once', async () => {
     const file = join(dir, 'in.ndjson');
     const bad = example('pulse.published');
     bad.data.card.beat = 'weather';
@@ -161,7 +161,7 @@ void describe('NDJSON ingest', () => {
     assert.equal((JSON.parse(letters[0]!) as { line: number }).line, 4);
   });
 
-  void it('reports progress at most once per interval', async () => {
+  it('reports progress at most once per interval', async () => {
     const text = Array.from({ length: 10 }, (_, n) => line({ ...examples['rival.listed'], id: `r-${n}` })).join('\n');
     let clock = 0;
     const seen: NdjsonProgress[] = [];
@@ -183,8 +183,8 @@ void describe('NDJSON ingest', () => {
   });
 });
 
-void describe('dead-letter message', () => {
-  void it('withholds thesisText at any depth and keeps key order', () => {
+describe('dead-letter message', () => {
+  it('withholds thesisText at any depth and keeps key order', () => {
     const value = { a: 1, thesisText: 'secret', nested: [{ thesisText: 'more secret', b: [1, { thesisText: 5 }] }], z: null };
     assert.equal(
       JSON.stringify(withholdThesisText(value)),
@@ -197,14 +197,14 @@ void describe('dead-letter message', () => {
     );
   });
 
-  void it('survives hostile nesting and __proto__ keys', () => {
+  it('survives hostile nesting and __proto__ keys', () => {
     const deep = `${'['.repeat(50_000)}${']'.repeat(50_000)}`;
     assert.doesNotThrow(() => deadLetterMessage(deep));
     const proto = deadLetterMessage('{"__proto__": {"thesisText": "x"}, "type": "t"}');
     assert.equal(JSON.stringify(proto.message), '{"__proto__":{"thesisText":"[withheld: 1 characters]"},"type":"t"}');
   });
 
-  void it('keeps an unparseable line only when it cannot hold a thesis', () => {
+  it('keeps an unparseable line only when it cannot hold a thesis', () => {
     assert.equal(deadLetterMessage('{"type": "rival.listed",').message, '{"type": "rival.listed",');
     assert.equal(deadLetterMessage('{"thesisText": "abc"').message, '[withheld: unparseable line of 20 characters]');
     // An escaped key could spell thesisText without the word showing.

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, describe, it } from 'node:test';
+import { afterEach, beforeEach, describe, it } from 'vitest';
 import { sourceEventId } from '../../events/ids.ts';
 import { sourceTypes } from '../../events/source.ts';
 import type { EventLog } from '../../eventstore/port.ts';
@@ -7,7 +7,7 @@ import { createIngestor } from '../../ingest/pipeline.ts';
 import { CALL_ID, example, examples, line } from './examples.ts';
 import { tempLog } from './helpers.ts';
 
-void describe('ingest pipeline', () => {
+describe('ingest pipeline', () => {
   let log: EventLog;
   let cleanup: () => Promise<void>;
   beforeEach(() => {
@@ -17,7 +17,7 @@ void describe('ingest pipeline', () => {
     await cleanup();
   });
 
-  void it('accepts every type once, then reports duplicates without appending', async () => {
+  it('accepts every type once, then reports duplicates without appending', async () => {
     const ingestor = createIngestor(log, { followerProvider: 'followerscope' });
     for (const type of sourceTypes) {
       assert.deepEqual(await ingestor.ingest(line(examples[type]), 'ndjson'), { status: 'accepted' }, type);
@@ -35,7 +35,7 @@ void describe('ingest pipeline', () => {
     assert.equal(await log.headPosition(), head);
   });
 
-  void it('a batch stores what one-by-one ingest stores, with one outcome per message in order', async () => {
+  it('a batch stores what one-by-one ingest stores, with one outcome per message in order', async () => {
     const batchLog = tempLog();
     try {
       const bad = example('pulse.published');
@@ -70,7 +70,7 @@ void describe('ingest pipeline', () => {
     }
   });
 
-  void it('stores the event with its derived id, data + at and metadata', async () => {
+  it('stores the event with its derived id, data + at and metadata', async () => {
     const ingestor = createIngestor(log, { followerProvider: 'followerscope' });
     await ingestor.ingest(line(examples['project.sighted']), 'kafka');
     const [event] = await log.readStream('project-p1');
@@ -80,7 +80,7 @@ void describe('ingest pipeline', () => {
     assert.deepEqual(event.data, { ...examples['project.sighted'].data, handle: 'AlphaLabs', at: examples['project.sighted'].at });
   });
 
-  void it('appends an edit of a call (new message id, same call id) to the same stream', async () => {
+  it('appends an edit of a call (new message id, same call id) to the same stream', async () => {
     const ingestor = createIngestor(log, { followerProvider: 'followerscope' });
     const edit = example('call.recorded');
     edit.id = 'call-1-edit';
@@ -94,7 +94,7 @@ void describe('ingest pipeline', () => {
     );
   });
 
-  void it('appends nothing for a rejected message and names the path', async () => {
+  it('appends nothing for a rejected message and names the path', async () => {
     const ingestor = createIngestor(log, { followerProvider: 'followerscope' });
     const bad = example('followers.observed');
     bad.data.source = 'elsewhere';
@@ -111,7 +111,7 @@ void describe('ingest pipeline', () => {
     assert.equal(await log.headPosition(), 0);
   });
 
-  void it('uses the configured follower provider', async () => {
+  it('uses the configured follower provider', async () => {
     const ingestor = createIngestor(log, { followerProvider: 'tallyfollow' });
     assert.equal((await ingestor.ingest(line(examples['followers.observed']), 'ndjson')).status, 'rejected');
     const ours = example('followers.observed');
@@ -119,7 +119,7 @@ void describe('ingest pipeline', () => {
     assert.equal((await ingestor.ingest(line(ours), 'ndjson')).status, 'accepted');
   });
 
-  void it('throws, rather than rejecting, when the event log fails', async () => {
+  it('throws, rather than rejecting, when the event log fails', async () => {
     const failing: EventLog = {
       ...log,
       append: () => Promise.reject(new Error('disk full')),

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { projectors } from '../../projectors/registry.ts';
 import { createProjectionRunner } from '../../projectors/runner.ts';
 import { createCommitWatch } from '../../service/commit-watch.ts';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PROJECTS_COLLECTION } from '../../projectors/projects.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
@@ -12,13 +12,13 @@ const started = (h: Harness, url: string, key: string) => h.get(url, key);
 describe('delta long-poll (GET /v1/projects?cursor=C&wait=S)', () => {
   let h: Harness;
   let key: string;
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness({ env: { PULSEBOARD_RATE_LIMIT: '1000' } });
     key = await h.key('mirror');
     await appendSightings(h.stores.log, { first: 0, count: 5, prefix: 'lp' });
     await h.stores.catchUp();
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   const bookmark = async (filter = '') => (await h.get(`/v1/projects?since=now${filter}`, key)).json().cursor as string;
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { eventually, startReplay, stopReplay, type ReplayChild } from '../replay/support.ts';
 import { createHarness } from '../support/harness.ts';
 import { appendSightings, cursorPosition, openStream, type SseClient, type SseEvent } from './support.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { SAMPLE_FILE } from '../../bin/commands/serve.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
 import { createChangeStreams } from '../../service/changes.ts';
@@ -26,7 +26,7 @@ describe('GET /v1/projects/changes on the bundled sample', () => {
   let base: string;
   const lines = readFileSync(SAMPLE_FILE, 'utf8').split('\n').filter((l) => l.trim() !== '');
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness({ env: { PULSEBOARD_RATE_LIMIT: '50' } });
     const ingestor = createIngestor(h.stores.log, { followerProvider: h.config.PULSEBOARD_FOLLOWER_PROVIDER });
     for (const line of lines) await ingestor.ingest(line, 'ndjson');
@@ -34,7 +34,7 @@ describe('GET /v1/projects/changes on the bundled sample', () => {
     await h.stores.catchUp();
     base = await h.app.listen({ host: '127.0.0.1', port: 0 });
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('sends every written row in delta order, the Project JSON as a delta page has it, and never thesis text or private fields', async () => {
     const expected = await deltaRows(h, key);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { createProjectorThread } from '../../bin/commands/projector-thread.ts';
 import { parseConfig } from '../../config/config.ts';
 import { PROJECTS_COLLECTION } from '../../projectors/projects.ts';

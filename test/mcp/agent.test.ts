@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -20,7 +20,7 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
   let base: string;
   let alice: string;
 
-  before(async () => {
+  beforeAll(async () => {
     // The real in-process limiter at the spec's 60 per minute.
     h = await createHarness({ env: { PULSEBOARD_RATE_LIMIT: '60' }, now: () => new Date('2026-11-20T08:00:00.000Z') });
     alice = await h.key('alice', ['allow']);
@@ -30,7 +30,7 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
     await h.stores.catchUp();
     base = await h.app.listen({ host: '127.0.0.1', port: 0 });
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('connect and tools/list spend nothing: 60 tool calls in a minute succeed, the 61st is a tool error with _meta.retryAfterSeconds', async () => {
     const key = await h.key('agent');

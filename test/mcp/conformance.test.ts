@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { tools } from '../../mcp/tools.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -84,7 +84,7 @@ describe('MCP conformance scenarios and the Inspector CLI against `npm start`', 
   let url = '';
   let key = '';
 
-  before(async () => {
+  beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pulseboard-conformance-'));
     server = spawn('npm', ['start'], {
       cwd: ROOT,
@@ -102,7 +102,7 @@ describe('MCP conformance scenarios and the Inspector CLI against `npm start`', 
     proxy = await keyAddingProxy(new URL(url), key);
   });
 
-  after(async () => {
+  afterAll(async () => {
     await new Promise<void>((resolve) => (proxy ? proxy.close(() => resolve()) : resolve()));
     if (server.exitCode === null && server.signalCode === null) {
       const exited = new Promise((resolve) => server.once('exit', resolve));

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { z } from 'zod';
 import { camelCase, pick, toolInputFrom } from '../../mcp/input.ts';
 import { protectionOf } from '../../mcp/plugin.ts';

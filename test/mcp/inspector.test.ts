@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
 import { tools } from '../../mcp/tools.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
@@ -57,13 +57,13 @@ describe('MCP Inspector CLI against a running server', () => {
   let url: string;
   let key: string;
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness({ now: () => new Date('2026-11-20T08:00:00.000Z') });
     key = await h.key('inspector', ['allow']);
     await seedBoard(h);
     url = `${await h.app.listen({ host: '127.0.0.1', port: 0 })}/mcp`;
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('lists the tools and calls get_project with --header "Authorization: Bearer KEY"', async () => {
     const auth = ['--header', `Authorization: Bearer ${key}`];

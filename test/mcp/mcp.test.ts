@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { toolListing } from '../../mcp/listing.ts';
@@ -26,7 +26,7 @@ describe('MCP at /mcp with the official SDK client', () => {
   let client: Client;
   const gate = recordingGate();
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness({ now: () => NOW, gate });
     alice = await h.key('alice', ['allow']);
     bob = await h.key('bob');
@@ -39,7 +39,7 @@ describe('MCP at /mcp with the official SDK client', () => {
     base = await h.app.listen({ host: '127.0.0.1', port: 0 });
     client = await connectClient(base, alice);
   });
-  after(async () => {
+  afterAll(async () => {
     await client.close();
     await h.close();
   });

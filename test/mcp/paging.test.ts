@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { shortenThesis } from '../../projectors/calls.ts';
 import { CURSOR_MAX } from '../../readmodels/schemas.ts';
@@ -17,14 +17,14 @@ describe('sync_projects without a starting point, and since=now', () => {
   let key: string;
   let client: Client;
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness({ now: () => new Date('2026-11-20T08:00:00.000Z') });
     key = await h.key('mirror');
     await seedBoard(h);
     base = await h.app.listen({ host: '127.0.0.1', port: 0 });
     client = await connectClient(base, key);
   });
-  after(async () => {
+  afterAll(async () => {
     await client.close();
     await h.close();
   });
@@ -95,14 +95,14 @@ describe('maxBytes on call pages, REST and MCP', () => {
   const expectedText = new Map(calls.map((c) => [c.id, shortenThesis(c.thesisText, c.sourceUrl)]));
   const MAX = 40_000;
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
     key = await h.key('reader');
     for (const call of calls) await recordCall(h, call);
     await h.stores.catchUp();
     base = await h.app.listen({ host: '127.0.0.1', port: 0 });
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('REST: each page is at most maxBytes, holds whole calls only, and paging reaches every call once', async () => {
     const checked = await createCheckedClient(h);

@@ -1,10 +1,10 @@
 /** The /mcp fast path accepts only what the SDK's message schema accepts as a request, unchanged. */
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
+import { it } from 'vitest';
 import { JSONRPCMessageSchema, JSONRPCRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { isPlainRequest } from '../../mcp/plugin.ts';
 
-void it('every message the fast path takes is a request the schema accepts with the same content', () => {
+it('every message the fast path takes is a request the schema accepts with the same content', () => {
   const samples: unknown[] = [
     { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_project', arguments: { handle: 'x' } } },
     { jsonrpc: '2.0', id: 'a', method: 'tools/list' },

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { assertResponse } from '../support/openapi-validator.ts';
 
@@ -60,12 +60,12 @@ describe('malformed parameters on every operation', () => {
   let key: string;
   let doc: any;
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
     key = await h.key('member', ['allow', 'link']);
     doc = (await h.get('/v1/openapi.json')).json();
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   async function send(method: string, url: string) {
     const res = await h.app.inject({

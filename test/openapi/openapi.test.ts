@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { z } from 'zod';
 import { restOperations } from '../../api/app.ts';
@@ -37,14 +37,14 @@ describe('the OpenAPI document and the docs page', () => {
   let h: Harness;
   let doc: any;
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
     const res = await h.get('/v1/openapi.json');
     assert.equal(res.status, 200);
     assert.match(String(res.headers['content-type']), /^application\/json/);
     doc = res.json();
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('is served without a key, as OpenAPI 3.1 version 1.0.0 with the bearer scheme on every operation', async () => {
     assert.equal(doc.openapi, '3.1.0');

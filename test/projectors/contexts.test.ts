@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { contextsProjector } from '../../projectors/contexts.ts';
 import { foldEvents } from '../../projectors/runner.ts';
 import { day, eventFactory } from '../support/events.ts';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import type { RecordedEvent } from '../../eventstore/port.ts';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { generateLines } from '../../ingest/generate/generate.ts';
@@ -21,8 +21,8 @@ function deepFreeze<T>(value: T): T {
   return Object.freeze(value);
 }
 
-void describe('folds are copy-on-write', () => {
-  void it('no projector changes the entity or the event it folds', async () => {
+describe('folds are copy-on-write', () => {
+  it('no projector changes the entity or the event it folds', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pulseboard-cow-'));
     const log = createSqliteEventLog(join(dir, 'events.sqlite'));
     try {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { generateLines } from '../../ingest/generate/generate.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
@@ -31,8 +31,8 @@ function countingReads(store: ReadStore): { store: ReadStore; reads: () => numbe
   };
 }
 
-void describe('projection runner on empty collections', () => {
-  void it('reads nothing back in a batch that begins empty, and folds the same documents as small batches that do', async () => {
+describe('projection runner on empty collections', () => {
+  it('reads nothing back in a batch that begins empty, and folds the same documents as small batches that do', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pulseboard-empty-'));
     const log = createSqliteEventLog(join(dir, 'events.sqlite'));
     const whole = createSqliteReadStore(join(dir, 'whole.sqlite'));

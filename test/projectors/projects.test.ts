@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { foldEvents } from '../../projectors/runner.ts';
 import { projectsProjector, PROJECT_FACETS } from '../../projectors/projects.ts';
 import type { RecordedEvent } from '../../eventstore/port.ts';

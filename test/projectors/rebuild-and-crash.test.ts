@@ -4,7 +4,7 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { parseConfig } from '../../config/config.ts';
 import { openStores } from '../../service/stores.ts';
 import { appendProjectHistory, dumpReadModels, firstDifference, prng } from '../support/seed.ts';

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import type { EventLog } from '../../eventstore/port.ts';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { projectors } from '../../projectors/registry.ts';
@@ -21,12 +21,12 @@ import { chainProblems, recordingCommits, type RecordedCommit } from './fixtures
 
 const RACER = join(import.meta.dirname, 'fixtures', 'projection-racer.ts');
 
-void describe('two projection runners on one read store', () => {
+describe('two projection runners on one read store', () => {
   let dir: string;
   let log: EventLog;
   let reference: ReadStore;
 
-  before(async () => {
+  beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pulseboard-two-runners-'));
     log = createSqliteEventLog(join(dir, 'events.sqlite'));
     await appendProjectHistory(log, { projects: 40, steps: 1200, seed: 17 });
@@ -34,13 +34,13 @@ void describe('two projection runners on one read store', () => {
     await createProjectionRunner(log, reference, projectors).catchUp();
   });
 
-  after(async () => {
+  afterAll(async () => {
     await reference.close();
     await log.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  void it('in one process, over two connections: every batch applied once, checkpoints only forward', async () => {
+  it('in one process, over two connections: every batch applied once, checkpoints only forward', async () => {
     const path = join(dir, 'shared.sqlite');
     const [a, b] = [createSqliteReadStore(path), createSqliteReadStore(path)];
     try {
@@ -73,7 +73,7 @@ void describe('two projection runners on one read store', () => {
     }
   });
 
-  void it('in two processes: every batch applied once, checkpoints only forward', { timeout: 120_000 }, async () => {
+  it('in two processes: every batch applied once, checkpoints only forward', { timeout: 120_000 }, async () => {
     const path = join(dir, 'processes.sqlite');
     const racers = ['29', '41'].map((batch) =>
       spawn(process.execPath, ['--disable-warning=ExperimentalWarning', RACER, join(dir, 'events.sqlite'), path, batch], {

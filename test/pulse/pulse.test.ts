@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { BEATS } from '../../config/beats.ts';
 import { BEAT_COUNT } from '../../readmodels/schemas.ts';
 import { card, publishCard } from '../support/calls-fixtures.ts';
@@ -12,12 +12,12 @@ describe('GET /v1/pulse and /v1/pulse/{beat}', () => {
   let key: string;
   let client: Awaited<ReturnType<typeof createCheckedClient>>;
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
     key = await h.key('reader');
     client = await createCheckedClient(h);
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('configures exactly eight beats with id, label and blurb', () => {
     assert.equal(BEATS.length, BEAT_COUNT);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { parseConfig } from '../../config/config.ts';
 import { createRateLimiter } from '../../service/rate/create.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
@@ -10,16 +10,16 @@ function config(env: Record<string, string>) {
   return parsed.config;
 }
 
-void describe('createRateLimiter', () => {
+describe('createRateLimiter', () => {
   let server: RedisServer;
-  before(async () => {
+  beforeAll(async () => {
     server = await startRedisServer();
   });
-  after(async () => {
+  afterAll(async () => {
     await server.close();
   });
 
-  void it('limits in-process at the default 60 without REDIS_URL', async () => {
+  it('limits in-process at the default 60 without REDIS_URL', async () => {
     const limiter = createRateLimiter(config({}));
     const first = await limiter.consume('kid_default');
     assert.ok(first.ok);
@@ -28,7 +28,7 @@ void describe('createRateLimiter', () => {
     await limiter.close();
   });
 
-  void it('takes the limit from PULSEBOARD_RATE_LIMIT', async () => {
+  it('takes the limit from PULSEBOARD_RATE_LIMIT', async () => {
     const limiter = createRateLimiter(config({ PULSEBOARD_RATE_LIMIT: '2' }));
     await limiter.consume('kid_2');
     await limiter.consume('kid_2');
@@ -37,7 +37,7 @@ void describe('createRateLimiter', () => {
     await limiter.close();
   });
 
-  void it('uses Redis when REDIS_URL is set, so two limiters share one budget', async () => {
+  it('uses Redis when REDIS_URL is set, so two limiters share one budget', async () => {
     const env = { REDIS_URL: server.url, PULSEBOARD_RATE_LIMIT: '3' };
     const a = createRateLimiter(config(env));
     const b = createRateLimiter(config(env));

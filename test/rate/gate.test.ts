@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { createRateGate } from '../../service/rate/gate.ts';
 import { createInProcessLimiter } from '../../service/rate/in-process.ts';
 import type { RateDecision, RateLimiter } from '../../service/rate/port.ts';
@@ -21,9 +21,9 @@ function scripted(decision: RateDecision | Error) {
 
 const PROTECTIONS = ['basic', 'protected'] as const;
 
-void describe('rate gate', () => {
+describe('rate gate', () => {
   for (const protection of PROTECTIONS) {
-    void it(`allows with the three RateLimit headers and the draft's RateLimit-Policy and RateLimit (${protection})`, async () => {
+    it(`allows with the three RateLimit headers and the draft's RateLimit-Policy and RateLimit (${protection})`, async () => {
       const { limiter, asked } = scripted({ ok: true, limit: 60, remaining: 12, resetSeconds: 37 });
       assert.deepEqual(await createRateGate(limiter).check('kid_1', protection), {
         ok: true,
@@ -38,7 +38,7 @@ void describe('rate gate', () => {
       assert.deepEqual(asked, ['kid_1']);
     });
 
-    void it(`refuses over the limit with 429 rate_limited, Retry-After and the headers (${protection})`, async () => {
+    it(`refuses over the limit with 429 rate_limited, Retry-After and the headers (${protection})`, async () => {
       const { limiter } = scripted({ ok: false, reason: 'limited', limit: 60, remaining: 0, resetSeconds: 14, retryAfterSeconds: 14 });
       assert.deepEqual(await createRateGate(limiter).check('kid_1', protection), {
         ok: false,
@@ -60,12 +60,12 @@ void describe('rate gate', () => {
     });
   }
 
-  void it('lets basic reads through unlimited, without rate headers, when the limiter is unavailable', async () => {
+  it('lets basic reads through unlimited, without rate headers, when the limiter is unavailable', async () => {
     const { limiter } = scripted({ ok: false, reason: 'unavailable' });
     assert.deepEqual(await createRateGate(limiter).check('kid_1', 'basic'), { ok: true, headers: {} });
   });
 
-  void it('answers 503 with Retry-After 60 for protected operations when the limiter is unavailable', async () => {
+  it('answers 503 with Retry-After 60 for protected operations when the limiter is unavailable', async () => {
     const { limiter } = scripted({ ok: false, reason: 'unavailable' });
     assert.deepEqual(await createRateGate(limiter).check('kid_1', 'protected'), {
       ok: false,
@@ -74,7 +74,7 @@ void describe('rate gate', () => {
     });
   });
 
-  void it('treats a limiter that throws as unavailable instead of failing the request', async () => {
+  it('treats a limiter that throws as unavailable instead of failing the request', async () => {
     const { limiter } = scripted(new Error('boom'));
     const gate = createRateGate(limiter);
     assert.deepEqual(await gate.check('kid_1', 'basic'), { ok: true, headers: {} });
@@ -82,7 +82,7 @@ void describe('rate gate', () => {
     assert.equal(!refused.ok && refused.error.status, 503);
   });
 
-  void it('counts basic and protected operations against one budget', async () => {
+  it('counts basic and protected operations against one budget', async () => {
     const gate = createRateGate(createInProcessLimiter({ limit: 3, now: () => 1_750_000_000_000 }));
     assert.equal((await gate.check('kid_1', 'basic')).headers['RateLimit-Remaining'], '2');
     assert.equal((await gate.check('kid_1', 'protected')).headers['RateLimit-Remaining'], '1');
@@ -92,7 +92,7 @@ void describe('rate gate', () => {
     assert.equal(refused.headers['Retry-After'], '60');
   });
 
-  void it('counts protocol messages in a bucket of their own, with their own limit and no RateLimit headers', async () => {
+  it('counts protocol messages in a bucket of their own, with their own limit and no RateLimit headers', async () => {
     const limiter = createInProcessLimiter({ limit: 2, now: () => 1_750_000_000_000 });
     const gate = createRateGate(limiter, { protocolLimit: 3 });
     for (let i = 0; i < 3; i++) assert.deepEqual(await gate.check('kid_1', 'basic', 'protocol'), { ok: true, headers: {} });
@@ -106,7 +106,7 @@ void describe('rate gate', () => {
     assert.equal((await gate.check('kid_2', 'basic', 'protocol')).ok, true);
   });
 
-  void it('lets protocol messages through when the limiter is unavailable or throws', async () => {
+  it('lets protocol messages through when the limiter is unavailable or throws', async () => {
     for (const decision of [{ ok: false, reason: 'unavailable' } as const, new Error('boom')]) {
       const { limiter, asked } = scripted(decision);
       assert.deepEqual(await createRateGate(limiter, { protocolLimit: 5 }).check('kid_1', 'basic', 'protocol'), { ok: true, headers: {} });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
@@ -11,14 +11,14 @@ import { createInProcessLimiter } from '../../service/rate/in-process.ts';
 import { createRedisLimiter } from '../../service/rate/redis.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 
-void describe('health', () => {
+describe('health', () => {
   let dir: string;
   let server: RedisServer;
-  before(async () => {
+  beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pb-health-'));
     server = await startRedisServer();
   });
-  after(async () => {
+  afterAll(async () => {
     await server.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -35,7 +35,7 @@ void describe('health', () => {
     return { log, store, head: positions[4]! , pulseCheckpoint: positions[1]! };
   }
 
-  void it('is live even when no store can be read', async () => {
+  it('is live even when no store can be read', async () => {
     const { log, store } = await stores('live');
     await log.close();
     await store.close();
@@ -44,7 +44,7 @@ void describe('health', () => {
     assert.equal((await health.ready()).ready, false);
   });
 
-  void it('is ready with every store reachable and reports lag per collection', async () => {
+  it('is ready with every store reachable and reports lag per collection', async () => {
     const { log, store, head, pulseCheckpoint } = await stores('up');
     const limiter = createRedisLimiter({ url: server.url, limit: 60 });
     try {
@@ -63,7 +63,7 @@ void describe('health', () => {
     }
   });
 
-  void it('stays ready but reports the limiter degraded while the configured Redis is stopped', async () => {
+  it('stays ready but reports the limiter degraded while the configured Redis is stopped', async () => {
     const { log, store } = await stores('redis-down');
     const down = await startRedisServer();
     const limiter = createRedisLimiter({ url: down.url, limit: 60 });
@@ -95,7 +95,7 @@ void describe('health', () => {
     }
   });
 
-  void it('is not ready when the read store is closed, and says which check failed', async () => {
+  it('is not ready when the read store is closed, and says which check failed', async () => {
     const { log, store } = await stores('store-closed');
     await store.close();
     const health = createHealth({ log, store, collections: ['projects'], limiter: createInProcessLimiter({ limit: 60 }) });
@@ -109,7 +109,7 @@ void describe('health', () => {
     await log.close();
   });
 
-  void it('is degraded, still in rotation, when the event log is closed (reads come from the read store)', async () => {
+  it('is degraded, still in rotation, when the event log is closed (reads come from the read store)', async () => {
     const { log, store } = await stores('log-closed');
     await log.close();
     const health = createHealth({ log, store, collections: ['projects'] });
@@ -123,7 +123,7 @@ void describe('health', () => {
     await store.close();
   });
 
-  void it('counts a probe that never answers as failed instead of hanging', async () => {
+  it('counts a probe that never answers as failed instead of hanging', async () => {
     const { log, store } = await stores('hung');
     const never = { ping: () => new Promise<boolean>(() => {}) };
     const health = createHealth({ log, store, collections: [], limiter: never, probeTimeoutMs: 50 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { createInProcessLimiter } from '../../service/rate/in-process.ts';
 
 const T0 = 1_750_000_000_000;
@@ -9,8 +9,8 @@ function clock(start = T0) {
   return { now: () => t, set: (ms: number) => (t = ms), advance: (ms: number) => (t += ms) };
 }
 
-void describe('in-process limiter', () => {
-  void it('counts remaining down and refuses the 61st request in the window, saying how long is left', async () => {
+describe('in-process limiter', () => {
+  it('counts remaining down and refuses the 61st request in the window, saying how long is left', async () => {
     const c = clock();
     const limiter = createInProcessLimiter({ limit: 60, now: c.now });
     for (let i = 1; i <= 60; i += 1) {
@@ -23,7 +23,7 @@ void describe('in-process limiter', () => {
     assert.deepEqual(refused, { ok: false, reason: 'limited', limit: 60, remaining: 0, resetSeconds: 40, retryAfterSeconds: 40 });
   });
 
-  void it('is a sliding window: a request counts for exactly the window, not to a fixed edge', async () => {
+  it('is a sliding window: a request counts for exactly the window, not to a fixed edge', async () => {
     const c = clock();
     const limiter = createInProcessLimiter({ limit: 60, now: c.now });
     for (let i = 0; i < 30; i += 1) await limiter.consume('k');
@@ -42,7 +42,7 @@ void describe('in-process limiter', () => {
     assert.equal(refused.ok === false && refused.reason === 'limited' && refused.retryAfterSeconds, 10);
   });
 
-  void it('does not count refused requests: waiting the Retry-After it gave is enough', async () => {
+  it('does not count refused requests: waiting the Retry-After it gave is enough', async () => {
     const c = clock();
     const limiter = createInProcessLimiter({ limit: 3, windowSeconds: 10, now: c.now });
     for (let i = 0; i < 3; i += 1) await limiter.consume('k');
@@ -55,7 +55,7 @@ void describe('in-process limiter', () => {
     assert.deepEqual(await limiter.consume('k'), { ok: true, limit: 3, remaining: 2, resetSeconds: 10 });
   });
 
-  void it('rounds reset up to whole seconds and never reports 0', async () => {
+  it('rounds reset up to whole seconds and never reports 0', async () => {
     const c = clock();
     const limiter = createInProcessLimiter({ limit: 2, now: c.now });
     await limiter.consume('k');
@@ -67,7 +67,7 @@ void describe('in-process limiter', () => {
     assert.equal(refused.retryAfterSeconds, 1);
   });
 
-  void it('keeps separate budgets per key', async () => {
+  it('keeps separate budgets per key', async () => {
     const c = clock();
     const limiter = createInProcessLimiter({ limit: 2, now: c.now });
     await limiter.consume('a');
@@ -76,7 +76,7 @@ void describe('in-process limiter', () => {
     assert.deepEqual(await limiter.consume('b'), { ok: true, limit: 2, remaining: 1, resetSeconds: 60 });
   });
 
-  void it('drops keys whose requests have all aged out', async () => {
+  it('drops keys whose requests have all aged out', async () => {
     const c = clock();
     const limiter = createInProcessLimiter({ limit: 5, now: c.now });
     for (let i = 0; i < 100; i += 1) await limiter.consume(`key-${i}`);
@@ -86,7 +86,7 @@ void describe('in-process limiter', () => {
     assert.equal(limiter.trackedKeys(), 1);
   });
 
-  void it('counts requests that share a millisecond one by one under a high limit', async () => {
+  it('counts requests that share a millisecond one by one under a high limit', async () => {
     const c = clock();
     const limiter = createInProcessLimiter({ limit: 1_000_000, now: c.now });
     for (let i = 0; i < 10_000; i += 1) await limiter.consume('k');
@@ -94,7 +94,7 @@ void describe('in-process limiter', () => {
     assert.deepEqual(d, { ok: true, limit: 1_000_000, remaining: 1_000_000 - 10_001, resetSeconds: 60 });
   });
 
-  void it('is always available', async () => {
+  it('is always available', async () => {
     const limiter = createInProcessLimiter({ limit: 1 });
     assert.equal(await limiter.ping(), true);
     await limiter.close();

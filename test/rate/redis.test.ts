@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { createRateGate } from '../../service/rate/gate.ts';
@@ -24,7 +24,7 @@ async function untilCounting(limiter: RedisLimiter, keyId: string): Promise<Rate
   throw new Error('the limiter did not resume counting');
 }
 
-void describe('Redis limiter', () => {
+describe('Redis limiter', () => {
   let server: RedisServer;
   const limiters: RedisLimiter[] = [];
   const open = (options: Omit<Parameters<typeof createRedisLimiter>[0], 'url'>) => {
@@ -33,15 +33,15 @@ void describe('Redis limiter', () => {
     return limiter;
   };
 
-  before(async () => {
+  beforeAll(async () => {
     server = await startRedisServer();
   });
-  after(async () => {
+  afterAll(async () => {
     await Promise.all(limiters.map((l) => l.close()));
     await server.close();
   });
 
-  void it('refuses the 61st request with a Retry-After that is the oldest counted request\'s remaining life', async () => {
+  it('refuses the 61st request with a Retry-After that is the oldest counted request\'s remaining life', async () => {
     const limiter = open({ limit: 60 });
     for (let i = 1; i <= 60; i += 1) {
       const d = await limiter.consume('real-clock');
@@ -70,7 +70,7 @@ void describe('Redis limiter', () => {
     assert.ok(pttl >= Math.max(...scores) + 60_000 - checked - 1);
   });
 
-  void it('follows the same sliding window as the in-process limiter (stepped clock)', async () => {
+  it('follows the same sliding window as the in-process limiter (stepped clock)', async () => {
     let t = T0;
     const limiter = open({ limit: 60, now: () => t });
     for (let i = 1; i <= 60; i += 1) {
@@ -88,7 +88,7 @@ void describe('Redis limiter', () => {
     assert.deepEqual(await limiter.consume('stepped'), { ok: true, limit: 60, remaining: 59, resetSeconds: 60 });
   });
 
-  void it('keeps separate budgets per key', async () => {
+  it('keeps separate budgets per key', async () => {
     const limiter = open({ limit: 2 });
     await limiter.consume('sep-a');
     await limiter.consume('sep-a');
@@ -99,7 +99,7 @@ void describe('Redis limiter', () => {
     assert.equal(other.remaining, 1);
   });
 
-  void it('shares one budget between two limiter instances on one Redis', async () => {
+  it('shares one budget between two limiter instances on one Redis', async () => {
     const first = open({ limit: 4 });
     const second = open({ limit: 4 });
     assert.equal((await first.consume('shared')).ok, true);
@@ -114,13 +114,13 @@ void describe('Redis limiter', () => {
     assert.ok(!refusedSecond.ok && refusedSecond.reason === 'limited');
   });
 
-  void it('stores only pb:rate:<keyId> keys', async () => {
+  it('stores only pb:rate:<keyId> keys', async () => {
     const limiter = open({ limit: 5 });
     await limiter.consume('kid_naming');
     assert.deepEqual(await limiter.client.keys('*naming*'), ['pb:rate:kid_naming']);
   });
 
-  void it('applies a per-call limit to its own key (the protocol budget)', async () => {
+  it('applies a per-call limit to its own key (the protocol budget)', async () => {
     const limiter = open({ limit: 1 });
     assert.equal((await limiter.consume('kid_proto:protocol', 3)).ok, true);
     assert.equal((await limiter.consume('kid_proto:protocol', 3)).ok, true);
@@ -133,26 +133,26 @@ void describe('Redis limiter', () => {
     assert.deepEqual((await limiter.client.keys('*kid_proto*')).sort(), ['pb:rate:kid_proto', 'pb:rate:kid_proto:protocol']);
   });
 
-  void it('answers ping while Redis is up', async () => {
+  it('answers ping while Redis is up', async () => {
     assert.equal(await open({ limit: 1 }).ping(), true);
   });
 });
 
-void describe('Redis limiter when Redis fails', () => {
+describe('Redis limiter when Redis fails', () => {
   let server: RedisServer;
   let limiter: RedisLimiter;
 
-  before(async () => {
+  beforeAll(async () => {
     server = await startRedisServer();
     limiter = createRedisLimiter({ url: server.url, limit: 60 });
   });
-  after(async () => {
+  afterAll(async () => {
     server.resume();
     await limiter.close();
     await server.close();
   });
 
-  void it('degrades per protection when Redis is killed, and counts again after a restart on the same port', async () => {
+  it('degrades per protection when Redis is killed, and counts again after a restart on the same port', async () => {
     const gate = createRateGate(limiter);
     const up = await gate.check('killed', 'protected');
     assert.equal(up.ok, true);
@@ -176,7 +176,7 @@ void describe('Redis limiter when Redis fails', () => {
     assert.equal(await limiter.ping(), true);
   });
 
-  void it('answers a basic check while Redis is paused (SIGSTOP), then resumes counting', async () => {
+  it('answers a basic check while Redis is paused (SIGSTOP), then resumes counting', async () => {
     assert.equal((await untilCounting(limiter, 'paused')).ok, true);
     server.pause();
     let basic;
@@ -201,8 +201,8 @@ void describe('Redis limiter when Redis fails', () => {
   });
 });
 
-void describe('Redis limiter with nothing listening', () => {
-  void it('reports unavailable and closes cleanly', async () => {
+describe('Redis limiter with nothing listening', () => {
+  it('reports unavailable and closes cleanly', async () => {
     const server = await startRedisServer();
     const url = server.url;
     await server.close();

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
@@ -18,11 +18,11 @@ async function seedOne(h: Harness) {
 
 describe('REST rate protection, in-process', () => {
   let h: Harness;
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness({ env: { PULSEBOARD_RATE_LIMIT: '60' } });
     await seedOne(h);
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   it('allows 60 requests per key with counting headers, refuses the 61st with Retry-After', async () => {
     const key = await h.key('busy');
@@ -60,7 +60,7 @@ describe('REST rate protection on a real Redis', () => {
   let redis: RedisServer;
   let a: Harness;
   let b: Harness;
-  before(async () => {
+  beforeAll(async () => {
     redis = await startRedisServer();
     const env = { REDIS_URL: redis.url, PULSEBOARD_RATE_LIMIT: '10' };
     a = await createHarness({ env });
@@ -69,7 +69,7 @@ describe('REST rate protection on a real Redis', () => {
     await seedOne(a);
     await seedOne(b);
   });
-  after(async () => {
+  afterAll(async () => {
     await a.close();
     await b.close();
     await redis.close();

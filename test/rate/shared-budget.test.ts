@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
@@ -33,10 +33,10 @@ async function exhaust(h: Harness, base: string, key: string): Promise<void> {
 describe('one budget per key over REST and MCP', () => {
   let redis: RedisServer;
   const harnesses: Harness[] = [];
-  before(async () => {
+  beforeAll(async () => {
     redis = await startRedisServer();
   });
-  after(async () => {
+  afterAll(async () => {
     for (const h of harnesses) await h.close();
     await redis.close();
   });

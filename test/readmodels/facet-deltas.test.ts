@@ -1,9 +1,9 @@
 /** The MongoDB store's counter arithmetic (its commit path needs a server; this part does not). */
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
+import { it } from 'vitest';
 import { facetDeltas } from '../../readmodels/mongodb/mongodb-read-store.ts';
 
-void it('a batch moves each facet count by the documents that entered or left it', () => {
+it('a batch moves each facet count by the documents that entered or left it', () => {
   const before = new Map([
     ['a', 'pending'],
     ['b', 'dossier'],
@@ -19,7 +19,7 @@ void it('a batch moves each facet count by the documents that entered or left it
   assert.deepEqual(Object.fromEntries(facetDeltas(before, rows)), { dossier: 2 });
 });
 
-void it('a document that leaves a facet and comes back in one batch changes nothing', () => {
+it('a document that leaves a facet and comes back in one batch changes nothing', () => {
   const deltas = facetDeltas(new Map([['a', 'dossier']]), [
     { _id: 'a', facet: 'pending' },
     { _id: 'a', facet: 'dossier' },

@@ -7,7 +7,7 @@
  * server answers.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import type { MongoClient } from 'mongodb';
 import { mongoReadStoreOn } from '../../readmodels/mongodb/mongodb-read-store.ts';
 import type { DocWrite } from '../../readmodels/port.ts';
@@ -134,8 +134,8 @@ function write(id: string, facet: string, seq: number): DocWrite {
   return { id, doc: { id, seq }, state: { seen: seq }, seq, writtenAt: '2026-11-22T00:00:00.000Z', sortKey: String(seq).padStart(6, '0'), facet, keys: { handle: [`h-${id}`] } };
 }
 
-void describe('MongoDB read store commit (in-memory driver stand-in)', () => {
-  void it('costs a fixed number of server calls per commit, whatever its size: one bulk write of documents, one of counters, no read per document', async () => {
+describe('MongoDB read store commit (in-memory driver stand-in)', () => {
+  it('costs a fixed number of server calls per commit, whatever its size: one bulk write of documents, one of counters, no read per document', async () => {
     const mongo = fakeMongo();
     const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
     // First commit of a collection: its indexes, the replica-set check and the counter marker, once per process.
@@ -167,7 +167,7 @@ void describe('MongoDB read store commit (in-memory driver stand-in)', () => {
     await store.close();
   });
 
-  void it('keeps the counters with $inc sums of the batch: new documents, facet moves, a document written twice in one batch', async () => {
+  it('keeps the counters with $inc sums of the batch: new documents, facet moves, a document written twice in one batch', async () => {
     const mongo = fakeMongo();
     const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
     await store.commit('boards', [write('a', 'visible', 1), write('b', 'visible', 2), write('c', 'pending', 3)], 3, 0);

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { after, before, it } from 'node:test';
+import { afterAll, beforeAll, it } from 'vitest';
 import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS } from '../../projectors/projects.ts';
 import { CALL_FACETS, CALLS_COLLECTION } from '../../projectors/calls.ts';
 import type { DocWrite } from '../../readmodels/port.ts';
@@ -32,7 +32,7 @@ function rows(collection: string, facets: readonly string[], n: number): DocWrit
   }));
 }
 
-before(async () => {
+beforeAll(async () => {
   const store = createSqliteReadStore(path);
   await store.commit(PROJECTS_COLLECTION, rows(PROJECTS_COLLECTION, [...PUBLIC_PROJECT_FACETS, 'pending'], 3000), 3000);
   await store.commit(CALLS_COLLECTION, rows(CALLS_COLLECTION, [CALL_FACETS.visible, 'suppressed'], 3000), 3000);
@@ -40,7 +40,7 @@ before(async () => {
   db = new DatabaseSync(path);
   db.exec('ANALYZE');
 });
-after(() => {
+afterAll(() => {
   db.close();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -62,7 +62,7 @@ const facetSets: [string, readonly string[] | undefined][] = [
   ['one facet', [PUBLIC_PROJECT_FACETS[0]!]],
 ];
 
-void it('board pages, from the front and from the end, are ranges of a listing index', () => {
+it('board pages, from the front and from the end, are ranges of a listing index', () => {
   for (const [label, facets] of facetSets) {
     for (const reversed of [false, true]) {
       const details = plan(pageQueries.list(facets, reversed), [PROJECTS_COLLECTION, ...(facets ?? []), 50, 100]);
@@ -72,7 +72,7 @@ void it('board pages, from the front and from the end, are ranges of a listing i
   }
 });
 
-void it('delta pages are ranges of the (seq, id) index with both bounds', () => {
+it('delta pages are ranges of the (seq, id) index with both bounds', () => {
   for (const [label, facets] of facetSets) {
     for (const tieBreak of [true, false]) {
       const params = [PROJECTS_COLLECTION, 1500, 3000, ...(tieBreak ? [1500, 'x'] : []), ...(facets ?? []), 101];
@@ -82,7 +82,7 @@ void it('delta pages are ranges of the (seq, id) index with both bounds', () => 
   }
 });
 
-void it('call pages are ranges of a listing index, also after a cursor', () => {
+it('call pages are ranges of a listing index, also after a cursor', () => {
   for (const before of [false, true]) {
     const params = [CALLS_COLLECTION, CALL_FACETS.visible, ...(before ? ['2026-10-01T01:00:00.000Z', '2026-10-01T01:00:00.000Z', 'x'] : []), 31];
     const details = plan(pageQueries.keyset([CALL_FACETS.visible], before), params);

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { it } from 'node:test';
+import { it } from 'vitest';
 import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
 
 const EARLIER_SCHEMA = `
@@ -22,7 +22,7 @@ CREATE INDEX doc_keys_by_id ON doc_keys (collection, id);
 CREATE TABLE checkpoints (collection TEXT PRIMARY KEY, position INTEGER NOT NULL);
 `;
 
-void it('an earlier read-model file keeps its documents and gets exact counts', async () => {
+it('an earlier read-model file keeps its documents and gets exact counts', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-layout-'));
   const path = join(dir, 'readmodels.sqlite');
   try {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it, mock } from 'node:test';
+import { describe, it, vi } from 'vitest';
 import { sourceEventId } from '../../events/ids.ts';
 import { PROJECTS_COLLECTION } from '../../projectors/projects.ts';
 import { projectHistorySchema, projectReadSchema } from '../../readmodels/schemas.ts';
@@ -96,13 +96,13 @@ async function recordLife(h: Harness, key: string): Promise<Snapshot[]> {
     // Other projects' events land between the steps, at their own instants.
     if (i % 7 === 3) {
       await appendProjectHistory(h.stores.log, { projects: 5, steps: 3, seed: 500 + i, prefix: `noise${i}` });
-      mock.timers.tick(STEP_MS);
+      vi.advanceTimersByTime(STEP_MS);
     }
     const result = await h.stores.log.append('project-life', [{ id: sourceEventId(type, `life-${i}`), type, data, metadata: {} }]);
     assert.ok(result.ok);
     const position = result.events[0]!.position;
     const recordedAt = Date.now();
-    mock.timers.tick(STEP_MS);
+    vi.advanceTimersByTime(STEP_MS);
     await h.stores.catchUp();
     const plain = await h.get('/v1/projects/life', key);
     const enriched = await h.get('/v1/projects/life?include=context', key);
@@ -122,11 +122,11 @@ async function recordLife(h: Harness, key: string): Promise<Snapshot[]> {
 
 describe('as-of reads and project history', () => {
   it('asOf at many instants of a generated life gives the live document as it was then, folded by the same code', async () => {
-    mock.timers.enable({ apis: ['Date'], now: START });
+    vi.useFakeTimers({ toFake: ['Date'], now: START });
     const h = await createHarness();
     try {
       const key = await h.key('asof', ['allow']);
-      mock.timers.tick(STEP_MS);
+      vi.advanceTimersByTime(STEP_MS);
       const life = await recordLife(h, key);
       assert.equal(life[0]!.status, 404, 'not public before its first sighting');
       assert.ok(life.filter((s) => s.status === 200).length > 50);
@@ -171,16 +171,16 @@ describe('as-of reads and project history', () => {
       assert.equal(h.services.projects.isEnriched({}), false);
     } finally {
       await h.close();
-      mock.timers.reset();
+      vi.useRealTimers();
     }
   });
 
   it('lists the writes newest first, with the fields each changed, paged by a cursor bound to the project', async () => {
-    mock.timers.enable({ apis: ['Date'], now: START });
+    vi.useFakeTimers({ toFake: ['Date'], now: START });
     const h = await createHarness();
     try {
       const key = await h.key('history');
-      mock.timers.tick(STEP_MS);
+      vi.advanceTimersByTime(STEP_MS);
       const life = await recordLife(h, key);
 
       // What a consumer of the live read model saw change: consecutive distinct public documents.
@@ -250,7 +250,7 @@ describe('as-of reads and project history', () => {
       assert.equal((await h.get('/v1/projects/life/history')).status, 401);
     } finally {
       await h.close();
-      mock.timers.reset();
+      vi.useRealTimers();
     }
   });
 });

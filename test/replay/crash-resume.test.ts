@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { generateLines } from '../../ingest/generate/generate.ts';
 import { prng } from '../support/seed.ts';
@@ -79,14 +79,14 @@ async function ingestKilledAfter(dataDir: string, lines: readonly string[], coun
   return exited;
 }
 
-void describe(`ingest and replay killed at seeded points (seed ${SEED})`, () => {
+describe(`ingest and replay killed at seeded points (seed ${SEED})`, () => {
   let root: string;
   let file: string;
   let cleanDir: string;
   let crashDir: string;
   let total: number;
 
-  before(async () => {
+  beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), 'pulseboard-crash-'));
     file = join(root, 'data.ndjson');
     writeFileSync(
@@ -101,11 +101,11 @@ void describe(`ingest and replay killed at seeded points (seed ${SEED})`, () => 
     assert.ok(total > 3 * 1400, `the data set has ${total} events: room for three rounds of up to 1400 more messages`);
   });
 
-  after(() => {
+  afterAll(() => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  void it('a killed ingest, run again, leaves the same log rows as one clean ingest', { timeout: 240_000 }, async (t) => {
+  it('a killed ingest, run again, leaves the same log rows as one clean ingest', { timeout: 240_000 }, async (t) => {
     const random = prng(SEED);
     const lines = readFileSync(file, 'utf8').split(/(?<=\n)/);
     let count = 0;
@@ -116,7 +116,7 @@ void describe(`ingest and replay killed at seeded points (seed ${SEED})`, () => 
       const delayMs = Math.floor(random() * 60);
       const run = await ingestKilledAfter(crashDir, lines, count, delayMs);
       assert.equal(run.signal, 'SIGKILL', run.stderr);
-      t.diagnostic(`ingest round ${round + 1}: ${count} of ${lines.length} lines written, killed ${delayMs} ms later; log head ${headOf(join(crashDir, 'events.sqlite'))}`);
+      await t.annotate(`ingest round ${round + 1}: ${count} of ${lines.length} lines written, killed ${delayMs} ms later; log head ${headOf(join(crashDir, 'events.sqlite'))}`);
     }
     const finish = await pulseboard(['ingest', '--batch-size', '300', file], crashDir);
     assert.equal(finish.code, 0, finish.stderr);
@@ -130,7 +130,7 @@ void describe(`ingest and replay killed at seeded points (seed ${SEED})`, () => 
     assert.deepEqual(times, [...times].sort());
   });
 
-  void it('a killed replay, run again, builds the same read models as a clean replay', { timeout: 240_000 }, async (t) => {
+  it('a killed replay, run again, builds the same read models as a clean replay', { timeout: 240_000 }, async (t) => {
     const random = prng(SEED + 1);
     const clean = await pulseboard(['replay', '--batch-size', '500'], cleanDir);
     assert.equal(clean.code, 0, clean.stderr);
@@ -148,7 +148,7 @@ void describe(`ingest and replay killed at seeded points (seed ${SEED})`, () => 
       const run = await replay.exited;
       if (run.signal === 'SIGKILL') killed += 1;
       else assert.equal(run.code, 0, run.stderr);
-      t.diagnostic(`replay round ${round + 1}: kill at progress line ${killAt} of about ${lines}: ${run.signal ?? `exit ${run.code}`}`);
+      await t.annotate(`replay round ${round + 1}: kill at progress line ${killAt} of about ${lines}: ${run.signal ?? `exit ${run.code}`}`);
     }
     assert.ok(killed > 0, 'at least one replay was killed part-way');
     const finish = await pulseboard(['replay', '--batch-size', '700'], crashDir);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it, mock } from 'node:test';
+import { afterAll, beforeAll, describe, it, vi } from 'vitest';
 import type { EventLog } from '../../eventstore/port.ts';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { sourceEventId } from '../../events/ids.ts';
@@ -25,7 +25,7 @@ const QUESTION = 'Is the team doxxed?';
  * hand: the prefix is the rule, whatever the thesis feed's own event types turn out to be.
  */
 async function seed(dir: string): Promise<void> {
-  mock.timers.enable({ apis: ['Date'], now: START });
+  vi.useFakeTimers({ toFake: ['Date'], now: START });
   const log = createSqliteEventLog(join(dir, 'events.sqlite'));
   // Access commands settle their read models; these ones are not looked at here.
   const accessStore = createSqliteReadStore(':memory:');
@@ -50,12 +50,12 @@ async function seed(dir: string): Promise<void> {
   try {
     for (const step of steps) {
       await step();
-      mock.timers.tick(1000);
+      vi.advanceTimersByTime(1000);
     }
   } finally {
     await log.close();
     await accessStore.close();
-    mock.timers.reset();
+    vi.useRealTimers();
   }
 }
 
@@ -67,11 +67,11 @@ const lines = (stdout: string) =>
 
 describe('pulseboard export', () => {
   let dir: string;
-  before(async () => {
+  beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pulseboard-export-'));
     await seed(dir);
   });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('writes the range [from, to) in log order and leaves out thesis-feed and access events without --include-private', async () => {
     const run = await pulseboard(['export', '--from', at(1), '--to', at(9)], dir);
@@ -169,7 +169,7 @@ describe('pulseboard export', () => {
 describe('exportEvents', () => {
   it('finds exactly the events recorded in [from, to) for many ranges, also when instants repeat', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pulseboard-export-range-'));
-    mock.timers.enable({ apis: ['Date'], now: START });
+    vi.useFakeTimers({ toFake: ['Date'], now: START });
     const log = createSqliteEventLog(join(dir, 'events.sqlite'));
     try {
       const rand = prng(12);
@@ -177,9 +177,9 @@ describe('exportEvents', () => {
         const type = rand() < 0.5 ? 'project.sighted' : 'rival.listed';
         await log.append(`project-p${i % 9}`, [{ id: sourceEventId(type, `r${i}`), type, data: { projectId: `p${i % 9}`, at: at(0) }, metadata: {} }]);
         // Several events often share one instant.
-        if (rand() < 0.4) mock.timers.tick(Math.floor(rand() * 3) * 500);
+        if (rand() < 0.4) vi.advanceTimersByTime(Math.floor(rand() * 3) * 500);
       }
-      mock.timers.reset();
+      vi.useRealTimers();
       const all = await log.readAll({ afterPosition: 0, limit: 10_000 });
       const last = Date.parse(all[all.length - 1]!.recordedAt);
       for (let round = 0; round < 40; round++) {
@@ -203,7 +203,7 @@ describe('exportEvents', () => {
         assert.equal(summary.written, expected.length);
       }
     } finally {
-      mock.timers.reset();
+      vi.useRealTimers();
       await log.close();
       rmSync(dir, { recursive: true, force: true });
     }
@@ -215,14 +215,14 @@ describe('exportEvents: seeking', () => {
     // KurrentDB refuses a $all read from a position inside a record; this log refuses the same way,
     // so an export that invented positions (the old binary search) fails here.
     const dir = mkdtempSync(join(tmpdir(), 'pulseboard-export-seek-'));
-    mock.timers.enable({ apis: ['Date'], now: START });
+    vi.useFakeTimers({ toFake: ['Date'], now: START });
     const inner = createSqliteEventLog(join(dir, 'events.sqlite'));
     try {
       for (let i = 0; i < 300; i++) {
         await inner.append(`project-p${i % 7}`, [{ id: sourceEventId('project.sighted', `k${i}`), type: 'project.sighted', data: { projectId: `p${i % 7}`, at: at(0) }, metadata: {} }]);
-        mock.timers.tick(1000);
+        vi.advanceTimersByTime(1000);
       }
-      mock.timers.reset();
+      vi.useRealTimers();
       const all = await inner.readAll({ afterPosition: 0, limit: 10_000 });
       const stored = new Set(all.map((e) => e.position));
       const delivered: string[] = [];
@@ -246,7 +246,7 @@ describe('exportEvents: seeking', () => {
       );
       assert.equal(delivered.filter((t) => t < from).length, 0, 'nothing before the range was read');
     } finally {
-      mock.timers.reset();
+      vi.useRealTimers();
       await inner.close();
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { acquireReplayLock } from '../../readmodels/sqlite/generations.ts';
 import { createHarness } from '../support/harness.ts';
 import { appendProjectHistory, dumpReadModels, firstDifference } from '../support/seed.ts';

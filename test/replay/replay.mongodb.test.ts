@@ -4,7 +4,8 @@
  * (replay-kill, replay-under-load), with the collections checked by name.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { skipFor } from '../support/skip.ts';
 import { setImmediate as yieldToIo } from 'node:timers/promises';
 import { MongoClient } from 'mongodb';
 import { GENERATIONS_COLLECTION } from '../../readmodels/mongodb/mongodb-read-store.ts';
@@ -33,16 +34,16 @@ async function livePointer(url: string): Promise<unknown> {
   }
 }
 
-void describe('pulseboard replay on MongoDB read models', () => {
+describe('pulseboard replay on MongoDB read models', () => {
   let server: Awaited<ReturnType<typeof startMongo>> | undefined;
-  before(async () => {
+  beforeAll(async () => {
     if (!skip) server = await startMongo();
   });
-  after(async () => {
+  afterAll(async () => {
     await server?.stop();
   });
 
-  void it('a killed replay changes nothing; the next builds <collection>_v1 while reads go on, switches, and drops the old collections', { skip, timeout: 600_000 }, async () => {
+  it('a killed replay changes nothing; the next builds <collection>_v1 while reads go on, switches, and drops the old collections', { ...skipFor(skip), timeout: 600_000 }, async () => {
     assert.ok(server);
     const url = server.url('pulseboard_replay');
     const env = { MONGODB_URL: url };

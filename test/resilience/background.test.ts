@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { projectors } from '../../projectors/registry.ts';
 import { createProjectorRunner } from '../../projectors/runner.ts';
@@ -23,14 +23,14 @@ const quietLogger = () => {
   };
 };
 
-void describe('background supervisor', () => {
-  void it('backs off exponentially with jitter, up to the cap', () => {
+describe('background supervisor', () => {
+  it('backs off exponentially with jitter, up to the cap', () => {
     const policy = { baseMs: 100, capMs: 1000, recoveredAfterMs: 500 };
     assert.deepEqual([1, 2, 3, 4, 5, 9].map((n) => backoffDelay(n, policy, () => 0)), [50, 100, 200, 400, 500, 500]);
     assert.deepEqual([1, 2, 3, 4, 5, 9].map((n) => backoffDelay(n, policy, () => 0.999999)).map(Math.round), [100, 200, 400, 800, 1000, 1000]);
   });
 
-  void it('restarts a failing loop with growing delays, logs once per state change, and recovers', async () => {
+  it('restarts a failing loop with growing delays, logs once per state change, and recovers', async () => {
     const manual = manualClock();
     const states = stateLog();
     const logger = quietLogger();
@@ -85,7 +85,7 @@ void describe('background supervisor', () => {
     assert.ok(!JSON.stringify(logger.lines).includes('SECRET'), 'error messages are never logged');
   });
 
-  void it('treats a loop that returns without being stopped as failed', async () => {
+  it('treats a loop that returns without being stopped as failed', async () => {
     const manual = manualClock();
     const stop = new AbortController();
     const supervisor = createSupervisor({ signal: stop.signal, clock: manual.clock, logger: quietLogger() });
@@ -161,20 +161,20 @@ async function projectorsThroughAFault(fault: Fault) {
   }
 }
 
-void describe('projectors under a failing read store', () => {
-  void it('keep running through commits that fail before writing; /readyz says degraded, then ready; nothing lost', async () => {
+describe('projectors under a failing read store', () => {
+  it('keep running through commits that fail before writing; /readyz says degraded, then ready; nothing lost', async () => {
     const changes = await projectorsThroughAFault('before');
     assert.ok(changes.some((c) => c.state === 'retrying'));
   });
 
-  void it('keep running through commits that fail after writing (lost replies); nothing is applied twice', async () => {
+  it('keep running through commits that fail after writing (lost replies); nothing is applied twice', async () => {
     const changes = await projectorsThroughAFault('after');
     assert.ok(changes.some((c) => c.state === 'retrying'));
   });
 });
 
-void describe('the thesis reader under a failing event log', () => {
-  void it('keeps running through the outage, then works the queue; /readyz says degraded, then ready', async () => {
+describe('the thesis reader under a failing event log', () => {
+  it('keeps running through the outage, then works the queue; /readyz says degraded, then ready', async () => {
     let readDone: () => void = () => undefined;
     const read = new Promise<void>((resolve) => (readDone = resolve));
     const { source, reads } = scriptedSource(() => {

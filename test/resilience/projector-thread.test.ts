@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { createProjectorThread } from '../../bin/commands/projector-thread.ts';
 import { createSupervisor } from '../../service/background.ts';
 import { manualClock, stateLog } from './support.ts';
@@ -14,8 +14,8 @@ function thread(mode: string, stopGraceMs = 5_000) {
   return { projectorThread, firstState };
 }
 
-void describe('the projector thread of serve', () => {
-  void it('reports the states its worker posts, and clears them when the worker stops', async () => {
+describe('the projector thread of serve', () => {
+  it('reports the states its worker posts, and clears them when the worker stops', async () => {
     const { projectorThread, firstState } = thread('stops');
     const stop = new AbortController();
     const running = projectorThread.run(stop.signal);
@@ -30,7 +30,7 @@ void describe('the projector thread of serve', () => {
     assert.deepEqual(projectorThread.status(), {});
   });
 
-  void it('fails when its worker dies, so the supervisor restarts it and /readyz shows it retrying', async () => {
+  it('fails when its worker dies, so the supervisor restarts it and /readyz shows it retrying', async () => {
     const manual = manualClock();
     const states = stateLog();
     const stop = new AbortController();
@@ -44,7 +44,7 @@ void describe('the projector thread of serve', () => {
     await supervised;
   });
 
-  void it('terminates a worker that cannot stop because its thread is busy catching up', async () => {
+  it('terminates a worker that cannot stop because its thread is busy catching up', async () => {
     const { projectorThread, firstState } = thread('busy', 20);
     const stop = new AbortController();
     const running = projectorThread.run(stop.signal);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { streams } from '../../events/streams.ts';
 import { classifyQuery } from '../../service/search.ts';
 import { appendSource, identity, sightProject, writeDossier } from '../support/calls-fixtures.ts';
@@ -19,7 +19,7 @@ describe('GET /v1/search', () => {
   let client: Awaited<ReturnType<typeof createCheckedClient>>;
   let headBefore: number;
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness();
     reader = await h.key('reader');
     member = await h.key('member', ['allow']);
@@ -61,7 +61,7 @@ describe('GET /v1/search', () => {
     client = await createCheckedClient(h);
     headBefore = await h.stores.log.headPosition();
   });
-  after(() => h.close());
+  afterAll(() => h.close());
 
   const search = async (q: string, key = reader) => {
     const res = await client.get(`/v1/search?q=${encodeURIComponent(q)}`, key);

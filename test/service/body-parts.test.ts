@@ -1,13 +1,13 @@
 /** Bodies split around readAt: the same bytes as the JSON text, and the validator the text gives. */
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
+import { it } from 'vitest';
 import { etagOf } from '../../api/http/caching.ts';
 import type { StoredDoc } from '../../readmodels/port.ts';
 import { bodyWith, fromParts, plain, rendered, storedDoc, storedDocs } from '../../service/spliced.ts';
 
 const stored = (doc: unknown): StoredDoc => ({ id: 'x', doc, json: JSON.stringify(doc), state: null, seq: 1, writtenAt: '', sortKey: '', facet: '', keys: {} });
 
-void it('head + readAt + tail is the JSON text, for readAt first, in the middle, last or absent; the ETag is the text\'s', () => {
+it('head + readAt + tail is the JSON text, for readAt first, in the middle, last or absent; the ETag is the text\'s', () => {
   const docs = [stored({ id: 'é"\\\u2028', readAt: 'nested, kept', n: [1, { b: null }] }), stored({ lone: '\ud800', emoji: '🦊' })];
   const readAt = '2026-11-22T20:00:00.000Z';
   const shapes = [

@@ -1,12 +1,12 @@
 /** Spliced responses: the JSON text is what serialising the value gives, stored texts left untouched. */
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
+import { it } from 'vitest';
 import type { StoredDoc } from '../../readmodels/port.ts';
 import { plain, rendered, spliced, storedDoc, storedDocs } from '../../service/spliced.ts';
 
 const stored = (doc: unknown): StoredDoc => ({ id: 'x', doc, json: JSON.stringify(doc), state: null, seq: 1, writtenAt: '', sortKey: '', facet: '', keys: {} });
 
-void it('text and value agree for every kind of field, and stored texts are never parsed for the text', () => {
+it('text and value agree for every kind of field, and stored texts are never parsed for the text', () => {
   type Page = { items: unknown[]; one: unknown; none: unknown; count: number; note?: string; nested: { a: string } };
   const docs = [stored({ id: 'é"\\\u2028', n: [1, { b: null }] }), stored({ lone: '\ud800', emoji: '🦊' })];
   let parsed = 0;

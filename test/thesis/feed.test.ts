@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { afterEach, describe, it } from 'node:test';
+import { afterEach, describe, it } from 'vitest';
 import { streams } from '../../events/streams.ts';
 import { thesisStatusSchema, type ThesisStatus } from '../../readmodels/schemas.ts';
 import type { Result } from '../../service/errors.ts';
@@ -30,8 +30,8 @@ afterEach(async () => {
   h = null;
 });
 
-void describe('thesis feed: input, switch and access', () => {
-  void it('answers 400 naming contract for a missing, malformed or over-specified input', async () => {
+describe('thesis feed: input, switch and access', () => {
+  it('answers 400 naming contract for a missing, malformed or over-specified input', async () => {
     h = await harness({ source: goodSource().source });
     const caller = await h.member('ann');
     const cases: unknown[] = [{}, { contract: '0x123' }, { contract: 42 }, { contract: A, chain: 'x' }, null, 'text', [A]];
@@ -49,7 +49,7 @@ void describe('thesis feed: input, switch and access', () => {
     assert.ok(!get.ok && get.error.status === 400 && /contract/.test(get.error.message));
   });
 
-  void it('answers 503 on both operations when the feature is off', async () => {
+  it('answers 503 on both operations when the feature is off', async () => {
     h = await harness({ source: goodSource().source, env: { PULSEBOARD_THESIS_FEED: 'off' } });
     const caller = await h.member('ann');
     for (const result of [await h.feed.status(caller, { contract: A }), await h.feed.request(caller, { contract: A })]) {
@@ -58,7 +58,7 @@ void describe('thesis feed: input, switch and access', () => {
     }
   });
 
-  void it('answers 403 unless the owner is both allowlisted and linked, re-checked on every call', async () => {
+  it('answers 403 unless the owner is both allowlisted and linked, re-checked on every call', async () => {
     h = await harness({ source: goodSource().source });
     const { changeOwner } = await import('../../service/access.ts');
     const caller = { keyId: 'k', owner: 'bob' };
@@ -76,8 +76,8 @@ void describe('thesis feed: input, switch and access', () => {
   });
 });
 
-void describe('thesis feed: states and transitions', () => {
-  void it('GET never reads the source and never appends', async () => {
+describe('thesis feed: states and transitions', () => {
+  it('GET never reads the source and never appends', async () => {
     const { source, reads } = goodSource();
     h = await harness({ source });
     const caller = await h.member('ann');
@@ -92,7 +92,7 @@ void describe('thesis feed: states and transitions', () => {
     assert.deepEqual(reads, []);
   });
 
-  void it('queues, dedupes while pending, saves, serves the cache, goes stale and is dropped after 24 hours', async () => {
+  it('queues, dedupes while pending, saves, serves the cache, goes stale and is dropped after 24 hours', async () => {
     const { source, reads } = goodSource();
     h = await harness({ source });
     const ann = await h.member('ann');
@@ -154,7 +154,7 @@ void describe('thesis feed: states and transitions', () => {
     });
   });
 
-  void it('a POST on a stale snapshot queues a refresh and keeps showing the stale snapshot meanwhile', async () => {
+  it('a POST on a stale snapshot queues a refresh and keeps showing the stale snapshot meanwhile', async () => {
     const { source, reads } = goodSource();
     h = await harness({ source });
     const ann = await h.member('ann');
@@ -171,7 +171,7 @@ void describe('thesis feed: states and transitions', () => {
     assert.equal(okValue(await h.feed.status(ann, { contract: A })).status, 'ready');
   });
 
-  void it('a failure is final: no retry, a cooldown reported as nextEligibleAt and refused with 429 until then', async () => {
+  it('a failure is final: no retry, a cooldown reported as nextEligibleAt and refused with 429 until then', async () => {
     let fail = true;
     const { source, reads } = scriptedSource(() =>
       fail ? { ok: false, outcome: 'source answered HTTP 500' } : { ok: true, items: [item(1)], moreAtSource: false, sourceUrl: 'https://source.example/t' },
@@ -205,7 +205,7 @@ void describe('thesis feed: states and transitions', () => {
     assert.equal(reads.length, 2);
   });
 
-  void it('POST answers 503 when no reader is alive (GET still answers, workerAvailable false)', async () => {
+  it('POST answers 503 when no reader is alive (GET still answers, workerAvailable false)', async () => {
     h = await harness({ source: goodSource().source, readerAlive: false });
     const ann = await h.member('ann');
     const post = await h.feed.request(ann, { contract: A });
@@ -222,7 +222,7 @@ void describe('thesis feed: states and transitions', () => {
   });
 });
 
-void describe('thesis feed: caps', () => {
+describe('thesis feed: caps', () => {
   async function startAndFinish(feed: Harness, owner: string, n: number): Promise<Result<ThesisReply>> {
     const caller = await feed.member(owner);
     const result = await feed.feed.request(caller, { contract: contractOf(n) });
@@ -230,7 +230,7 @@ void describe('thesis feed: caps', () => {
     return result;
   }
 
-  void it('40 parallel POSTs for 40 contracts with 16 open-job slots: exactly 16 accepted, the rest 429', async () => {
+  it('40 parallel POSTs for 40 contracts with 16 open-job slots: exactly 16 accepted, the rest 429', async () => {
     const { source, reads } = goodSource();
     h = await harness({ source });
     const owners = ['m1', 'm2', 'm3', 'm4'];
@@ -269,7 +269,7 @@ void describe('thesis feed: caps', () => {
     assert.equal(next.httpStatus, 202);
   });
 
-  void it('two parallel POSTs of one contract make one job', async () => {
+  it('two parallel POSTs of one contract make one job', async () => {
     h = await harness({ source: goodSource().source });
     const [ann, ben] = [await h.member('ann'), await h.member('ben')];
     const results = await Promise.all([h.feed.request(ann, { contract: A }), h.feed.request(ben, { contract: A })]);
@@ -279,7 +279,7 @@ void describe('thesis feed: caps', () => {
     assert.equal((await createOpenJobsLedger(h.log).openJobs()).length, 1);
   });
 
-  void it('20 submissions per member per UTC day, then 429 until the next UTC midnight', async () => {
+  it('20 submissions per member per UTC day, then 429 until the next UTC midnight', async () => {
     h = await harness({ source: goodSource().source, start: '2026-11-22T23:00:00.000Z' });
     for (let n = 1; n <= 20; n++) assert.equal(okValue(await startAndFinish(h, 'ann', n)).httpStatus, 202);
     const refused = await h.feed.request(await h.member('ann'), { contract: contractOf(21) });
@@ -291,7 +291,7 @@ void describe('thesis feed: caps', () => {
     assert.equal(okValue(await startAndFinish(h, 'ann', 22)).httpStatus, 202, 'a new UTC day');
   });
 
-  void it('60 starts per UTC day in all, failures included', async () => {
+  it('60 starts per UTC day in all, failures included', async () => {
     const { source } = scriptedSource((contract) =>
       Number.parseInt(contract.slice(-2), 16) % 2 === 0
         ? { ok: false, outcome: 'source answered HTTP 502' }

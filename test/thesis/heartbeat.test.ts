@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { after, describe, it } from 'node:test';
+import { afterAll, describe, it } from 'vitest';
+import { skipFor } from '../support/skip.ts';
 import { createInProcessHeartbeat, createRedisHeartbeat, createWorkerHeartbeat } from '../../service/thesis/heartbeat.ts';
 import { manualClock } from './helpers.ts';
 
@@ -19,7 +20,7 @@ function freePort(): Promise<number> {
 
 const redisServer = spawnSync('redis-server', ['--version']).status === 0;
 const started: ChildProcess[] = [];
-after(() => {
+afterAll(() => {
   for (const child of started) child.kill();
 });
 
@@ -38,8 +39,8 @@ async function startRedis(): Promise<string> {
   return `redis://127.0.0.1:${port}`;
 }
 
-void describe('worker heartbeat', () => {
-  void it('in-process: alive within the TTL after a beat, not before the first beat, not after end()', async () => {
+describe('worker heartbeat', () => {
+  it('in-process: alive within the TTL after a beat, not before the first beat, not after end()', async () => {
     const clock = manualClock('2026-11-22T10:00:00.000Z');
     const heartbeat = createInProcessHeartbeat({ ttlMs: 30_000, now: clock.now });
     assert.equal(await heartbeat.isAlive(), false);
@@ -53,14 +54,14 @@ void describe('worker heartbeat', () => {
     assert.equal(await heartbeat.isAlive(), false);
   });
 
-  void it('without REDIS_URL the heartbeat is in-process', async () => {
+  it('without REDIS_URL the heartbeat is in-process', async () => {
     const local = createWorkerHeartbeat({ REDIS_URL: undefined });
     await local.beat();
     assert.equal(await local.isAlive(), true);
     await local.close();
   });
 
-  void it('Redis (chosen when REDIS_URL is set): a beat from one process is seen by another; end() clears it', { skip: redisServer ? false : 'redis-server is not installed' }, async () => {
+  it('Redis (chosen when REDIS_URL is set): a beat from one process is seen by another; end() clears it', skipFor(redisServer ? false : 'redis-server is not installed'), async () => {
     const url = await startRedis();
     const readerSide = createRedisHeartbeat({ url, ttlMs: 30_000 });
     const apiSide = createWorkerHeartbeat({ REDIS_URL: url });
@@ -76,7 +77,7 @@ void describe('worker heartbeat', () => {
     }
   });
 
-  void it('Redis unreachable: isAlive() answers false instead of hanging, beat() rejects', async () => {
+  it('Redis unreachable: isAlive() answers false instead of hanging, beat() rejects', async () => {
     const port = await freePort(); // nothing listens there
     const heartbeat = createRedisHeartbeat({ url: `redis://127.0.0.1:${port}` });
     try {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createHttpThesisSource, THESIS_SOURCE_MAX_BODY_BYTES } from '../../ingest/thesis-reader/http-source.ts';
 import type { ThesisSource } from '../../ingest/thesis-reader/source.ts';
 import { thesisStatusSchema } from '../../readmodels/schemas.ts';
@@ -72,18 +72,18 @@ function startProvider(): Promise<{ server: Server; base: string; seen: Seen[] }
 }
 
 let provider: Awaited<ReturnType<typeof startProvider>>;
-before(async () => {
+beforeAll(async () => {
   provider = await startProvider();
 });
-after(async () => {
+afterAll(async () => {
   provider.server.closeAllConnections();
   await new Promise((resolve) => provider.server.close(resolve));
 });
 
 const source = (mode: string) => createHttpThesisSource({ baseUrl: `${provider.base}/${mode}`, apiKey: 'test-key', timeoutMs: 300 });
 
-void describe('HTTP thesis source against a local provider', () => {
-  void it('maps every fault to a short outcome of its own words, each read made once', async () => {
+describe('HTTP thesis source against a local provider', () => {
+  it('maps every fault to a short outcome of its own words, each read made once', async () => {
     const expected: Record<string, string> = {
       slow: 'source did not answer within 300 ms',
       'slow-body': 'source did not answer within 300 ms',
@@ -101,7 +101,7 @@ void describe('HTTP thesis source against a local provider', () => {
     }
   });
 
-  void it('reports an unreachable provider', async () => {
+  it('reports an unreachable provider', async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const { port } = closed.address() as AddressInfo;
@@ -110,7 +110,7 @@ void describe('HTTP thesis source against a local provider', () => {
     assert.deepEqual(read, { ok: false, outcome: 'source could not be reached' });
   });
 
-  void it('sends the key, the contract and the threshold, and maps provider items', async () => {
+  it('sends the key, the contract and the threshold, and maps provider items', async () => {
     const read = await source('many').read(contractOf(7));
     assert.ok(read.ok);
     const last = provider.seen[provider.seen.length - 1]!;
@@ -128,7 +128,7 @@ void describe('HTTP thesis source against a local provider', () => {
     });
   });
 
-  void it('through the reader: each fault is a failed status, more than 25 items is a ready snapshot of 25 with hasMore', async () => {
+  it('through the reader: each fault is a failed status, more than 25 items is a ready snapshot of 25 with hasMore', async () => {
     const modes = ['slow', 'error', 'malformed', 'wrong-shape', 'many'];
     const byContract = new Map(modes.map((mode, i) => [contractOf(100 + i), source(mode)]));
     const routing: ThesisSource = { read: (contract) => byContract.get(contract)!.read(contract) };

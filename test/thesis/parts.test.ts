@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from 'vitest';
 import { isKnownEventType, parseEventData } from '../../events/catalogue.ts';
 import { streams } from '../../events/streams.ts';
 import { fitThesisText } from '../../ingest/thesis-reader/provider-schema.ts';
@@ -13,8 +13,8 @@ import { readThesisRecord } from '../../service/thesis/records.ts';
 import { toThesisStatus } from '../../service/thesis/status.ts';
 import { contractOf, harness, item, scriptedSource, testConfig } from './helpers.ts';
 
-void describe('thesis parts', () => {
-  void it('registers every thesis event type in the catalogue and validates its data', () => {
+describe('thesis parts', () => {
+  it('registers every thesis event type in the catalogue and validates its data', () => {
     for (const type of ['thesis.requested', 'thesis.started', 'thesis.saved', 'thesis.failed', 'thesis.quota.taken', 'thesis.job.opened', 'thesis.jobs.rotated']) {
       assert.ok(isKnownEventType(type), type);
     }
@@ -22,7 +22,7 @@ void describe('thesis parts', () => {
     assert.equal(bad.ok, false);
   });
 
-  void it('selects items at or above 1000 USD, newest first, one per id, at most 25, hasMore when more qualified', () => {
+  it('selects items at or above 1000 USD, newest first, one per id, at most 25, hasMore when more qualified', () => {
     const at = (m: number) => new Date(Date.UTC(2026, 0, 1, 0, m)).toISOString();
     const items = [
       item(1, { createdAt: at(1), trade: { usdValue: 1000, realizedPnlUsd: null, unrealizedPnlUsd: null } }),
@@ -42,14 +42,14 @@ void describe('thesis parts', () => {
     assert.equal(selectThesisItems(many.slice(0, 25), false).hasMore, false);
   });
 
-  void it('shortens over-long provider text to the item limit with a note', () => {
+  it('shortens over-long provider text to the item limit with a note', () => {
     const long = fitThesisText('x'.repeat(20_000));
     assert.equal(long.length, THESIS_TEXT_MAX);
     assert.match(long, /shortened to fit; the full text is at the source\]$/);
     assert.equal(fitThesisText('short'), 'short');
   });
 
-  void it('the sample source is deterministic, clearly labelled and valid', async () => {
+  it('the sample source is deterministic, clearly labelled and valid', async () => {
     const now = () => new Date('2026-11-22T10:00:00.000Z');
     const first = await createSampleThesisSource({ now }).read(contractOf(7));
     const second = await createSampleThesisSource({ now }).read(contractOf(7));
@@ -65,7 +65,7 @@ void describe('thesis parts', () => {
     assert.ok(kept > 0 && kept < first.items.length, 'the threshold visibly drops some sample items');
   });
 
-  void it('the embedded default flow works end to end with the sample source', async () => {
+  it('the embedded default flow works end to end with the sample source', async () => {
     const h = await harness({ source: createSampleThesisSource() });
     try {
       const ann = await h.member('ann');
@@ -83,7 +83,7 @@ void describe('thesis parts', () => {
     }
   });
 
-  void it('chooses the HTTP source when PULSEBOARD_THESIS_SOURCE_URL is set, the sample otherwise, and refuses a bad URL', () => {
+  it('chooses the HTTP source when PULSEBOARD_THESIS_SOURCE_URL is set, the sample otherwise, and refuses a bad URL', () => {
     const sample = createThesisSource(testConfig());
     assert.ok(sample.ok && sample.kind === 'sample');
     const http = createThesisSource(testConfig({ PULSEBOARD_THESIS_SOURCE_URL: 'https://provider.example/api', PULSEBOARD_THESIS_SOURCE_KEY: 'k' }));
@@ -93,7 +93,7 @@ void describe('thesis parts', () => {
     assert.equal(testConfig().PULSEBOARD_THESIS_SOURCE_TIMEOUT_MS, 15_000);
   });
 
-  void it('every derived status validates against the strict ThesisStatus schema', () => {
+  it('every derived status validates against the strict ThesisStatus schema', () => {
     const now = new Date('2026-11-22T10:00:00.000Z');
     const snapshot = {
       contract: contractOf(1), networkId: 4663 as const, fetchedAt: '2026-11-22T09:50:00.000Z', threshold: 1000 as const,
@@ -113,7 +113,7 @@ void describe('thesis parts', () => {
     assert.throws(() => thesisStatusSchema.parse({ ...toThesisStatus(null, { now, workerAvailable: true }), extra: 1 }));
   });
 
-  void it('the projection rebuilt from the log equals the stream fold, and reads fall back to the fold while it lags', async () => {
+  it('the projection rebuilt from the log equals the stream fold, and reads fall back to the fold while it lags', async () => {
     const { source } = scriptedSource(() => ({ ok: true, items: [item(1)], moreAtSource: false, sourceUrl: 'https://source.example/t' }));
     const h = await harness({ source });
     try {
@@ -135,7 +135,7 @@ void describe('thesis parts', () => {
     }
   });
 
-  void it('counts seconds to the next UTC midnight', () => {
+  it('counts seconds to the next UTC midnight', () => {
     assert.equal(secondsToUtcMidnight(new Date('2026-11-22T23:59:59.500Z')), 1);
     assert.equal(secondsToUtcMidnight(new Date('2026-11-22T00:00:00.000Z')), 86_400);
   });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { it } from 'node:test';
+import { it } from 'vitest';
 import { createHttpThesisSource } from '../../ingest/thesis-reader/http-source.ts';
 import { createThesisReader } from '../../ingest/thesis-reader/reader.ts';
 import type { ThesisSource } from '../../ingest/thesis-reader/source.ts';
@@ -33,7 +33,7 @@ async function capturingOutput<T>(work: () => Promise<T>): Promise<{ value: T; o
   }
 }
 
-void it('no thesis text in logs, output, errors, outcomes, other read models or other events', async () => {
+it('no thesis text in logs, output, errors, outcomes, other read models or other events', async () => {
   // A provider that leaks item text in an error body and in malformed JSON.
   const provider = createServer((req, res) => {
     if (req.url?.includes('/bad/')) {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
-import { after, it } from 'node:test';
+import { afterAll, it } from 'vitest';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { dailyCount, globalScope } from '../../service/thesis/quota.ts';
 import { contractOf, harness, item, scriptedSource, tempDir } from './helpers.ts';
@@ -9,7 +9,7 @@ import { contractOf, harness, item, scriptedSource, tempDir } from './helpers.ts
 const NOW = '2026-11-22T12:00:00.000Z';
 const dir = tempDir();
 const children: ChildProcessWithoutNullStreams[] = [];
-after(() => {
+afterAll(() => {
   for (const child of children) if (child.exitCode === null) child.kill();
   dir.remove();
 });
@@ -51,7 +51,7 @@ function startChild(owner: string, contract: string) {
   return { child, said, done, send: (word: string) => child.stdin.write(`${word}\n`) };
 }
 
-void it('two processes on one event log racing for the 60th daily start: exactly one wins', async () => {
+it('two processes on one event log racing for the 60th daily start: exactly one wins', async () => {
   // 59 starts through the real feed and reader, some of them failures (failures count).
   const { source } = scriptedSource((contract) =>
     contract.endsWith('5') ? { ok: false, outcome: 'source answered HTTP 503' } : { ok: true, items: [item(1)], moreAtSource: false, sourceUrl: 'https://source.example/t' },

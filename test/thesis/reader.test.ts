@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { afterEach, describe, it } from 'node:test';
+import { afterEach, describe, it } from 'vitest';
 import { commandEventId } from '../../events/ids.ts';
 import { streams } from '../../events/streams.ts';
 import { thesisEvent, thesisJobsStream } from '../../events/thesis.ts';
@@ -16,8 +16,8 @@ afterEach(async () => {
   h = null;
 });
 
-void describe('thesis reader', () => {
-  void it('two readers on one log start a job once and read the source once', async () => {
+describe('thesis reader', () => {
+  it('two readers on one log start a job once and read the source once', async () => {
     const { source, reads } = scriptedSource(ok);
     h = await harness({ source });
     const second = createThesisReader({ log: h.log, store: h.store, source, heartbeat: h.heartbeat, now: h.clock.now, logger: h.logger });
@@ -29,7 +29,7 @@ void describe('thesis reader', () => {
     assert.ok(moved.includes(1));
   });
 
-  void it('frees a slot whose request never landed, but only after the grace period', async () => {
+  it('frees a slot whose request never landed, but only after the grace period', async () => {
     const { source, reads } = scriptedSource(ok);
     h = await harness({ source });
     // A POST that took its slot and stopped before appending the request.
@@ -46,7 +46,7 @@ void describe('thesis reader', () => {
     assert.equal((closed[0]?.data as { reason: string }).reason, 'abandoned');
   });
 
-  void it('fails a job left running by a stopped reader after five minutes, without reading again', async () => {
+  it('fails a job left running by a stopped reader after five minutes, without reading again', async () => {
     const { source, reads } = scriptedSource(ok);
     h = await harness({ source });
     await h.feed.request(await h.member('ann'), { contract: contractOf(3) });
@@ -67,7 +67,7 @@ void describe('thesis reader', () => {
     assert.equal((await createOpenJobsLedger(h.log).openJobs()).length, 0);
   });
 
-  void it('a source adapter that throws becomes a failed job; the reader carries on', async () => {
+  it('a source adapter that throws becomes a failed job; the reader carries on', async () => {
     let calls = 0;
     const source = {
       async read(contract: string) {
@@ -90,7 +90,7 @@ void describe('thesis reader', () => {
     assert.ok(!JSON.stringify(h.logger.lines).includes('SECRET'), 'the error message is not logged');
   });
 
-  void it('run() beats the heartbeat, works the queue as requests arrive and ends the heartbeat when stopped', async () => {
+  it('run() beats the heartbeat, works the queue as requests arrive and ends the heartbeat when stopped', async () => {
     const { source, reads } = scriptedSource(ok);
     h = await harness({ source, readerAlive: false });
     const reader = createThesisReader({ log: h.log, store: h.store, source, heartbeat: h.heartbeat, now: h.clock.now, logger: h.logger, idleWaitMs: 20 });
@@ -122,8 +122,8 @@ void describe('thesis reader', () => {
   });
 });
 
-void describe('open-jobs ledger', () => {
-  void it('moves to a new epoch stream only when no job is open, and a fresh process finds the newest one', async () => {
+describe('open-jobs ledger', () => {
+  it('moves to a new epoch stream only when no job is open, and a fresh process finds the newest one', async () => {
     h = await harness({ source: scriptedSource(ok).source });
     const at = h.clock.now().toISOString();
     const ledger = createOpenJobsLedger(h.log, { cap: 3, rotateAfter: 4 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { createThesisReader } from '../../ingest/thesis-reader/reader.ts';
 import { createSampleThesisSource } from '../../ingest/thesis-reader/sample-source.ts';
@@ -19,7 +19,7 @@ describe('thesis feed over REST and MCP, and where thesis text may appear', () =
   const nonThesisBodies: string[] = [];
   const heartbeat = createInProcessHeartbeat();
 
-  before(async () => {
+  beforeAll(async () => {
     h = await createHarness({ heartbeat, logStream: { write: (line) => void logLines.push(line) } });
     await seedBoard(h);
     await recordCall(h, makeCall(1, { createdAt: '2026-11-01T00:00:00.000Z' }));
@@ -28,7 +28,7 @@ describe('thesis feed over REST and MCP, and where thesis text may appear', () =
     base = await h.app.listen({ host: '127.0.0.1', port: 0 });
     client = await connectClient(base, member);
   });
-  after(async () => {
+  afterAll(async () => {
     await client.close();
     await h.close();
   });
