@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { describe, it } from 'vitest';
+import { describe, it, vi } from 'vitest';
 import { Kafka, type ConsumerRunConfig, type EachBatchPayload, type KafkaMessage, type OffsetsByTopicPartition, type ProducerRecord } from 'kafkajs';
 import {
   createBatchHandler,
@@ -487,11 +487,12 @@ describe('Kafka source: consumer supervision', () => {
 
 describe('Kafka source: quiet on Node 24', () => {
   it('names its partitioner, so kafkajs prints no partitioner notice (it would for a bare producer)', (t) => {
-    const warn = t.mock.method(console, 'warn', () => undefined);
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    t.onTestFinished(() => warn.mockRestore());
     createKafkaSource({ brokers: ['127.0.0.1:1'], ingestor: ingestorNeverCalled });
-    assert.equal(warn.mock.calls.filter((call) => String(call.arguments[0]).includes('partitioner')).length, 0);
+    assert.equal(warn.mock.calls.filter((call) => String(call[0]).includes('partitioner')).length, 0);
     new Kafka({ brokers: ['127.0.0.1:1'] }).producer();
-    assert.equal(warn.mock.calls.filter((call) => String(call.arguments[0]).includes('partitioner')).length, 1, 'the check would see the notice');
+    assert.equal(warn.mock.calls.filter((call) => String(call[0]).includes('partitioner')).length, 1, 'the check would see the notice');
   });
 
   it('drops the negative-timeout warning kafkajs raises on Node 24 (a process without the filter prints it)', async () => {

@@ -41,7 +41,7 @@ export function dockerUnavailableReason(): Promise<string | null> {
 }
 
 /**
- * The `skip` option for node:test: false when Docker answers, else a reason naming what could not run,
+ * The skip reason for skipFor() (test/support/skip.ts): false when Docker answers, else a reason naming what could not run,
  * e.g. "needs a Docker engine for KurrentDB (testcontainers): Could not find a working container runtime strategy".
  */
 export async function skipUnlessDocker(what: string): Promise<false | string> {
