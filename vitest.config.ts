@@ -1,6 +1,7 @@
 /**
  * The test suite on vitest (issue 19; docs/decisions.md "The test suite on vitest").
- * `npm test` runs it once and fails on a failing test or a coverage drop below the floor;
+ * `npm test` runs it once and fails on a failing test; with CI set (`.ci/run`, GitHub) it also
+ * measures coverage and fails on a drop below the floor;
  * `npm run coverage` (--mode coverage) prints the per-folder table and the files under 60 %;
  * `npm run test:watch` for development.
  */
@@ -24,7 +25,9 @@ export default defineConfig(({ mode }) => {
       slowTestThreshold: 10_000,
       reporters: ['./test/support/skip-reasons-reporter.ts', ...(table ? ['./test/support/low-coverage-reporter.ts'] : []), 'default'],
       coverage: {
-        enabled: true,
+        // Measured where CI is set and by `npm run coverage`: V8's precise coverage makes the run about
+        // 1.5x as long, so a developer's `npm test` leaves it out (docs/decisions.md).
+        enabled: table || Boolean(process.env.CI),
         provider: 'v8',
         include: ['api/**/*.ts', 'bin/**/*.ts', 'config/**/*.ts', 'events/**/*.ts', 'eventstore/**/*.ts', 'ingest/**/*.ts', 'mcp/**/*.ts', 'projectors/**/*.ts', 'readmodels/**/*.ts', 'service/**/*.ts'],
         // The CLI, the server and the projector worker threads run in processes the tests spawn.
@@ -32,7 +35,7 @@ export default defineConfig(({ mode }) => {
         // npm test prints nothing after vitest's summary unless the floor is missed.
         reporter: table ? [['text', { maxCols: 160 }], 'json-summary'] : ['json-summary'],
         watermarks: { lines: [60, 80], branches: [60, 80] },
-        thresholds: { lines: 90, branches: 82 },
+        thresholds: { lines: 93, branches: 85 },
       },
     },
   };
