@@ -54,6 +54,8 @@ export const configSchema = z.object({
   REDIS_URL: optionalRedisUrl,
   KAFKA_BROKERS: optionalBrokers,
   PULSEBOARD_RATE_LIMIT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(1).default(60)),
+  /** How long one rate check may wait for Redis before the request is served as if Redis were down. */
+  PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS: z.preprocess(emptyAsUnset, z.coerce.number().int().min(10).max(60_000).default(250)),
   /** initialize, tools/list, ping and notifications on /mcp, per key per 60 s: a budget apart from the requests one. */
   PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(1).default(120)),
   /** DNS-rebinding protection of /mcp: the Host names it answers (unset: loopback names and HOST). */

@@ -15,6 +15,8 @@ export type RedisLimiterOptions = {
   url: string;
   limit: number;
   windowSeconds?: number;
+  /** One rate check's wait for Redis (default 250 ms); past it the request is decided as 'unavailable'. */
+  commandTimeoutMs?: number;
   /**
    * Milliseconds since the epoch. Unset (production): the script reads the Redis server clock,
    * so every instance sharing the Redis counts against one clock. Tests inject one to step time.
@@ -75,7 +77,7 @@ export function createRedisLimiter(options: RedisLimiterOptions): RedisLimiter {
   const client = new Redis(options.url, {
     // Fail fast: a down or hung Redis must cost a request at most a fraction of a second.
     connectTimeout: 500,
-    commandTimeout: 250,
+    commandTimeout: options.commandTimeoutMs ?? 250,
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     // A consume whose caller already got 'unavailable' must not be counted later after a reconnect.

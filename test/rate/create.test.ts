@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { parseConfig } from '../../config/config.ts';
 import { createRateLimiter } from '../../service/rate/create.ts';
+import type { RedisLimiter } from '../../service/rate/redis.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 
 function config(env: Record<string, string>) {
@@ -37,8 +38,24 @@ describe('createRateLimiter', () => {
     await limiter.close();
   });
 
+  it('gives the Redis client PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS (default 250 ms); refuses a value out of range', async () => {
+    const byDefault = createRateLimiter(config({ REDIS_URL: server.url })) as RedisLimiter;
+    const set = createRateLimiter(config({ REDIS_URL: server.url, PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS: '1500' })) as RedisLimiter;
+    try {
+      assert.equal(byDefault.client.options.commandTimeout, 250);
+      assert.equal(set.client.options.commandTimeout, 1500);
+    } finally {
+      await byDefault.close();
+      await set.close();
+    }
+    for (const bad of ['5', 'soon', '600000']) {
+      const parsed = parseConfig({ PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS: bad });
+      assert.ok(!parsed.ok && /PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS/.test(parsed.reason), bad);
+    }
+  });
+
   it('uses Redis when REDIS_URL is set, so two limiters share one budget', async () => {
-    const env = { REDIS_URL: server.url, PULSEBOARD_RATE_LIMIT: '3' };
+    const env = { REDIS_URL: server.url, PULSEBOARD_RATE_LIMIT: '3', PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS: '5000' };
     const a = createRateLimiter(config(env));
     const b = createRateLimiter(config(env));
     try {

@@ -28,7 +28,8 @@ describe('Redis limiter', () => {
   let server: RedisServer;
   const limiters: RedisLimiter[] = [];
   const open = (options: Omit<Parameters<typeof createRedisLimiter>[0], 'url'>) => {
-    const limiter = createRedisLimiter({ url: server.url, ...options });
+    // Counting tests: a generous timeout, so a slow answer on a loaded machine is not read as an outage.
+    const limiter = createRedisLimiter({ url: server.url, commandTimeoutMs: 5000, ...options });
     limiters.push(limiter);
     return limiter;
   };

@@ -62,7 +62,9 @@ describe('REST rate protection on a real Redis', () => {
   let b: Harness;
   beforeAll(async () => {
     redis = await startRedisServer();
-    const env = { REDIS_URL: redis.url, PULSEBOARD_RATE_LIMIT: '10' };
+    // A generous Redis timeout: on a loaded machine a slow answer would otherwise read as an outage
+    // (basic reads unlimited, protected ones 503), which these tests provoke on purpose by stopping Redis.
+    const env = { REDIS_URL: redis.url, PULSEBOARD_RATE_LIMIT: '10', PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS: '5000' };
     a = await createHarness({ env });
     // A second service instance with its own stores: only the Redis budget is shared.
     b = await createHarness({ env });

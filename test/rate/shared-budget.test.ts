@@ -44,7 +44,7 @@ describe('one budget per key over REST and MCP', () => {
   for (const mode of ['in-process', 'redis'] as const) {
     it(`counts REST requests and MCP calls together (${mode} limiter)`, async () => {
       const env: Record<string, string> = { PULSEBOARD_RATE_LIMIT: '10' };
-      if (mode === 'redis') env.REDIS_URL = redis.url;
+      if (mode === 'redis') Object.assign(env, { REDIS_URL: redis.url, PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS: '5000' });
       const h = await createHarness({ env });
       harnesses.push(h);
       await seedBoard(h);
