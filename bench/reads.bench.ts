@@ -10,7 +10,7 @@
  *   - MCP get_project vs its REST twin; the last board page vs page 1; server RSS after the load.
  * Data sets are built once and cached (bench/dataset.ts; `--rebuild` builds them again). The default
  * run measures 10k and 100k projects; `--scale` adds 1M (8 days of history per project) and is meant
- * to run outside CI. `--quick` measures 10k only.
+ * to run outside CI. `--quick` measures 10k only; `--only N` measures N projects only.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -312,7 +312,11 @@ function growthTable(results: readonly SizeResult[]): void {
 
 export async function main(): Promise<void> {
   const scale = process.argv.includes('--scale');
-  const sizes = process.argv.includes('--quick') ? [10_000] : scale ? [10_000, 100_000, 1_000_000] : [10_000, 100_000];
+  // `--only N`: one size (e.g. `--only 1000000` for the 1M memory figures without the smaller runs).
+  const only = process.argv.indexOf('--only');
+  const onlySize = only >= 0 ? Number(process.argv[only + 1]) : NaN;
+  if (only >= 0 && !(Number.isInteger(onlySize) && onlySize > 0)) throw new Error('--only takes a number of projects, e.g. --only 1000000');
+  const sizes = only >= 0 ? [onlySize] : process.argv.includes('--quick') ? [10_000] : scale ? [10_000, 100_000, 1_000_000] : [10_000, 100_000];
   const results: SizeResult[] = [];
   for (const projects of sizes) results.push(await benchSize(dataSetSpec(projects, projects >= 1_000_000)));
   if (results.length > 1) growthTable(results);
