@@ -82,6 +82,39 @@ function memoryOf(pid: number): { rss: number; peak: number; anon: number; file:
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024, anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
 }
 
+/**
+ * Where a process's own (anonymous) memory is, from /proc/PID/smaps, in MB: the main malloc heap
+ * ([heap], grown by brk: the main thread's mallocs, SQLite's page cache of the serving connections
+ * among them), glibc's other malloc arenas (mappings that start on a 64 MiB boundary: one per thread
+ * that mallocs, e.g. libuv's pool compressing responses, up to MALLOC_ARENA_MAX), and the rest of the
+ * anonymous mappings (V8's heap, thread stacks, large allocations).
+ */
+function anonymousMemoryOf(pid: number): string {
+  let brk = 0;
+  let arenas = 0;
+  let arenaCount = 0;
+  let other = 0;
+  let kind: 'brk' | 'arena' | 'other' | null = null;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const header = /^([0-9a-f]+)-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (header) {
+      const path = header[2]!;
+      const start = BigInt(`0x${header[1]}`);
+      kind = path === '[heap]' ? 'brk' : path === '' ? (start % (64n << 20n) === 0n ? 'arena' : 'other') : null;
+      if (kind === 'arena') arenaCount += 1;
+      continue;
+    }
+    const anonymous = /^Anonymous:\s+(\d+) kB/.exec(line);
+    if (!anonymous || kind === null) continue;
+    const kb = Number(anonymous[1]);
+    if (kind === 'brk') brk += kb;
+    else if (kind === 'arena') arenas += kb;
+    else other += kb;
+  }
+  const mb = (kb: number) => (kb / 1024).toFixed(0);
+  return `malloc main heap ${mb(brk)}, other malloc arenas ${mb(arenas)} (${arenaCount} mappings on 64 MiB boundaries), other anonymous (V8 heap, stacks, large blocks) ${mb(other)}`;
+}
+
 /** A key for the bench, issued once per cached data set (issuing appends to its log). */
 async function benchKey(dir: string): Promise<string> {
   const file = join(dir, 'bench-key.txt');
@@ -275,6 +308,7 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     out(
       `server RSS after the load ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB): ${memory.anon.toFixed(0)} MB its own, ${memory.file.toFixed(0)} MB mapped files`,
     );
+    out(`  server own memory (MB): ${anonymousMemoryOf(app.pid)}`);
     out(`  server memory (MB): ${await app.memory()}`);
     return {
       projects: spec.projects,
