@@ -6,6 +6,7 @@
  * Prints `listening <port>` once ready; stops on SIGTERM.
  */
 import { readFileSync } from 'node:fs';
+import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import Fastify from 'fastify';
 import { buildApp } from '../api/app.ts';
 import { createRateLimiter } from '../service/rate/create.ts';
@@ -56,7 +57,12 @@ process.stdout.write(`listening ${new URL(address).port}\n`);
 process.on('SIGUSR2', () => {
   const m = process.memoryUsage();
   const mb = (n: number) => Math.round(n / 1048576);
-  process.stdout.write(`memory heapUsed=${mb(m.heapUsed)} heapTotal=${mb(m.heapTotal)} external=${mb(m.external)} arrayBuffers=${mb(m.arrayBuffers)} rss=${mb(m.rss)}\n`);
+  // The young generation (semi-spaces, sized by --max-semi-space-size) apart from the old one.
+  const young = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
+  const heap = getHeapStatistics();
+  process.stdout.write(
+    `memory heapUsed=${mb(m.heapUsed)} heapTotal=${mb(m.heapTotal)} newSpace=${mb(young?.space_size ?? 0)} heapLimit=${mb(heap.heap_size_limit)} external=${mb(m.external)} arrayBuffers=${mb(m.arrayBuffers)} rss=${mb(m.rss)} MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? 'unset'}\n`,
+  );
 });
 process.on('SIGTERM', () => {
   void running.close().then(() => process.exit(0));

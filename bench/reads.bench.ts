@@ -10,7 +10,7 @@
  *   - MCP get_project vs its REST twin; the last board page vs page 1; server RSS after the load.
  * Data sets are built once and cached (bench/dataset.ts; `--rebuild` builds them again). The default
  * run measures 10k and 100k projects; `--scale` adds 1M (8 days of history per project) and is meant
- * to run outside CI. `--quick` measures 10k only.
+ * to run outside CI. `--quick` measures 10k only; `--only N` measures N projects only.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -80,6 +80,39 @@ function memoryOf(pid: number): { rss: number; peak: number; anon: number; file:
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024, anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
+}
+
+/**
+ * Where a process's own (anonymous) memory is, from /proc/PID/smaps, in MB: the main malloc heap
+ * ([heap], grown by brk: the main thread's mallocs, SQLite's page cache of the serving connections
+ * among them), glibc's other malloc arenas (mappings that start on a 64 MiB boundary: one per thread
+ * that mallocs, e.g. libuv's pool compressing responses, up to MALLOC_ARENA_MAX), and the rest of the
+ * anonymous mappings (V8's heap, thread stacks, large allocations).
+ */
+function anonymousMemoryOf(pid: number): string {
+  let brk = 0;
+  let arenas = 0;
+  let arenaCount = 0;
+  let other = 0;
+  let kind: 'brk' | 'arena' | 'other' | null = null;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const header = /^([0-9a-f]+)-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (header) {
+      const path = header[2]!;
+      const start = BigInt(`0x${header[1]}`);
+      kind = path === '[heap]' ? 'brk' : path === '' ? (start % (64n << 20n) === 0n ? 'arena' : 'other') : null;
+      if (kind === 'arena') arenaCount += 1;
+      continue;
+    }
+    const anonymous = /^Anonymous:\s+(\d+) kB/.exec(line);
+    if (!anonymous || kind === null) continue;
+    const kb = Number(anonymous[1]);
+    if (kind === 'brk') brk += kb;
+    else if (kind === 'arena') arenas += kb;
+    else other += kb;
+  }
+  const mb = (kb: number) => (kb / 1024).toFixed(0);
+  return `malloc main heap ${mb(brk)}, other malloc arenas ${mb(arenas)} (${arenaCount} mappings on 64 MiB boundaries), other anonymous (V8 heap, stacks, large blocks) ${mb(other)}`;
 }
 
 /** A key for the bench, issued once per cached data set (issuing appends to its log). */
@@ -275,6 +308,7 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     out(
       `server RSS after the load ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB): ${memory.anon.toFixed(0)} MB its own, ${memory.file.toFixed(0)} MB mapped files`,
     );
+    out(`  server own memory (MB): ${anonymousMemoryOf(app.pid)}`);
     out(`  server memory (MB): ${await app.memory()}`);
     return {
       projects: spec.projects,
@@ -312,7 +346,11 @@ function growthTable(results: readonly SizeResult[]): void {
 
 export async function main(): Promise<void> {
   const scale = process.argv.includes('--scale');
-  const sizes = process.argv.includes('--quick') ? [10_000] : scale ? [10_000, 100_000, 1_000_000] : [10_000, 100_000];
+  // `--only N`: one size (e.g. `--only 1000000` for the 1M memory figures without the smaller runs).
+  const only = process.argv.indexOf('--only');
+  const onlySize = only >= 0 ? Number(process.argv[only + 1]) : NaN;
+  if (only >= 0 && !(Number.isInteger(onlySize) && onlySize > 0)) throw new Error('--only takes a number of projects, e.g. --only 1000000');
+  const sizes = only >= 0 ? [onlySize] : process.argv.includes('--quick') ? [10_000] : scale ? [10_000, 100_000, 1_000_000] : [10_000, 100_000];
   const results: SizeResult[] = [];
   for (const projects of sizes) results.push(await benchSize(dataSetSpec(projects, projects >= 1_000_000)));
   if (results.length > 1) growthTable(results);

@@ -14,6 +14,15 @@ export type ProjectorThread = {
   status(): Record<string, LoopStatus>;
 };
 
+/**
+ * The worker's V8 old generation, in MB. Unbounded, it is V8's default for the machine (4 GB on a
+ * 24 GB host), and the runner's heap guard (commit once the heap is half full, projectors/runner.ts)
+ * then lets a catch-up hold about 2 GB of pending documents beside the serving thread. With this
+ * bound the guard commits at about 512 MB; a worker that still runs out is restarted by the
+ * supervisor and resumes from its last commit (issue 12).
+ */
+export const WORKER_MAX_OLD_GENERATION_MB = 1024;
+
 /** How long a stopping worker may take to finish its batch before it is terminated. */
 const STOP_GRACE_MS = 5_000;
 
@@ -45,7 +54,7 @@ export function createProjectorThread(options: ProjectorThreadOptions = {}): Pro
 
     run(signal) {
       return new Promise<void>((resolve, reject) => {
-        const worker = new Worker(workerUrl, { workerData: options.workerData });
+        const worker = new Worker(workerUrl, { workerData: options.workerData, resourceLimits: { maxOldGenerationSizeMb: WORKER_MAX_OLD_GENERATION_MB } });
         let grace: NodeJS.Timeout | null = null;
         const onAbort = () => {
           worker.postMessage('stop');

@@ -1,7 +1,7 @@
 import { closeSync, fsyncSync, openSync } from 'node:fs';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../../config/sqlite.ts';
-import type { CommitOutcome, DeltaQuery, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
+import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 
 /**
  * Documents: a rowid table with the small columns first and the large texts last, so a listing reads
@@ -81,10 +81,26 @@ END;
 `;
 
 const MMAP_BYTES = 1 << 30;
-/** Page cache of a read-store connection, in KiB (256 MiB). */
+/**
+ * Page cache of a read-store connection while it commits a large batch, in KiB (256 MiB): the cache
+ * holds the batch's dirty pages, so they are not spilled to the WAL mid-transaction and written again.
+ */
 const WRITE_CACHE_KIB = 262_144;
-/** The read store's page cache setting, exported so benchmarks give their raw-SQLite baseline the same. */
-export const READ_STORE_PRAGMAS = `PRAGMA cache_size = -${WRITE_CACHE_KIB}`;
+/**
+ * Page cache of a read-store connection otherwise, in KiB (16 MiB). Reads of the first MMAP_BYTES of
+ * the file come through the memory map and use no cache; the pages after it (a large archive: the
+ * 1M-project read model is 5.8 GB) are read into this cache, which is process memory. With 256 MiB
+ * here every serving connection grew to 256 MiB under read load at 1M projects (issue 12).
+ */
+const READ_CACHE_KIB = 16_384;
+/** A commit of at least this many documents gets the write cache for its transaction. */
+const LARGE_COMMIT_DOCS = 1_000;
+const CACHE_PRAGMA = (kib: number) => `PRAGMA cache_size = -${kib}`;
+/**
+ * The page cache setting of a connection that writes large batches (a commit of LARGE_COMMIT_DOCS or
+ * more has it for its transaction), exported so benchmarks give their raw-SQLite write baseline the same.
+ */
+export const READ_STORE_PRAGMAS = CACHE_PRAGMA(WRITE_CACHE_KIB);
 
 /** What listings read: everything but the projector-private state. */
 const LISTED = 'id, doc, seq, written_at, sort_key, facet, keys';
@@ -222,8 +238,10 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   db.exec(`PRAGMA mmap_size = ${MMAP_BYTES}`);
   // A commit of many documents changes pages all over the file and its indexes: with SQLite's default
   // 2 MiB cache, dirty pages spill to the WAL mid-transaction and are read back and rewritten many
-  // times. The cache grows only as pages are used (reads come through the memory map, not the cache).
-  db.exec(READ_STORE_PRAGMAS);
+  // times. So a large commit raises the cache to WRITE_CACHE_KIB for its transaction and lowers it
+  // again after (which frees the pages above the smaller size); reads, and the small commits of a
+  // projector that has caught up, keep READ_CACHE_KIB.
+  db.exec(CACHE_PRAGMA(READ_CACHE_KIB));
   if (options.bulkBuild) {
     // A replay's new generation (GenerationSpace.open 'build'): written once, read by nobody until the
     // switch, and removed if the replay fails or dies. Pages go straight into the file, without the
@@ -278,6 +296,26 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     return row.n;
   }
 
+  const commitBatch = (collection: string, writes: readonly DocWrite[], checkpoint: number, expected: number | undefined): CommitOutcome =>
+    inTransaction(db, (): CommitOutcome => {
+      if (expected !== undefined) {
+        const actual = (getCheckpoint.get(collection) as { position: number } | undefined)?.position ?? 0;
+        if (actual !== expected) return { ok: false, reason: 'checkpoint_moved', actual };
+      }
+      // Each document is serialised as it is written (a large commit never holds every text at
+      // once); one that is not JSON throws, and the transaction is rolled back: nothing is written.
+      for (const w of writes) {
+        const json = w.json ?? JSON.stringify(w.doc);
+        const state = JSON.stringify(w.state);
+        const keys = JSON.stringify(w.keys);
+        if (json === undefined || state === undefined || keys === undefined) throw new TypeError(`document ${w.id} is not JSON`);
+        // Lookup keys follow from `keys` (KEY_TRIGGERS).
+        upsert.run(collection, w.id, json, state, w.seq, w.writtenAt, w.sortKey, w.facet, keys);
+      }
+      setCheckpoint.run(collection, checkpoint);
+      return { ok: true };
+    });
+
   return {
     async checkpoint(collection) {
       const row = getCheckpoint.get(collection) as { position: number } | undefined;
@@ -285,24 +323,13 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     },
 
     async commit(collection, writes, checkpoint, expected) {
-      return inTransaction(db, (): CommitOutcome => {
-        if (expected !== undefined) {
-          const actual = (getCheckpoint.get(collection) as { position: number } | undefined)?.position ?? 0;
-          if (actual !== expected) return { ok: false, reason: 'checkpoint_moved', actual };
-        }
-        // Each document is serialised as it is written (a large commit never holds every text at
-        // once); one that is not JSON throws, and the transaction is rolled back: nothing is written.
-        for (const w of writes) {
-          const json = w.json ?? JSON.stringify(w.doc);
-          const state = JSON.stringify(w.state);
-          const keys = JSON.stringify(w.keys);
-          if (json === undefined || state === undefined || keys === undefined) throw new TypeError(`document ${w.id} is not JSON`);
-          // Lookup keys follow from `keys` (KEY_TRIGGERS).
-          upsert.run(collection, w.id, json, state, w.seq, w.writtenAt, w.sortKey, w.facet, keys);
-        }
-        setCheckpoint.run(collection, checkpoint);
-        return { ok: true };
-      });
+      const large = writes.length >= LARGE_COMMIT_DOCS;
+      if (large) db.exec(CACHE_PRAGMA(WRITE_CACHE_KIB));
+      try {
+        return commitBatch(collection, writes, checkpoint, expected);
+      } finally {
+        if (large && db.isOpen) db.exec(CACHE_PRAGMA(READ_CACHE_KIB));
+      }
     },
 
     async get<D, S>(collection: string, id: string) {

@@ -189,7 +189,11 @@ describe('Dockerfile', () => {
   });
 
   it('starts the service with the serve command', () => {
-    assert.ok(lines.includes('CMD ["node","--disable-warning=ExperimentalWarning","bin/pulseboard.ts","serve"]'));
+    assert.ok(lines.includes('CMD ["node","--disable-warning=ExperimentalWarning","--max-semi-space-size=8","bin/pulseboard.ts","serve"]'));
+  });
+
+  it('limits glibc malloc arenas for every process of the image (issue 12: server memory)', () => {
+    assert.ok(lines.includes('ENV MALLOC_ARENA_MAX=2'));
   });
 
   it('keeps dependencies, data and tests out of the build context', () => {

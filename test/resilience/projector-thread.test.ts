@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'vitest';
-import { createProjectorThread } from '../../bin/commands/projector-thread.ts';
+import { createProjectorThread, WORKER_MAX_OLD_GENERATION_MB } from '../../bin/commands/projector-thread.ts';
 import { createSupervisor } from '../../service/background.ts';
 import { manualClock, stateLog } from './support.ts';
 
@@ -42,6 +42,32 @@ describe('the projector thread of serve', () => {
     assert.equal(supervisor.status().projectors!.state, 'retrying');
     stop.abort();
     await supervised;
+  });
+
+  it('bounds its worker\'s V8 heap, so the runner\'s heap guard commits at half of that bound (issue 12)', async () => {
+    let limitMb = 0;
+    let reported: () => void = () => undefined;
+    const heapReported = new Promise<void>((resolve) => (reported = resolve));
+    const projectorThread = createProjectorThread({
+      workerUrl: standIn,
+      workerData: { mode: 'heap' },
+      onCommit: (collection, checkpoint) => {
+        if (collection !== 'heap') return;
+        limitMb = checkpoint;
+        reported();
+      },
+    });
+    const stop = new AbortController();
+    const running = projectorThread.run(stop.signal);
+    try {
+      await heapReported;
+    } finally {
+      stop.abort();
+      await running;
+    }
+    // The limit is the old generation's bound plus the young generation's share.
+    assert.ok(limitMb >= WORKER_MAX_OLD_GENERATION_MB, `heap limit ${limitMb} MB`);
+    assert.ok(limitMb < WORKER_MAX_OLD_GENERATION_MB + 256, `heap limit ${limitMb} MB`);
   });
 
   it('terminates a worker that cannot stop because its thread is busy catching up', async () => {
