@@ -255,6 +255,27 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     'INSERT INTO checkpoints (collection, position) VALUES (?, ?) ON CONFLICT (collection) DO UPDATE SET position = excluded.position',
   );
   const getCheckpoint = prepared('SELECT position FROM checkpoints WHERE collection = ?');
+  const allCheckpoints = prepared('SELECT collection, position FROM checkpoints');
+  /**
+   * Every checkpoint, read with one statement and kept until the event loop's current turn ends
+   * (setImmediate) or this store commits. A read of a small row costs little; the read transaction
+   * SQLite opens and closes around each statement (the WAL's locks) is most of it, and a request
+   * asks for two or three checkpoints (key, owners, the read's own collection). Within one turn the
+   * kept values are as current as a read at its start: a request sent after another process's
+   * commit returned is read in a later turn, and this store's own commits drop them.
+   */
+  let turnCheckpoints: Map<string, number> | null = null;
+  const endTurn = () => {
+    turnCheckpoints = null;
+  };
+  function checkpointsThisTurn(): Map<string, number> {
+    if (turnCheckpoints) return turnCheckpoints;
+    const read = new Map<string, number>();
+    for (const row of allCheckpoints.all() as { collection: string; position: number }[]) read.set(row.collection, row.position);
+    turnCheckpoints = read;
+    setImmediate(endTurn).unref();
+    return read;
+  }
   const getOne = prepared('SELECT * FROM docs WHERE collection = ? AND id = ?');
   // Any number of ids in one statement: the id list travels as one JSON array.
   const getSome = prepared('SELECT * FROM docs WHERE collection = ? AND id IN (SELECT value FROM json_each(?))');
@@ -280,11 +301,11 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
 
   return {
     async checkpoint(collection) {
-      const row = getCheckpoint.get(collection) as { position: number } | undefined;
-      return row?.position ?? 0;
+      return checkpointsThisTurn().get(collection) ?? 0;
     },
 
     async commit(collection, writes, checkpoint, expected) {
+      turnCheckpoints = null;
       return inTransaction(db, (): CommitOutcome => {
         if (expected !== undefined) {
           const actual = (getCheckpoint.get(collection) as { position: number } | undefined)?.position ?? 0;
@@ -382,6 +403,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     },
 
     async clear() {
+      turnCheckpoints = null;
       inTransaction(db, () => {
         db.exec('DELETE FROM docs; DELETE FROM doc_keys; DELETE FROM doc_counts; DELETE FROM checkpoints;');
       });
