@@ -300,7 +300,8 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   }
 
   return {
-    async checkpoint(collection) {
+    async checkpoint(collection, options) {
+      if (options?.fresh) turnCheckpoints = null;
       return checkpointsThisTurn().get(collection) ?? 0;
     },
 

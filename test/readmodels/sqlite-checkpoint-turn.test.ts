@@ -50,3 +50,16 @@ it("another connection's commit is seen from the next turn on, for every collect
     await writer.close();
   }
 });
+
+it("within a turn another connection's commit is seen when asked for fresh, and by every read after that", async () => {
+  const { reader, writer } = twoConnections();
+  try {
+    assert.equal(await reader.checkpoint('projects'), 0);
+    await writer.commit('projects', [], 4);
+    assert.equal(await reader.checkpoint('projects', { fresh: true }), 4);
+    assert.equal(await reader.checkpoint('projects'), 4);
+  } finally {
+    await reader.close();
+    await writer.close();
+  }
+});
