@@ -41,7 +41,7 @@ export function signalCommits(store: ReadStore, onCommit: CommitListener): ReadS
       if (outcome.ok) onCommit(collection, checkpoint);
       return outcome;
     },
-    checkpoint: (collection) => store.checkpoint(collection),
+    checkpoint: (collection, options) => store.checkpoint(collection, options),
     get: (collection, id) => store.get(collection, id),
     getMany: (collection, ids) => store.getMany(collection, ids),
     findIds: (collection, key, value, limit) => store.findIds(collection, key, value, limit),

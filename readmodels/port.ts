@@ -58,8 +58,12 @@ export type ListQuery = { facets?: readonly string[]; offset: number; limit: num
 export type KeysetQuery = { facets?: readonly string[]; before?: { sortKey: string; id: string }; limit: number };
 
 export interface ReadStore {
-  /** Last event position applied to a collection, 0 when none. */
-  checkpoint(collection: string): Promise<number>;
+  /**
+   * Last event position applied to a collection, 0 when none. An adapter may answer from a read made
+   * earlier in the same event-loop turn (the SQLite one does); `fresh` asks for the store's value now
+   * (a commit signalled by another thread or connection, a generation switch deciding on it).
+   */
+  checkpoint(collection: string, options?: { fresh?: boolean }): Promise<number>;
   /**
    * Writes documents and advances the checkpoint atomically (a crash replays the batch harmlessly).
    * With `expected`, the batch applies only if the stored checkpoint equals it at commit time

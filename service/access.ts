@@ -47,7 +47,10 @@ export function createAccess(store: ReadStore, now: () => Date = () => new Date(
   let ownersAt = -1;
 
   async function keyDoc(keyHash: string): Promise<KeyDoc | undefined> {
-    const at = await store.checkpoint(KEYS_COLLECTION);
+    // Fresh: the first checkpoint read of a request, so a change committed through any connection
+    // before the request is seen; the reads after it in the turn (owners, the read's own collection)
+    // are answered from the same read (see the SQLite store's `checkpoint`).
+    const at = await store.checkpoint(KEYS_COLLECTION, { fresh: true });
     const kept = keys.get(keyHash);
     if (kept && kept.at === at) return kept.doc;
     const doc = (await store.get<KeyDoc>(KEYS_COLLECTION, keyIdOf(keyHash)))?.doc;

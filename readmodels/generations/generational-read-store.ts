@@ -114,10 +114,10 @@ export async function openGenerationalReadStore(space: GenerationSpace, options:
 
   async function caughtUp(candidate: Slot, current: Slot): Promise<boolean> {
     for (const collection of options.collections) {
-      const ahead = await candidate.store.checkpoint(collection);
+      const ahead = await candidate.store.checkpoint(collection, { fresh: true });
       let behind = 0;
       try {
-        behind = await current.store.checkpoint(collection);
+        behind = await current.store.checkpoint(collection, { fresh: true });
       } catch {
         return true; // the old generation cannot be read any more: the new one is the only choice
       }
@@ -186,7 +186,7 @@ export async function openGenerationalReadStore(space: GenerationSpace, options:
 
   // Each call goes to the serving generation as it is at the moment of the call.
   const reader: ReadStore = {
-    checkpoint: (collection) => serving.store.checkpoint(collection),
+    checkpoint: (collection, options) => serving.store.checkpoint(collection, options),
     commit: (collection, writes, checkpoint, expected) => serving.store.commit(collection, writes, checkpoint, expected),
     get: <D, S>(collection: string, id: string) => serving.store.get<D, S>(collection, id),
     getMany: <D, S>(collection: string, ids: readonly string[]) => serving.store.getMany<D, S>(collection, ids),
