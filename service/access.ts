@@ -25,16 +25,17 @@ export type Access = {
   ownerAccess(owner: string): Promise<OwnerAccess>;
 };
 
+/** Known keys kept at most; past that the kept ones are dropped (unknown keys are never kept). */
+const KEYS_KEPT_MAX = 10_000;
+
 /**
- * Authentication and allowlist checks read the keys and owners read models: one indexed read each,
+ * Authentication and allowlist checks read the keys and owners read models (one indexed read each, or
+ * only the checkpoint while the documents kept from an earlier request are current),
  * no event-log read per request, so reads go on while the log is unreachable. Every access command
  * (issue, revoke, allow, deny, link, unlink) brings those read models up to its own append before it
  * returns, so the next request on any instance sharing the read store sees the change, whatever
  * the projectors' lag.
  */
-/** Known keys kept at most; past that the kept ones are dropped (unknown keys are never kept). */
-const KEYS_KEPT_MAX = 10_000;
-
 export function createAccess(store: ReadStore, now: () => Date = () => new Date()): Access {
   /**
    * Key documents of keys seen, by key hash, with the keys read model's checkpoint they were read at:

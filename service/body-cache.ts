@@ -20,7 +20,8 @@ export type CacheVersion = readonly [number, number];
 
 export const BODY_CACHE_BYTES_DEFAULT = 24 * 1024 * 1024;
 
-function compare(a: CacheVersion, b: CacheVersion): number {
+/** Negative, zero or positive as `a` is older than, the same as or newer than `b`. */
+export function compareVersions(a: CacheVersion, b: CacheVersion): number {
   return a[0] !== b[0] ? a[0] - b[0] : a[1] - b[1];
 }
 
@@ -34,7 +35,7 @@ export function createBodyCache(options: { maxBytes?: number } = {}): BodyCache 
 
   /** Whether `seen` is the current version (a newer one replaces it and empties the cache). */
   function current(seen: CacheVersion): boolean {
-    const order = compare(seen, version);
+    const order = compareVersions(seen, version);
     if (order < 0) return false;
     if (order > 0) {
       entries.clear();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { compareVersions, type CacheVersion } from './body-cache.ts';
 import { normalizeChain, normalizeContract } from '../config/chains.ts';
 import {
   CALL_FACETS,
@@ -232,7 +233,7 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date; g
    * version is read before the projects, so what is kept is never older than it.
    */
   const kept = new Map<string, { link: CallProject | null; json: string }>();
-  let keptAt: readonly [number, number] = [-1, -1];
+  let keptAt: CacheVersion = [-1, -1];
 
   async function freshness(): Promise<CallFreshness> {
     return (await store.get<CallFreshness>(CALLS_COLLECTOR_COLLECTION, COLLECTOR_DOC_ID))?.doc ?? EMPTY_FRESHNESS;
@@ -244,8 +245,8 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date; g
     for (const call of calls) for (const token of call.tokens) wanted.add(linkKey(token));
     const links = new Map<string, { link: CallProject | null; json: string }>();
     if (wanted.size === 0) return links;
-    const version = [generation(), await store.checkpoint(PROJECTS_COLLECTION)] as const;
-    const order = version[0] !== keptAt[0] ? version[0] - keptAt[0] : version[1] - keptAt[1];
+    const version: CacheVersion = [generation(), await store.checkpoint(PROJECTS_COLLECTION)];
+    const order = compareVersions(version, keptAt);
     if (order > 0 || kept.size > LINKS_KEPT_MAX) {
       kept.clear();
       keptAt = version;
