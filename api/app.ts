@@ -232,6 +232,13 @@ function keyIdFor(request: FastifyRequest, status: number): string | undefined {
   return match ? keyIdOf(hashKey(match[1]!)) : undefined;
 }
 
+/** onSend of the docs routes: no page under /docs may be framed. */
+function framedNowhere(_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void): void {
+  reply.header('content-security-policy', withFrameAncestors(reply.getHeader('content-security-policy') as string | undefined));
+  reply.header('x-frame-options', 'DENY');
+  done(null, payload);
+}
+
 /** `frame-ancestors 'none'` added to whatever policy the docs page sends (or as its policy). */
 function withFrameAncestors(policy: string | undefined): string {
   if (!policy) return "frame-ancestors 'none'";
@@ -275,10 +282,16 @@ function httpServer(services: Services, options: AppOptions, metrics: Metrics, o
 
   const labelOf = operationLabeller(operations);
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Hooks on every request take a callback, not a promise: one resolution and microtask fewer each.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
+    done();
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
+    accessLine(request, reply);
+    done();
+  });
+  function accessLine(request: FastifyRequest, reply: FastifyReply): void {
     const { operation, rpc } = labelOf(request);
     const seconds = reply.elapsedTime / 1000;
     metrics.request(operation, reply.statusCode, seconds);
@@ -290,7 +303,7 @@ function httpServer(services: Services, options: AppOptions, metrics: Metrics, o
       { method: request.method, operation, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime * 10) / 10, ...(keyId ? { keyId } : {}), ...(rpc ? { rpc } : {}) },
       'request completed',
     );
-  });
+  }
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '';
@@ -331,14 +344,12 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
     done();
   });
 
-  app.addHook('onSend', async (request, reply, payload) => {
-    // The docs page and anything served under it (its own CSP, whatever it is, keeps the rest).
-    const route = request.routeOptions.url;
-    if (route === '/docs' || route?.startsWith('/docs/')) {
-      reply.header('content-security-policy', withFrameAncestors(reply.getHeader('content-security-policy') as string | undefined));
-      reply.header('x-frame-options', 'DENY');
-    }
-    return payload;
+  // The docs page and anything served under it may not be framed (its own CSP, whatever it is, keeps
+  // the rest): a hook on those routes alone, so that no other response runs it.
+  app.addHook('onRoute', (route) => {
+    if (route.url !== '/docs' && !route.url.startsWith('/docs/')) return;
+    const own = route.onSend === undefined ? [] : Array.isArray(route.onSend) ? route.onSend : [route.onSend];
+    route.onSend = [...own, framedNowhere];
   });
 
   // JSON over 1 KB travels br or gzip when the caller accepts it. Measured on a 60 KB board page:

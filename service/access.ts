@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { AppendResult, EventLog } from '../eventstore/port.ts';
 import { commandEventId } from '../events/ids.ts';
 import { streams } from '../events/streams.ts';
@@ -11,7 +11,8 @@ import type { Caller } from './caller.ts';
 /** `pbk_` + 32 random bytes in base64url (DESIGN §6). */
 const KEY_PATTERN = /^pbk_[A-Za-z0-9_-]{43}$/;
 
-export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');
+// The one-shot digest: about half the time of createHash().update().digest() on a key-sized input.
+export const hashKey = (key: string): string => hash('sha256', key, 'hex');
 
 /** The key id is derived from the hash, so a request finds its key stream without any index. */
 export const keyIdOf = (keyHash: string): string => keyHash.slice(0, 24);

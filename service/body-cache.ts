@@ -10,10 +10,15 @@ import type { BodyParts } from './spliced.ts';
  * Bounded by bytes, least recently used out first; a body larger than an eighth of the bound is not kept.
  */
 export type BodyCache = {
-  get(version: CacheVersion, key: string): BodyParts | undefined;
-  set(version: CacheVersion, key: string, parts: BodyParts): void;
+  /** The kept body, unless `at` (ms since the epoch) is outside the time span it was kept for. */
+  get(version: CacheVersion, key: string, at?: number): BodyParts | undefined;
+  /** `span`: the times (ms since the epoch, `until` excluded) the body holds for, when it depends on the time of the read. */
+  set(version: CacheVersion, key: string, parts: BodyParts, span?: TimeSpan): void;
   stats(): { entries: number; bytes: number; hits: number; misses: number };
 };
+
+/** [from, until) in ms since the epoch. */
+export type TimeSpan = { from: number; until: number };
 
 /** [generation, checkpoint]: compared in that order. */
 export type CacheVersion = readonly [number, number];
@@ -27,7 +32,7 @@ export function compareVersions(a: CacheVersion, b: CacheVersion): number {
 
 export function createBodyCache(options: { maxBytes?: number } = {}): BodyCache {
   const maxBytes = options.maxBytes ?? BODY_CACHE_BYTES_DEFAULT;
-  const entries = new Map<string, { parts: BodyParts; bytes: number }>();
+  const entries = new Map<string, { parts: BodyParts; bytes: number; span: TimeSpan | undefined }>();
   let version: CacheVersion = [-1, -1];
   let bytes = 0;
   let hits = 0;
@@ -46,9 +51,14 @@ export function createBodyCache(options: { maxBytes?: number } = {}): BodyCache 
   }
 
   return {
-    get(seen, key) {
+    get(seen, key, at) {
       if (!current(seen)) return undefined;
-      const entry = entries.get(key);
+      let entry = entries.get(key);
+      if (entry?.span && !(at !== undefined && at >= entry.span.from && at < entry.span.until)) {
+        entries.delete(key);
+        bytes -= entry.bytes;
+        entry = undefined;
+      }
       if (!entry) {
         misses += 1;
         return undefined;
@@ -59,7 +69,7 @@ export function createBodyCache(options: { maxBytes?: number } = {}): BodyCache 
       entries.set(key, entry);
       return entry.parts;
     },
-    set(seen, key, parts) {
+    set(seen, key, parts, span) {
       if (!current(seen)) return;
       const size = parts.head.length + (parts.tail?.length ?? 0) + parts.etag.length + key.length * 2 + 64;
       if (size > maxBytes / 8) return;
@@ -68,7 +78,7 @@ export function createBodyCache(options: { maxBytes?: number } = {}): BodyCache 
         entries.delete(key);
         bytes -= previous.bytes;
       }
-      entries.set(key, { parts, bytes: size });
+      entries.set(key, { parts, bytes: size, span });
       bytes += size;
       for (const [oldest, entry] of entries) {
         if (bytes <= maxBytes) break;

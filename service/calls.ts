@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { compareVersions, type CacheVersion } from './body-cache.ts';
+import { compareVersions, type BodyCache, type CacheVersion, type TimeSpan } from './body-cache.ts';
 import { normalizeChain, normalizeContract } from '../config/chains.ts';
 import {
   CALL_FACETS,
@@ -28,7 +28,7 @@ import {
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
 import { parseParams } from './requests/params.ts';
-import { asValue, rendered, spliced, type Rendered } from './spliced.ts';
+import { asValue, fromParts, rendered, spliced, type Rendered } from './spliced.ts';
 import { CALL_PAGE_BUDGET_MAX, callParamsSchema, callQuerySchema, callsQuerySchema } from './requests/calls.ts';
 
 /** The response budget of one call page (spec §8) when the request sets no `maxBytes`, in bytes of UTF-8. */
@@ -196,6 +196,26 @@ export function servedCallText(text: string, call: ReadTimeFields, pnl: StoredCa
   return out + text.slice(from);
 }
 
+/**
+ * The span of read times around `readAt` in which no call of `calls` has its pnl start or stop being
+ * served (a pnl is served from its checkedAt for 24 hours): a page made at `readAt` is the same page
+ * at any time in it, but for readAt itself.
+ */
+export function pnlSpan(calls: readonly ReadTimeFields[], readAt: Date): TimeSpan {
+  const at = readAt.getTime();
+  let from = -Infinity;
+  let until = Infinity;
+  for (const call of calls) {
+    const checked = call.caller.pnl === null ? NaN : Date.parse(call.caller.pnl.checkedAt);
+    if (Number.isNaN(checked)) continue;
+    for (const change of [checked, checked + PNL_MAX_AGE_MS]) {
+      if (change <= at) from = Math.max(from, change);
+      else until = Math.min(until, change);
+    }
+  }
+  return { from, until };
+}
+
 export function pnlAtReadTime(pnl: StoredCall['caller']['pnl'], readAt: Date): StoredCall['caller']['pnl'] {
   if (pnl === null) return null;
   const checked = Date.parse(pnl.checkedAt);
@@ -222,8 +242,20 @@ export function callProjectOf(project: Project): CallProject {
 /** Project links kept at most (a link is a few hundred bytes); past that the kept ones are dropped. */
 const LINKS_KEPT_MAX = 20_000;
 
-export function createCallsService(deps: { store: ReadStore; now?: () => Date; generation?: () => number }): CallsService {
-  const { store } = deps;
+export type CallsDeps = {
+  store: ReadStore;
+  now?: () => Date;
+  /** The serving read-model generation (a replay's new generation may hold other bytes at the same checkpoints). */
+  generation?: () => number;
+  /** Rendered call pages, kept while what they were read from is unchanged and no pnl has started or stopped being served; none when absent. */
+  bodies?: BodyCache;
+};
+
+/** Every read model a call page is read from: the calls, their index, the collector's freshness and the projects (token links). */
+const CALL_PAGE_SOURCES = [CALLS_COLLECTION, CALL_INDEX_COLLECTION, CALLS_COLLECTOR_COLLECTION, PROJECTS_COLLECTION] as const;
+
+export function createCallsService(deps: CallsDeps): CallsService {
+  const { store, bodies } = deps;
   const now = deps.now ?? (() => new Date());
   const generation = deps.generation ?? (() => 0);
 
@@ -294,16 +326,17 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date; g
    * `atReadTime` for stored rows, as text made from each row's stored text (see `servedCallText`):
    * only the tokens and pnl are parsed; the whole record only when the tool surface asks for values.
    */
-  async function servedAtReadTime(rows: readonly StoredDoc<StoredCall>[], readAt: Date): Promise<ServedCall[]> {
+  async function servedAtReadTime(rows: readonly StoredDoc<StoredCall>[], readAt: Date): Promise<{ served: ServedCall[]; fields: ReadTimeFields[] }> {
     const fields = rows.map((row) => readTimeFieldsOf(row.json) ?? row.doc);
     const links = await projectLinks(fields);
-    return rows.map((row, i) => {
+    const served = rows.map((row, i) => {
       const call = fields[i]!;
       let value: CallRecord | undefined;
       const served = () => (value ??= servedCall(row.doc, readAt, links));
       const json = servedCallText(row.json, call, pnlAtReadTime(call.caller.pnl, readAt), call.tokens.map((t) => links.get(linkKey(t))?.json ?? 'null'), served);
       return { json, value: served };
     });
+    return { served, fields };
   }
 
   /**
@@ -374,6 +407,16 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date; g
     return ok({ sortKey: decoded.value.k, id: decoded.value.i });
   }
 
+  /**
+   * The version a call page is kept under: the generation, and the sum of its sources' checkpoints.
+   * Within a generation each checkpoint only moves forward, so the sum moves exactly when one of them does.
+   */
+  async function pageVersion(): Promise<CacheVersion> {
+    let sum = 0;
+    for (const collection of CALL_PAGE_SOURCES) sum += await store.checkpoint(collection);
+    return [generation(), sum];
+  }
+
   async function listRendered(query: unknown, options: { surface?: Surface } = {}): Promise<Result<Rendered<CallPage>>> {
     const surface = options.surface ?? 'rest';
     const parsed = parseParams(callsQuerySchema, query);
@@ -384,30 +427,48 @@ export function createCallsService(deps: { store: ReadStore; now?: () => Date; g
     const position = parseCursor(q.cursor, filters.value);
     if (!position.ok) return position;
     const limit = q.limit ?? CALL_PAGE_DEFAULT;
+    const budget = (q.maxBytes ?? CALL_PAGE_BUDGET_BYTES) - (surface === 'mcp' ? MCP_ENVELOPE_RESERVE_BYTES : 0);
+    const page = { filters: filters.value, after: position.value, limit, budget, surface };
+    if (!bodies) return (await readPage(page, now())).page;
 
+    // The version is read before the data, so the page kept under it is never older than it.
+    const version = await pageVersion();
+    const key = `calls ${JSON.stringify([surface, filters.value.contract, filters.value.chain, position.value, limit, budget])}`;
     const readAt = now();
-    const rows = await candidates(filters.value, position.value, limit + 1);
-    if (!rows.ok) return rows;
+    const kept = bodies.get(version, key, readAt.getTime());
+    if (kept) return ok(fromParts<CallPage>(kept, readAt.toISOString()));
+    const { page: result, span } = await readPage(page, readAt);
+    if (result.ok) {
+      const split = result.value.parts();
+      if (split) bodies.set(version, key, split.parts, span);
+    }
+    return result;
+  }
+
+  type PageQuery = { filters: Filters; after: { sortKey: string; id: string } | null; limit: number; budget: number; surface: Surface };
+
+  /** One call page as read at `readAt`, and the read times it stays the same for (but for readAt). */
+  async function readPage(query: PageQuery, readAt: Date): Promise<{ page: Result<Rendered<CallPage>>; span: TimeSpan }> {
+    const { filters, after, limit, budget, surface } = query;
+    const rows = await candidates(filters, after, limit + 1);
+    const always = { from: -Infinity, until: Infinity };
+    if (!rows.ok) return { page: rows, span: always };
     const [calls, fresh] = await Promise.all([servedAtReadTime(rows.value.slice(0, limit), readAt), freshness()]);
 
-    const budget = (q.maxBytes ?? CALL_PAGE_BUDGET_BYTES) - (surface === 'mcp' ? MCP_ENVELOPE_RESERVE_BYTES : 0);
     const envelope = { limit, readAt: readAt.toISOString(), freshness: fresh };
-    const served = fitCalls(calls, envelope, budget, surface);
+    const served = fitCalls(calls.served, envelope, budget, surface);
 
     const more = rows.value.length > served.length;
     const last = served[served.length - 1];
     const lastRow = last ? rows.value[served.length - 1]! : null;
     const next =
-      more && lastRow
-        ? encodeCursor({ v: 1, k: lastRow.sortKey, i: lastRow.id, c: filters.value.contract, h: filters.value.chain } satisfies CallCursor)
-        : null;
-    return ok(
-      rendered<CallPage, 'calls'>({
-        calls: spliced(() => `[${served.map((c) => c.json).join(',')}]`, () => served.map((c) => c.value())),
-        next,
-        ...envelope,
-      }),
-    );
+      more && lastRow ? encodeCursor({ v: 1, k: lastRow.sortKey, i: lastRow.id, c: filters.contract, h: filters.chain } satisfies CallCursor) : null;
+    const page = rendered<CallPage, 'calls'>({
+      calls: spliced(() => `[${served.map((c) => c.json).join(',')}]`, () => served.map((c) => c.value())),
+      next,
+      ...envelope,
+    });
+    return { page: ok(page), span: pnlSpan(calls.fields, readAt) };
   }
 
   return {

@@ -4,6 +4,7 @@ import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import type { z } from 'zod';
 import type { Project, projectSearchSchema, projectSearchStateSchema } from '../readmodels/schemas.ts';
 import type { Caller } from './caller.ts';
+import { compareVersions, type CacheVersion } from './body-cache.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
 import type { ProjectsService } from './projects.ts';
 import { parseParams } from './requests/params.ts';
@@ -66,9 +67,29 @@ export function classifyQuery(q: string): SearchForm | null {
 }
 
 
-export function createSearchService(deps: { store: ReadStore; projects: ProjectsService; now?: () => Date }): SearchService {
+/** Search outcomes kept at most (each holds at most one stored project); past that the kept ones are dropped. */
+const OUTCOMES_KEPT_MAX = 5000;
+
+export type SearchDeps = {
+  store: ReadStore;
+  projects: ProjectsService;
+  now?: () => Date;
+  /** The serving read-model generation (a replay's new generation may hold other documents at the same checkpoint). */
+  generation?: () => number;
+};
+
+export function createSearchService(deps: SearchDeps): SearchService {
   const { store, projects } = deps;
   const now = deps.now ?? (() => new Date());
+  const generation = deps.generation ?? (() => 0);
+
+  /**
+   * What `q` found, by q, kept while the projects read model's checkpoint (in the serving generation)
+   * is unchanged: the outcome depends on nothing else (the caller's context is read per request).
+   * The version is read before the projects, so what is kept is never older than it.
+   */
+  const outcomes = new Map<string, Outcome>();
+  let outcomesAt: CacheVersion = [-1, -1];
 
   async function byKey(key: string, value: string): Promise<StoredDoc<Project, ProjectState>[]> {
     const ids = await store.findIds(PROJECTS_COLLECTION, key, value, 100);
@@ -110,27 +131,40 @@ export function createSearchService(deps: { store: ReadStore; projects: Projects
     }
   }
 
+  /** The outcome of `q`: kept, or looked up (null: q is none of the accepted forms). */
+  async function outcomeOf(q: string): Promise<Outcome | null> {
+    const version: CacheVersion = [generation(), await store.checkpoint(PROJECTS_COLLECTION)];
+    const order = compareVersions(version, outcomesAt);
+    if (order > 0) outcomesAt = version;
+    if (order > 0 || (order === 0 && outcomes.size >= OUTCOMES_KEPT_MAX)) outcomes.clear();
+    const current = order >= 0;
+    const kept = current ? outcomes.get(q) : undefined;
+    if (kept) return kept;
+    const found = await lookUpQuery(q);
+    if (found && current) outcomes.set(q, found);
+    return found;
+  }
+
+  async function lookUpQuery(q: string): Promise<Outcome | null> {
+    // A stable project id wins over every other reading of q.
+    const byId = await store.get<Project, ProjectState>(PROJECTS_COLLECTION, q);
+    if (isPublicProject(byId)) return { state: 'found', project: byId };
+    const form = classifyQuery(q);
+    return form === null ? null : lookUp(form);
+  }
+
   async function searchRendered(caller: Caller, query: unknown): Promise<Result<Rendered<ProjectSearchResult>>> {
     const parsed = parseParams(searchQuerySchema, query);
     if (!parsed.ok) return fail(errors.badRequest(parsed.message));
     const q = parsed.value.q;
     const readAt = now().toISOString();
-
-    // A stable project id wins over every other reading of q.
-    const byId = await store.get<Project, ProjectState>(PROJECTS_COLLECTION, q);
-    let result: Outcome;
-    if (isPublicProject(byId)) {
-      result = { state: 'found', project: byId };
-    } else {
-      const form = classifyQuery(q);
-      if (form === null) {
-        return fail(
-          errors.badRequest(
-            "parameter 'q' must be a project id, a contract (0x…, base58 …), chain:contract (base:0x…), a website (URL or bare domain) or a social profile (@name, name, x.com/name)",
-          ),
-        );
-      }
-      result = await lookUp(form);
+    const result = await outcomeOf(q);
+    if (result === null) {
+      return fail(
+        errors.badRequest(
+          "parameter 'q' must be a project id, a contract (0x…, base58 …), chain:contract (base:0x…), a website (URL or bare domain) or a social profile (@name, name, x.com/name)",
+        ),
+      );
     }
     const context = result.project ? await projects.contextFor(caller, result.project.doc, readAt) : null;
     const project: Spliced<Project | null> = result.project ? storedDoc(result.project) : plain(null);

@@ -55,6 +55,9 @@ export type ServiceDeps = {
   now?: () => Date;
 };
 
+/** Bytes of rendered call pages kept. */
+const CALL_BODY_CACHE_BYTES = 8 * 1024 * 1024;
+
 export function createServices(deps: ServiceDeps): Services {
   const now = deps.now ?? (() => new Date());
   const { log, store } = deps.stores;
@@ -91,8 +94,10 @@ export function createServices(deps: ServiceDeps): Services {
     asks: createAsksService({ log, store, access, projects, now }),
     history: createHistoryService({ log, projects, now }),
     thesis: createThesisFeed({ log, store, access, config: deps.config, heartbeat: deps.heartbeat ?? createInProcessHeartbeat({ now }), now }),
-    calls: createCallsService({ store, now, generation: () => deps.stores.generations()?.serving ?? 0 }),
-    search: createSearchService({ store, projects, now }),
+    // Call pages are served again from their rendered bytes while what they were read from is unchanged
+    // (a page is at most 512 KiB; eight of the largest fit).
+    calls: createCallsService({ store, now, generation: () => deps.stores.generations()?.serving ?? 0, bodies: createBodyCache({ maxBytes: CALL_BODY_CACHE_BYTES }) }),
+    search: createSearchService({ store, projects, now, generation: () => deps.stores.generations()?.serving ?? 0 }),
     pulse: createPulseService({ store, now }),
     now,
   };

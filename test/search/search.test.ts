@@ -185,3 +185,35 @@ describe('search q forms', () => {
     assert.equal(classifyQuery('two words'), null);
   });
 });
+
+describe('search outcomes kept between reads', () => {
+  it('follow every change of the projects read model: a project appearing, a second holder, a new handle claimant', async () => {
+    const harness = await createHarness();
+    try {
+      const key = await harness.key('reader');
+      const contract = '0x5555555555555555555555555555555555555555';
+      const search = async (q: string) => {
+        const res = await harness.get(`/v1/search?q=${encodeURIComponent(q)}`, key);
+        assert.equal(res.status, 200, res.body);
+        return res.json();
+      };
+      assert.equal((await search(contract)).state, 'missing');
+      assert.equal((await search(contract)).state, 'missing', 'asked again');
+      assert.equal((await search('@kept_handle')).state, 'missing');
+
+      await sightProject(harness, { projectId: 'holder-1', at: day(1), handle: 'kept_handle', identity: identity({ chain: 'base', contract }) });
+      await harness.stores.catchUp();
+      const found = await search(contract);
+      assert.equal(found.state, 'found');
+      assert.equal(found.project.id, 'holder-1');
+      assert.equal((await search('@kept_handle')).project.id, 'holder-1');
+
+      await sightProject(harness, { projectId: 'holder-2', at: day(2), handle: 'kept_handle', identity: identity({ chain: 'base', contract }) });
+      await harness.stores.catchUp();
+      assert.equal((await search(contract)).state, 'ambiguous');
+      assert.equal((await search('@kept_handle')).project.id, 'holder-2', 'the newest claimant of the handle');
+    } finally {
+      await harness.close();
+    }
+  });
+});
