@@ -9,6 +9,7 @@ import type { Caller } from '../service/caller.ts';
 import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { parseParams } from '../service/requests/params.ts';
+import type { BodyParts, Rendered } from '../service/spliced.ts';
 import { toolListing } from './listing.ts';
 import { serializedToolSuccess, serializedToolSuccessText, toolFailure } from './results.ts';
 import type { Tool } from './tools.ts';
@@ -78,6 +79,22 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
     ]),
   );
 
+  /**
+   * Tool results of bodies kept whole by the service (no readAt in them), by those kept bytes: while
+   * the service serves the same kept body, its result text is not decoded, escaped and joined again.
+   */
+  const keptResults = new WeakMap<BodyParts, string>();
+  function renderedSuccess(rendered: Rendered<unknown>): string {
+    const split = rendered.parts();
+    if (split === null || split.parts.tail !== null) return serializedToolSuccessText(rendered.json());
+    let text = keptResults.get(split.parts);
+    if (text === undefined) {
+      text = serializedToolSuccessText(split.parts.head.toString('utf8'));
+      keptResults.set(split.parts, text);
+    }
+    return text;
+  }
+
   async function callTool(params: unknown, context: RequestContext): Promise<string> {
     if (context.refusal !== undefined) return JSON.stringify(toolFailure(context.refusal));
     const name = isPlainObject(params) ? params.name : undefined;
@@ -98,9 +115,13 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
     try {
       // The service re-validates under the REST names; the caller's original values are passed on.
       const rest = tool.input.toRest(args);
-      const result = tool.callJson ? await tool.callJson(services, context.caller, rest) : await tool.call(services, context.caller, rest);
-      if (!result.ok) return JSON.stringify(toolFailure({ ...result.error, message: tool.input.renameInMessage(result.error.message) }));
-      return typeof result.value === 'string' ? serializedToolSuccessText(result.value) : serializedToolSuccess(result.value);
+      const failed = (error: ServiceError) => JSON.stringify(toolFailure({ ...error, message: tool.input.renameInMessage(error.message) }));
+      if (tool.callRendered) {
+        const read = await tool.callRendered(services, context.caller, rest);
+        return read.ok ? renderedSuccess(read.value) : failed(read.error);
+      }
+      const result = await tool.call(services, context.caller, rest);
+      return result.ok ? serializedToolSuccess(result.value) : failed(result.error);
     } catch (error) {
       context.onUnexpected?.((error as Error)?.name ?? 'unknown');
       return JSON.stringify(toolFailure({ status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 }));

@@ -14,7 +14,8 @@ import {
   thesisStatusSchema,
 } from '../readmodels/schemas.ts';
 import type { Caller } from '../service/caller.ts';
-import { ok, type Result } from '../service/errors.ts';
+import type { Result } from '../service/errors.ts';
+import type { Rendered } from '../service/spliced.ts';
 import type { Protection } from '../service/guard.ts';
 import { askListParamsSchema, askListQuerySchema, askResearcherSchema } from '../service/requests/asks.ts';
 import { thesisContractInputSchema } from '../service/requests/thesis.ts';
@@ -47,8 +48,8 @@ export type Tool = {
   /** Rate-protection class of a call with these arguments (DESIGN §6), as for the REST twin. */
   protection(services: Services, args: RestArguments): Protection;
   call(services: Services, caller: Caller, args: RestArguments): Promise<Result<Record<string, unknown>>>;
-  /** `call` with the body as its JSON text, where the service renders it (the same bytes as serialising `call`'s value). */
-  callJson?(services: Services, caller: Caller, args: RestArguments): Promise<Result<string>>;
+  /** `call` with the body as the service renders it (the same bytes as serialising `call`'s value). */
+  callRendered?(services: Services, caller: Caller, args: RestArguments): Promise<Result<Rendered<unknown>>>;
 };
 
 /** Tools that return projects among other things list each project's own fields; nested objects are detailed by get_project. */
@@ -106,10 +107,7 @@ const projectAndPrivateTools: Tool[] = [
     readOnly: true,
     protection: (services, args) => (services.projects.isEnriched(args.query) ? 'protected' : 'basic'),
     call: (services, caller, args) => services.projects.get(caller, args.params, args.query),
-    callJson: async (services, caller, args) => {
-      const read = await services.projects.getRendered(caller, args.params, args.query);
-      return read.ok ? ok(read.value.json()) : read;
-    },
+    callRendered: (services, caller, args) => services.projects.getRendered(caller, args.params, args.query),
   },
   {
     name: 'get_thesis_feed',

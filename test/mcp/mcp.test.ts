@@ -125,6 +125,14 @@ describe('MCP at /mcp with the official SDK client', () => {
     assert.equal(context.freshness.readAt, NOW.toISOString());
   });
 
+  it('get_project follows a change of the project at once, read again and again on both surfaces', async () => {
+    for (let round = 0; round < 3; round++) await sameAsRest('get_project', { handle: 'p002' }, '/v1/projects/p002');
+    await h.append('project.sighted', 's-p002-renamed', 'project-p002', { projectId: 'p002', at: '2026-11-20T07:00:00.000Z', handle: 'h2', fol: 20, name: 'Renamed' });
+    await h.stores.catchUp();
+    const { result } = await sameAsRest('get_project', { handle: 'p002' }, '/v1/projects/p002');
+    assert.equal((result.structuredContent as any).project.name, 'Renamed');
+  });
+
   it('researcher_answers returns the REST ask list', async () => {
     const { result } = await sameAsRest('researcher_answers', { handle: 'h1' }, '/v1/projects/h1/ask');
     assert.deepEqual((result.structuredContent as any).asks.map((a: any) => a.id), ['desk-1']);
