@@ -412,9 +412,9 @@ export function createCallsService(deps: CallsDeps): CallsService {
    * Within a generation each checkpoint only moves forward, so the sum moves exactly when one of them does.
    */
   async function pageVersion(): Promise<CacheVersion> {
-    let sum = 0;
-    for (const collection of CALL_PAGE_SOURCES) sum += await store.checkpoint(collection);
-    return [generation(), sum];
+    // Asked together: on a networked store they are separate round trips.
+    const checkpoints = await Promise.all(CALL_PAGE_SOURCES.map((collection) => store.checkpoint(collection)));
+    return [generation(), checkpoints.reduce((sum, checkpoint) => sum + checkpoint, 0)];
   }
 
   async function listRendered(query: unknown, options: { surface?: Surface } = {}): Promise<Result<Rendered<CallPage>>> {
