@@ -4,7 +4,9 @@
  * once a pnl has started or stopped being served (24 hours from its checkedAt).
  */
 import assert from 'node:assert/strict';
-import { afterEach, describe, it } from 'vitest';
+import { afterEach, describe, it, vi } from 'vitest';
+import { CALL_INDEX_COLLECTION, CALLS_COLLECTION, CALLS_COLLECTOR_COLLECTION } from '../../projectors/calls.ts';
+import { PROJECTS_COLLECTION } from '../../projectors/projects.ts';
 import { pnlSpan } from '../../service/calls.ts';
 import { callId, callsCollected, identity, makeCall, pnl, recordCall, sightProject, suppressCall, token } from '../support/calls-fixtures.ts';
 import { day } from '../support/events.ts';
@@ -100,5 +102,38 @@ describe('GET /v1/calltracker/calls served again', () => {
 
     const filtered = await page(harness, key, `/v1/calltracker/calls?contract=${contract}`);
     assert.deepEqual(filtered.calls.map((c: any) => c.id), [callId(0)], 'another query is another page');
+  });
+});
+
+describe('the version a call page is kept under', () => {
+  it('moves with each of its four source read models alone: the page is read again after any of them commits', async () => {
+    const now = new Date(day(30));
+    const harness = await createHarness({ now: () => now });
+    try {
+      const key = await harness.key('reader');
+      await recordCall(harness, makeCall(0, { createdAt: day(10) }));
+      await harness.stores.catchUp();
+      const store = harness.stores.store;
+      const reads = vi.spyOn(store, 'listKeyset');
+      const read = async () => {
+        const res = await harness.get('/v1/calltracker/calls?limit=10', key);
+        assert.equal(res.status, 200, res.body);
+      };
+      await read();
+      assert.equal(reads.mock.calls.length, 1, 'the first read reads the calls');
+      await read();
+      assert.equal(reads.mock.calls.length, 1, 'the same version: the kept page');
+      for (const collection of [CALLS_COLLECTION, CALL_INDEX_COLLECTION, CALLS_COLLECTOR_COLLECTION, PROJECTS_COLLECTION]) {
+        const before: number = reads.mock.calls.length;
+        // Only this read model's checkpoint moves (an empty commit), as when its projector runs ahead of the others.
+        await store.commit(collection, [], (await store.checkpoint(collection)) + 1);
+        await read();
+        assert.equal(reads.mock.calls.length, before + 1, `read again after ${collection} moved`);
+        await read();
+        assert.equal(reads.mock.calls.length, before + 1, `kept again at the new version of ${collection}`);
+      }
+    } finally {
+      await harness.close();
+    }
   });
 });
