@@ -30,6 +30,38 @@ export function compareVersions(a: CacheVersion, b: CacheVersion): number {
   return a[0] !== b[0] ? a[0] - b[0] : a[1] - b[1];
 }
 
+/**
+ * Values kept per key under one version of what they were read from (at most `maxEntries`; past that
+ * the kept ones are dropped): a newer version empties it, an older one neither reads nor fills it.
+ * The caller reads the version before the data, so nothing is kept under a version older than its data.
+ */
+export type VersionedMap<V> = {
+  get(version: CacheVersion, key: string): V | undefined;
+  set(version: CacheVersion, key: string, value: V): void;
+};
+
+export function createVersionedMap<V>(maxEntries: number): VersionedMap<V> {
+  const entries = new Map<string, V>();
+  let version: CacheVersion = [-1, -1];
+  /** Whether `seen` is the kept version (a newer one replaces it and empties the map). */
+  function current(seen: CacheVersion): boolean {
+    const order = compareVersions(seen, version);
+    if (order > 0) {
+      entries.clear();
+      version = seen;
+    }
+    return order >= 0;
+  }
+  return {
+    get: (seen, key) => (current(seen) ? entries.get(key) : undefined),
+    set(seen, key, value) {
+      if (!current(seen)) return;
+      if (entries.size >= maxEntries) entries.clear();
+      entries.set(key, value);
+    },
+  };
+}
+
 export function createBodyCache(options: { maxBytes?: number } = {}): BodyCache {
   const maxBytes = options.maxBytes ?? BODY_CACHE_BYTES_DEFAULT;
   const entries = new Map<string, { parts: BodyParts; bytes: number; span: TimeSpan | undefined }>();

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { compareVersions, type BodyCache, type CacheVersion, type TimeSpan } from './body-cache.ts';
+import { createVersionedMap, type BodyCache, type CacheVersion, type TimeSpan } from './body-cache.ts';
 import { normalizeChain, normalizeContract } from '../config/chains.ts';
 import {
   CALL_FACETS,
@@ -264,8 +264,7 @@ export function createCallsService(deps: CallsDeps): CallsService {
    * model's checkpoint (in the serving generation) is unchanged: a link depends on nothing else. The
    * version is read before the projects, so what is kept is never older than it.
    */
-  const kept = new Map<string, { link: CallProject | null; json: string }>();
-  let keptAt: CacheVersion = [-1, -1];
+  const kept = createVersionedMap<{ link: CallProject | null; json: string }>(LINKS_KEPT_MAX);
 
   async function freshness(): Promise<CallFreshness> {
     return (await store.get<CallFreshness>(CALLS_COLLECTOR_COLLECTION, COLLECTOR_DOC_ID))?.doc ?? EMPTY_FRESHNESS;
@@ -278,15 +277,9 @@ export function createCallsService(deps: CallsDeps): CallsService {
     const links = new Map<string, { link: CallProject | null; json: string }>();
     if (wanted.size === 0) return links;
     const version: CacheVersion = [generation(), await store.checkpoint(PROJECTS_COLLECTION)];
-    const order = compareVersions(version, keptAt);
-    if (order > 0 || kept.size > LINKS_KEPT_MAX) {
-      kept.clear();
-      keptAt = version;
-    }
-    const current = order >= 0;
     const missing: string[] = [];
     for (const key of wanted) {
-      const link = current ? kept.get(key) : undefined;
+      const link = kept.get(version, key);
       if (link) links.set(key, link);
       else missing.push(key);
     }
@@ -299,7 +292,7 @@ export function createCallsService(deps: CallsDeps): CallsService {
       const link = public_.length === 1 ? callProjectOf(public_[0]!.doc) : null;
       const entry = { link, json: JSON.stringify(link) };
       links.set(key, entry);
-      if (current) kept.set(key, entry);
+      kept.set(version, key, entry);
     }
     return links;
   }

@@ -4,7 +4,7 @@ import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import type { z } from 'zod';
 import type { Project, projectSearchSchema, projectSearchStateSchema } from '../readmodels/schemas.ts';
 import type { Caller } from './caller.ts';
-import { compareVersions, type CacheVersion } from './body-cache.ts';
+import { createVersionedMap, type CacheVersion } from './body-cache.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
 import type { ProjectsService } from './projects.ts';
 import { parseParams } from './requests/params.ts';
@@ -88,8 +88,7 @@ export function createSearchService(deps: SearchDeps): SearchService {
    * is unchanged: the outcome depends on nothing else (the caller's context is read per request).
    * The version is read before the projects, so what is kept is never older than it.
    */
-  const outcomes = new Map<string, Outcome>();
-  let outcomesAt: CacheVersion = [-1, -1];
+  const outcomes = createVersionedMap<Outcome>(OUTCOMES_KEPT_MAX);
 
   async function byKey(key: string, value: string): Promise<StoredDoc<Project, ProjectState>[]> {
     const ids = await store.findIds(PROJECTS_COLLECTION, key, value, 100);
@@ -134,14 +133,10 @@ export function createSearchService(deps: SearchDeps): SearchService {
   /** The outcome of `q`: kept, or looked up (null: q is none of the accepted forms). */
   async function outcomeOf(q: string): Promise<Outcome | null> {
     const version: CacheVersion = [generation(), await store.checkpoint(PROJECTS_COLLECTION)];
-    const order = compareVersions(version, outcomesAt);
-    if (order > 0) outcomesAt = version;
-    if (order > 0 || (order === 0 && outcomes.size >= OUTCOMES_KEPT_MAX)) outcomes.clear();
-    const current = order >= 0;
-    const kept = current ? outcomes.get(q) : undefined;
+    const kept = outcomes.get(version, q);
     if (kept) return kept;
     const found = await lookUpQuery(q);
-    if (found && current) outcomes.set(q, found);
+    if (found) outcomes.set(version, q, found);
     return found;
   }
 

@@ -34,15 +34,15 @@ export const plain = <T>(value: T): Spliced<T> => spliced(() => JSON.stringify(v
 
 export const storedDoc = <D>(row: StoredDoc<D>): Spliced<D> => spliced(row.json, () => row.doc);
 
-export const storedDocs = <D>(rows: readonly StoredDoc<D>[]): Spliced<D[]> => ({
-  ...spliced(() => `[${rows.map((r) => r.json).join(',')}]`, () => rows.map((r) => r.doc)),
-  pieces() {
+export function storedDocs<D>(rows: readonly StoredDoc<D>[]): Spliced<D[]> {
+  const pieces = (): string[] => {
     const out: string[] = ['['];
     rows.forEach((r, i) => out.push(i === 0 ? r.json : `,${r.json}`));
     out.push(']');
     return out;
-  },
-});
+  };
+  return { ...spliced(() => pieces().join(''), () => rows.map((r) => r.doc)), pieces };
+}
 
 /** UTF-8 bytes of the concatenation of `pieces`, written piece by piece (no joined string is made). */
 function bytesOf(pieces: readonly string[]): Buffer {
