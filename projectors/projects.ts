@@ -69,31 +69,49 @@ const emptyState = (): ProjectState => ({
 
 const ms = (iso: string) => Date.parse(iso);
 
+/**
+ * A sample's time in milliseconds, parsed once per sample object: each sighting walks the samples
+ * (insert, prune, velocity), and parsing their `at` again each time was most of the fold's cost. The
+ * symbol-keyed memo is invisible to JSON.stringify and to Object.keys (jsonEqual), so it changes no
+ * stored byte; a sample is never edited (samples are replaced), so the memo cannot go stale.
+ */
+const SAMPLE_MS = Symbol('sampleMs');
+type TimedSample = FollowerSample & { [SAMPLE_MS]?: number };
+function sampleMs(sample: TimedSample): number {
+  let at = sample[SAMPLE_MS];
+  if (at === undefined) {
+    at = ms(sample.at);
+    // A frozen sample (as tests make them) is parsed each time instead.
+    if (Object.isExtensible(sample)) sample[SAMPLE_MS] = at;
+  }
+  return at;
+}
+
 /** Latest sample at or before `cutoff`, or null. Samples are ascending by `at`. */
 function sampleAtOrBefore(samples: readonly FollowerSample[], cutoff: number): FollowerSample | null {
   let found: FollowerSample | null = null;
   for (const s of samples) {
-    if (ms(s.at) <= cutoff) found = s;
+    if (sampleMs(s) <= cutoff) found = s;
     else break;
   }
   return found;
 }
 
-function velocity(fol: number | null, newestAt: string | null, samples: readonly FollowerSample[]): Project['vel'] {
-  if (fol === null || newestAt === null) return { h24: null, d7: null };
-  const ref = ms(newestAt);
+/** `newestAt`: the newest sighting's time in milliseconds. */
+function velocity(fol: number | null, newestAt: number, samples: readonly FollowerSample[]): Project['vel'] {
+  if (fol === null) return { h24: null, d7: null };
+  const ref = newestAt;
   const h24 = sampleAtOrBefore(samples, ref - DAY_MS);
   const d7 = sampleAtOrBefore(samples, ref - 7 * DAY_MS);
   return { h24: h24 ? fol - h24.fol : null, d7: d7 ? fol - d7.fol : null };
 }
 
 /** Keeps every sample newer than 7 days before the newest sighting, plus the latest one older. */
-function pruneSamples(samples: FollowerSample[], newestAt: string | null): FollowerSample[] {
-  if (newestAt === null) return samples;
-  const cutoff = ms(newestAt) - 7 * DAY_MS;
+function pruneSamples(samples: FollowerSample[], newestAt: number): FollowerSample[] {
+  const cutoff = newestAt - 7 * DAY_MS;
   let keepFrom = 0;
   // Ascending by time: the samples at or before the cutoff come first.
-  for (let i = 0; i < samples.length && ms(samples[i]!.at) <= cutoff; i++) keepFrom = i;
+  for (let i = 0; i < samples.length && sampleMs(samples[i]!) <= cutoff; i++) keepFrom = i;
   return samples.slice(keepFrom);
 }
 
@@ -104,14 +122,14 @@ function pruneSamples(samples: FollowerSample[], newestAt: string | null): Follo
  */
 function insertSample(samples: readonly FollowerSample[], sample: FollowerSample): FollowerSample[] {
   const next = samples.filter((s) => s.at !== sample.at);
-  const time = ms(sample.at);
+  const time = sampleMs(sample);
   let index = next.length;
-  while (index > 0 && ms(next[index - 1]!.at) > time) index -= 1;
+  while (index > 0 && sampleMs(next[index - 1]!) > time) index -= 1;
   next.splice(index, 0, sample);
   return next;
 }
 
-function rivalLead(firstSeenAt: string | null, rivalAt: string | null): string | null {
+export function rivalLead(firstSeenAt: string | null, rivalAt: string | null): string | null {
   if (firstSeenAt === null || rivalAt === null) return null;
   const lead = ms(rivalAt) - ms(firstSeenAt);
   return lead > 0 ? isoDuration(lead) : null;
@@ -136,7 +154,7 @@ function calltrackerSummary(raw: CalltrackerRaw): CalltrackerSummary {
 }
 
 /** Lookup keys: `handle` (the project's own, for reads by handle) and those search and call-token links use. */
-function projectKeys(doc: Project): Record<string, string[]> {
+export function projectKeys(doc: Project): Record<string, string[]> {
   const handles = new Set<string>();
   const identityHandles = new Set<string>();
   const contracts = new Set<string>();
@@ -172,15 +190,22 @@ function projectKeys(doc: Project): Record<string, string[]> {
 }
 
 function applySighting(doc: Project, state: ProjectState, d: EventData<'project.sighted'>, position: number): void {
-  if (typeof d.fol === 'number') state.samples = insertSample(state.samples, { at: d.at, fol: d.fol });
-  if (state.firstSeenAt === null || ms(d.at) < ms(state.firstSeenAt)) {
+  const at = ms(d.at);
+  if (typeof d.fol === 'number') {
+    const sample: TimedSample = { at: d.at, fol: d.fol };
+    sample[SAMPLE_MS] = at;
+    state.samples = insertSample(state.samples, sample);
+  }
+  if (state.firstSeenAt === null || at < ms(state.firstSeenAt)) {
     state.firstSeenAt = d.at;
     doc.firstSeenByUs = d.at;
     doc.entry = { at: d.at, fol: d.fol ?? null };
   }
   // An older sighting only feeds the follower history (docs/source-messages.md), never the current fields.
-  if (state.newestSightingAt === null || ms(d.at) >= ms(state.newestSightingAt)) {
+  let newestAt = state.newestSightingAt === null ? null : ms(state.newestSightingAt);
+  if (newestAt === null || at >= newestAt) {
     state.newestSightingAt = d.at;
+    newestAt = at;
     if (d.handle !== undefined) {
       const handle = d.handle === null ? null : d.handle.replace(/^@/, '');
       if (handle?.toLowerCase() !== doc.handle?.toLowerCase()) state.handleClaimedAt = handle === null ? null : position;
@@ -193,8 +218,8 @@ function applySighting(doc: Project, state: ProjectState, d: EventData<'project.
     if (d.why !== undefined) doc.why = d.why;
     if (d.bio !== undefined) doc.bio = d.bio;
   }
-  state.samples = pruneSamples(state.samples, state.newestSightingAt);
-  doc.vel = velocity(doc.fol, state.newestSightingAt, state.samples);
+  state.samples = pruneSamples(state.samples, newestAt);
+  doc.vel = velocity(doc.fol, newestAt, state.samples);
 }
 
 function applyFollowers(doc: Project, d: EventData<'followers.observed'>): void {
@@ -248,16 +273,26 @@ export function foldProject(current: ProjectEntity | null, event: RecordedEvent)
     default:
       break;
   }
-  doc.rival = { lead: rivalLead(state.firstSeenAt, state.rivalListedAt) };
-
+  // What follows is derived from a few fields only, and the fold replaces a field whenever it
+  // changes it (copy-on-write): while those are the very same values, the derived ones are too, and
+  // are taken over instead of made again for every event (new URL per website, sorting, a date parse).
   const sighted = state.firstSeenAt !== null;
+  if (current === null || state.firstSeenAt !== current.state.firstSeenAt || state.rivalListedAt !== current.state.rivalListedAt) {
+    doc.rival = { lead: rivalLead(state.firstSeenAt, state.rivalListedAt) };
+  }
+  const sameKeySources =
+    current !== null &&
+    sighted === (current.state.firstSeenAt !== null) &&
+    doc.handle === current.doc.handle &&
+    doc.identity === current.doc.identity &&
+    doc.dossier === current.doc.dossier;
   return {
     doc,
     state,
     // Sources may send any UTC offset; the listing order compares instants, not spellings.
-    sortKey: new Date(doc.firstSeenByUs).toISOString(),
+    sortKey: current !== null && doc.firstSeenByUs === current.doc.firstSeenByUs ? current.sortKey : new Date(doc.firstSeenByUs).toISOString(),
     facet: !sighted ? PROJECT_FACETS.pending : doc.dossier ? PROJECT_FACETS.dossier : PROJECT_FACETS.noDossier,
-    keys: sighted ? projectKeys(doc) : {},
+    keys: sameKeySources ? current.keys : sighted ? projectKeys(doc) : {},
   };
 }
 
