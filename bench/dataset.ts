@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { parseConfig, type Config } from '../config/config.ts';
 import { defaultCalls } from '../ingest/generate/context.ts';
 import { generateLines } from '../ingest/generate/generate.ts';
+import { DEFAULT_INGEST_BATCH } from '../ingest/ndjson.ts';
 import { createIngestor } from '../ingest/pipeline.ts';
 import { openStores } from '../service/stores.ts';
 
@@ -49,12 +50,12 @@ export async function ensureDataSet(spec: DataSetSpec, log: (line: string) => vo
     const ingestor = createIngestor(stores.log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER });
     let messages = 0;
     const options = { ...spec, seed: BENCH_SEED, calls: spec.calls || defaultCalls(spec.projects), hotContractCalls: 0, followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER };
-    // The batch path `pulseboard ingest` takes: 4000 messages per log transaction.
+    // The batch path `pulseboard ingest` takes, with its batch size.
     let batch: string[] = [];
     for (const line of generateLines(options)) {
       batch.push(line);
       messages += 1;
-      if (batch.length === 4000) {
+      if (batch.length === DEFAULT_INGEST_BATCH) {
         await ingestor.ingestBatch(batch, 'ndjson');
         batch = [];
       }

@@ -27,9 +27,12 @@ export type DeadLetterSink = { write(entry: DeadLetterEntry): Promise<void>; clo
 /** `bytes`: UTF-8 bytes of the lines read so far, newlines included (a share of the input's size). */
 export type NdjsonProgress = { lines: number; linesPerSecond: number; bytes: number };
 
+/** Messages per batch append unless told otherwise (`pulseboard ingest --batch-size`). */
+export const DEFAULT_INGEST_BATCH = 16_000;
+
 export type NdjsonOptions = {
   ingestor: BatchIngestor;
-  /** Messages per batch append (one transaction on the embedded log); default 4000. */
+  /** Messages per batch append (one transaction on the embedded log); default DEFAULT_INGEST_BATCH. */
   batchSize?: number;
   deadLetter: DeadLetterSink;
   /** Called at most once per `progressIntervalMs` while lines are being read. */
@@ -149,9 +152,11 @@ function errorText(error: unknown): string {
 export async function ingestNdjson(inputs: readonly NdjsonInput[], options: NdjsonOptions): Promise<NdjsonResult> {
   const now = options.now ?? Date.now;
   const interval = options.progressIntervalMs ?? 2000;
-  // 4000 rather than 1000: random event ids spread each batch over the id index, and a larger
-  // transaction rewrites each touched page fewer times (measured: about 30 % faster at 10k projects).
-  const batchSize = Math.max(1, options.batchSize ?? 4000);
+  // 16,000 rather than 1000: random event ids spread each batch over the id index, and a larger
+  // transaction rewrites each touched page (and checkpoints the WAL) fewer times. Measured at 10k
+  // projects: 1000 per batch 14.6–17.6 s, 4000 13.7 s, 16,000 8.7–10.5 s, 32,000 8.0–8.6 s; at 100k,
+  // 16,000 took 158 s where 4000 took 172–190 s. A batch is a few MB of text in memory.
+  const batchSize = Math.max(1, options.batchSize ?? DEFAULT_INGEST_BATCH);
   const counts: NdjsonCounts = { lines: 0, accepted: 0, duplicate: 0, rejected: 0 };
   const started = now();
   let lastProgress = started;

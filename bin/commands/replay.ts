@@ -18,7 +18,7 @@ otherwise the next replay removes it).
 Progress goes to stderr: log position reached, events/s, estimated time left.
 A replay that fails or is interrupted leaves the live generation untouched; run it again.
 
-  --batch-size N          at most N log positions per commit of each read model (default 1000000,
+  --batch-size N          at most N log positions per commit of each read model (default 10000000,
                           20000 with MongoDB)
   --progress-interval MS  at most one progress line per MS milliseconds (default 1000; 0: every batch)
 
