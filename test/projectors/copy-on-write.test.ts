@@ -4,16 +4,10 @@
  * throws (modules run in strict mode), over a generated data set that exercises every source type.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, it } from 'vitest';
-import type { RecordedEvent } from '../../eventstore/port.ts';
-import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
-import { generateLines } from '../../ingest/generate/generate.ts';
-import { createIngestor } from '../../ingest/pipeline.ts';
 import type { Entity } from '../../projectors/projector.ts';
 import { projectors } from '../../projectors/registry.ts';
+import { generatedLogEvents } from '../support/seed.ts';
 
 function deepFreeze<T>(value: T): T {
   if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
@@ -23,37 +17,21 @@ function deepFreeze<T>(value: T): T {
 
 describe('folds are copy-on-write', () => {
   it('no projector changes the entity or the event it folds', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'pulseboard-cow-'));
-    const log = createSqliteEventLog(join(dir, 'events.sqlite'));
-    try {
-      const lines = [...generateLines({ projects: 60, seed: 9, calls: 200, days: 12, hotContractCalls: 5, followerProvider: 'followerscope' })];
-      const outcomes = await createIngestor(log, { followerProvider: 'followerscope' }).ingestBatch(lines, 'ndjson');
-      assert.ok(outcomes.every((o) => o.status === 'accepted'));
-      const events: RecordedEvent[] = [];
-      for (let after = 0; ; ) {
-        const page = await log.readAll({ afterPosition: after, limit: 5000 });
-        if (page.length === 0) break;
-        events.push(...page);
-        after = page[page.length - 1]!.position;
+    const events = await generatedLogEvents({ projects: 60, seed: 9, calls: 200, days: 12, hotContractCalls: 5, followerProvider: 'followerscope' });
+    // Plain copies (the log's records parse metadata lazily), then frozen.
+    const frozen = events.map((e) => deepFreeze({ ...e, metadata: e.metadata }));
+    let folds = 0;
+    for (const projector of projectors) {
+      const entities = new Map<string, Entity<unknown, unknown>>();
+      for (const event of frozen) {
+        if (!projector.typePrefixes.some((prefix) => event.type.startsWith(prefix))) continue;
+        const id = projector.keyOf(event);
+        if (id === null) continue;
+        const next = projector.fold(entities.get(id) ?? null, event);
+        folds += 1;
+        if (next) entities.set(id, deepFreeze(next));
       }
-      // Plain copies (the log's records parse metadata lazily), then frozen.
-      const frozen = events.map((e) => deepFreeze({ ...e, metadata: e.metadata }));
-      let folds = 0;
-      for (const projector of projectors) {
-        const entities = new Map<string, Entity<unknown, unknown>>();
-        for (const event of frozen) {
-          if (!projector.typePrefixes.some((prefix) => event.type.startsWith(prefix))) continue;
-          const id = projector.keyOf(event);
-          if (id === null) continue;
-          const next = projector.fold(entities.get(id) ?? null, event);
-          folds += 1;
-          if (next) entities.set(id, deepFreeze(next));
-        }
-      }
-      assert.ok(folds > events.length / 2, `folded ${folds} events`);
-    } finally {
-      await log.close();
-      rmSync(dir, { recursive: true, force: true });
     }
+    assert.ok(folds > events.length / 2, `folded ${folds} events`);
   });
 });

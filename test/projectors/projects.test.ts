@@ -1,17 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'vitest';
 import { foldEvents } from '../../projectors/runner.ts';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
-import { generateLines } from '../../ingest/generate/generate.ts';
-import { createIngestor } from '../../ingest/pipeline.ts';
 import { foldProject, projectKeys, projectsProjector, rivalLead, PROJECT_FACETS, type ProjectEntity } from '../../projectors/projects.ts';
 import type { RecordedEvent } from '../../eventstore/port.ts';
 import type { StoredDoc } from '../../readmodels/port.ts';
 import { projectSchema, type Project } from '../../readmodels/schemas.ts';
 import { day, eventFactory } from '../support/events.ts';
+import { generatedLogEvents } from '../support/seed.ts';
 
 function fold(events: RecordedEvent[], existing = new Map<string, StoredDoc<Project, never>>()) {
   const out = foldEvents(projectsProjector, existing as never, events);
@@ -178,38 +173,27 @@ describe('projects projector: derived fields taken over from the entity before',
   // making them from scratch gives, whether `current` is the previous fold's own result or a copy read
   // back from the store (a batch boundary: new objects, no memo).
   it('equal a fresh derivation after every event', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'pulseboard-derived-'));
-    const log = createSqliteEventLog(join(dir, 'events.sqlite'));
-    try {
-      const lines = [...generateLines({ projects: 80, seed: 4, calls: 60, days: 20, hotContractCalls: 0, followerProvider: 'followerscope' })];
-      const outcomes = await createIngestor(log, { followerProvider: 'followerscope' }).ingestBatch(lines, 'ndjson');
-      assert.ok(outcomes.every((o) => o.status === 'accepted'));
-      const entities = new Map<string, ProjectEntity>();
-      let folds = 0;
-      let keyChanges = 0;
-      for (let after = 0; ; ) {
-        const page = await log.readAll({ afterPosition: after, limit: 5000, typePrefixes: projectsProjector.typePrefixes });
-        if (page.length === 0) break;
-        after = page[page.length - 1]!.position;
-        for (const event of page) {
-          const id = projectsProjector.keyOf(event);
-          if (id === null) continue;
-          let current = entities.get(id) ?? null;
-          if (current && event.position % 3 === 0) current = JSON.parse(JSON.stringify(current)) as ProjectEntity;
-          const next = foldProject(current, event);
-          folds += 1;
-          if (current && JSON.stringify(current.keys) !== JSON.stringify(next.keys)) keyChanges += 1;
-          assert.equal(next.sortKey, new Date(next.doc.firstSeenByUs).toISOString());
-          assert.deepEqual(next.keys, next.state.firstSeenAt !== null ? projectKeys(next.doc) : {});
-          assert.deepEqual(next.doc.rival, { lead: rivalLead(next.state.firstSeenAt, next.state.rivalListedAt) });
-          entities.set(id, next);
-        }
-      }
-      assert.ok(folds > 1000, `folded ${folds} events`);
-      assert.ok(keyChanges >= 20, `keys changed ${keyChanges} times`);
-    } finally {
-      await log.close();
-      rmSync(dir, { recursive: true, force: true });
+    const events = await generatedLogEvents(
+      { projects: 80, seed: 4, calls: 60, days: 20, hotContractCalls: 0, followerProvider: 'followerscope' },
+      projectsProjector.typePrefixes,
+    );
+    const entities = new Map<string, ProjectEntity>();
+    let folds = 0;
+    let keyChanges = 0;
+    for (const event of events) {
+      const id = projectsProjector.keyOf(event);
+      if (id === null) continue;
+      let current = entities.get(id) ?? null;
+      if (current && event.position % 3 === 0) current = JSON.parse(JSON.stringify(current)) as ProjectEntity;
+      const next = foldProject(current, event);
+      folds += 1;
+      if (current && JSON.stringify(current.keys) !== JSON.stringify(next.keys)) keyChanges += 1;
+      assert.equal(next.sortKey, new Date(next.doc.firstSeenByUs).toISOString());
+      assert.deepEqual(next.keys, next.state.firstSeenAt !== null ? projectKeys(next.doc) : {});
+      assert.deepEqual(next.doc.rival, { lead: rivalLead(next.state.firstSeenAt, next.state.rivalListedAt) });
+      entities.set(id, next);
     }
+    assert.ok(folds > 1000, `folded ${folds} events`);
+    assert.ok(keyChanges >= 20, `keys changed ${keyChanges} times`);
   });
 });

@@ -1,5 +1,12 @@
-import type { EventLog } from '../../eventstore/port.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { EventLog, RecordedEvent } from '../../eventstore/port.ts';
+import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { sourceEventId } from '../../events/ids.ts';
+import type { GenerateOptions } from '../../ingest/generate/context.ts';
+import { generateLines } from '../../ingest/generate/generate.ts';
+import { createIngestor } from '../../ingest/pipeline.ts';
 import type { ReadStore, StoredDoc } from '../../readmodels/port.ts';
 import { projectors } from '../../projectors/registry.ts';
 import { day } from './events.ts';
@@ -71,4 +78,28 @@ export function firstDifference(a: Record<string, StoredDoc[]>, b: Record<string
     }
   }
   return null;
+}
+
+/**
+ * The events a generated data set becomes: its NDJSON lines ingested into a throw-away embedded log
+ * (every one accepted), then read back in log order (optionally only the given type prefixes).
+ */
+export async function generatedLogEvents(options: GenerateOptions, typePrefixes?: readonly string[]): Promise<RecordedEvent[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'pulseboard-generated-'));
+  const log = createSqliteEventLog(join(dir, 'events.sqlite'));
+  try {
+    const outcomes = await createIngestor(log, { followerProvider: options.followerProvider }).ingestBatch([...generateLines(options)], 'ndjson');
+    const refused = outcomes.find((o) => o.status !== 'accepted');
+    if (refused) throw new Error(`a generated message was not accepted: ${JSON.stringify(refused)}`);
+    const events: RecordedEvent[] = [];
+    for (let after = 0; ; ) {
+      const page = await log.readAll({ afterPosition: after, limit: 5000, ...(typePrefixes ? { typePrefixes } : {}) });
+      if (page.length === 0) return events;
+      events.push(...page);
+      after = page[page.length - 1]!.position;
+    }
+  } finally {
+    await log.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
