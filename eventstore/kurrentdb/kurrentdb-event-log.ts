@@ -629,8 +629,10 @@ async function appendGroupsPerStream(
   });
   const results: AppendedEvent[][] = groups.map(() => []);
   const pending = [...byStream];
+  // A shared cursor, not shift(): a batch may hold thousands of streams, and each shift moves the rest.
+  let cursor = 0;
   const worker = async (): Promise<void> => {
-    for (let next = pending.shift(); next; next = pending.shift()) {
+    for (let next = pending[cursor++]; next; next = pending[cursor++]) {
       const [stream, indexes] = next;
       const result = await append(stream, indexes.flatMap((index) => groups[index]!.events));
       if (!result.ok) throw new Error(`event log refused an 'any' append to ${stream}: ${result.reason}`);
