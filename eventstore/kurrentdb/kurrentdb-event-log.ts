@@ -135,12 +135,12 @@ function metadataOf(event: KurrentRecordedEvent): Record<string, unknown> {
 }
 
 /**
- * `metadata` is taken on first access, as the SQLite log parses it: projectors never read it. (The
- * client library has already decoded the metadata bytes as JSON by then, in its convertGrpcRecord,
- * for every event it returns; the adapter cannot defer that part.)
+ * A recorded event as plain data, metadata included (the client library has already decoded the
+ * metadata bytes as JSON, in its convertGrpcRecord, for every event it returns). Not an object
+ * literal with a lazy getter: V8 keeps such a literal in dictionary mode, and the runner and the
+ * folds read `type`, `data` and `position` of every event (as in the SQLite log).
  */
 function toRecorded(event: KurrentRecordedEvent, position: number): RecordedEvent {
-  let metadata: Record<string, unknown> | undefined;
   return {
     id: event.id,
     stream: event.streamId,
@@ -148,10 +148,7 @@ function toRecorded(event: KurrentRecordedEvent, position: number): RecordedEven
     position,
     type: event.type,
     data: dataOf(event),
-    get metadata() {
-      metadata ??= metadataOf(event);
-      return metadata;
-    },
+    metadata: metadataOf(event),
     recordedAt: event.created.toISOString(),
   };
 }

@@ -42,8 +42,6 @@ export type FakeKurrentDbServer = {
   client(): KurrentDBClient;
   /** Calls per client method, over every connection since the last reset. */
   calls: Map<string, number>;
-  /** Reads of `metadata` on events the server returned. */
-  metadataReads: () => number;
   records: StoredRecord[];
   resetCounts(): void;
 };
@@ -77,7 +75,6 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
   const appended = new EventEmitter();
   appended.setMaxListeners(0);
   const calls = new Map<string, number>();
-  let metadataReads = 0;
   let position = 1000n;
 
   const step = async (method: string) => {
@@ -87,8 +84,6 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
 
   /** An event as the client returns it. */
   const recorded = (record: StoredRecord) => {
-    let metadata: unknown;
-    let parsed = false;
     return {
       streamId: record.streamId,
       id: record.id,
@@ -96,14 +91,8 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
       type: record.type,
       data: JSON.parse(record.data) as unknown,
       isJson: true,
-      get metadata() {
-        metadataReads += 1;
-        if (!parsed) {
-          metadata = record.metadata === undefined ? undefined : (JSON.parse(record.metadata) as unknown);
-          parsed = true;
-        }
-        return metadata;
-      },
+      // As the real client: metadata bytes decoded as JSON for every event it returns.
+      metadata: record.metadata === undefined ? undefined : (JSON.parse(record.metadata) as unknown),
       created: record.created,
       position: { commit: record.position, prepare: record.position } as Position,
     };
@@ -240,11 +229,9 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
   return {
     client,
     calls,
-    metadataReads: () => metadataReads,
     records,
     resetCounts() {
       calls.clear();
-      metadataReads = 0;
     },
   };
 }
