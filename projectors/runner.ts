@@ -123,25 +123,39 @@ function unchanged<D, S>(current: Entity<D, S>, next: Entity<D, S>): boolean {
 
 /**
  * A folded document; `json` is made on first access and kept. A write is a change of the public
- * document (DESIGN §4): `seq` and `writtenAt` move only then, a state-only change keeps them.
+ * document (DESIGN §4): `seq` and `writtenAt` move only then, a state-only change keeps them. A class
+ * rather than an object literal with a getter: V8 keeps such a literal in dictionary mode, and the
+ * next event for the same document reads every member of it.
  */
+class FoldedDoc<D, S> implements StoredDoc<D, S> {
+  readonly id: string;
+  readonly doc: D;
+  readonly state: S;
+  readonly seq: number;
+  readonly writtenAt: string;
+  readonly sortKey: string;
+  readonly facet: string;
+  readonly keys: Record<string, string[]>;
+  #json: string | undefined;
+  constructor(id: string, next: Entity<D, S>, known: string | undefined, seq: number, writtenAt: string) {
+    this.id = id;
+    this.doc = next.doc;
+    this.state = next.state;
+    this.seq = seq;
+    this.writtenAt = writtenAt;
+    this.sortKey = next.sortKey;
+    this.facet = next.facet;
+    this.keys = next.keys;
+    this.#json = known;
+  }
+  get json(): string {
+    this.#json ??= JSON.stringify(this.doc);
+    return this.#json;
+  }
+}
+
 function folded<D, S>(id: string, next: Entity<D, S>, known: string | undefined, seq: number, writtenAt: string): StoredDoc<D, S> {
-  let json = known;
-  const doc = next.doc;
-  return {
-    id,
-    doc,
-    get json() {
-      json ??= JSON.stringify(doc);
-      return json;
-    },
-    state: next.state,
-    seq,
-    writtenAt,
-    sortKey: next.sortKey,
-    facet: next.facet,
-    keys: next.keys,
-  };
+  return new FoldedDoc(id, next, known, seq, writtenAt);
 }
 
 /** Which projectors read an event type (by their type prefixes), cached per type. */

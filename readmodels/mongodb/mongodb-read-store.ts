@@ -26,6 +26,7 @@
  */
 import { MongoClient, type AnyBulkWriteOperation, type ClientSession, type Collection, type Db, type Filter } from 'mongodb';
 import type { CommitOutcome, DocWrite, DeltaQuery, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
+import { storedFromTexts } from '../stored-doc.ts';
 
 type MongoDoc = {
   _id: string;
@@ -98,34 +99,18 @@ function toMongo(write: DocWrite): MongoDoc {
 /** What listings fetch: never the projector-private state, nor the lookup array. */
 const LISTED = { projection: { state: 0, lookup: 0 } } as const;
 
-/**
- * `doc`, `state` and `keys` are parsed on first access: read paths that splice `json` parse nothing.
- * Listing rows are fetched without `state` (never served) and carry null there.
- */
+/** A fetched row as the port's stored document (parsed on first access; listing rows carry no state). */
 function fromMongo<D, S>(row: Omit<MongoDoc, 'state' | 'lookup'> & { state?: string }): StoredDoc<D, S> {
-  let doc: { value: D } | undefined;
-  let state: { value: S } | undefined;
-  let keys: Record<string, string[]> | undefined;
-  return {
+  return storedFromTexts<D, S>({
     id: row._id,
-    get doc() {
-      doc ??= { value: JSON.parse(row.doc) as D };
-      return doc.value;
-    },
-    json: row.doc,
-    get state() {
-      state ??= { value: (row.state === undefined ? null : JSON.parse(row.state)) as S };
-      return state.value;
-    },
+    doc: row.doc,
+    state: row.state,
     seq: row.seq,
     writtenAt: row.writtenAt,
     sortKey: row.sortKey,
     facet: row.facet,
-    get keys() {
-      keys ??= JSON.parse(row.keys) as Record<string, string[]>;
-      return keys;
-    },
-  };
+    keys: row.keys,
+  });
 }
 
 const counterId = (collection: string, facet: string) => JSON.stringify([collection, facet]);

@@ -2,6 +2,7 @@ import { closeSync, fsyncSync, openSync } from 'node:fs';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../../config/sqlite.ts';
 import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
+import { storedFromTexts } from '../stored-doc.ts';
 
 /**
  * Documents: a rowid table with the small columns first and the large texts last, so a listing reads
@@ -116,34 +117,18 @@ type DocRow = {
   keys: string;
 };
 
-/**
- * `doc`, `state` and `keys` are parsed on first access: read paths that splice `json` parse nothing.
- * Listing rows are read without `state` (never served), and carry null there.
- */
+/** A row as the port's stored document (parsed on first access; listing rows carry no state). */
 function toStored<D, S>(row: DocRow): StoredDoc<D, S> {
-  let doc: { value: D } | undefined;
-  let state: { value: S } | undefined;
-  let keys: Record<string, string[]> | undefined;
-  return {
+  return storedFromTexts<D, S>({
     id: row.id,
-    get doc() {
-      doc ??= { value: JSON.parse(row.doc) as D };
-      return doc.value;
-    },
-    json: row.doc,
-    get state() {
-      state ??= { value: (row.state === undefined ? null : JSON.parse(row.state)) as S };
-      return state.value;
-    },
+    doc: row.doc,
+    state: row.state,
     seq: row.seq,
     writtenAt: row.written_at,
     sortKey: row.sort_key,
     facet: row.facet,
-    get keys() {
-      keys ??= JSON.parse(row.keys) as Record<string, string[]>;
-      return keys;
-    },
-  };
+    keys: row.keys,
+  });
 }
 
 function syncFile(path: string): void {

@@ -30,6 +30,13 @@ function jsonOf(value: unknown): string | undefined {
   }
 }
 
+/** Every member of a stored document as plain data: what the port promises is the values, not the object's make. */
+function members(stored: StoredDoc | null | undefined): Record<string, unknown> | null | undefined {
+  if (!stored) return stored;
+  const { id, doc, json, state, seq, writtenAt, sortKey, facet, keys } = stored;
+  return { id, doc, json, state, seq, writtenAt, sortKey, facet, keys };
+}
+
 function doc(id: string, fields: Fields = {}): StoredDoc {
   const value = fields.doc ?? { id, title: `doc ${id}` };
   const json = jsonOf(value);
@@ -145,7 +152,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
           keys: { handle: ['one'], contract: ['base:0xabc', '0xabc'] },
         });
         await store().commit(collection, [written], 17);
-        assert.deepEqual(await store().get(collection, 'p-1'), written);
+        assert.deepEqual(members(await store().get(collection, 'p-1')), members(written));
         assert.equal(await store().get(collection, 'p-2'), null);
       });
 
@@ -154,7 +161,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         await store().commit(collection, [doc('x', { doc: { a: 1, b: 2 }, state: { s: 1 }, facet: 'one', keys: { k: ['v'] } })], 1);
         const rewritten = doc('x', { doc: { a: 3 }, state: { t: 2 }, facet: 'two', keys: {}, seq: 2, sortKey: 'z' });
         await store().commit(collection, [rewritten], 2);
-        assert.deepEqual(await store().get(collection, 'x'), rewritten);
+        assert.deepEqual(members(await store().get(collection, 'x')), members(rewritten));
       });
 
       it(`${adapterName}: getMany returns the documents found, keyed by id`, skipFor(skip), async () => {
@@ -165,7 +172,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         const found = await store().getMany(collection, wanted);
         assert.equal(found.size, 802, 'id-0599 is asked for twice and found once');
         assert.equal(found.has('missing'), false);
-        assert.deepEqual(found.get('id-0599'), docs[599]);
+        assert.deepEqual(members(found.get('id-0599')), members(docs[599]));
         assert.equal(found.get('id-1099')?.seq, 1100);
         assert.equal((await store().getMany(collection, [])).size, 0);
         assert.equal((await store().getMany(freshCollection(), ['id-0000'])).size, 0);
