@@ -44,20 +44,24 @@ const HEAP_HEADROOM_AFTER_GC = 0.25;
 
 /**
  * A full garbage collection on demand (V8's `gc`, exposed in a new context only; null where the
- * flag cannot be set). The V8 heap's used size counts garbage too: right after a commit it still
+ * flag cannot be set), made the first time a guard asks, so a process that never holds a large batch
+ * never sets the flag. The V8 heap's used size counts garbage too: right after a commit it still
  * holds the batch just written, and a guard that trusted it ended the next batches after 10,000
  * positions each (measured at 100k projects). So when the used size passes the guard, one full
  * collection tells what is really held before the batch is cut short.
  */
-export const collectGarbage: (() => void) | null = (() => {
+let exposedGc: (() => void) | null | undefined;
+export function garbageCollector(): (() => void) | null {
+  if (exposedGc !== undefined) return exposedGc;
   try {
     setFlagsFromString('--expose-gc');
     const gc: unknown = runInNewContext('gc');
-    return typeof gc === 'function' ? (gc as () => void) : null;
+    exposedGc = typeof gc === 'function' ? (gc as () => void) : null;
   } catch {
-    return null;
+    exposedGc = null;
   }
-})();
+  return exposedGc;
+}
 
 const usedHeapBytes = () => getHeapStatistics().used_heap_size;
 
@@ -66,8 +70,9 @@ const usedHeapBytes = () => getHeapStatistics().used_heap_size;
  * then counts as full only when it leaves less than HEAP_HEADROOM_AFTER_GC of the guard free (else the
  * next page would collect again at once). Exported with its heap readers as parameters for tests.
  */
-export function heapFull(maxHeapBytes: number, usedBytes: () => number = usedHeapBytes, collect: (() => void) | null = collectGarbage): boolean {
+export function heapFull(maxHeapBytes: number, usedBytes: () => number = usedHeapBytes, collector: () => (() => void) | null = garbageCollector): boolean {
   if (usedBytes() <= maxHeapBytes) return false;
+  const collect = collector();
   if (collect === null) return true;
   collect();
   return usedBytes() > maxHeapBytes * (1 - HEAP_HEADROOM_AFTER_GC);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseConfig } from '../../config/config.ts';
 import type { EventLog } from '../../eventstore/port.ts';
-import { createDeadLetterFile, ingestNdjson, type NdjsonInput } from '../../ingest/ndjson.ts';
+import { createDeadLetterFile, DEFAULT_INGEST_BATCH, ingestNdjson, type NdjsonInput } from '../../ingest/ndjson.ts';
 import { openEventLog } from '../../eventstore/open.ts';
 import { createIngestor, type BatchIngestor } from '../../ingest/pipeline.ts';
 import { createProgress } from '../progress.ts';
@@ -14,7 +14,7 @@ const USAGE = `usage: pulseboard ingest [--dead-letter PATH] [--batch-size N] [-
 Appends NDJSON source messages (docs/source-messages.md) to the event log, one message per line; '-' reads stdin.
 Prints "accepted N, duplicate N, rejected N". Rejected lines go to the dead-letter file
 (default <PULSEBOARD_DATA_DIR>/dead-letter.ndjson) with their file, line, field path and reason.
-Messages are stored N at a time (default 16000), each batch all or nothing: after a crash, run the
+Messages are stored N at a time (default ${DEFAULT_INGEST_BATCH}), each batch all or nothing: after a crash, run the
 same command again; what was stored is reported as duplicate and the rest is stored once.
 Progress goes to stderr: on a terminal one updating line (percentage of the files' bytes, lines/s,
 time left), otherwise a line every 5 seconds (--progress-interval MS sets the gap). Ctrl-C stops after the batch being stored and says how

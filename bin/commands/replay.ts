@@ -4,7 +4,7 @@ import { openEventLog } from '../../eventstore/open.ts';
 import type { EventLog } from '../../eventstore/port.ts';
 import { projectors } from '../../projectors/registry.ts';
 import { replayReadModels, type ReplayProgress } from '../../service/replay.ts';
-import { openGenerationSpace, projectionLimits } from '../../service/stores.ts';
+import { EMBEDDED_LIMITS, openGenerationSpace, projectionLimits } from '../../service/stores.ts';
 import { parseErrorReason, usageError as oneLineUsageError } from '../args.ts';
 
 const USAGE = `usage: pulseboard replay [--batch-size N] [--progress-interval MS]
@@ -18,7 +18,7 @@ otherwise the next replay removes it).
 Progress goes to stderr: log position reached, events/s, estimated time left.
 A replay that fails or is interrupted leaves the live generation untouched; run it again.
 
-  --batch-size N          at most N log positions per commit of each read model (default 10000000,
+  --batch-size N          at most N log positions per commit of each read model (default ${EMBEDDED_LIMITS.batchSize},
                           20000 with MongoDB)
   --progress-interval MS  at most one progress line per MS milliseconds (default 1000; 0: every batch)
 
