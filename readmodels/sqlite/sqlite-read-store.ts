@@ -3,6 +3,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../../config/sqlite.ts';
 import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
+import { watchWalHeader } from './wal-header.ts';
 
 /**
  * Documents: a rowid table with the small columns first and the large texts last, so a listing reads
@@ -262,14 +263,16 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   const allCheckpoints = prepared('SELECT json_group_object(collection, position) AS positions FROM checkpoints');
   // Changes when another connection (a projector thread or process) commits; this connection's own commits leave it.
   const dataVersion = prepared('PRAGMA data_version');
+  // Whether any connection has committed since the checkpoints were read, for one pread.
+  const walHeader = watchWalHeader(path);
   /**
    * Every checkpoint, read with one statement and kept while the database is unchanged by any other
-   * connection: once per event-loop turn (setImmediate) `PRAGMA data_version` (about 1.5 µs, no
-   * table read) says whether another connection has committed since they were read, and only then
-   * are they read again (about 6 µs). A request asks for two or three checkpoints (key, owners, the
-   * read's own collection). Within one turn the kept values are as current as a read at its start: a
-   * request sent after another process's commit returned is read in a later turn, and this store's
-   * own commits (which data_version does not count) drop them.
+   * connection: once per event-loop turn (setImmediate) the WAL-index header (wal-header.ts), and
+   * only when it moved `PRAGMA data_version`, says whether another connection has committed since
+   * they were read, and only then are they read again (about 6 µs). A request asks for two or three
+   * checkpoints (key, owners, the read's own collection). Within one turn the kept values are as
+   * current as a read at its start: a request sent after another process's commit returned is read in
+   * a later turn, and this store's own commits (which data_version does not count) drop them.
    */
   let knownCheckpoints: Map<string, number> | null = null;
   let knownVersion = -1;
@@ -282,11 +285,14 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   };
   function checkpointsThisTurn(): Map<string, number> {
     if (checkedThisTurn && knownCheckpoints) return knownCheckpoints;
-    // The version is read before the checkpoints: a commit between the two shows as a new version next time.
-    const version = (dataVersion.get() as { data_version: number }).data_version;
-    if (!knownCheckpoints || version !== knownVersion) {
-      knownCheckpoints = new Map(Object.entries(JSON.parse((allCheckpoints.get() as { positions: string }).positions) as Record<string, number>));
-      knownVersion = version;
+    if (!knownCheckpoints || !walHeader.unchanged()) {
+      // The header and then the version are read before the checkpoints: a commit after either shows as a change next time.
+      walHeader.mark();
+      const version = (dataVersion.get() as { data_version: number }).data_version;
+      if (!knownCheckpoints || version !== knownVersion) {
+        knownCheckpoints = new Map(Object.entries(JSON.parse((allCheckpoints.get() as { positions: string }).positions) as Record<string, number>));
+        knownVersion = version;
+      }
     }
     if (!checkedThisTurn) {
       checkedThisTurn = true;
@@ -439,6 +445,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     },
 
     async close() {
+      walHeader.close();
       if (options.bulkBuild && db.isOpen) {
         // Back to WAL (what every other connection expects), then every page on disk before a switch.
         db.exec('PRAGMA journal_mode = WAL');
