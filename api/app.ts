@@ -94,6 +94,7 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
     method: op.method,
     url: op.path,
     handler: async (request, reply) => {
+      request.operation = op.operationId;
       reply.header('cache-control', CACHE_NO_STORE);
       if (op.headers) reply.headers(op.headers);
       const admitted = await services.guard.admit(request.headers.authorization, op.protection(request.query));
@@ -192,12 +193,20 @@ function isStoreUnavailable(error: unknown): boolean {
   return /SQLITE_BUSY|SQLITE_LOCKED|database is locked|ECONNREFUSED|MongoNetwork|ServerSelection|UNAVAILABLE|disk I\/O/i.test(text);
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The REST operation's id once its handler runs; '' before that and on every other route. */
+    operation: string;
+  }
+}
+
 /** Operation label of a request, from the route it matched (bounded: never the path as sent). */
 function operationLabeller(operations: readonly RestOperation[]) {
   const byRoute = new Map<string, string>(operations.map((op) => [`${op.method} ${op.path}`, op.operationId]));
   const fixed: Record<string, string> = { '/healthz': 'healthz', '/readyz': 'readyz', '/metrics': 'metrics', '/v1/openapi.json': 'openapi', '/docs': 'docs' };
   const toolNames = new Set(mcpTools.map((t) => t.name));
   return (request: FastifyRequest): { operation: string; rpc?: { method: string; tool?: string } } => {
+    if (request.operation !== '') return { operation: request.operation };
     const route = request.routeOptions.url;
     if (route === undefined) return { operation: 'unmatched' };
     if (request.method === 'OPTIONS') return { operation: 'preflight' };
@@ -281,6 +290,8 @@ function httpServer(services: Services, options: AppOptions, metrics: Metrics, o
   }
 
   const labelOf = operationLabeller(operations);
+  // Set by a REST operation's handler: its label without a look-up (the route options getter builds an object per call).
+  app.decorateRequest('operation', '');
 
   // Hooks on every request take a callback, not a promise: one resolution and microtask fewer each.
   app.addHook('onRequest', (request, reply, done) => {

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EventLog } from '../eventstore/port.ts';
 import type { BatchIngestor } from '../ingest/pipeline.ts';
 import { THESIS_COLLECTION, THESIS_JOB_PHASES } from '../projectors/thesis.ts';
@@ -6,12 +6,13 @@ import type { ReadStore } from '../readmodels/port.ts';
 import type { Readiness } from '../service/health.ts';
 import type { Guard } from '../service/guard.ts';
 import { createOpenJobsLedger } from '../service/thesis/jobs.ts';
+import { createFixedCounter, createRequestSeries } from './plain-series.ts';
 
 /**
  * The process's Prometheus metrics. Labels are bounded sets chosen by the server (operation ids,
  * known tool names, status codes, fixed words): never a key, a key id, a path as sent, or any text
- * a caller or the thesis source wrote. Counters on the hot path are cached label children (one map
- * look-up and an add); everything that reads a store is read at scrape time only.
+ * a caller or the thesis source wrote. The per-request series and rate decisions are plain numbers
+ * (plain-series.ts); everything that reads a store is read at scrape time only.
  */
 const RATE_DECISIONS = ['allowed', 'limited', 'unprotected', 'refused_unavailable'] as const;
 export type RateDecisionLabel = (typeof RATE_DECISIONS)[number];
@@ -44,21 +45,25 @@ export function createMetrics(sources: MetricsSources): Metrics {
   collectDefaultMetrics({ register: registry, prefix: 'pulseboard_' });
   const registers = [registry];
 
-  const requests = new Counter({ name: 'pulseboard_http_requests_total', help: 'Answered HTTP requests by operation (MCP: by method and tool) and status.', labelNames: ['operation', 'status'], registers });
-  const latency = new Histogram({
-    name: 'pulseboard_http_request_duration_seconds',
-    help: 'Time from request to the last byte handed to the socket, by operation.',
-    labelNames: ['operation'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers,
-  });
+  const requests = createRequestSeries(
+    registry,
+    { name: 'pulseboard_http_requests_total', help: 'Answered HTTP requests by operation (MCP: by method and tool) and status.' },
+    {
+      name: 'pulseboard_http_request_duration_seconds',
+      help: 'Time from request to the last byte handed to the socket, by operation.',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    },
+  );
   const rejectedRequests = new Counter({ name: 'pulseboard_http_rejected_requests_total', help: 'Requests the HTTP parser refused before routing, by status.', labelNames: ['status'], registers });
-  const rateDecisions = new Counter({
-    name: 'pulseboard_rate_limit_decisions_total',
-    help: 'Per-key budget decisions: allowed, limited (429), unprotected (limiter down, basic read let through), refused_unavailable (limiter down, protected read refused).',
-    labelNames: ['decision'],
-    registers,
-  });
+  const rateDecisions = createFixedCounter(
+    registry,
+    {
+      name: 'pulseboard_rate_limit_decisions_total',
+      help: 'Per-key budget decisions: allowed, limited (429), unprotected (limiter down, basic read let through), refused_unavailable (limiter down, protected read refused).',
+    },
+    'decision',
+    RATE_DECISIONS,
+  );
   const rateProtection = new Gauge({ name: 'pulseboard_rate_protection_up', help: '1 while the rate limiter answers, 0 while it does not (degraded).', registers });
   const ingest = new Counter({ name: 'pulseboard_ingest_messages_total', help: 'Source messages taken by this process, by outcome.', labelNames: ['outcome'], registers });
   const checkpoint = new Gauge({ name: 'pulseboard_projector_checkpoint', help: 'Event-log position each read model has folded up to.', labelNames: ['read_model'], registers });
@@ -67,12 +72,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
   const thesisJobs = new Gauge({ name: 'pulseboard_thesis_jobs', help: 'Thesis jobs by state: open (requested, not yet saved or failed, across all processes, from the open-jobs ledger), and the latest job of each contract by phase (queued, running, saved, failed; from the thesis read model).', labelNames: ['state'], registers });
   const up = new Gauge({ name: 'pulseboard_store_up', help: '1 when the store answered the last scrape, 0 when it did not.', labelNames: ['store'], registers });
   for (const outcome of ['accepted', 'duplicate', 'rejected']) ingest.labels(outcome).inc(0);
-  // Every decision's child made once (and exported at 0): a labels() lookup per request costs more than the increment.
-  const decisionCounters = Object.fromEntries(RATE_DECISIONS.map((decision) => [decision, rateDecisions.labels(decision)])) as Record<RateDecisionLabel, ReturnType<typeof rateDecisions.labels>>;
-  for (const counter of Object.values(decisionCounters)) counter.inc(0);
 
-  const requestChildren = new Map<string, ReturnType<typeof requests.labels>>();
-  const latencyChildren = new Map<string, ReturnType<typeof latency.labels>>();
   const ledger = createOpenJobsLedger(sources.log);
 
   async function readGauges(): Promise<void> {
@@ -101,17 +101,9 @@ export function createMetrics(sources: MetricsSources): Metrics {
 
   return {
     registry,
-    request(operation, status, seconds) {
-      const key = `${operation} ${status}`;
-      let counter = requestChildren.get(key);
-      if (!counter) requestChildren.set(key, (counter = requests.labels(operation, String(status))));
-      counter.inc();
-      let histogram = latencyChildren.get(operation);
-      if (!histogram) latencyChildren.set(operation, (histogram = latency.labels(operation)));
-      histogram.observe(seconds);
-    },
+    request: (operation, status, seconds) => requests.record(operation, status, seconds),
     rejected: (status) => rejectedRequests.labels(String(status)).inc(),
-    rateDecision: (decision) => decisionCounters[decision].inc(),
+    rateDecision: (decision) => rateDecisions.add(decision),
     ingested: (outcome) => ingest.labels(outcome).inc(),
     async render() {
       await readGauges();

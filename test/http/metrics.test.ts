@@ -71,6 +71,14 @@ describe('/metrics', () => {
     assert.equal(sample(text, 'pulseboard_http_requests_total', { operation: 'mcp:initialize', status: '200' }), 1);
     assert.equal(sample(text, 'pulseboard_http_requests_total', { operation: 'listPulse', status: '429' }), 1);
     assert.equal(sample(text, 'pulseboard_http_request_duration_seconds_count', { operation: 'listProjects' }), 3);
+    // The histogram's buckets are cumulative, end at the count (+Inf), and the sum is the seconds taken.
+    const bounds = ['0.001', '0.0025', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '+Inf'];
+    const buckets = bounds.map((le) => sample(text, 'pulseboard_http_request_duration_seconds_bucket', { le, operation: 'listProjects' }));
+    assert.ok(buckets.every((n, i) => n !== undefined && (i === 0 || n >= buckets[i - 1]!)), `cumulative buckets: ${buckets.join(' ')}`);
+    assert.equal(buckets.at(-1), 3);
+    const seconds = sample(text, 'pulseboard_http_request_duration_seconds_sum', { operation: 'listProjects' }) ?? 0;
+    assert.ok(seconds > 0 && seconds < 30, `sum ${seconds}`);
+    assert.equal(sample(text, 'pulseboard_rate_limit_decisions_total', { decision: 'refused_unavailable' }), 0, 'every decision is exported, at 0 until counted');
     assert.equal(sample(text, 'pulseboard_rate_limit_decisions_total', { decision: 'limited' }), 1);
     assert.ok((sample(text, 'pulseboard_rate_limit_decisions_total', { decision: 'allowed' }) ?? 0) >= 5);
     assert.equal(sample(text, 'pulseboard_rate_protection_up'), 1);
