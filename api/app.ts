@@ -19,7 +19,8 @@ import { thesisOperations } from './routes/thesis.ts';
 import { callOperations } from './routes/calls.ts';
 import { pulseOperations } from './routes/pulse.ts';
 import { searchOperations } from './routes/search.ts';
-import { bodyWith } from '../service/spliced.ts';
+import { bodyWith, type BodyParts } from '../service/spliced.ts';
+import { BROTLI_QUALITY, COMPRESSION_THRESHOLD, compressParts, compressWhole, GZIP_LEVEL, negotiateEncoding, type Encoding } from './http/compression.ts';
 import { CACHE_NO_STORE, CACHE_REVALIDATE, etagOf, matchesIfNoneMatch } from './http/caching.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { createClientErrorHandler } from './http/transport-errors.ts';
@@ -93,6 +94,8 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
   app.route({
     method: op.method,
     url: op.path,
+    // Compressed by the handler (http/compression.ts), which keeps compressed bodies: no plugin hooks.
+    compress: false,
     handler: async (request, reply) => {
       request.operation = op.operationId;
       reply.header('cache-control', CACHE_NO_STORE);
@@ -129,17 +132,43 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
       // JSON made by the service is sent as it is, with the content type Fastify gives a serialised
       // body: bytes around readAt (their validator made once, with them), or text.
       const value = result.value;
-      const payload = 'parts' in value ? bodyWith(value.parts, value.readAt) : 'json' in value ? value.json : JSON.stringify(value.body);
+      const kept = 'parts' in value ? value : null;
+      const text = 'parts' in value ? '' : 'json' in value ? value.json : JSON.stringify(value.body);
       reply.type(JSON_CONTENT_TYPE);
-      if (op.method !== 'GET' || status !== 200) return reply.send(payload);
-      // A successful read: revalidatable (or never stored), with a validator; a match is a 304
-      // that has already been admitted and counted like any other request.
-      const etag = 'parts' in value ? value.parts.etag : etagOf(payload as string);
-      reply.header('cache-control', op.cache === 'no-store' ? CACHE_NO_STORE : CACHE_REVALIDATE).header('etag', etag);
-      if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
-      return reply.send(payload);
+      if (op.method === 'GET' && status === 200) {
+        // A successful read: revalidatable (or never stored), with a validator; a match is a 304
+        // that has already been admitted and counted like any other request.
+        const etag = kept ? kept.parts.etag : etagOf(text);
+        reply.header('cache-control', op.cache === 'no-store' ? CACHE_NO_STORE : CACHE_REVALIDATE).header('etag', etag);
+        if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
+      }
+      return kept ? sendParts(request, reply, kept.parts, kept.readAt) : sendText(request, reply, text);
     },
   });
+}
+
+/** A body kept by the service, compressed from what is kept for it when the caller accepts that. */
+function sendParts(request: FastifyRequest, reply: FastifyReply, parts: BodyParts, readAt: string): FastifyReply {
+  const size = parts.head.length + (parts.tail === null ? 0 : readAt.length + parts.tail.length);
+  const encoding = size >= COMPRESSION_THRESHOLD ? negotiateEncoding(request.headers, parts.tail !== null) : null;
+  if (encoding === null) return reply.send(bodyWith(parts, readAt));
+  return encoded(reply, encoding).send(compressParts(parts, readAt, encoding));
+}
+
+function sendText(request: FastifyRequest, reply: FastifyReply, text: string): FastifyReply {
+  // A string's length never exceeds its UTF-8 size: the size is counted only when the length falls short.
+  const large = text.length >= COMPRESSION_THRESHOLD || Buffer.byteLength(text) >= COMPRESSION_THRESHOLD;
+  const encoding = large ? negotiateEncoding(request.headers, false) : null;
+  if (encoding === null) return reply.send(text);
+  return encoded(reply, encoding).send(compressWhole(text, encoding));
+}
+
+/** Content-Encoding, and accept-encoding added to whatever Vary the response has (as @fastify/compress does). */
+function encoded(reply: FastifyReply, encoding: Encoding): FastifyReply {
+  const vary = reply.getHeader('vary');
+  const values = vary === undefined ? [] : Array.isArray(vary) ? vary.map(String) : [String(vary)];
+  if (!values.some((v) => v.toLowerCase().includes('accept-encoding'))) reply.header('vary', [...values, 'accept-encoding'].join(', '));
+  return reply.header('content-encoding', encoding);
 }
 
 /**
@@ -363,15 +392,14 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
     route.onSend = [...own, framedNowhere];
   });
 
-  // JSON over 1 KB travels br or gzip when the caller accepts it. Measured on a 60 KB board page:
-  // gzip level 6 (zlib's default) takes 1.9 ms for 12.4 KB, level 4 0.9 ms for 13.3 KB; brotli
-  // quality 4 0.8 ms for 13.0 KB (the default 11 is far slower per response).
+  // JSON over 1 KB travels br or gzip when the caller accepts it: the REST operations compress in
+  // their handler (http/compression.ts, with the same levels); this plugin serves every other route.
   void app.register(compress, {
     global: true,
-    threshold: 1024,
+    threshold: COMPRESSION_THRESHOLD,
     encodings: ['br', 'gzip'],
-    brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } },
-    zlibOptions: { level: 4 },
+    brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY } },
+    zlibOptions: { level: GZIP_LEVEL },
   });
   const origins = config.PULSEBOARD_CORS_ORIGINS;
   if (origins !== undefined) {
