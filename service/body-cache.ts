@@ -7,7 +7,8 @@ import type { BodyParts } from './spliced.ts';
  * generation and the collection's checkpoint): the first request that sees a newer version drops
  * every entry, so an entry is served only while the checkpoint it was read at is still the current
  * one. Requests still holding an older version (read just before a commit) neither read nor fill it.
- * Bounded by bytes, least recently used out first; a body larger than an eighth of the bound is not kept.
+ * Bounded by bytes, least recently used out first; a body larger than an eighth of the bound is not
+ * kept, and (keepAfterMisses) neither is one asked for only once.
  */
 export type BodyCache = {
   /** The kept body, unless `at` (ms since the epoch) is outside the time span it was kept for. */
@@ -62,9 +63,27 @@ export function createVersionedMap<V>(maxEntries: number): VersionedMap<V> {
   };
 }
 
-export function createBodyCache(options: { maxBytes?: number } = {}): BodyCache {
+/** Keys whose misses are counted at most (past that the counts start again): a bound on the doorkeeper. */
+const COUNTED_KEYS_MAX = 10_000;
+
+export type BodyCacheOptions = {
+  maxBytes?: number;
+  /**
+   * A body is kept once its key has missed this many times under the current version (1: at once).
+   * 2 keeps what is asked for again and lets a one-off read pass: a mirror walking the delta with a
+   * new cursor per page would otherwise fill the cache with pages nobody asks for twice, and every
+   * kept page is memory outside the V8 heap that brings its collections forward (measured: a 100k
+   * mirror's server time per page 1.33 ms with every page kept, 1.11 ms with none).
+   */
+  keepAfterMisses?: number;
+};
+
+export function createBodyCache(options: BodyCacheOptions = {}): BodyCache {
   const maxBytes = options.maxBytes ?? BODY_CACHE_BYTES_DEFAULT;
+  const keepAfterMisses = options.keepAfterMisses ?? 1;
   const entries = new Map<string, { parts: BodyParts; bytes: number; span: TimeSpan | undefined }>();
+  /** Misses per key under the current version, while fewer than keepAfterMisses. */
+  const missed = new Map<string, number>();
   let version: CacheVersion = [-1, -1];
   let bytes = 0;
   let hits = 0;
@@ -76,10 +95,17 @@ export function createBodyCache(options: { maxBytes?: number } = {}): BodyCache 
     if (order < 0) return false;
     if (order > 0) {
       entries.clear();
+      missed.clear();
       bytes = 0;
       version = [seen[0], seen[1]];
     }
     return true;
+  }
+
+  function countMiss(key: string): void {
+    if (keepAfterMisses <= 1) return;
+    if (missed.size >= COUNTED_KEYS_MAX) missed.clear();
+    missed.set(key, (missed.get(key) ?? 0) + 1);
   }
 
   return {
@@ -93,6 +119,7 @@ export function createBodyCache(options: { maxBytes?: number } = {}): BodyCache 
       }
       if (!entry) {
         misses += 1;
+        countMiss(key);
         return undefined;
       }
       hits += 1;
@@ -103,6 +130,10 @@ export function createBodyCache(options: { maxBytes?: number } = {}): BodyCache 
     },
     set(seen, key, parts, span) {
       if (!current(seen)) return;
+      if (keepAfterMisses > 1) {
+        if ((missed.get(key) ?? 0) < keepAfterMisses) return;
+        missed.delete(key);
+      }
       const size = parts.head.length + (parts.tail?.length ?? 0) + parts.etag.length + key.length * 2 + 64;
       if (size > maxBytes / 8) return;
       const previous = entries.get(key);

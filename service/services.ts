@@ -71,7 +71,8 @@ export function createServices(deps: ServiceDeps): Services {
   commits.closed.addEventListener('abort', unsubscribe, { once: true });
   // Board pages, delta pages and plain project reads are served again from their rendered bytes while
   // the projects read model's checkpoint (in the serving generation) is unchanged.
-  const bodies = createBodyCache();
+  // A body is kept from its second read on (body-cache.ts): one-off reads (a mirror's walk) pass.
+  const bodies = createBodyCache({ keepAfterMisses: 2 });
   const projects = createProjectsService({
     log,
     store,
@@ -96,7 +97,7 @@ export function createServices(deps: ServiceDeps): Services {
     thesis: createThesisFeed({ log, store, access, config: deps.config, heartbeat: deps.heartbeat ?? createInProcessHeartbeat({ now }), now }),
     // Call pages are served again from their rendered bytes while what they were read from is unchanged
     // (a page is at most 512 KiB; eight of the largest fit).
-    calls: createCallsService({ store, now, generation: () => deps.stores.generations()?.serving ?? 0, bodies: createBodyCache({ maxBytes: CALL_BODY_CACHE_BYTES }) }),
+    calls: createCallsService({ store, now, generation: () => deps.stores.generations()?.serving ?? 0, bodies: createBodyCache({ maxBytes: CALL_BODY_CACHE_BYTES, keepAfterMisses: 2 }) }),
     search: createSearchService({ store, projects, now, generation: () => deps.stores.generations()?.serving ?? 0 }),
     pulse: createPulseService({ store, now }),
     now,

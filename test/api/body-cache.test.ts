@@ -31,6 +31,9 @@ describe('rendered bodies kept per read-model checkpoint', () => {
 
   it('a board page read again comes from the cache: same bytes but readAt, same ETag, a later readAt', async () => {
     const first = await h.get('/v1/projects?page=1', key);
+    const entries = h.services.bodies.stats().entries;
+    await h.get('/v1/projects?page=1', key);
+    assert.equal(h.services.bodies.stats().entries, entries + 1, 'kept from its second read on');
     const hits = h.services.bodies.stats().hits;
     const again = await h.get('/v1/projects?page=1', key);
     assert.equal(h.services.bodies.stats().hits, hits + 1, 'served from the cache');
@@ -98,6 +101,20 @@ describe('createBodyCache', () => {
     cache.set([1, 2], 'c', parts(10));
     assert.equal(cache.get([0, 6], 'c'), undefined, 'a newer generation wins over a higher checkpoint of the older one');
     assert.ok(cache.get([1, 2], 'c'));
+  });
+
+  it('with keepAfterMisses 2, keeps a body from its second miss on; a new version counts again', () => {
+    const cache = createBodyCache({ maxBytes: 1 << 20, keepAfterMisses: 2 });
+    assert.equal(cache.get([0, 1], 'once'), undefined);
+    cache.set([0, 1], 'once', parts(10));
+    assert.equal(cache.get([0, 1], 'once'), undefined, 'asked once: not kept');
+    cache.set([0, 1], 'once', parts(10));
+    assert.ok(cache.get([0, 1], 'once'), 'asked twice: kept');
+    assert.equal(cache.get([0, 2], 'once'), undefined, 'a commit since');
+    cache.set([0, 2], 'once', parts(10));
+    assert.equal(cache.stats().entries, 0, 'one miss under the new version keeps nothing');
+    cache.set([0, 2], 'never-asked', parts(10));
+    assert.equal(cache.stats().entries, 0, 'a key that never missed is not kept');
   });
 
   it('stays within its byte bound, least recently used out first, and keeps no body over an eighth of it', () => {
