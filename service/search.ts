@@ -9,7 +9,7 @@ import { errors, fail, ok, type Result } from './errors.ts';
 import type { ProjectsService } from './projects.ts';
 import { parseParams } from './requests/params.ts';
 import { searchQuerySchema } from './requests/search.ts';
-import { asValue, plain, rendered, storedDoc, type Rendered, type Spliced } from './spliced.ts';
+import { asValue, fromParts, partsOf, plain, rendered, storedDoc, type BodyParts, type Rendered, type Spliced } from './spliced.ts';
 
 export type ProjectSearchResult = z.infer<typeof projectSearchSchema>;
 type ProjectSearchState = z.infer<typeof projectSearchStateSchema>;
@@ -66,6 +66,9 @@ export function classifyQuery(q: string): SearchForm | null {
   return null;
 }
 
+
+/** A readAt to split a body around (any value JSON writes as it is; the parts leave it out). */
+const SPLIT_AT = '1970-01-01T00:00:00.000Z';
 
 /** Search outcomes kept at most (each holds at most one stored project); past that the kept ones are dropped. */
 const OUTCOMES_KEPT_MAX = 5000;
@@ -161,9 +164,22 @@ export function createSearchService(deps: SearchDeps): SearchService {
         ),
       );
     }
-    const context = result.project ? await projects.contextFor(caller, result.project.doc, readAt) : null;
-    const project: Spliced<Project | null> = result.project ? storedDoc(result.project) : plain(null);
+    if (!result.project) return ok(fromParts<ProjectSearchResult>(withoutProject(result.state), readAt));
+    const context = await projects.contextFor(caller, result.project.doc, readAt);
+    const project: Spliced<Project | null> = storedDoc(result.project);
     return ok(rendered<ProjectSearchResult, 'project'>({ state: result.state, project, context, readAt }));
+  }
+
+  /** The body of an outcome without a project depends on its state alone: rendered once per state. */
+  const renderedWithout = new Map<ProjectSearchState, BodyParts>();
+  function withoutProject(state: ProjectSearchState): BodyParts {
+    let parts = renderedWithout.get(state);
+    if (!parts) {
+      const split = partsOf<ProjectSearchResult, 'project'>({ state, project: plain(null), context: null, readAt: SPLIT_AT });
+      if (!split) throw new Error('a search body without a project splits around its readAt');
+      renderedWithout.set(state, (parts = split.parts));
+    }
+    return parts;
   }
 
   return {

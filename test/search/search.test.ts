@@ -129,6 +129,12 @@ describe('GET /v1/search', () => {
       assert.equal(body.project, null);
       assert.equal(body.context, null);
     }
+    // Such a body is made once per state and sent with each read's readAt: the very bytes of the value, and one validator.
+    const first = await h.get(`/v1/search?q=${encodeURIComponent('@nobody')}`, reader);
+    const again = await h.get(`/v1/search?q=${encodeURIComponent('nobody.example')}`, reader);
+    for (const res of [first, again]) assert.equal(res.body, JSON.stringify({ state: 'missing', project: null, context: null, readAt: res.json().readAt }));
+    assert.equal(again.headers.etag, first.headers.etag);
+    assert.notEqual((await h.get(`/v1/search?q=${MULTI}`, reader)).headers.etag, first.headers.etag, 'another state, another body');
   });
 
   it('adds context on found: votes, research, freshness; voter names only for an allowlisted key owner', async () => {
