@@ -19,8 +19,7 @@ import { thesisOperations } from './routes/thesis.ts';
 import { callOperations } from './routes/calls.ts';
 import { pulseOperations } from './routes/pulse.ts';
 import { searchOperations } from './routes/search.ts';
-import { bodyWith, type BodyParts } from '../service/spliced.ts';
-import { BROTLI_QUALITY, COMPRESSION_THRESHOLD, compressParts, compressWhole, GZIP_LEVEL, negotiateEncoding, type Encoding } from './http/compression.ts';
+import { BROTLI_QUALITY, COMPRESSION_THRESHOLD, GZIP_LEVEL, sendParts, sendText } from '../transport/compression.ts';
 import { CACHE_NO_STORE, CACHE_REVALIDATE, etagOf, matchesIfNoneMatch } from './http/caching.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { createClientErrorHandler } from './http/transport-errors.ts';
@@ -94,7 +93,7 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
   app.route({
     method: op.method,
     url: op.path,
-    // Compressed by the handler (http/compression.ts), which keeps compressed bodies: no plugin hooks.
+    // Compressed by the handler (transport/compression.ts), which keeps compressed bodies: no plugin hooks.
     compress: false,
     handler: async (request, reply) => {
       request.operation = op.operationId;
@@ -147,29 +146,6 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
   });
 }
 
-/** A body kept by the service, compressed from what is kept for it when the caller accepts that. */
-function sendParts(request: FastifyRequest, reply: FastifyReply, parts: BodyParts, readAt: string): FastifyReply {
-  const size = parts.head.length + (parts.tail === null ? 0 : readAt.length + parts.tail.length);
-  const encoding = size >= COMPRESSION_THRESHOLD ? negotiateEncoding(request.headers, parts.tail !== null) : null;
-  if (encoding === null) return reply.send(bodyWith(parts, readAt));
-  return encoded(reply, encoding).send(compressParts(parts, readAt, encoding));
-}
-
-function sendText(request: FastifyRequest, reply: FastifyReply, text: string): FastifyReply {
-  // A string's length never exceeds its UTF-8 size: the size is counted only when the length falls short.
-  const large = text.length >= COMPRESSION_THRESHOLD || Buffer.byteLength(text) >= COMPRESSION_THRESHOLD;
-  const encoding = large ? negotiateEncoding(request.headers, false) : null;
-  if (encoding === null) return reply.send(text);
-  return encoded(reply, encoding).send(compressWhole(text, encoding));
-}
-
-/** Content-Encoding, and accept-encoding added to whatever Vary the response has (as @fastify/compress does). */
-function encoded(reply: FastifyReply, encoding: Encoding): FastifyReply {
-  const vary = reply.getHeader('vary');
-  const values = vary === undefined ? [] : Array.isArray(vary) ? vary.map(String) : [String(vary)];
-  if (!values.some((v) => v.toLowerCase().includes('accept-encoding'))) reply.header('vary', [...values, 'accept-encoding'].join(', '));
-  return reply.header('content-encoding', encoding);
-}
 
 /**
  * Writes a change stream as server-sent events until the stream ends (client gone, shutdown) or a
@@ -393,7 +369,7 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
   });
 
   // JSON over 1 KB travels br or gzip when the caller accepts it: the REST operations compress in
-  // their handler (http/compression.ts, with the same levels); this plugin serves every other route.
+  // their handler (transport/compression.ts, as /mcp does, with the same levels); this plugin serves every other route.
   void app.register(compress, {
     global: true,
     threshold: COMPRESSION_THRESHOLD,

@@ -1,6 +1,7 @@
 import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { errorResponse, type ServiceError } from '../service/errors.ts';
+import { sendText } from '../transport/compression.ts';
 import type { Budget, Protection } from '../service/guard.ts';
 import type { Services } from '../service/services.ts';
 import { createOriginCheck } from './origin.ts';
@@ -94,7 +95,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
   const endpoint = createMcpEndpoint(services, tools);
   const originCheck = createOriginCheck(services.config);
 
-  app.post(MCP_PATH, async (request, reply) => {
+  // Compressed by the handler (transport/compression.ts): the plugin's hooks would cost more than the rest of the send.
+  app.post(MCP_PATH, { compress: false }, async (request, reply) => {
     reply.header('cache-control', 'private, no-store');
     const foreign = originCheck({ host: request.headers.host, origin: request.headers.origin });
     if (foreign) return sendError(reply, foreign);
@@ -156,7 +158,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     const context: RequestContext = admitted.ok ? { caller: admitted.value.caller, onUnexpected } : { refusal: admitted.refused.error, onUnexpected };
     const answers = await Promise.all(requests.map((message) => endpoint.answer(message, context)));
     const payload = Array.isArray(body) ? `[${answers.join(',')}]` : answers[0]!;
-    return reply.code(200).header('content-type', 'application/json').send(payload);
+    return sendText(request, reply.code(200).header('content-type', 'application/json'), payload);
   });
 
   // Stateless: no server-initiated stream (GET) and no session to end (DELETE).

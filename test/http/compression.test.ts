@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { describe, it } from 'vitest';
-import { compressParts, negotiateEncoding } from '../../api/http/compression.ts';
+import { compressParts, negotiateEncoding } from '../../transport/compression.ts';
 import { bodyWith, partsOf } from '../../service/spliced.ts';
 
 /** A page as the service keeps it: a large body split around its readAt, with a member after readAt. */

@@ -67,6 +67,17 @@ describe('HTTP as an operator expects it', () => {
     const small = await h.app.inject({ method: 'GET', url: '/v1/projects/nobody-here', headers: { ...auth(), 'accept-encoding': 'gzip' } });
     assert.equal(small.headers['content-encoding'], undefined);
     assert.equal(small.json().error.code, 'not_found');
+
+    // /mcp too: a tools/list answer (the tool schemas, well over 1 KB) travels compressed when accepted.
+    const rpcHeaders = { ...auth(), 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+    const mcpPlain = await h.app.inject({ method: 'POST', url: '/mcp', headers: rpcHeaders, payload: list });
+    assert.equal(mcpPlain.headers['content-encoding'], undefined);
+    assert.ok(mcpPlain.rawPayload.length > 1024);
+    const mcpGz = await h.app.inject({ method: 'POST', url: '/mcp', headers: { ...rpcHeaders, 'accept-encoding': 'gzip' }, payload: list });
+    assert.equal(mcpGz.headers['content-encoding'], 'gzip');
+    assert.match(String(mcpGz.headers.vary), /accept-encoding/i);
+    assert.equal(gunzipSync(mcpGz.rawPayload).toString(), mcpPlain.body);
   });
 
   it('answers a CORS preflight 204 for a configured origin, allowing Authorization; no allow-origin for others', async () => {

@@ -1,10 +1,12 @@
 import zlib from 'node:zlib';
 import negotiator from '@fastify/accept-negotiator';
-import type { BodyParts } from '../../service/spliced.ts';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { bodyWith, type BodyParts } from '../service/spliced.ts';
 
 /**
- * Compression of the JSON the REST operations send: br or gzip when the caller accepts it and the
- * body is 1 KB or more, negotiated as @fastify/compress does (which the other routes keep). A body
+ * Compression of the JSON the transports send (REST operations, /mcp): br or gzip when the caller
+ * accepts it and the body is 1 KB or more, negotiated as @fastify/compress does (which the other
+ * routes keep; its hooks on a route cost more than the rest of sending a small body). A body
  * kept by the service (its parts) is compressed once: without a `readAt` the whole compressed body is
  * kept beside it; with one, gzip keeps the compressed part before `readAt` and per request
  * compresses only `readAt` and what follows it (a few bytes on the board, delta and call pages), so
@@ -71,4 +73,28 @@ export function compressParts(parts: BodyParts, readAt: string, encoding: Encodi
   if (parts.tail === null) return (entry[encoding] ??= compressWhole(parts.head, encoding));
   if (encoding === 'gzip') return gzipSpliced(parts, parts.tail, Buffer.from(readAt, 'utf8'), entry);
   return compressWhole(Buffer.concat([parts.head, Buffer.from(readAt, 'utf8'), parts.tail]), encoding);
+}
+
+/** A body kept by the service, compressed from what is kept for it when the caller accepts that. */
+export function sendParts(request: FastifyRequest, reply: FastifyReply, parts: BodyParts, readAt: string): FastifyReply {
+  const size = parts.head.length + (parts.tail === null ? 0 : readAt.length + parts.tail.length);
+  const encoding = size >= COMPRESSION_THRESHOLD ? negotiateEncoding(request.headers, parts.tail !== null) : null;
+  if (encoding === null) return reply.send(bodyWith(parts, readAt));
+  return encoded(reply, encoding).send(compressParts(parts, readAt, encoding));
+}
+
+export function sendText(request: FastifyRequest, reply: FastifyReply, text: string): FastifyReply {
+  // A string's length never exceeds its UTF-8 size: the size is counted only when the length falls short.
+  const large = text.length >= COMPRESSION_THRESHOLD || Buffer.byteLength(text) >= COMPRESSION_THRESHOLD;
+  const encoding = large ? negotiateEncoding(request.headers, false) : null;
+  if (encoding === null) return reply.send(text);
+  return encoded(reply, encoding).send(compressWhole(text, encoding));
+}
+
+/** Content-Encoding, and accept-encoding added to whatever Vary the response has (as @fastify/compress does). */
+function encoded(reply: FastifyReply, encoding: Encoding): FastifyReply {
+  const vary = reply.getHeader('vary');
+  const values = vary === undefined ? [] : Array.isArray(vary) ? vary.map(String) : [String(vary)];
+  if (!values.some((v) => v.toLowerCase().includes('accept-encoding'))) reply.header('vary', [...values, 'accept-encoding'].join(', '));
+  return reply.header('content-encoding', encoding);
 }
