@@ -10,7 +10,8 @@ import type { Services } from '../service/services.ts';
 import { mountDocs } from './docs.ts';
 import { sendError } from './errors.ts';
 import { buildOpenApiDocument } from './openapi.ts';
-import type { RestOperation } from './operation.ts';
+import type { OperationInput, RestOperation } from './operation.ts';
+import type { Caller } from '../service/caller.ts';
 import { MCP_PATH, mcpPlugin } from '../mcp/plugin.ts';
 import { askOperations } from './routes/asks.ts';
 import { historyOperations } from './routes/history.ts';
@@ -88,6 +89,43 @@ export function mountInterfaceDescription(app: FastifyInstance, operations: read
   mountDocs(app);
 }
 
+/**
+ * What an operation is given. A class, not an object literal with a getter: V8 keeps such a literal
+ * in dictionary mode, and one is made per request.
+ */
+class RequestInput implements OperationInput {
+  readonly caller: Caller;
+  readonly params: unknown;
+  readonly query: unknown;
+  readonly body: unknown;
+  readonly headers: OperationInput['headers'];
+  readonly #reply: FastifyReply;
+  #gone: AbortController | undefined;
+
+  constructor(caller: Caller, request: FastifyRequest, reply: FastifyReply) {
+    this.caller = caller;
+    this.params = request.params;
+    this.query = request.query;
+    this.body = request.body;
+    this.headers = request.headers;
+    this.#reply = reply;
+  }
+
+  /**
+   * The client going away ends a long-poll's wait (and a stream) instead of holding it to the end.
+   * Made when an operation first asks for it (most reads never wait).
+   */
+  get signal(): AbortSignal {
+    if (!this.#gone) {
+      const controller = (this.#gone = new AbortController());
+      const raw = this.#reply.raw;
+      if (raw.destroyed || raw.closed) controller.abort();
+      else raw.once('close', () => controller.abort());
+    }
+    return this.#gone.signal;
+  }
+}
+
 function registerOperation(app: FastifyInstance, services: Services, op: RestOperation): void {
   // Errors are never cached: `private, no-store` until a successful read says otherwise.
   app.route({
@@ -102,25 +140,7 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
       const admitted = await services.guard.admit(request.headers.authorization, op.protection(request.query));
       if (!admitted.ok) return sendError(reply, admitted.refused.error, admitted.refused.headers);
       reply.headers(admitted.value.headers);
-      // The client going away ends a long-poll's wait (and a stream) instead of holding it to the end.
-      // Made when an operation first asks for it (most reads never wait).
-      let gone: AbortController | undefined;
-      const input = {
-        caller: admitted.value.caller,
-        params: request.params,
-        query: request.query,
-        body: request.body,
-        headers: request.headers,
-        get signal() {
-          if (!gone) {
-            const controller = (gone = new AbortController());
-            if (reply.raw.destroyed || reply.raw.closed) controller.abort();
-            else reply.raw.once('close', () => controller.abort());
-          }
-          return gone.signal;
-        },
-      };
-      const result = await op.run(input);
+      const result = await op.run(new RequestInput(admitted.value.caller, request, reply));
       if (!result.ok) return sendError(reply, result.error);
       if (result.value.headers) reply.headers(result.value.headers);
       if ('stream' in result.value) return sendEventStream(reply, result.value.stream);

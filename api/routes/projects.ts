@@ -21,15 +21,8 @@ export function projectOperations(services: Services): RestOperation[] {
         400: 'Invalid parameter, page combined with since/cursor, limit in page mode, or a cursor that does not decode or carries other filters',
         409: 'The cursor was issued by a different archive; start again from since',
       },
-      // The signal is asked for only by a page that waits (a long-poll).
-      run: (input) =>
-        replyWithJson(
-          services.projects.listRendered(input.query, {
-            get signal() {
-              return input.signal;
-            },
-          }),
-        ),
+      // The input's signal is made only when a page that waits (a long-poll) asks for it.
+      run: (input) => replyWithJson(services.projects.listRendered(input.query, input)),
     },
     {
       operationId: 'streamProjectChanges',
