@@ -166,7 +166,6 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
   });
 }
 
-
 /**
  * Writes a change stream as server-sent events until the stream ends (client gone, shutdown) or a
  * read fails (the client reconnects with Last-Event-ID and loses nothing). Each event's data is one

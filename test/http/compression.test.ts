@@ -1,7 +1,7 @@
 /** The REST operations' compression: negotiation, and bodies compressed from what is kept for them. */
 import assert from 'node:assert/strict';
-import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { describe, it } from 'vitest';
+import zlib, { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { describe, it, vi } from 'vitest';
 import { compressParts, negotiateEncoding } from '../../transport/compression.ts';
 import { bodyWith, partsOf } from '../../service/spliced.ts';
 
@@ -54,8 +54,15 @@ describe('compressParts', () => {
 
   it('gzip: the head is deflated once per kept body; each request adds only readAt and the tail', () => {
     const page = keptPage('2026-11-23T04:00:00.000Z');
+    const deflated = vi.spyOn(zlib, 'deflateRawSync');
     const a = compressParts(page.parts, '2026-11-23T04:00:00.000Z', 'gzip');
+    const first = deflated.mock.calls.map(([input]) => (input as Buffer).length);
+    deflated.mockClear();
     const b = compressParts(page.parts, '2026-11-23T04:00:09.000Z', 'gzip');
+    const second = deflated.mock.calls.map(([input]) => (input as Buffer).length);
+    deflated.mockRestore();
+    assert.deepEqual(first, [page.parts.head.length, 24 + page.parts.tail!.length], 'the first request deflates the head, then readAt and the tail');
+    assert.deepEqual(second, [24 + page.parts.tail!.length], 'a later one only readAt and the tail');
     // Same compressed head (after the 10-byte gzip header), a different end.
     const common = (() => {
       let n = 0;
