@@ -20,7 +20,7 @@ import { thesisOperations } from './routes/thesis.ts';
 import { callOperations } from './routes/calls.ts';
 import { pulseOperations } from './routes/pulse.ts';
 import { searchOperations } from './routes/search.ts';
-import { BROTLI_QUALITY, COMPRESSION_THRESHOLD, GZIP_LEVEL, sendParts, sendText } from '../transport/compression.ts';
+import { BROTLI_QUALITY, COMPRESSION_THRESHOLD, GZIP_LEVEL, sendBody, sendParts } from '../transport/compression.ts';
 import { CACHE_NO_STORE, CACHE_REVALIDATE, etagOf, matchesIfNoneMatch } from './http/caching.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { createClientErrorHandler } from './http/transport-errors.ts';
@@ -161,7 +161,7 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
         reply.header('cache-control', op.cache === 'no-store' ? CACHE_NO_STORE : CACHE_REVALIDATE).header('etag', etag);
         if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
       }
-      return kept ? sendParts(request, reply, kept.parts, kept.readAt) : sendText(request, reply, text);
+      return kept ? sendParts(request, reply, kept.parts, kept.readAt) : sendBody(request, reply, text);
     },
   });
 }

@@ -1,11 +1,11 @@
 import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { errorResponse, type ServiceError } from '../service/errors.ts';
-import { sendText } from '../transport/compression.ts';
+import { sendBody } from '../transport/compression.ts';
 import type { Budget, Protection } from '../service/guard.ts';
 import type { Services } from '../service/services.ts';
 import { createOriginCheck } from './origin.ts';
-import { createMcpEndpoint, type RequestContext } from './server.ts';
+import { createMcpEndpoint, type RequestContext, type SerializedResponse } from './server.ts';
 import { tools as toolTable, type Tool } from './tools.ts';
 
 export const MCP_PATH = '/mcp';
@@ -58,6 +58,15 @@ function sendRpcError(reply: FastifyReply, status: number, code: number, message
 
 /** `application/json` with or without parameters (charset), as a parsed media type. */
 const isJsonContentType = (value: string | undefined): boolean => value?.split(';')[0]?.trim().toLowerCase() === 'application/json';
+
+/** A batch's responses as one JSON array. */
+function batchOf(answers: readonly SerializedResponse[]): SerializedResponse {
+  if (answers.every((answer) => typeof answer === 'string')) return `[${answers.join(',')}]`;
+  const pieces: Buffer[] = [];
+  answers.forEach((answer, i) => pieces.push(Buffer.from(i === 0 ? '[' : ','), typeof answer === 'string' ? Buffer.from(answer, 'utf8') : answer));
+  pieces.push(Buffer.from(']'));
+  return Buffer.concat(pieces);
+}
 
 /** The SDK transport's batch bound. */
 const MAX_BATCH_SIZE = 100;
@@ -157,8 +166,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     const onUnexpected = (type: string) => request.log.error({ err: { type } }, 'mcp tool call failed');
     const context: RequestContext = admitted.ok ? { caller: admitted.value.caller, onUnexpected } : { refusal: admitted.refused.error, onUnexpected };
     const answers = await Promise.all(requests.map((message) => endpoint.answer(message, context)));
-    const payload = Array.isArray(body) ? `[${answers.join(',')}]` : answers[0]!;
-    return sendText(request, reply.code(200).header('content-type', 'application/json'), payload);
+    const payload = Array.isArray(body) ? batchOf(answers) : answers[0]!;
+    return sendBody(request, reply.code(200).header('content-type', 'application/json'), payload);
   });
 
   // Stateless: no server-initiated stream (GET) and no session to end (DELETE).

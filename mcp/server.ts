@@ -31,8 +31,12 @@ export const INSTRUCTIONS =
   'Each tools/call counts once against the per-key budget (60 per 60 seconds by default) shared with the REST interface; ' +
   'initialize, tools/list, ping and notifications have a budget of their own. Keep results small with limit (and maxBytes on list_calltracker_calls).';
 
-/** One JSON-RPC response, already serialized (the transport writes it as is). */
-export type SerializedResponse = string;
+/**
+ * One JSON-RPC response, already serialized (the transport writes it as is): its text, or its UTF-8
+ * bytes where the result was kept as bytes (a text with a character past Latin-1 is a two-byte
+ * string, which would be measured and encoded again on every send).
+ */
+export type SerializedResponse = string | Buffer;
 
 /**
  * Who sent this HTTP request, or why the rate gate refused it after authenticating it: then every
@@ -58,6 +62,12 @@ const idJson = (id: RequestId): string => JSON.stringify(id);
 /** The SDK's response layout, `{result, jsonrpc, id}`, so the bytes clients saw before stay the same. */
 const resultResponse = (id: RequestId, resultJson: string): string => `{"result":${resultJson},"jsonrpc":"2.0","id":${idJson(id)}}`;
 
+/** A kept result's response up to its id, as bytes: `{"result":…,"jsonrpc":"2.0","id":`. */
+const responseHead = (resultJson: string): Buffer => Buffer.from(`{"result":${resultJson},"jsonrpc":"2.0","id":`, 'utf8');
+
+/** The response of a kept head for one request id (the same bytes as `resultResponse`). */
+const withId = (head: Buffer, id: RequestId): Buffer => Buffer.concat([head, Buffer.from(`${idJson(id)}}`, 'utf8')]);
+
 const errorResponse = (id: RequestId, code: number, message: string, data?: unknown): string =>
   JSON.stringify({ jsonrpc: '2.0', id, error: { code, message, ...(data === undefined ? {} : { data }) } });
 
@@ -72,6 +82,7 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
   const byName = new Map(toolTable.map((tool) => [tool.name, tool]));
   const toolNames = toolTable.map((tool) => tool.name).join(', ');
   const toolsListResult = JSON.stringify({ tools: toolTable.map(toolListing) });
+  const toolsListHead = responseHead(toolsListResult);
   const initializeResults = new Map(
     SUPPORTED_PROTOCOL_VERSIONS.map((version) => [
       version,
@@ -80,51 +91,54 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
   );
 
   /**
-   * Tool results of bodies kept whole by the service (no readAt in them), by those kept bytes: while
-   * the service serves the same kept body, its result text is not decoded, escaped and joined again.
+   * Responses up to their id for bodies kept whole by the service (no readAt in them), by those kept
+   * bytes: while the service serves the same kept body, its result is not decoded, escaped, joined
+   * and encoded again.
    */
-  const keptResults = new WeakMap<BodyParts, string>();
-  function renderedSuccess(rendered: Rendered<unknown>): string {
+  const keptHeads = new WeakMap<BodyParts, Buffer>();
+  function renderedSuccess(rendered: Rendered<unknown>, id: RequestId): SerializedResponse {
     const split = rendered.parts();
-    if (split === null || split.parts.tail !== null) return serializedToolSuccessText(rendered.json());
-    let text = keptResults.get(split.parts);
-    if (text === undefined) {
-      text = serializedToolSuccessText(split.parts.head.toString('utf8'));
-      keptResults.set(split.parts, text);
+    if (split === null || split.parts.tail !== null) return resultResponse(id, serializedToolSuccessText(rendered.json()));
+    let head = keptHeads.get(split.parts);
+    if (head === undefined) {
+      head = responseHead(serializedToolSuccessText(split.parts.head.toString('utf8')));
+      keptHeads.set(split.parts, head);
     }
-    return text;
+    return withId(head, id);
   }
 
-  async function callTool(params: unknown, context: RequestContext): Promise<string> {
-    if (context.refusal !== undefined) return JSON.stringify(toolFailure(context.refusal));
+  /** The response to a tools/call: a tool's result, or a tool error (never a JSON-RPC error). */
+  async function callTool(id: RequestId, params: unknown, context: RequestContext): Promise<SerializedResponse> {
+    const failure = (error: ServiceError) => resultResponse(id, JSON.stringify(toolFailure(error)));
+    if (context.refusal !== undefined) return failure(context.refusal);
     const name = isPlainObject(params) ? params.name : undefined;
     if (typeof name !== 'string') {
-      return JSON.stringify(toolFailure(errors.badRequest(`tools/call needs params.name, one of: ${toolNames}; and params.arguments, an object of named arguments`)));
+      return failure(errors.badRequest(`tools/call needs params.name, one of: ${toolNames}; and params.arguments, an object of named arguments`));
     }
     const tool = byName.get(name);
     // The name is not echoed: it is input, and the list of real names is what helps.
-    if (!tool) return JSON.stringify(toolFailure(errors.notFound(`no such tool; the tools are: ${toolNames} (tools/list describes them)`)));
+    if (!tool) return failure(errors.notFound(`no such tool; the tools are: ${toolNames} (tools/list describes them)`));
     const args = (params as Record<string, unknown>).arguments ?? {};
     if (!isPlainObject(args)) {
-      return JSON.stringify(
-        toolFailure(errors.badRequest(`params.arguments must be an object of named arguments, e.g. {"name": "${tool.name}", "arguments": {…}}; see the tool's inputSchema in tools/list`)),
+      return failure(
+        errors.badRequest(`params.arguments must be an object of named arguments, e.g. {"name": "${tool.name}", "arguments": {…}}; see the tool's inputSchema in tools/list`),
       );
     }
     const parsed = parseParams(tool.input.schema, args);
-    if (!parsed.ok) return JSON.stringify(toolFailure(errors.badRequest(tool.input.renameInMessage(parsed.message))));
+    if (!parsed.ok) return failure(errors.badRequest(tool.input.renameInMessage(parsed.message)));
     try {
       // The service re-validates under the REST names; the caller's original values are passed on.
       const rest = tool.input.toRest(args);
-      const failed = (error: ServiceError) => JSON.stringify(toolFailure({ ...error, message: tool.input.renameInMessage(error.message) }));
+      const failed = (error: ServiceError) => failure({ ...error, message: tool.input.renameInMessage(error.message) });
       if (tool.callRendered) {
         const read = await tool.callRendered(services, context.caller, rest);
-        return read.ok ? renderedSuccess(read.value) : failed(read.error);
+        return read.ok ? renderedSuccess(read.value, id) : failed(read.error);
       }
       const result = await tool.call(services, context.caller, rest);
-      return result.ok ? serializedToolSuccess(result.value) : failed(result.error);
+      return result.ok ? resultResponse(id, serializedToolSuccess(result.value)) : failed(result.error);
     } catch (error) {
       context.onUnexpected?.((error as Error)?.name ?? 'unknown');
-      return JSON.stringify(toolFailure({ status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 }));
+      return failure({ status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 });
     }
   }
 
@@ -145,9 +159,9 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
         case 'ping':
           return resultResponse(id, '{}');
         case 'tools/list':
-          return resultResponse(id, toolsListResult);
+          return withId(toolsListHead, id);
         case 'tools/call':
-          return resultResponse(id, await callTool(message.params, context));
+          return callTool(id, message.params, context);
         default:
           return errorResponse(id, JSONRPC_METHOD_NOT_FOUND, 'Method not found');
       }

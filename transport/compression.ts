@@ -83,12 +83,13 @@ export function sendParts(request: FastifyRequest, reply: FastifyReply, parts: B
   return encoded(reply, encoding).send(compressParts(parts, readAt, encoding));
 }
 
-export function sendText(request: FastifyRequest, reply: FastifyReply, text: string): FastifyReply {
+/** A body made for this request, as text or as its UTF-8 bytes, compressed when the caller accepts that. */
+export function sendBody(request: FastifyRequest, reply: FastifyReply, body: string | Buffer): FastifyReply {
   // A string's length never exceeds its UTF-8 size: the size is counted only when the length falls short.
-  const large = text.length >= COMPRESSION_THRESHOLD || Buffer.byteLength(text) >= COMPRESSION_THRESHOLD;
+  const large = body.length >= COMPRESSION_THRESHOLD || (typeof body === 'string' && Buffer.byteLength(body) >= COMPRESSION_THRESHOLD);
   const encoding = large ? negotiateEncoding(request.headers, false) : null;
-  if (encoding === null) return reply.send(text);
-  return encoded(reply, encoding).send(compressWhole(text, encoding));
+  if (encoding === null) return reply.send(body);
+  return encoded(reply, encoding).send(compressWhole(body, encoding));
 }
 
 /** Content-Encoding, and accept-encoding added to whatever Vary the response has (as @fastify/compress does). */

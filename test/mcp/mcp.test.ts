@@ -349,4 +349,24 @@ describe('MCP at /mcp with the official SDK client', () => {
     assert.equal(malformed.status, 400);
     assert.deepEqual(await malformed.json(), { error: { code: 'bad_request', message: 'request body is not valid JSON' } });
   });
+
+  it('answers a batch with the response each message gets alone, byte for byte, a kept result with characters past Latin-1 included', async () => {
+    await h.append('project.sighted', 's-p004-renamed', 'project-p004', { projectId: 'p004', at: '2026-11-20T07:00:00.000Z', handle: 'h4', fol: 40, name: 'Café — ✓ 東京 🚀' });
+    await h.stores.catchUp();
+    const messages = [toolCall('get_project', { handle: 'p004' }, 1), { jsonrpc: '2.0', id: 'two', method: 'ping' }, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { ...toolCall('get_project', { handle: 'p004' }), id: 'four' }];
+    const alone = async (message: unknown) => {
+      const res = await postRpc(base, alice, message);
+      assert.equal(res.status, 200);
+      return Buffer.from(await res.arrayBuffer()).toString('utf8');
+    };
+    // Read three times: the body cache keeps the project from its second read, so the last answers come from kept bytes.
+    const reads = [await alone(messages[0]), await alone(messages[0]), await alone(messages[0])];
+    assert.equal(new Set(reads).size, 1);
+    const rest = await h.get('/v1/projects/p004', alice);
+    assert.deepEqual(JSON.parse(reads[0]!), { result: { content: [{ type: 'text', text: rest.body }], structuredContent: rest.json() }, jsonrpc: '2.0', id: 1 });
+    assert.equal(JSON.parse(reads[0]!).result.structuredContent.project.name, 'Café — ✓ 東京 🚀');
+    const singles = [reads[0]!];
+    for (const message of messages.slice(1)) singles.push(await alone(message));
+    assert.equal(await alone(messages), `[${singles.join(',')}]`);
+  });
 });

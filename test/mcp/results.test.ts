@@ -28,11 +28,11 @@ describe('the endpoint on odd input', () => {
   it('answers an initialize without its parameters with -32602 saying what to send, and an unknown version with the newest one', async () => {
     const endpoint = createMcpEndpoint({} as never, []);
     const context = { caller: { keyId: 'k', owner: 'o' } };
-    const bare = JSON.parse(await endpoint.answer({ jsonrpc: '2.0', id: 1, method: 'initialize' }, context));
+    const bare = JSON.parse(String(await endpoint.answer({ jsonrpc: '2.0', id: 1, method: 'initialize' }, context)));
     assert.equal(bare.error.code, -32602);
     assert.match(bare.error.message, /params\.protocolVersion/);
     const params = { protocolVersion: '1999-01-01', capabilities: {}, clientInfo: { name: 'x', version: '1' } };
-    const old = JSON.parse(await endpoint.answer({ jsonrpc: '2.0', id: 2, method: 'initialize', params }, context));
+    const old = JSON.parse(String(await endpoint.answer({ jsonrpc: '2.0', id: 2, method: 'initialize', params }, context)));
     assert.equal(old.result.protocolVersion, LATEST_PROTOCOL_VERSION);
     assert.deepEqual(old.result.capabilities, { tools: {} });
   });
@@ -53,7 +53,9 @@ describe('the endpoint on odd input', () => {
     const reported: string[] = [];
     const endpoint = createMcpEndpoint({} as never, [thrower]);
     const answer = JSON.parse(
-      await endpoint.answer({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'boom', arguments: {} } }, { caller: { keyId: 'k', owner: 'o' }, onUnexpected: (n) => reported.push(n) }),
+      String(
+        await endpoint.answer({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'boom', arguments: {} } }, { caller: { keyId: 'k', owner: 'o' }, onUnexpected: (n) => reported.push(n) }),
+      ),
     );
     assert.deepEqual(answer.result.structuredContent, { error: { code: 'unavailable', message: 'Unexpected failure; retry later. Wait 5 seconds before calling again.' } });
     assert.deepEqual(answer.result._meta, { retryAfterSeconds: 5 });
