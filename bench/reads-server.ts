@@ -3,6 +3,7 @@
  * its event loop:
  *   app DATA_DIR        the real service over a cached data directory
  *   bare BODIES_FILE    bare Fastify answering each URL with the bytes the real service sent for it
+ *                       (parsing a JSON request body first, as Fastify does before any handler)
  * Prints `listening <port>` once ready; stops on SIGTERM.
  */
 import { readFileSync } from 'node:fs';
@@ -14,7 +15,8 @@ import { createServices } from '../service/services.ts';
 import { openStores } from '../service/stores.ts';
 import { benchConfig } from './dataset.ts';
 
-export type RecordedBody = { method: 'GET' | 'POST'; url: string; contentType: string; body: string };
+/** A response the service sent, to be sent again by bare Fastify; `headers` when the baseline repeats its headers too. */
+export type RecordedBody = { method: 'GET' | 'POST'; url: string; contentType: string; body: string; headers?: Record<string, string> };
 
 async function app(dataDir: string) {
   const config = benchConfig(dataDir);
@@ -32,14 +34,17 @@ async function app(dataDir: string) {
 }
 
 function bare(bodiesFile: string) {
-  const bodies = new Map((JSON.parse(readFileSync(bodiesFile, 'utf8')) as RecordedBody[]).map((b) => [`${b.method} ${b.url}`, b]));
+  // Sent as bytes: a text with one character past Latin-1 would be encoded again on every send, which the service does not do.
+  const bodies = new Map((JSON.parse(readFileSync(bodiesFile, 'utf8')) as RecordedBody[]).map((b) => [`${b.method} ${b.url}`, { ...b, bytes: Buffer.from(b.body, 'utf8') }]));
   const server = Fastify({ logger: false });
   server.route({
     method: ['GET', 'POST'],
     url: '*',
     handler: async (request, reply) => {
       const recorded = bodies.get(`${request.method} ${request.url}`);
-      return recorded ? reply.type(recorded.contentType).send(recorded.body) : reply.code(404).send();
+      if (!recorded) return reply.code(404).send();
+      if (recorded.headers) reply.headers(recorded.headers);
+      return reply.type(recorded.contentType).send(recorded.bytes);
     },
   });
   return { server, close: () => server.close() };

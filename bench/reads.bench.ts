@@ -12,12 +12,10 @@
  * run measures 10k and 100k projects; `--scale` adds 1M (8 days of history per project) and is meant
  * to run outside CI. `--quick` measures 10k only; `--only N` measures N projects only.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
 import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS } from '../projectors/projects.ts';
 import { readPointer, generationPath } from '../readmodels/sqlite/generations.ts';
@@ -25,6 +23,7 @@ import { issueKey } from '../service/access.ts';
 import { openStores } from '../service/stores.ts';
 import { benchConfig, dataSetSpec, ensureDataSet, type DataSetSpec } from './dataset.ts';
 import type { RecordedBody } from './reads-server.ts';
+import { startServer } from './servers.ts';
 
 type LoadResult = { requests: { average: number }; latency: { p99: number }; non2xx: number; errors: number; timeouts: number };
 type LoadOptions = { url: string; connections: number; duration: number; method?: string; headers?: Record<string, string>; body?: string };
@@ -34,43 +33,6 @@ const LOAD_SECONDS = Number(process.env.PULSEBOARD_BENCH_SECONDS ?? '4');
 const CONNECTIONS = 10;
 const out = (line = '') => process.stdout.write(`${line}\n`);
 const ms = (ns: bigint) => Number(ns) / 1e6;
-
-type Server = { port: number; pid: number; stop(): Promise<void>; memory(): Promise<string> };
-
-async function startServer(args: string[]): Promise<Server> {
-  // PULSEBOARD_BENCH_SERVER_FLAGS: extra Node flags for the servers (memory experiments).
-  const flags = (process.env.PULSEBOARD_BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean);
-  const child: ChildProcess = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', ...flags, join(import.meta.dirname, 'reads-server.ts'), ...args], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout! });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`bench server exited (${code}) before listening`)));
-    lines.on('line', (line) => {
-      const match = /^listening (\d+)$/.exec(line);
-      if (match) resolve(Number(match[1]));
-    });
-  });
-  return {
-    port,
-    pid: child.pid!,
-    memory: () =>
-      new Promise<string>((resolve) => {
-        const onLine = (line: string) => {
-          if (!line.startsWith('memory ')) return;
-          lines.off('line', onLine);
-          resolve(line.slice('memory '.length));
-        };
-        lines.on('line', onLine);
-        child.kill('SIGUSR2');
-      }),
-    stop: () =>
-      new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
-}
 
 /**
  * Resident memory of a process in MB (Linux /proc): all of it, its peak, and the part that is the

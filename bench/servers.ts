@@ -1,0 +1,46 @@
+/**
+ * The bench servers of bench/reads-server.ts, each started in a process of its own, so the load
+ * generator and the bench never share the server's event loop.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+export type Server = { port: number; pid: number; stop(): Promise<void>; memory(): Promise<string> };
+
+/** `app DATA_DIR` or `bare BODIES_FILE` (see reads-server.ts), once it listens. */
+export async function startServer(args: string[]): Promise<Server> {
+  // PULSEBOARD_BENCH_SERVER_FLAGS: extra Node flags for the servers (memory experiments).
+  const flags = (process.env.PULSEBOARD_BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', ...flags, join(import.meta.dirname, 'reads-server.ts'), ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout! });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bench server exited (${code}) before listening`)));
+    lines.on('line', (line) => {
+      const match = /^listening (\d+)$/.exec(line);
+      if (match) resolve(Number(match[1]));
+    });
+  });
+  return {
+    port,
+    pid: child.pid!,
+    memory: () =>
+      new Promise<string>((resolve) => {
+        const onLine = (line: string) => {
+          if (!line.startsWith('memory ')) return;
+          lines.off('line', onLine);
+          resolve(line.slice('memory '.length));
+        };
+        lines.on('line', onLine);
+        child.kill('SIGUSR2');
+      }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
