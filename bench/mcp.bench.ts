@@ -20,7 +20,7 @@ import { createRateLimiter } from '../service/rate/create.ts';
 import { createServices } from '../service/services.ts';
 import { openStores } from '../service/stores.ts';
 import type { RecordedBody } from './reads-server.ts';
-import { startServer } from './servers.ts';
+import { replayable, startServer } from './servers.ts';
 
 const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 /** REST and MCP are measured in alternating rounds, so load from elsewhere on the machine hits both alike. */
@@ -28,11 +28,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const CONNECTIONS = 10;
 const BARE_ROUNDS = Math.min(ROUNDS, 5);
 
-/** Response headers the bare server sends again: all but those each response gets anew (date, framing, connection). */
-function replayable(headers: Headers): Record<string, string> {
-  const own = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding', 'content-type', 'content-encoding']);
-  return Object.fromEntries([...headers].filter(([name]) => !own.has(name)));
-}
 
 type Target = { label: string; method?: 'GET' | 'POST'; path: string; headers?: Record<string, string>; body?: string };
 

@@ -23,7 +23,7 @@ import { issueKey } from '../service/access.ts';
 import { openStores } from '../service/stores.ts';
 import { benchConfig, dataSetSpec, ensureDataSet, type DataSetSpec } from './dataset.ts';
 import type { RecordedBody } from './reads-server.ts';
-import { startServer } from './servers.ts';
+import { replayable, startServer } from './servers.ts';
 
 type LoadResult = { requests: { average: number }; latency: { p99: number }; non2xx: number; errors: number; timeouts: number };
 type LoadOptions = { url: string; connections: number; duration: number; method?: string; headers?: Record<string, string>; body?: string };
@@ -234,36 +234,44 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
       'search q=0x…': `/v1/search?q=${encodeURIComponent(contract)}`,
     };
 
-    // The baseline answers each URL with the bytes the service sent for it.
+    // The baselines answer each URL with the bytes the service sent for it (uncompressed, as autocannon
+    // asks): the body alone, and the body with the service's headers (request id, rate limit, ETag…).
     const recorded: RecordedBody[] = [];
     for (const path of Object.values(targets)) {
-      const res = await fetch(`http://127.0.0.1:${app.port}${path}`, { headers });
-      recorded.push({ method: 'GET', url: path, contentType: res.headers.get('content-type') ?? 'application/json', body: await res.text() });
+      const res = await fetch(`http://127.0.0.1:${app.port}${path}`, { headers: { ...headers, 'accept-encoding': 'identity' } });
+      recorded.push({ method: 'GET', url: path, contentType: res.headers.get('content-type') ?? 'application/json', body: await res.text(), headers: replayable(res.headers) });
     }
     const bodiesFile = join(work, 'bodies.json');
-    writeFileSync(bodiesFile, JSON.stringify(recorded));
+    writeFileSync(bodiesFile, JSON.stringify(recorded.map(({ headers: _, ...bodyOnly }) => bodyOnly)));
+    const withHeadersFile = join(work, 'bodies-with-headers.json');
+    writeFileSync(withHeadersFile, JSON.stringify(recorded));
     const bare = await startServer(['bare', bodiesFile]);
+    const bareWithHeaders = await startServer(['bare', withHeadersFile]);
 
     // Warm-up, not counted: the first load otherwise pays for the JIT and the heap growing to its working size.
     for (const path of Object.values(targets)) await autocannon({ url: `http://127.0.0.1:${app.port}${path}`, connections: CONNECTIONS, duration: 1, headers });
-    await autocannon({ url: `http://127.0.0.1:${bare.port}${targets['board page 1']!}`, connections: CONNECTIONS, duration: 1 });
+    for (const server of [bare, bareWithHeaders]) await autocannon({ url: `http://127.0.0.1:${server.port}${targets['board page 1']!}`, connections: CONNECTIONS, duration: 1 });
 
     const rps: Record<string, number> = {};
     const bareRps: Record<string, number> = {};
-    out(`${'read'.padEnd(36)} ${'req/s'.padStart(8)} ${'p99 ms'.padStart(7)} ${'bare req/s'.padStart(10)} ${'ratio'.padStart(6)}  (bytes)`);
+    out(`${'read'.padEnd(36)} ${'req/s'.padStart(8)} ${'p99 ms'.padStart(7)} ${'bare req/s'.padStart(10)} ${'ratio'.padStart(6)} ${'+headers'.padStart(9)} ${'ratio'.padStart(6)}  (bytes)`);
     try {
       for (const [label, path] of Object.entries(targets)) {
         const served = await load(app.port, path, { headers });
         const baseline = await load(bare.port, path);
+        const sameHeaders = await load(bareWithHeaders.port, path);
         rps[label] = served.requests.average;
         bareRps[label] = baseline.requests.average;
         const bytes = recorded.find((r) => r.url === path)!.body.length;
+        const ratio = (base: LoadResult) => (served.requests.average / base.requests.average).toFixed(3).padStart(6);
         out(
-          `${label.padEnd(36)} ${served.requests.average.toFixed(0).padStart(8)} ${served.latency.p99.toFixed(0).padStart(7)} ${baseline.requests.average.toFixed(0).padStart(10)} ${(served.requests.average / baseline.requests.average).toFixed(3).padStart(6)}  (${bytes})`,
+          `${label.padEnd(36)} ${served.requests.average.toFixed(0).padStart(8)} ${served.latency.p99.toFixed(0).padStart(7)} ${baseline.requests.average.toFixed(0).padStart(10)} ${ratio(baseline)} ${sameHeaders.requests.average.toFixed(0).padStart(9)} ${ratio(sameHeaders)}  (${bytes})`,
         );
       }
+      out('  (bare: the body alone, the goal\'s baseline; +headers: the body with the headers the service sent beside it)');
     } finally {
       await bare.stop();
+      await bareWithHeaders.stop();
     }
     const lastLabel = Object.keys(targets)[1]!;
     out(`board last page vs page 1: ${(rps['board page 1']! / rps[lastLabel]!).toFixed(2)}x the time per request`);
