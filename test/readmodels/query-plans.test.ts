@@ -13,7 +13,7 @@ import { afterAll, beforeAll, it } from 'vitest';
 import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS } from '../../projectors/projects.ts';
 import { CALL_FACETS, CALLS_COLLECTION } from '../../projectors/calls.ts';
 import type { DocWrite } from '../../readmodels/port.ts';
-import { createSqliteReadStore, pageQueries } from '../../readmodels/sqlite/sqlite-read-store.ts';
+import { createSqliteReadStore, pageQueries, sqlLimit } from '../../readmodels/sqlite/sqlite-read-store.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pulseboard-plans-'));
 const path = join(dir, 'readmodels.sqlite');
@@ -65,7 +65,7 @@ const facetSets: [string, readonly string[] | undefined][] = [
 it('board pages, from the front and from the end, are ranges of a listing index', () => {
   for (const [label, facets] of facetSets) {
     for (const reversed of [false, true]) {
-      const details = plan(pageQueries.list(facets, reversed), [PROJECTS_COLLECTION, ...(facets ?? []), 50, 100]);
+      const details = plan(pageQueries.list(facets, reversed, 50), [PROJECTS_COLLECTION, ...(facets ?? []), 100]);
       assertIndexRange(`board (${label}${reversed ? ', from the end' : ''})`, details, /USING COVERING INDEX docs_listing/);
       assert.ok(details.some((d) => /SEARCH docs USING INTEGER PRIMARY KEY \(rowid=\?\)/.test(d)), `the page's rows are fetched by rowid: ${details.join(' | ')}`);
     }
@@ -75,8 +75,8 @@ it('board pages, from the front and from the end, are ranges of a listing index'
 it('delta pages are ranges of the (seq, id) index with both bounds', () => {
   for (const [label, facets] of facetSets) {
     for (const tieBreak of [true, false]) {
-      const params = [PROJECTS_COLLECTION, 1500, 3000, ...(tieBreak ? [1500, 'x'] : []), ...(facets ?? []), 101];
-      const details = plan(pageQueries.delta(facets, tieBreak), params);
+      const params = [PROJECTS_COLLECTION, 1500, 3000, ...(tieBreak ? [1500, 'x'] : []), ...(facets ?? [])];
+      const details = plan(pageQueries.delta(facets, tieBreak, 101), params);
       assertIndexRange(`delta (${label}${tieBreak ? ', after a cursor' : ', from a time'})`, details, /docs_delta \(collection=\? AND seq>\? AND seq<\?\)/);
     }
   }
@@ -84,9 +84,20 @@ it('delta pages are ranges of the (seq, id) index with both bounds', () => {
 
 it('call pages are ranges of a listing index, also after a cursor', () => {
   for (const before of [false, true]) {
-    const params = [CALLS_COLLECTION, CALL_FACETS.visible, ...(before ? ['2026-10-01T01:00:00.000Z', '2026-10-01T01:00:00.000Z', 'x'] : []), 31];
-    const details = plan(pageQueries.keyset([CALL_FACETS.visible], before), params);
+    const params = [CALLS_COLLECTION, CALL_FACETS.visible, ...(before ? ['2026-10-01T01:00:00.000Z', '2026-10-01T01:00:00.000Z', 'x'] : [])];
+    const details = plan(pageQueries.keyset([CALL_FACETS.visible], before, 31), params);
     const range = before ? /docs_listing_facet \(collection=\? AND facet=\? AND sort_key<\?\)/ : /docs_listing_facet \(collection=\? AND facet=\?\)/;
     assertIndexRange(`call page${before ? ' after a cursor' : ''}`, details, range);
   }
+});
+
+it('page queries carry their LIMIT in the text, never bound (a bound LIMIT makes SQLite prepare the statement again on every run)', () => {
+  const texts = [
+    ...facetSets.flatMap(([, facets]) => [false, true].flatMap((flag) => [pageQueries.list(facets, flag, 50), pageQueries.delta(facets, flag, 101), pageQueries.keyset(facets, flag, 31)])),
+  ];
+  for (const text of texts) {
+    assert.doesNotMatch(text, /LIMIT \?/, text);
+    assert.match(text, /LIMIT (50|101|31)\b/, text);
+  }
+  for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 60]) assert.throws(() => sqlLimit(bad), RangeError);
 });
