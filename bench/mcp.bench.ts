@@ -28,7 +28,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const CONNECTIONS = 10;
 const BARE_ROUNDS = Math.min(ROUNDS, 5);
 
-
 type Target = { label: string; method?: 'GET' | 'POST'; path: string; headers?: Record<string, string>; body?: string };
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;

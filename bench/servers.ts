@@ -44,7 +44,6 @@ export async function startServer(args: string[]): Promise<Server> {
   };
 }
 
-
 /** Response headers a bare server sends again: all but those each response gets anew (date, framing, connection, encoding). */
 export function replayable(headers: Headers): Record<string, string> {
   const own = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding', 'content-type', 'content-encoding']);
