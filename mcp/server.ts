@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   InitializeRequestSchema,
   LATEST_PROTOCOL_VERSION,
@@ -65,6 +66,9 @@ const resultResponse = (id: RequestId, resultJson: string): string => `{"result"
 /** A kept result's response up to its id, as bytes: `{"result":…,"jsonrpc":"2.0","id":`. */
 const responseHead = (resultJson: string): Buffer => Buffer.from(`{"result":${resultJson},"jsonrpc":"2.0","id":`, 'utf8');
 
+/** Where a kept body's readAt goes while its response is split into kept pieces: letters JSON writes as they are. */
+const READ_AT_MARK = `readAt${randomBytes(12).toString('hex')}`;
+
 /** The response of a kept head for one request id (the same bytes as `resultResponse`). */
 const withId = (head: Buffer, id: RequestId): Buffer => Buffer.concat([head, Buffer.from(`${idJson(id)}}`, 'utf8')]);
 
@@ -91,20 +95,33 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
   );
 
   /**
-   * Responses up to their id for bodies kept whole by the service (no readAt in them), by those kept
-   * bytes: while the service serves the same kept body, its result is not decoded, escaped, joined
-   * and encoded again.
+   * Responses up to their id for bodies kept by the service, by those kept bytes, as pieces between
+   * which the read's `readAt` goes (a body without one is one piece): while the service serves the same
+   * kept body, its result is not decoded, escaped, joined and encoded again; a request adds its readAt
+   * (which JSON writes as it is, inside the text too) and its id.
    */
-  const keptHeads = new WeakMap<BodyParts, Buffer>();
-  function renderedSuccess(rendered: Rendered<unknown>, id: RequestId): SerializedResponse {
-    const split = rendered.parts();
-    if (split === null || split.parts.tail !== null) return resultResponse(id, serializedToolSuccessText(rendered.json()));
-    let head = keptHeads.get(split.parts);
-    if (head === undefined) {
-      head = responseHead(serializedToolSuccessText(split.parts.head.toString('utf8')));
-      keptHeads.set(split.parts, head);
+  const keptPieces = new WeakMap<BodyParts, Buffer[] | null>();
+  function piecesOf(parts: BodyParts): Buffer[] | null {
+    let pieces = keptPieces.get(parts);
+    if (pieces === undefined) {
+      const text = parts.tail === null ? parts.head.toString('utf8') : `${parts.head.toString('utf8')}${READ_AT_MARK}${parts.tail.toString('utf8')}`;
+      const split = responseHead(serializedToolSuccessText(text)).toString('utf8').split(READ_AT_MARK);
+      // The mark stands in for readAt twice (the text, the structured content); found anywhere else, nothing is kept.
+      pieces = split.length === (parts.tail === null ? 1 : 3) ? split.map((piece) => Buffer.from(piece, 'utf8')) : null;
+      keptPieces.set(parts, pieces);
     }
-    return withId(head, id);
+    return pieces;
+  }
+  function renderedSuccess(rendered: Rendered<unknown>, id: RequestId): SerializedResponse {
+    // A body made for this request alone is sent as text: splitting it (bytes, a validator) would cost more.
+    const split = rendered.kept ? rendered.parts() : null;
+    const pieces = split === null ? null : piecesOf(split.parts);
+    if (split === null || pieces === null) return resultResponse(id, serializedToolSuccessText(rendered.json()));
+    const readAt = Buffer.from(split.readAt, 'utf8');
+    const out: Buffer[] = [];
+    pieces.forEach((piece, i) => out.push(...(i === 0 ? [piece] : [readAt, piece])));
+    out.push(Buffer.from(`${idJson(id)}}`, 'utf8'));
+    return Buffer.concat(out);
   }
 
   /** The response to a tools/call: a tool's result, or a tool error (never a JSON-RPC error). */

@@ -76,6 +76,7 @@ const projectAndPrivateTools: Tool[] = [
     readOnly: true,
     protection: basic,
     call: (services, _caller, args) => services.projects.list(args.query),
+    callRendered: (services, _caller, args) => services.projects.listRendered(args.query),
   },
   {
     name: 'sync_projects',
@@ -186,6 +187,7 @@ const readTools: Tool[] = [
     readOnly: true,
     protection: guarded,
     call: (services, caller, args) => services.search.search(caller, args.query),
+    callRendered: (services, caller, args) => services.search.searchRendered(caller, args.query),
   },
   {
     name: 'get_pulse',

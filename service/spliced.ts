@@ -110,6 +110,8 @@ export function bodyWith(parts: Pick<BodyParts, 'head' | 'tail'>, readAt: string
 export type Rendered<T> = {
   value(): T;
   json(): string;
+  /** Set when served from bytes the service keeps (`fromParts`): what a transport derives from them may be kept too. */
+  readonly kept?: true;
   /**
    * The body split around its top-level `readAt` (a string field; all head when there is none), with
    * its validator; null when the body cannot be split so (a readAt that JSON escapes). Same bytes as `json()`.
@@ -130,7 +132,7 @@ export function rendered<T, K extends keyof T>(fields: WithSpliced<T, K>): Rende
 export function fromParts<T>(parts: BodyParts, readAt: string): Rendered<T> {
   let text: string | undefined;
   const json = () => (text ??= bodyWith(parts, readAt).toString('utf8'));
-  return { json, value: () => JSON.parse(json()) as T, parts: () => ({ parts, readAt }) };
+  return { json, value: () => JSON.parse(json()) as T, parts: () => ({ parts, readAt }), kept: true };
 }
 
 /** `jsonOf`, split around the top-level `readAt` string value (none: null). */

@@ -350,7 +350,7 @@ describe('MCP at /mcp with the official SDK client', () => {
     assert.deepEqual(await malformed.json(), { error: { code: 'bad_request', message: 'request body is not valid JSON' } });
   });
 
-  it('answers a batch with the response each message gets alone, byte for byte, a kept result with characters past Latin-1 included', async () => {
+  it('answers a batch with the response each message gets alone, byte for byte, kept results (with and without readAt) with characters past Latin-1 included', async () => {
     await h.append('project.sighted', 's-p004-renamed', 'project-p004', { projectId: 'p004', at: '2026-11-20T07:00:00.000Z', handle: 'h4', fol: 40, name: 'Café — ✓ 東京 🚀' });
     await h.stores.catchUp();
     const messages = [toolCall('get_project', { handle: 'p004' }, 1), { jsonrpc: '2.0', id: 'two', method: 'ping' }, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { ...toolCall('get_project', { handle: 'p004' }), id: 'four' }];
@@ -368,5 +368,18 @@ describe('MCP at /mcp with the official SDK client', () => {
     const singles = [reads[0]!];
     for (const message of messages.slice(1)) singles.push(await alone(message));
     assert.equal(await alone(messages), `[${singles.join(',')}]`);
+
+    // Board pages carry a readAt: kept as pieces around it, and still the REST page byte for byte.
+    let named = 0;
+    for (const page of [1, 2]) {
+      const call = toolCall('list_projects', { page }, page);
+      const answers = [await alone(call), await alone(call), await alone(call)];
+      assert.equal(new Set(answers).size, 1);
+      const board = await h.get(`/v1/projects?page=${page}`, alice);
+      assert.deepEqual(JSON.parse(answers[0]!), { result: { content: [{ type: 'text', text: board.body }], structuredContent: board.json() }, jsonrpc: '2.0', id: page });
+      if (board.body.includes('Café — ✓ 東京 🚀')) named += 1;
+      assert.equal(await alone([call, messages[1]]), `[${answers[0]},${singles[1]}]`);
+    }
+    assert.equal(named, 1, 'the project named past Latin-1 is on one of the pages');
   });
 });
