@@ -157,6 +157,9 @@ class FoldedDoc<D, S> implements StoredDoc<D, S> {
     this.#json ??= JSON.stringify(this.doc);
     return this.#json;
   }
+  get utf8(): Uint8Array {
+    return Buffer.from(this.json, 'utf8');
+  }
 }
 
 function folded<D, S>(id: string, next: Entity<D, S>, known: string | undefined, seq: number, writtenAt: string): StoredDoc<D, S> {

@@ -13,6 +13,12 @@ export type StoredDoc<D = unknown, S = unknown> = {
    */
   json: string;
   /**
+   * `json` as UTF-8 bytes. An adapter that reads the bytes (SQLite) hands them over as they are and
+   * makes `json` from them only when asked: a response made of stored documents is written from these
+   * bytes, never decoded to text and encoded back.
+   */
+  utf8: Uint8Array;
+  /**
    * Projector-private state needed for later folds (follower history, claim positions …); never served.
    * Only `get` and `getMany` read it; listings (`list`, `listKeyset`, `delta`) never fetch it and carry null.
    */
@@ -33,7 +39,7 @@ export type StoredDoc<D = unknown, S = unknown> = {
 };
 
 /** What a projector hands to `commit`: a stored document whose JSON text it may already have made. */
-export type DocWrite<D = unknown, S = unknown> = Omit<StoredDoc<D, S>, 'json'> & { json?: string };
+export type DocWrite<D = unknown, S = unknown> = Omit<StoredDoc<D, S>, 'json' | 'utf8'> & { json?: string };
 
 /**
  * A commit applies only when the stored checkpoint is still the one the batch started from; otherwise

@@ -1,9 +1,9 @@
 import type { StoredDoc } from './port.ts';
 
-/** A stored row's texts, as an adapter reads them; `state` is undefined in listing rows. */
+/** A stored row's texts, as an adapter reads them (`doc` as text or as its UTF-8 bytes); `state` is undefined in listing rows. */
 export type StoredTexts = {
   id: string;
-  doc: string;
+  doc: string | Uint8Array;
   state: string | undefined;
   seq: number;
   writtenAt: string;
@@ -13,6 +13,8 @@ export type StoredTexts = {
 };
 
 const UNPARSED = Symbol('unparsed');
+// Stored texts are well-formed (JSON.stringify escapes lone surrogates), so no replacement ever happens.
+const utf8Decoder = new TextDecoder();
 
 /**
  * A stored document whose `doc`, `state` and `keys` are parsed on first access: read paths that
@@ -23,11 +25,12 @@ const UNPARSED = Symbol('unparsed');
  */
 class LazyStoredDoc<D, S> implements StoredDoc<D, S> {
   readonly id: string;
-  readonly json: string;
   readonly seq: number;
   readonly writtenAt: string;
   readonly sortKey: string;
   readonly facet: string;
+  #text: string | undefined;
+  #utf8: Uint8Array | undefined;
   #stateText: string | undefined;
   #keysText: string;
   #doc: D | typeof UNPARSED = UNPARSED;
@@ -36,13 +39,24 @@ class LazyStoredDoc<D, S> implements StoredDoc<D, S> {
 
   constructor(texts: StoredTexts) {
     this.id = texts.id;
-    this.json = texts.doc;
+    if (typeof texts.doc === 'string') this.#text = texts.doc;
+    else this.#utf8 = texts.doc;
     this.seq = texts.seq;
     this.writtenAt = texts.writtenAt;
     this.sortKey = texts.sortKey;
     this.facet = texts.facet;
     this.#stateText = texts.state;
     this.#keysText = texts.keys;
+  }
+
+  get json(): string {
+    this.#text ??= utf8Decoder.decode(this.#utf8);
+    return this.#text;
+  }
+
+  get utf8(): Uint8Array {
+    this.#utf8 ??= Buffer.from(this.#text!, 'utf8');
+    return this.#utf8;
   }
 
   get doc(): D {
@@ -63,4 +77,45 @@ class LazyStoredDoc<D, S> implements StoredDoc<D, S> {
 
 export function storedFromTexts<D, S>(texts: StoredTexts): StoredDoc<D, S> {
   return new LazyStoredDoc<D, S>(texts);
+}
+
+/** A stored document listed under another order key (e.g. an index entry's); everything else is the document's own, parsed only if asked for. */
+class ResortedDoc<D, S> implements StoredDoc<D, S> {
+  readonly #of: StoredDoc<D, S>;
+  readonly sortKey: string;
+  constructor(of: StoredDoc<D, S>, sortKey: string) {
+    this.#of = of;
+    this.sortKey = sortKey;
+  }
+  get id(): string {
+    return this.#of.id;
+  }
+  get json(): string {
+    return this.#of.json;
+  }
+  get utf8(): Uint8Array {
+    return this.#of.utf8;
+  }
+  get doc(): D {
+    return this.#of.doc;
+  }
+  get state(): S {
+    return this.#of.state;
+  }
+  get seq(): number {
+    return this.#of.seq;
+  }
+  get writtenAt(): string {
+    return this.#of.writtenAt;
+  }
+  get facet(): string {
+    return this.#of.facet;
+  }
+  get keys(): Record<string, string[]> {
+    return this.#of.keys;
+  }
+}
+
+export function withSortKey<D, S>(stored: StoredDoc<D, S>, sortKey: string): StoredDoc<D, S> {
+  return new ResortedDoc(stored, sortKey);
 }

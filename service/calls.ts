@@ -15,6 +15,7 @@ import {
 } from '../projectors/calls.ts';
 import { PROJECTS_COLLECTION, isPublicProject } from '../projectors/projects.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
+import { withSortKey } from '../readmodels/stored-doc.ts';
 import {
   CALL_PAGE_DEFAULT,
   CURSOR_MAX,
@@ -369,7 +370,7 @@ export function createCallsService(deps: CallsDeps): CallsService {
         const stored = docs.get(entry.id);
         // The row as read, with the index entry's order key (its document is parsed only if asked for).
         if (stored && stored.facet === CALL_FACETS.visible && stored.json !== 'null') {
-          picked.push(Object.create(stored, { sortKey: { value: entry.sortKey, enumerable: true } }) as StoredDoc<StoredCall>);
+          picked.push(withSortKey(stored as StoredDoc<StoredCall>, entry.sortKey));
         }
       }
     }

@@ -11,12 +11,18 @@ import { ok, type Result } from './errors.ts';
  */
 const SPLICED = Symbol('spliced');
 
+/** A piece of a response's JSON text: text, or its UTF-8 bytes. */
+export type Piece = string | Uint8Array;
+
 export type Spliced<T> = {
   readonly [SPLICED]: true;
   json(): string;
   value(): T;
-  /** The text as pieces whose concatenation is `json()` (written to bytes without joining them first). */
-  pieces?(): readonly string[];
+  /**
+   * The text as pieces whose concatenation is `json()`, texts or UTF-8 bytes (stored documents as
+   * the store read them), written to bytes without joining them first.
+   */
+  pieces?(): readonly Piece[];
 };
 
 /** A value whose JSON text is known (or made on first use), the value itself made only when asked for. */
@@ -32,27 +38,33 @@ export function spliced<T>(json: string | (() => string), value: () => T): Splic
 /** A plain value: serialised only if the text is asked for. */
 export const plain = <T>(value: T): Spliced<T> => spliced(() => JSON.stringify(value), () => value);
 
-export const storedDoc = <D>(row: StoredDoc<D>): Spliced<D> => spliced(row.json, () => row.doc);
+export const storedDoc = <D>(row: StoredDoc<D>): Spliced<D> => ({ ...spliced(() => row.json, () => row.doc), pieces: () => [row.utf8] });
 
 export function storedDocs<D>(rows: readonly StoredDoc<D>[]): Spliced<D[]> {
-  const pieces = (): string[] => {
-    const out: string[] = ['['];
-    rows.forEach((r, i) => out.push(i === 0 ? r.json : `,${r.json}`));
+  const pieces = (): Piece[] => {
+    const out: Piece[] = ['['];
+    rows.forEach((r, i) => (i === 0 ? out.push(r.utf8) : out.push(',', r.utf8)));
     out.push(']');
     return out;
   };
-  return { ...spliced(() => pieces().join(''), () => rows.map((r) => r.doc)), pieces };
+  return { ...spliced(() => `[${rows.map((r) => r.json).join(',')}]`, () => rows.map((r) => r.doc)), pieces };
 }
 
-/** UTF-8 bytes of the concatenation of `pieces`, written piece by piece (no joined string is made). */
-function bytesOf(pieces: readonly string[]): Buffer {
-  let length = 0;
-  for (const piece of pieces) length += Buffer.byteLength(piece, 'utf8');
+const byteLength = (piece: Piece): number => (typeof piece === 'string' ? Buffer.byteLength(piece, 'utf8') : piece.length);
+
+/** UTF-8 bytes of the concatenation of `pieces` (`length` of them), written piece by piece (no joined string is made). */
+function bytesOf(pieces: readonly Piece[], length: number): Buffer {
   // Not from the shared pool: a kept body must not hold a pool slab alive.
   const out = Buffer.allocUnsafeSlow(length);
   let at = 0;
-  for (const piece of pieces) at += out.write(piece, at, 'utf8');
+  for (const piece of pieces) at += writePiece(out, piece, at);
   return out;
+}
+
+function writePiece(out: Buffer, piece: Piece, at: number): number {
+  if (typeof piece === 'string') return out.write(piece, at, 'utf8');
+  out.set(piece, at);
+  return piece.length;
 }
 
 /** Fields of a response `T` with the keys `K` given as spliced values. */
@@ -87,7 +99,13 @@ export function jsonOf<T, K extends keyof T>(fields: WithSpliced<T, K>): string 
  * its weak validator is made from head and tail alone (see `validatorOf`). A body without a
  * top-level `readAt` is all head (`tail` null).
  */
-export type BodyParts = { head: Buffer; tail: Buffer | null; etag: string };
+export type BodyParts = {
+  head: Buffer;
+  tail: Buffer | null;
+  etag: string;
+  /** The whole body as first made, with the readAt it holds (head and tail are views of it). */
+  first?: { readAt: string; body: Buffer };
+};
 
 /**
  * The weak validator of a body: SHA-1 of the body without the value of its top-level `readAt`, so
@@ -100,8 +118,9 @@ export function validatorOf(head: Buffer | string, tail: Buffer | string | null)
 }
 
 /** The body with `readAt` put back: one buffer, the bytes JSON.stringify of the value gives. */
-export function bodyWith(parts: Pick<BodyParts, 'head' | 'tail'>, readAt: string): Buffer {
+export function bodyWith(parts: Pick<BodyParts, 'head' | 'tail' | 'first'>, readAt: string): Buffer {
   if (parts.tail === null) return parts.head;
+  if (parts.first?.readAt === readAt) return parts.first.body;
   const at = Buffer.from(readAt, 'utf8');
   return Buffer.concat([parts.head, at, parts.tail], parts.head.length + at.length + parts.tail.length);
 }
@@ -135,33 +154,44 @@ export function fromParts<T>(parts: BodyParts, readAt: string): Rendered<T> {
   return { json, value: () => JSON.parse(json()) as T, parts: () => ({ parts, readAt }), kept: true };
 }
 
-/** `jsonOf`, split around the top-level `readAt` string value (none: null). */
+/**
+ * `jsonOf`, split around the top-level `readAt` string value (all head when there is none; null when
+ * JSON would escape it). Written once, as one buffer: head and tail are views of it, kept with it as
+ * `first` for the read that made it, which sends it without copying.
+ */
 export function partsOf<T, K extends keyof T>(fields: WithSpliced<T, K>): { parts: BodyParts; readAt: string } | null {
   const readAt = (fields as Record<string, unknown>).readAt;
-  if (readAt === undefined) {
-    const head = bytesOf([jsonOf(fields)]);
-    return { parts: { head, tail: null, etag: validatorOf(head, null) }, readAt: '' };
-  }
-  if (typeof readAt !== 'string' || JSON.stringify(readAt) !== `"${readAt}"`) return null;
-  // Members in order, as pieces of text: `{` member `,` … `"readAt":"` | `"` `,` member … `}`.
-  const before: string[] = ['{'];
-  const after: string[] = ['"'];
-  let seen = false;
+  if (readAt !== undefined && (typeof readAt !== 'string' || JSON.stringify(readAt) !== `"${readAt}"`)) return null;
+  // Members in order: `{` member `,` … `"readAt":"` readAt `"` `,` member … `}`.
+  const pieces: Piece[] = ['{'];
+  let readAtPiece = -1;
   for (const [key, value] of Object.entries(fields)) {
+    const separator = pieces.length === 1 ? '' : ',';
     if (key === 'readAt') {
-      seen = true;
+      pieces.push(`${separator}"readAt":"`);
+      readAtPiece = pieces.push(readAt as string) - 1;
+      pieces.push('"');
       continue;
     }
-    const pieces = isSpliced(value) ? (value.pieces?.() ?? [value.json()]) : [JSON.stringify(value)];
-    if (pieces[0] === undefined) continue;
-    if (seen) after.push(`,${JSON.stringify(key)}:`, ...pieces);
-    else before.push(`${JSON.stringify(key)}:`, ...pieces, ',');
+    const member = isSpliced(value) ? (value.pieces?.() ?? [value.json()]) : [JSON.stringify(value)];
+    // As JSON.stringify does: a member whose value has no JSON form (undefined) is left out.
+    if (member[0] === undefined) continue;
+    pieces.push(`${separator}${JSON.stringify(key)}:`, ...member);
   }
-  before.push('"readAt":"');
-  after.push('}');
-  const head = bytesOf(before);
-  const tail = bytesOf(after);
-  return { parts: { head, tail, etag: validatorOf(head, tail) }, readAt };
+  pieces.push('}');
+  let length = 0;
+  let readAtStart = 0;
+  let readAtEnd = 0;
+  pieces.forEach((piece, i) => {
+    if (i === readAtPiece) readAtStart = length;
+    length += byteLength(piece);
+    if (i === readAtPiece) readAtEnd = length;
+  });
+  const body = bytesOf(pieces, length);
+  if (readAtPiece === -1) return { parts: { head: body, tail: null, etag: validatorOf(body, null) }, readAt: '' };
+  const head = body.subarray(0, readAtStart);
+  const tail = body.subarray(readAtEnd);
+  return { parts: { head, tail, etag: validatorOf(head, tail), first: { readAt: readAt as string, body } }, readAt: readAt as string };
 }
 
 /** The value of a rendered result (what the tool surface and other services use). */

@@ -7,7 +7,9 @@
  * with `_v<N>` appended. A document carries the StoredDoc fields with
  * `_id` = id; `doc`, `state` and `keys` are kept as JSON text so what a projector wrote comes back
  * byte-identical (key order, `$`/`.` in keys, lone surrogates — none of which BSON round-trips
- * reliably), and `lookup` holds the [key, value] pairs of `keys` for the findIds index.
+ * reliably), `doc` as that text's UTF-8 bytes (BSON binary: the driver hands them over as a view of
+ * the reply, so a response is written from them without decoding and encoding the text; a `doc`
+ * written as a BSON string by an earlier version reads too), and `lookup` holds the [key, value] pairs of `keys` for the findIds index.
  * Checkpoints live in `_pulseboard_checkpoints` (`_pulseboard_checkpoints_v<N>`) as {_id: collection, position};
  * documents per (collection, facet) in `_pulseboard_counts` (`…_v<N>`), updated by each commit in its
  * transaction from the facets the batch changed, so a board total is never a countDocuments.
@@ -24,13 +26,14 @@
  * Indexes for every query of the port are created the first time this process writes to a collection
  * (createIndexes is idempotent); collections are only written by commit, so none exists without them.
  */
-import { MongoClient, type AnyBulkWriteOperation, type ClientSession, type Collection, type Db, type Filter } from 'mongodb';
+import { Binary, MongoClient, type AnyBulkWriteOperation, type ClientSession, type Collection, type Db, type Filter } from 'mongodb';
 import type { CommitOutcome, DocWrite, DeltaQuery, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 
 type MongoDoc = {
   _id: string;
-  doc: string;
+  /** UTF-8 of the JSON text (a string in documents written before it was kept as bytes). */
+  doc: Binary | string;
   state: string;
   seq: number;
   writtenAt: string;
@@ -85,7 +88,7 @@ function jsonText(value: unknown, what: string, id: string): string {
 function toMongo(write: DocWrite): MongoDoc {
   return {
     _id: write.id,
-    doc: write.json ?? jsonText(write.doc, 'doc', write.id),
+    doc: new Binary(Buffer.from(write.json ?? jsonText(write.doc, 'doc', write.id), 'utf8')),
     state: jsonText(write.state, 'state', write.id),
     seq: write.seq,
     writtenAt: write.writtenAt,
@@ -103,7 +106,7 @@ const LISTED = { projection: { state: 0, lookup: 0 } } as const;
 function fromMongo<D, S>(row: Omit<MongoDoc, 'state' | 'lookup'> & { state?: string }): StoredDoc<D, S> {
   return storedFromTexts<D, S>({
     id: row._id,
-    doc: row.doc,
+    doc: typeof row.doc === 'string' ? row.doc : row.doc.read(0, row.doc.position),
     state: row.state,
     seq: row.seq,
     writtenAt: row.writtenAt,

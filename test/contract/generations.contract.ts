@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'vitest';
 import { skipFor } from '../support/skip.ts';
 import type { GenerationSpace } from '../../readmodels/generations/port.ts';
-import type { StoredDoc } from '../../readmodels/port.ts';
+import type { DocWrite } from '../../readmodels/port.ts';
 import type { ContractOptions } from './eventlog.contract.ts';
 
 export type GenerationSpaceHandle = {
@@ -23,7 +23,7 @@ export type OpenSpace = (options: { clock: () => number }) => Promise<Generation
 
 const COLLECTION = 'projects';
 
-function doc(id: string, seq: number): StoredDoc {
+function doc(id: string, seq: number): DocWrite {
   return {
     id,
     doc: { id, title: `doc ${id}` },

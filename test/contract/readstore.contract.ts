@@ -34,6 +34,8 @@ function jsonOf(value: unknown): string | undefined {
 function members(stored: StoredDoc | null | undefined): Record<string, unknown> | null | undefined {
   if (!stored) return stored;
   const { id, doc, json, state, seq, writtenAt, sortKey, facet, keys } = stored;
+  // A document read from a store carries its text's UTF-8 bytes too (one written by a test does not).
+  if ('utf8' in stored) assert.deepEqual(Buffer.from(stored.utf8), Buffer.from(json, 'utf8'), `${id}: utf8 is the text's bytes`);
   return { id, doc, json, state, seq, writtenAt, sortKey, facet, keys };
 }
 
@@ -200,6 +202,27 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.equal(JSON.stringify(listed?.doc), JSON.stringify(tricky), 'list returns the same bytes');
         const [delta] = await store().delta(collection, { start: { after: { seq: 0, id: '' } }, upToSeq: 1, limit: 1 });
         assert.equal(JSON.stringify(delta?.doc), JSON.stringify(tricky), 'delta returns the same bytes');
+      });
+
+      it(`${adapterName}: every read hands the document's text and its UTF-8 bytes, the same document`, skipFor(skip), async () => {
+        const collection = freshCollection();
+        const value = { id: 'u', name: 'Café — ✓ 東京 🚀', sep: '\u2028 \u2029', lone: '\udc00', quote: '"\\' };
+        await store().commit(collection, [doc('u', { doc: value, keys: { handle: ['u'] } })], 1);
+        const text = JSON.stringify(value);
+        const reads = {
+          get: await store().get(collection, 'u'),
+          getMany: (await store().getMany(collection, ['u'])).get('u'),
+          list: (await store().list(collection, { offset: 0, limit: 1 }))[0],
+          listKeyset: (await store().listKeyset(collection, { limit: 1 }))[0],
+          delta: (await store().delta(collection, { start: { after: { seq: 0, id: '' } }, upToSeq: 1, limit: 1 }))[0],
+        };
+        for (const [read, stored] of Object.entries(reads)) {
+          assert.ok(stored, read);
+          // Bytes first, as a response is written: they must not depend on the text having been made.
+          assert.deepEqual(Buffer.from(stored.utf8), Buffer.from(text, 'utf8'), `${read}: utf8`);
+          assert.equal(stored.json, text, `${read}: json`);
+          assert.deepEqual(stored.doc, value, `${read}: doc`);
+        }
       });
     });
 

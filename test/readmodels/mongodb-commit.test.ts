@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'vitest';
-import type { MongoClient } from 'mongodb';
+import { BSON, type MongoClient } from 'mongodb';
 import { mongoReadStoreOn } from '../../readmodels/mongodb/mongodb-read-store.ts';
 import type { DocWrite } from '../../readmodels/port.ts';
 
@@ -196,6 +196,27 @@ describe('MongoDB read store commit (in-memory driver stand-in)', () => {
     assert.deepEqual(await store.commit('boards', [write('e', 'visible', 8)], 8, 3), { ok: false, reason: 'checkpoint_moved', actual: 7 });
     assert.deepEqual(mongo.bulkOptions, []);
     assert.equal(await store.checkpoint('boards'), 7);
+    await store.close();
+  });
+
+  it("keeps a document's JSON as its UTF-8 bytes (BSON binary) and reads those bytes as they come, and a document kept as text by an earlier version too", async () => {
+    const mongo = fakeMongo();
+    const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
+    const value = { id: 'u', name: 'Café — ✓ 東京 🚀', lone: '\udc00' };
+    const text = JSON.stringify(value);
+    await store.commit('boards', [{ ...write('u', 'visible', 1), doc: value }], 1, 0);
+    const rows = mongo.data.get('boards')!;
+    // Through the driver's own BSON, as a server would store and send it.
+    rows.set('u', BSON.deserialize(BSON.serialize(rows.get('u')!)) as Row);
+    assert.ok(rows.get('u')!.doc instanceof BSON.Binary, 'stored as binary');
+    rows.set('old', { ...rows.get('u')!, _id: 'old', doc: text });
+    for (const id of ['u', 'old']) {
+      const stored = await store.get('boards', id);
+      assert.ok(stored, id);
+      assert.deepEqual(Buffer.from(stored.utf8), Buffer.from(text, 'utf8'), `${id}: utf8`);
+      assert.equal(stored.json, text, `${id}: json`);
+      assert.deepEqual(stored.doc, value, `${id}: doc`);
+    }
     await store.close();
   });
 });

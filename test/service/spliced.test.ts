@@ -4,7 +4,7 @@ import { it } from 'vitest';
 import type { StoredDoc } from '../../readmodels/port.ts';
 import { plain, rendered, spliced, storedDoc, storedDocs } from '../../service/spliced.ts';
 
-const stored = (doc: unknown): StoredDoc => ({ id: 'x', doc, json: JSON.stringify(doc), state: null, seq: 1, writtenAt: '', sortKey: '', facet: '', keys: {} });
+const stored = (doc: unknown): StoredDoc => ({ id: 'x', doc, json: JSON.stringify(doc), utf8: Buffer.from(JSON.stringify(doc)), state: null, seq: 1, writtenAt: '', sortKey: '', facet: '', keys: {} });
 
 it('text and value agree for every kind of field, and stored texts are never parsed for the text', () => {
   type Page = { items: unknown[]; one: unknown; none: unknown; count: number; note?: string; nested: { a: string } };
