@@ -3,9 +3,10 @@
  * printed with its baseline measured in the same run:
  *   - mirror of the board by delta paging (limit 100) vs one raw SELECT of the same rows in (seq, id) order,
  *     and the time of a page at 90 % depth vs one at 10 %. The SELECT reads the documents' bytes without
- *     parsing them, so the mirror that the ratio compares reads each page's bytes too (uncompressed)
- *     and decodes only its envelope (cursor, hasMore); the figure of a mirror that takes compressed
- *     pages and parses every one (res.json()) is printed beside it;
+ *     parsing them, so the mirror that the ratio compares reads each page's bytes too (uncompressed,
+ *     node:http with a keep-alive agent) and decodes only its envelope (cursor, hasMore). Printed beside
+ *     it: the same pages sent by bare Fastify to the same client (the floor HTTP sets), the mirror
+ *     through fetch, and one that takes compressed pages and parses every one (res.json());
  *   - req/s of each read under load (autocannon) vs bare Fastify sending the very same bytes;
  *   - MCP get_project vs its REST twin; the last board page vs page 1; server RSS after the load.
  * Data sets are built once and cached (bench/dataset.ts; `--rebuild` builds them again). The default
@@ -13,6 +14,7 @@
  * to run outside CI. `--quick` measures 10k only; `--only N` measures N projects only.
  */
 import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -117,48 +119,81 @@ const ENVELOPE_TAIL_BYTES = 1024;
 const CURSOR_MEMBER = /"cursor":"([A-Za-z0-9_-]+)","hasMore":(true|false),"limit":(\d+),"readAt":"[^"]*"\}$/;
 
 /**
+ * How a mirror reads its pages: `http` node:http with a keep-alive agent, reading the bytes; `fetch`
+ * fetch (undici), reading the bytes; `parsed` fetch taking what it asks for by default (gzip or br,
+ * decompressed by the client) and parsing every page whole (res.json()), as a client that decodes
+ * every project does. The first two ask for the bytes as they are (`Accept-Encoding: identity`), as
+ * the SELECT reads them.
+ */
+type MirrorClient = 'http' | 'fetch' | 'parsed';
+
+const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 1 });
+
+function httpGet(url: string, headers: Record<string, string>): Promise<{ status: number; bytes: Buffer }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers, agent: keepAlive }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
+}
+
+/**
  * Mirrors the board by delta paging, as the delta-sync consumer does; returns the time and per-page
- * times. `parse`: each page is parsed whole (res.json()), as a client that decodes every project
- * does. Otherwise the page is read as bytes and only its envelope (cursor, hasMore: the last bytes)
- * is decoded, which is what the one-SELECT baseline does too (it reads the stored documents' bytes
- * without parsing them); a page with hasMore holds exactly `limit` rows, the last page is parsed to
- * count its rows. That walk also asks for the bytes as they are (`Accept-Encoding: identity`), as the
- * SELECT reads them; the parsed walk takes what fetch asks for by default (gzip or br, decompressed by
- * the client), as a remote client would.
+ * times. Unless the client parses, a page's bytes are read and only its envelope (cursor, hasMore:
+ * the last bytes) is decoded, which is what the one-SELECT baseline does too (it reads the stored
+ * documents' bytes without parsing them); a page with hasMore holds exactly `limit` rows, the last
+ * page is parsed to count its rows. `record`: each page's URL and body, for a bare server to send again.
  */
 async function mirror(
   port: number,
   headers: Record<string, string>,
-  parse: boolean,
+  client: MirrorClient,
   filter = '',
+  record?: RecordedBody[],
 ): Promise<{ seconds: number; pages: number[]; rows: number; cursors: string[] }> {
   const pages: number[] = [];
   const cursors: string[] = [];
   let rows = 0;
-  let url = `http://127.0.0.1:${port}/v1/projects?since=1970-01-01T00:00:00Z&limit=100${filter}`;
+  let path = `/v1/projects?since=1970-01-01T00:00:00Z&limit=100${filter}`;
+  const identity = { ...headers, 'accept-encoding': 'identity' };
   const started = process.hrtime.bigint();
   for (;;) {
     const t = process.hrtime.bigint();
-    const res = await fetch(url, { headers: parse ? headers : { ...headers, 'accept-encoding': 'identity' } });
+    const url = `http://127.0.0.1:${port}${path}`;
+    let status: number;
     let cursor: string;
     let hasMore: boolean;
-    if (parse) {
+    if (client === 'parsed') {
+      const res = await fetch(url, { headers });
+      status = res.status;
       const page = (await res.json()) as { projects: unknown[]; cursor: string; hasMore: boolean };
       ({ cursor, hasMore } = page);
       rows += page.projects.length;
     } else {
-      const bytes = Buffer.from(await res.arrayBuffer());
+      let bytes: Buffer;
+      if (client === 'http') ({ status, bytes } = await httpGet(url, identity));
+      else {
+        const res = await fetch(url, { headers: identity });
+        status = res.status;
+        bytes = Buffer.from(await res.arrayBuffer());
+      }
       const envelope = CURSOR_MEMBER.exec(bytes.toString('utf8', Math.max(0, bytes.length - ENVELOPE_TAIL_BYTES)));
       if (!envelope) throw new Error(`mirror page ${pages.length + 1}: no delta envelope at the end of the page`);
       cursor = envelope[1]!;
       hasMore = envelope[2] === 'true';
       rows += hasMore ? Number(envelope[3]) : (JSON.parse(bytes.toString('utf8')) as { projects: unknown[] }).projects.length;
+      record?.push({ method: 'GET', url: path, contentType: 'application/json; charset=utf-8', body: bytes.toString('utf8') });
     }
     pages.push(ms(process.hrtime.bigint() - t));
-    if (res.status !== 200) throw new Error(`mirror page ${pages.length}: ${res.status}`);
+    if (status !== 200) throw new Error(`mirror page ${pages.length}: ${status}`);
     cursors.push(cursor);
     if (!hasMore) break;
-    url = `http://127.0.0.1:${port}/v1/projects?cursor=${cursor}&limit=100${filter}`;
+    path = `/v1/projects?cursor=${cursor}&limit=100${filter}`;
   }
   return { seconds: ms(process.hrtime.bigint() - started) / 1000, pages, rows, cursors };
 }
@@ -205,17 +240,33 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     // first time, as one mirror does (a body cache keeps a page from its second read on); the parsed
     // walk then reads the same cursors again, so it is the one that fills the cache.
     selectAll(dir);
-    await mirror(app.port, headers, false, '&has_dossier=true');
-    const walk = await mirror(app.port, headers, false);
-    const parsedWalk = await mirror(app.port, headers, true);
+    await mirror(app.port, headers, 'http', '&has_dossier=true');
+    const pagesServed: RecordedBody[] = [];
+    const walk = await mirror(app.port, headers, 'http', '', pagesServed);
+    const fetchWalk = await mirror(app.port, headers, 'fetch');
+    const parsedWalk = await mirror(app.port, headers, 'parsed');
     const select = selectAll(dir);
-    if (select.rows !== walk.rows || select.rows !== parsedWalk.rows) {
-      throw new Error(`the mirror served ${walk.rows} projects (parsed: ${parsedWalk.rows}), the SELECT reads ${select.rows}`);
+    if ([walk, fetchWalk, parsedWalk].some((w) => w.rows !== select.rows)) {
+      throw new Error(`the mirror served ${walk.rows} projects (fetch: ${fetchWalk.rows}, parsed: ${parsedWalk.rows}), the SELECT reads ${select.rows}`);
+    }
+    // The floor HTTP and the client set: bare Fastify sending the very pages, mirrored by the same client.
+    const pagesFile = join(work, 'pages.json');
+    writeFileSync(pagesFile, JSON.stringify(pagesServed));
+    pagesServed.length = 0;
+    const barePages = await startServer(['bare', pagesFile]);
+    let bareWalk: Awaited<ReturnType<typeof mirror>>;
+    try {
+      await mirror(barePages.port, {}, 'http');
+      bareWalk = await mirror(barePages.port, {}, 'http');
+    } finally {
+      await barePages.stop();
     }
     const depth10Ms = pagesAround(walk.pages, 0.1);
     const depth90Ms = pagesAround(walk.pages, 0.9);
+    const versus = (w: { seconds: number }) => `${w.seconds.toFixed(2)} s; ratio ${(select.seconds / w.seconds).toFixed(3)}`;
     out(`mirror: ${walk.rows} projects in ${walk.pages.length} pages, ${walk.seconds.toFixed(2)} s; one SELECT of the same rows ${select.seconds.toFixed(3)} s; ratio ${(select.seconds / walk.seconds).toFixed(3)}`);
-    out(`  (mirror compressed as fetch asks by default and parsing every page with res.json(): ${parsedWalk.seconds.toFixed(2)} s; ratio ${(select.seconds / parsedWalk.seconds).toFixed(3)})`);
+    out(`  (the same pages from bare Fastify, the same client: ${versus(bareWalk)}; the floor HTTP and the client set)`);
+    out(`  (mirror through fetch instead of node:http: ${versus(fetchWalk)}; compressed as fetch asks by default and parsing every page with res.json(): ${versus(parsedWalk)})`);
     out(`median page time at 10 % depth ${depth10Ms.toFixed(2)} ms, at 90 % depth ${depth90Ms.toFixed(2)} ms; 90 %/10 % ${(depth90Ms / depth10Ms).toFixed(2)}x`);
 
     const first = (await (await fetch(`http://127.0.0.1:${app.port}/v1/projects`, { headers })).json()) as { projects: { id: string }[]; totalPages: number };
@@ -329,7 +380,11 @@ export async function main(): Promise<void> {
   if (only >= 0 && !(Number.isInteger(onlySize) && onlySize > 0)) throw new Error('--only takes a number of projects, e.g. --only 1000000');
   const sizes = only >= 0 ? [onlySize] : process.argv.includes('--quick') ? [10_000] : scale ? [10_000, 100_000, 1_000_000] : [10_000, 100_000];
   const results: SizeResult[] = [];
-  for (const projects of sizes) results.push(await benchSize(dataSetSpec(projects, projects >= 1_000_000)));
+  try {
+    for (const projects of sizes) results.push(await benchSize(dataSetSpec(projects, projects >= 1_000_000)));
+  } finally {
+    keepAlive.destroy();
+  }
   if (results.length > 1) growthTable(results);
 }
 
