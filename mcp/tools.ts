@@ -95,6 +95,7 @@ const projectAndPrivateTools: Tool[] = [
     readOnly: true,
     protection: basic,
     call: (services, _caller, args) => services.projects.sync(args.query),
+    callRendered: (services, _caller, args) => services.projects.syncRendered(args.query),
   },
   {
     name: 'get_project',

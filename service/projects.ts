@@ -48,6 +48,8 @@ export type ProjectsService = {
   listRendered(query: unknown, options?: WaitOptions): Promise<Result<Rendered<BoardPage | SyncPage>>>;
   /** Delta mode only (the sync_projects tool); with neither `since` nor `cursor`, from the beginning of the archive. */
   sync(query: unknown, options?: WaitOptions): Promise<Result<SyncPage>>;
+  /** `sync`, ready to send with the stored JSON texts of its rows (the tool surface). */
+  syncRendered(query: unknown, options?: WaitOptions): Promise<Result<Rendered<SyncPage>>>;
   /** GET /v1/projects/changes: validates the starting point (the query, or `lastEventId` when reconnecting). */
   changes(query: unknown, lastEventId?: string): Promise<Result<ChangeFeed>>;
   /** GET /v1/projects/{handle}[?include=context]. */
@@ -316,6 +318,13 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return deltaMode ? delta(q, options) : board(q);
   }
 
+  async function syncRendered(query: unknown, options: WaitOptions = {}): Promise<Result<Rendered<SyncPage>>> {
+    const parsed = parseParams(syncQuerySchema, query);
+    if (!parsed.ok) return fail(errors.badRequest(parsed.message));
+    const { wait_seconds: waitSeconds, ...rest } = parsed.value;
+    return delta({ ...rest, ...(waitSeconds ? { wait: waitSeconds } : {}) }, options);
+  }
+
   async function changes(query: unknown, lastEventId?: string): Promise<Result<ChangeFeed>> {
     const parsed = parseParams(changesQuerySchema, query);
     if (!parsed.ok) return fail(errors.badRequest(parsed.message));
@@ -362,12 +371,8 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     list: async (query) => asValue(await listRendered(query)),
     listRendered,
 
-    async sync(query, options = {}) {
-      const parsed = parseParams(syncQuerySchema, query);
-      if (!parsed.ok) return fail(errors.badRequest(parsed.message));
-      const { wait_seconds: waitSeconds, ...rest } = parsed.value;
-      return asValue(await delta({ ...rest, ...(waitSeconds ? { wait: waitSeconds } : {}) }, options));
-    },
+    sync: async (query, options = {}) => asValue(await syncRendered(query, options)),
+    syncRendered,
     changes,
 
     isEnriched(query) {
