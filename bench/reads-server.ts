@@ -33,9 +33,23 @@ async function app(dataDir: string) {
   };
 }
 
+/** A JSON array of recorded bodies, or (`.ndjson`) one a line: more than one JS string holds at 1M. */
+function recordedBodies(file: string): RecordedBody[] {
+  if (!file.endsWith('.ndjson')) return JSON.parse(readFileSync(file, 'utf8')) as RecordedBody[];
+  const data = readFileSync(file);
+  const out: RecordedBody[] = [];
+  for (let at = 0; at < data.length; ) {
+    const end = data.indexOf(10, at);
+    const stop = end === -1 ? data.length : end;
+    if (stop > at) out.push(JSON.parse(data.toString('utf8', at, stop)) as RecordedBody);
+    at = stop + 1;
+  }
+  return out;
+}
+
 function bare(bodiesFile: string) {
   // Sent as bytes: a text with one character past Latin-1 would be encoded again on every send, which the service does not do.
-  const bodies = new Map((JSON.parse(readFileSync(bodiesFile, 'utf8')) as RecordedBody[]).map((b) => [`${b.method} ${b.url}`, { ...b, bytes: Buffer.from(b.body, 'utf8') }]));
+  const bodies = new Map(recordedBodies(bodiesFile).map((b) => [`${b.method} ${b.url}`, { ...b, bytes: Buffer.from(b.body, 'utf8') }]));
   const server = Fastify({ logger: false });
   server.route({
     method: ['GET', 'POST'],

@@ -13,7 +13,7 @@
  * run measures 10k and 100k projects; `--scale` adds 1M (8 days of history per project) and is meant
  * to run outside CI. `--quick` measures 10k only; `--only N` measures N projects only.
  */
-import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -250,8 +250,14 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
       throw new Error(`the mirror served ${walk.rows} projects (fetch: ${fetchWalk.rows}, parsed: ${parsedWalk.rows}), the SELECT reads ${select.rows}`);
     }
     // The floor HTTP and the client set: bare Fastify sending the very pages, mirrored by the same client.
-    const pagesFile = join(work, 'pages.json');
-    writeFileSync(pagesFile, JSON.stringify(pagesServed));
+    // One page a line: at 1M the pages are more text than one JS string holds.
+    const pagesFile = join(work, 'pages.ndjson');
+    const pagesOut = openSync(pagesFile, 'w');
+    try {
+      for (const page of pagesServed) writeSync(pagesOut, `${JSON.stringify(page)}\n`);
+    } finally {
+      closeSync(pagesOut);
+    }
     pagesServed.length = 0;
     const barePages = await startServer(['bare', pagesFile]);
     let bareWalk: Awaited<ReturnType<typeof mirror>>;
