@@ -142,6 +142,7 @@ class FoldedDoc<D, S> implements StoredDoc<D, S> {
   readonly facet: string;
   readonly keys: Record<string, string[]>;
   #json: string | undefined;
+  #utf8: Uint8Array | undefined;
   constructor(id: string, next: Entity<D, S>, known: string | undefined, seq: number, writtenAt: string) {
     this.id = id;
     this.doc = next.doc;
@@ -158,7 +159,8 @@ class FoldedDoc<D, S> implements StoredDoc<D, S> {
     return this.#json;
   }
   get utf8(): Uint8Array {
-    return Buffer.from(this.json, 'utf8');
+    this.#utf8 ??= Buffer.from(this.json, 'utf8');
+    return this.#utf8;
   }
 }
 
