@@ -29,7 +29,8 @@ const key = readFileSync(join(dataDir, 'bench-key.txt'), 'utf8').trim();
 const profDir = mkdtempSync(join(tmpdir(), 'pulseboard-prof-'));
 
 const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--cpu-prof', `--cpu-prof-dir=${profDir}`, join(import.meta.dirname, 'reads-server.ts'), 'app', dataDir], {
-  stdio: ['ignore', 'pipe', 'inherit'],
+  // stdin a pipe: the server ends with it (see reads-server.ts).
+  stdio: ['pipe', 'pipe', 'inherit'],
 });
 const port = await new Promise<number>((resolve, reject) => {
   child.once('exit', (code) => reject(new Error(`server exited (${code})`)));

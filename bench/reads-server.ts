@@ -83,6 +83,8 @@ process.on('SIGUSR2', () => {
     `memory heapUsed=${mb(m.heapUsed)} heapTotal=${mb(m.heapTotal)} newSpace=${mb(young?.space_size ?? 0)} heapLimit=${mb(heap.heap_size_limit)} external=${mb(m.external)} arrayBuffers=${mb(m.arrayBuffers)} rss=${mb(m.rss)} MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? 'unset'}\n`,
   );
 });
-process.on('SIGTERM', () => {
-  void running.close().then(() => process.exit(0));
-});
+const stop = () => void running.close().then(() => process.exit(0));
+process.on('SIGTERM', stop);
+// The bench holds the other end of stdin: when it ends (the bench exited, or was killed before it
+// could stop this server), so does this server, and no orphan keeps loading the machine.
+process.stdin.on('end', stop).resume();

@@ -13,7 +13,8 @@ export async function startServer(args: string[]): Promise<Server> {
   // PULSEBOARD_BENCH_SERVER_FLAGS: extra Node flags for the servers (memory experiments).
   const flags = (process.env.PULSEBOARD_BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean);
   const child: ChildProcess = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', ...flags, join(import.meta.dirname, 'reads-server.ts'), ...args], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    // stdin: a pipe the server reads to its end, which comes when this process exits, however it exits.
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout! });
   const port = await new Promise<number>((resolve, reject) => {
