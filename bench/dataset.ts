@@ -29,7 +29,13 @@ export function dataSetDir(spec: DataSetSpec): string {
 }
 
 export function benchConfig(dir: string): Config {
-  const parsed = parseConfig({ PULSEBOARD_DATA_DIR: dir, PULSEBOARD_RATE_LIMIT: '1000000000', PULSEBOARD_LOG_LEVEL: 'silent' });
+  // PULSEBOARD_SQLITE_MAP_MB from the environment: the read bench's memory experiments set it.
+  const parsed = parseConfig({
+    PULSEBOARD_DATA_DIR: dir,
+    PULSEBOARD_RATE_LIMIT: '1000000000',
+    PULSEBOARD_LOG_LEVEL: 'silent',
+    PULSEBOARD_SQLITE_MAP_MB: process.env.PULSEBOARD_SQLITE_MAP_MB,
+  });
   if (!parsed.ok) throw new Error(parsed.reason);
   return parsed.config;
 }

@@ -80,7 +80,7 @@ process.on('SIGUSR2', () => {
   const young = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
   const heap = getHeapStatistics();
   process.stdout.write(
-    `memory heapUsed=${mb(m.heapUsed)} heapTotal=${mb(m.heapTotal)} newSpace=${mb(young?.space_size ?? 0)} heapLimit=${mb(heap.heap_size_limit)} external=${mb(m.external)} arrayBuffers=${mb(m.arrayBuffers)} rss=${mb(m.rss)} MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? 'unset'}\n`,
+    `memory heapUsed=${mb(m.heapUsed)} heapTotal=${mb(m.heapTotal)} newSpace=${mb(young?.space_size ?? 0)} heapLimit=${mb(heap.heap_size_limit)} external=${mb(m.external)} arrayBuffers=${mb(m.arrayBuffers)} rss=${mb(m.rss)} MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? 'unset'} PULSEBOARD_SQLITE_MAP_MB=${process.env.PULSEBOARD_SQLITE_MAP_MB ?? 'unset'}\n`,
   );
 });
 const stop = () => void running.close().then(() => process.exit(0));

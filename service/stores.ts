@@ -55,7 +55,7 @@ export const EMBEDDED_LIMITS: ProjectionLimits = { batchSize: 10_000_000, maxPen
 
 /** Where the configuration keeps read-model generations: MongoDB when MONGODB_URL is set, else the data directory. */
 export function openGenerationSpace(config: Config): GenerationSpace {
-  return config.MONGODB_URL !== undefined ? createMongoGenerationSpace(config.MONGODB_URL) : createSqliteGenerationSpace(config.PULSEBOARD_DATA_DIR);
+  return config.MONGODB_URL !== undefined ? createMongoGenerationSpace(config.MONGODB_URL) : createSqliteGenerationSpace(config.PULSEBOARD_DATA_DIR, { mapBytes: config.PULSEBOARD_SQLITE_MAP_MB * 1024 * 1024 });
 }
 
 /**

@@ -151,7 +151,8 @@ export function acquireReplayLock(dataDir: string): FileReplayLock {
  * needs to announce what they use. The pointer is only ever replaced by a replay holding the lock,
  * which makes the read-compare-write of `switchPointer` a compare-and-set.
  */
-export function createSqliteGenerationSpace(dataDir: string): GenerationSpace {
+export function createSqliteGenerationSpace(dataDir: string, options: { mapBytes?: number } = {}): GenerationSpace {
+  const serving = options.mapBytes === undefined ? {} : { mapBytes: options.mapBytes };
   return {
     label: generationFile,
     pointerLabel: join(dataDir, POINTER_FILE),
@@ -168,7 +169,7 @@ export function createSqliteGenerationSpace(dataDir: string): GenerationSpace {
     },
     list: async () => listGenerations(dataDir),
     exists: async (generation) => existsSync(generationPath(dataDir, generation)),
-    open: (generation, purpose) => createSqliteReadStore(generationPath(dataDir, generation), purpose === 'build' ? { bulkBuild: true } : {}),
+    open: (generation, purpose) => createSqliteReadStore(generationPath(dataDir, generation), purpose === 'build' ? { bulkBuild: true } : serving),
     remove: async (generation) => removeGeneration(dataDir, generation),
     async acquireReplayLock() {
       const lock = acquireReplayLock(dataDir);

@@ -82,14 +82,15 @@ CREATE TRIGGER IF NOT EXISTS docs_keys_on_change AFTER UPDATE OF keys ON docs WH
 END;
 `;
 
-const MMAP_BYTES = 1 << 30;
+/** The memory map of a read-store connection unless told otherwise (PULSEBOARD_SQLITE_MAP_MB). */
+export const MAP_BYTES_DEFAULT = 1 << 30;
 /**
  * Page cache of a read-store connection while it commits a large batch, in KiB (256 MiB): the cache
  * holds the batch's dirty pages, so they are not spilled to the WAL mid-transaction and written again.
  */
 const WRITE_CACHE_KIB = 262_144;
 /**
- * Page cache of a read-store connection otherwise, in KiB (16 MiB). Reads of the first MMAP_BYTES of
+ * Page cache of a read-store connection otherwise, in KiB (16 MiB). Reads of the first mapBytes of
  * the file come through the memory map and use no cache; the pages after it (a large archive: the
  * 1M-project read model is 5.8 GB) are read into this cache, which is process memory. With 256 MiB
  * here every serving connection grew to 256 MiB under read load at 1M projects (issue 12).
@@ -228,6 +229,8 @@ function ensureCounters(db: DatabaseSync): void {
 export type SqliteReadStoreOptions = {
   /** Write without a journal and sync only on close (a replay's new generation; see generations.ts). */
   bulkBuild?: boolean;
+  /** How many bytes of the file to map into memory (0: none); MAP_BYTES_DEFAULT when absent. */
+  mapBytes?: number;
 };
 
 /** The embedded read store: one SQLite file holding every collection. */
@@ -235,8 +238,9 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   const db = openSqlite(path);
   // Page reads from a memory map instead of a read() call and a copy each: a page of a large archive is
   // scattered over the file, and with the map its cost stays near that of a small one. The mapped pages
-  // are the operating system's file cache (shared, reclaimable), not process heap.
-  db.exec(`PRAGMA mmap_size = ${MMAP_BYTES}`);
+  // are the operating system's file cache (shared, reclaimable), not process heap, but they count in
+  // the resident set: `mapBytes` trades one for the other.
+  db.exec(`PRAGMA mmap_size = ${Math.max(0, Math.floor(options.mapBytes ?? MAP_BYTES_DEFAULT))}`);
   // A commit of many documents changes pages all over the file and its indexes: with SQLite's default
   // 2 MiB cache, dirty pages spill to the WAL mid-transaction and are read back and rewritten many
   // times. So a large commit raises the cache to WRITE_CACHE_KIB for its transaction and lowers it

@@ -82,6 +82,22 @@ describe('MCP settings in the configuration', () => {
   });
 });
 
+describe('the memory map of the embedded read store in the configuration', () => {
+  it('PULSEBOARD_SQLITE_MAP_MB is 1024 MiB by default, 0 or more MiB when set; anything else is refused naming the variable', () => {
+    const defaults = parseConfig({});
+    assert.ok(defaults.ok);
+    assert.equal(defaults.config.PULSEBOARD_SQLITE_MAP_MB, 1024);
+    const none = parseConfig({ PULSEBOARD_SQLITE_MAP_MB: '0' });
+    assert.ok(none.ok);
+    assert.equal(none.config.PULSEBOARD_SQLITE_MAP_MB, 0);
+    for (const wrong of ['-1', '1.5', 'lots']) {
+      const refused = parseConfig({ PULSEBOARD_SQLITE_MAP_MB: wrong });
+      assert.ok(!refused.ok, wrong);
+      assert.match(refused.reason, /PULSEBOARD_SQLITE_MAP_MB/);
+    }
+  });
+});
+
 describe('HTTP operations settings in the configuration', () => {
   it('CORS origins are off by default, a list or *; anything else is refused naming the variable', () => {
     const defaults = parseConfig({});

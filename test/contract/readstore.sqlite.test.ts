@@ -4,14 +4,20 @@ import { join } from 'node:path';
 import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
 import { readStoreContract } from './readstore.contract.ts';
 
-readStoreContract('sqlite', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'pulseboard-readstore-'));
-  const store = createSqliteReadStore(join(dir, 'readmodels.sqlite'));
-  return {
-    store,
-    async dispose() {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-});
+for (const [name, options] of [
+  ['sqlite', {}],
+  // PULSEBOARD_SQLITE_MAP_MB=0: every page read through SQLite's page cache instead of the memory map.
+  ['sqlite without a memory map', { mapBytes: 0 }],
+] as const) {
+  readStoreContract(name, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pulseboard-readstore-'));
+    const store = createSqliteReadStore(join(dir, 'readmodels.sqlite'), options);
+    return {
+      store,
+      async dispose() {
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  });
+}
