@@ -40,7 +40,8 @@ const ms = (ns: bigint) => Number(ns) / 1e6;
 
 /**
  * Resident memory of a process in MB (Linux /proc): all of it, its peak, and the part that is the
- * process's own (anonymous) rather than mapped file pages (the read models' memory map).
+ * process's own (anonymous) rather than mapped file pages (Node's own files and, with
+ * PULSEBOARD_SQLITE_MAP_MB set, the read models' memory map).
  */
 function memoryOf(pid: number): { rss: number; peak: number; anon: number; file: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

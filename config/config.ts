@@ -50,11 +50,11 @@ export const configSchema = z.object({
   HOST: z.preprocess(emptyAsUnset, z.string().min(1).default('127.0.0.1')),
   PULSEBOARD_DATA_DIR: z.preprocess(emptyAsUnset, z.string().min(1).default('./data')),
   /**
-   * How much of the embedded read-model file each connection maps into memory, in MiB (0: none).
-   * Mapped pages are read without a system call or a copy, and are the OS file cache, counted in the
-   * process's resident memory; pages past the map are read into a 16 MiB page cache per connection.
+   * How much of the embedded read-model file each connection maps into memory, in MiB (0: none, the
+   * default). Mapped pages are read without a system call or a copy, and are the OS file cache, counted
+   * in the process's resident memory; other pages are read into a 16 MiB page cache per connection.
    */
-  PULSEBOARD_SQLITE_MAP_MB: z.preprocess(emptyAsUnset, z.coerce.number().int().min(0).max(1_048_576).default(1024)),
+  PULSEBOARD_SQLITE_MAP_MB: z.preprocess(emptyAsUnset, z.coerce.number().int().min(0).max(1_048_576).default(0)),
   EVENTSTORE_URL: optionalKurrentUrl,
   MONGODB_URL: optionalMongoUrl,
   REDIS_URL: optionalRedisUrl,

@@ -82,8 +82,13 @@ CREATE TRIGGER IF NOT EXISTS docs_keys_on_change AFTER UPDATE OF keys ON docs WH
 END;
 `;
 
-/** The memory map of a read-store connection unless told otherwise (PULSEBOARD_SQLITE_MAP_MB). */
-export const MAP_BYTES_DEFAULT = 1 << 30;
+/**
+ * The memory map of a read-store connection unless told otherwise (PULSEBOARD_SQLITE_MAP_MB): none.
+ * Measured under the read bench (docs/decisions.md, "Reads, seventh pass"): a 1 GiB map made a 100k
+ * mirror page 15 % cheaper and nothing else measurably faster, at 100k or 1M, and its pages were
+ * 430 MB (100k) and 777 MB (1M) of the server's resident memory.
+ */
+export const MAP_BYTES_DEFAULT = 0;
 /**
  * Page cache of a read-store connection while it commits a large batch, in KiB (256 MiB): the cache
  * holds the batch's dirty pages, so they are not spilled to the WAL mid-transaction and written again.
@@ -91,7 +96,7 @@ export const MAP_BYTES_DEFAULT = 1 << 30;
 const WRITE_CACHE_KIB = 262_144;
 /**
  * Page cache of a read-store connection otherwise, in KiB (16 MiB). Reads of the first mapBytes of
- * the file come through the memory map and use no cache; the pages after it (a large archive: the
+ * the file (none by default) come through the memory map and use no cache; the pages after it (the
  * 1M-project read model is 5.8 GB) are read into this cache, which is process memory. With 256 MiB
  * here every serving connection grew to 256 MiB under read load at 1M projects (issue 12).
  */
@@ -236,10 +241,9 @@ export type SqliteReadStoreOptions = {
 /** The embedded read store: one SQLite file holding every collection. */
 export function createSqliteReadStore(path: string, options: SqliteReadStoreOptions = {}): ReadStore {
   const db = openSqlite(path);
-  // Page reads from a memory map instead of a read() call and a copy each: a page of a large archive is
-  // scattered over the file, and with the map its cost stays near that of a small one. The mapped pages
-  // are the operating system's file cache (shared, reclaimable), not process heap, but they count in
-  // the resident set: `mapBytes` trades one for the other.
+  // Page reads from a memory map (when one is asked for) instead of a read() call and a copy each. The
+  // mapped pages are the operating system's file cache (shared, reclaimable), not process heap, but
+  // they count in the resident set: `mapBytes` trades one for the other.
   db.exec(`PRAGMA mmap_size = ${Math.max(0, Math.floor(options.mapBytes ?? MAP_BYTES_DEFAULT))}`);
   // A commit of many documents changes pages all over the file and its indexes: with SQLite's default
   // 2 MiB cache, dirty pages spill to the WAL mid-transaction and are read back and rewritten many

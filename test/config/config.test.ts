@@ -83,13 +83,13 @@ describe('MCP settings in the configuration', () => {
 });
 
 describe('the memory map of the embedded read store in the configuration', () => {
-  it('PULSEBOARD_SQLITE_MAP_MB is 1024 MiB by default, 0 or more MiB when set; anything else is refused naming the variable', () => {
+  it('PULSEBOARD_SQLITE_MAP_MB is 0 (no map) by default, 0 or more MiB when set; anything else is refused naming the variable', () => {
     const defaults = parseConfig({});
     assert.ok(defaults.ok);
-    assert.equal(defaults.config.PULSEBOARD_SQLITE_MAP_MB, 1024);
-    const none = parseConfig({ PULSEBOARD_SQLITE_MAP_MB: '0' });
-    assert.ok(none.ok);
-    assert.equal(none.config.PULSEBOARD_SQLITE_MAP_MB, 0);
+    assert.equal(defaults.config.PULSEBOARD_SQLITE_MAP_MB, 0);
+    const some = parseConfig({ PULSEBOARD_SQLITE_MAP_MB: '1024' });
+    assert.ok(some.ok);
+    assert.equal(some.config.PULSEBOARD_SQLITE_MAP_MB, 1024);
     for (const wrong of ['-1', '1.5', 'lots']) {
       const refused = parseConfig({ PULSEBOARD_SQLITE_MAP_MB: wrong });
       assert.ok(!refused.ok, wrong);

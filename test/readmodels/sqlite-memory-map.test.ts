@@ -1,5 +1,5 @@
 /**
- * The embedded read store maps its file into memory unless told not to (PULSEBOARD_SQLITE_MAP_MB):
+ * The embedded read store maps its file into memory only when told to (PULSEBOARD_SQLITE_MAP_MB):
  * seen from outside, as the operating system lists the process's mappings (Linux /proc/self/maps).
  */
 import assert from 'node:assert/strict';
@@ -30,18 +30,18 @@ async function readSome(path: string, open: (path: string) => ReadStore): Promis
 }
 
 describe.runIf(process.platform === 'linux')('the read store memory map', () => {
-  it('maps the file by default and not at all with mapBytes 0', async () => {
+  it('maps none of the file by default, and the file with mapBytes', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pulseboard-map-'));
     try {
-      const withMap = join(dir, 'mapped.sqlite');
-      const store = await readSome(withMap, (path) => createSqliteReadStore(path));
-      assert.ok(mapped(withMap), 'the file is mapped');
-      await store.close();
-
       const withoutMap = join(dir, 'unmapped.sqlite');
-      const unmapped = await readSome(withoutMap, (path) => createSqliteReadStore(path, { mapBytes: 0 }));
+      const unmapped = await readSome(withoutMap, (path) => createSqliteReadStore(path));
       assert.ok(!mapped(withoutMap), 'the file is not mapped');
       await unmapped.close();
+
+      const withMap = join(dir, 'mapped.sqlite');
+      const store = await readSome(withMap, (path) => createSqliteReadStore(path, { mapBytes: 64 * 1024 * 1024 }));
+      assert.ok(mapped(withMap), 'the file is mapped');
+      await store.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -50,8 +50,8 @@ describe.runIf(process.platform === 'linux')('the read store memory map', () => 
   it('PULSEBOARD_SQLITE_MAP_MB reaches the serving read store', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pulseboard-map-'));
     try {
-      for (const [setting, expectMapped] of [['0', false], ['64', true]] as const) {
-        const dataDir = join(dir, setting);
+      for (const [setting, expectMapped] of [[undefined, false], ['0', false], ['64', true]] as const) {
+        const dataDir = join(dir, setting ?? 'unset');
         const parsed = parseConfig({ PULSEBOARD_DATA_DIR: dataDir, PULSEBOARD_SQLITE_MAP_MB: setting });
         assert.ok(parsed.ok);
         const space = openGenerationSpace(parsed.config);
