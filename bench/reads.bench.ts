@@ -8,8 +8,10 @@
  *     (cursor, hasMore). Printed beside it: the same pages sent by bare Fastify to the same client (the
  *     floor HTTP sets), the mirror through node:http (and bare Fastify's pages through it) and through
  *     fetch, and one that takes compressed pages and parses every one (res.json());
- *   - req/s of each read under load (autocannon) vs bare Fastify sending the very same bytes;
- *   - MCP get_project vs its REST twin; the last board page vs page 1; server RSS after the load.
+ *   - req/s of each read under load (autocannon) vs bare Fastify sending the very same bytes, in rounds
+ *     (PULSEBOARD_BENCH_ROUNDS, default 5, of PULSEBOARD_BENCH_SECONDS, default 2, per load), each round
+ *     loading the service and its baselines back to back: each ratio is the median of the rounds' ratios;
+ *   - MCP get_project vs its REST twin, in rounds the same way; the last board page vs page 1; server RSS after the load.
  * Data sets are built once and cached (bench/dataset.ts; `--rebuild` builds them again). The default
  * run measures 10k and 100k projects; `--scale` adds 1M (8 days of history per project) and is meant
  * to run outside CI. `--quick` measures 10k only; `--only N` measures N projects only.
@@ -33,7 +35,14 @@ type LoadResult = { requests: { average: number }; latency: { p99: number }; non
 type LoadOptions = { url: string; connections: number; duration: number; method?: string; headers?: Record<string, string>; body?: string };
 const autocannon = createRequire(import.meta.url)('autocannon') as (options: LoadOptions) => Promise<LoadResult>;
 
-const LOAD_SECONDS = Number(process.env.PULSEBOARD_BENCH_SECONDS ?? '4');
+const LOAD_SECONDS = Number(process.env.PULSEBOARD_BENCH_SECONDS ?? '2');
+/** Rounds of each read's loads (service, then baselines); the figures are their medians. */
+const ROUNDS = Number(process.env.PULSEBOARD_BENCH_ROUNDS ?? '5');
+const median = (values: readonly number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
 const CONNECTIONS = 10;
 const out = (line = '') => process.stdout.write(`${line}\n`);
 const ms = (ns: bigint) => Number(ns) / 1e6;
@@ -300,9 +309,9 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     out(`   compressed as fetch asks by default and parsing every page with res.json(): ${versus(parsedWalk)})`);
     // Pages that took over 3x the walk's median, and their share of it: stalls (a process kept off the
     // CPU, a collection) that move the figure from run to run, told apart from the cost of a page.
-    const median = [...walk.pages].sort((a, b) => a - b)[Math.floor(walk.pages.length / 2)]!;
-    const stalled = walk.pages.filter((t) => t > 3 * median);
-    out(`  (median page ${median.toFixed(2)} ms; pages over 3x the median: ${stalled.length}, ${stalled.reduce((sum, t) => sum + t, 0).toFixed(0)} ms of the walk)`);
+    const medianPage = median(walk.pages);
+    const stalled = walk.pages.filter((t) => t > 3 * medianPage);
+    out(`  (median page ${medianPage.toFixed(2)} ms; pages over 3x the median: ${stalled.length}, ${stalled.reduce((sum, t) => sum + t, 0).toFixed(0)} ms of the walk)`);
     out(`median page time at 10 % depth ${depth10Ms.toFixed(2)} ms, at 90 % depth ${depth90Ms.toFixed(2)} ms; 90 %/10 % ${(depth90Ms / depth10Ms).toFixed(2)}x`);
 
     const first = (await (await fetch(`http://127.0.0.1:${app.port}/v1/projects`, { headers })).json()) as { projects: { id: string }[]; totalPages: number };
@@ -339,34 +348,69 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     for (const path of Object.values(targets)) await autocannon({ url: `http://127.0.0.1:${app.port}${path}`, connections: CONNECTIONS, duration: 1, headers });
     for (const server of [bare, bareWithHeaders]) await autocannon({ url: `http://127.0.0.1:${server.port}${targets['board page 1']!}`, connections: CONNECTIONS, duration: 1 });
 
+    // Rounds, each loading the service and both baselines one after the other (the order reversed
+    // every other round): a ratio is the median of its rounds' ratios, each taken from loads seconds
+    // apart, so a slow spell of this shared machine moves one round, not the figure.
     const rps: Record<string, number> = {};
     const bareRps: Record<string, number> = {};
-    out(`${'read'.padEnd(36)} ${'req/s'.padStart(8)} ${'p99 ms'.padStart(7)} ${'bare req/s'.padStart(10)} ${'ratio'.padStart(6)} ${'+headers'.padStart(9)} ${'ratio'.padStart(6)}  (bytes)`);
+    type Sample = { served: number; p99: number; bare: number; sameHeaders: number };
+    const samples = new Map<string, Sample[]>(Object.keys(targets).map((label) => [label, []]));
     try {
-      for (const [label, path] of Object.entries(targets)) {
-        const served = await load(app.port, path, { headers });
-        const baseline = await load(bare.port, path);
-        const sameHeaders = await load(bareWithHeaders.port, path);
-        rps[label] = served.requests.average;
-        bareRps[label] = baseline.requests.average;
-        const bytes = recorded.find((r) => r.url === path)!.body.length;
-        const ratio = (base: LoadResult) => (served.requests.average / base.requests.average).toFixed(3).padStart(6);
-        out(
-          `${label.padEnd(36)} ${served.requests.average.toFixed(0).padStart(8)} ${served.latency.p99.toFixed(0).padStart(7)} ${baseline.requests.average.toFixed(0).padStart(10)} ${ratio(baseline)} ${sameHeaders.requests.average.toFixed(0).padStart(9)} ${ratio(sameHeaders)}  (${bytes})`,
-        );
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const [label, path] of Object.entries(targets)) {
+          const loads = [
+            () => load(app.port, path, { headers }),
+            () => load(bare.port, path),
+            () => load(bareWithHeaders.port, path),
+          ];
+          const results: LoadResult[] = [];
+          for (const i of round % 2 === 0 ? [0, 1, 2] : [2, 1, 0]) results[i] = await loads[i]!();
+          const [served, baseline, sameHeaders] = results as [LoadResult, LoadResult, LoadResult];
+          samples.get(label)!.push({ served: served.requests.average, p99: served.latency.p99, bare: baseline.requests.average, sameHeaders: sameHeaders.requests.average });
+        }
       }
-      out('  (bare: the body alone, the goal\'s baseline; +headers: the body with the headers the service sent beside it)');
     } finally {
       await bare.stop();
       await bareWithHeaders.stop();
     }
+    out(`read (median of ${ROUNDS} rounds)                req/s  p99 ms bare req/s  ratio  +headers  ratio  (bytes)  ratio in each round`);
+    for (const [label, path] of Object.entries(targets)) {
+      const taken = samples.get(label)!;
+      rps[label] = median(taken.map((t) => t.served));
+      bareRps[label] = median(taken.map((t) => t.bare));
+      const ratios = taken.map((t) => t.served / t.bare);
+      const bytes = recorded.find((r) => r.url === path)!.body.length;
+      out(
+        `${label.padEnd(36)} ${rps[label]!.toFixed(0).padStart(8)} ${median(taken.map((t) => t.p99)).toFixed(0).padStart(7)} ${bareRps[label]!.toFixed(0).padStart(10)} ${median(ratios).toFixed(3).padStart(6)} ${median(taken.map((t) => t.sameHeaders)).toFixed(0).padStart(9)} ${median(taken.map((t) => t.served / t.sameHeaders)).toFixed(3).padStart(6)}  (${bytes})  ${ratios.map((r) => r.toFixed(2)).join(' ')}`,
+      );
+    }
+    out('  (bare: the body alone, the goal\'s baseline; +headers: the body with the headers the service sent beside it)');
     const lastLabel = Object.keys(targets)[1]!;
     out(`board last page vs page 1: ${(rps['board page 1']! / rps[lastLabel]!).toFixed(2)}x the time per request`);
 
+    // MCP against its REST twin, in rounds the same way.
     const rpcHeaders = { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     const rpc = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_project', arguments: { handle: projectId } } });
-    const mcp = await load(app.port, '/mcp', { method: 'POST', headers: rpcHeaders, body: rpc });
-    out(`MCP get_project ${mcp.requests.average.toFixed(0)} req/s; its REST twin ${rps['one project']!.toFixed(0)} req/s; ratio ${(mcp.requests.average / rps['one project']!).toFixed(3)}`);
+    const pairs: { mcp: number; rest: number }[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const viaMcp = () => load(app.port, '/mcp', { method: 'POST', headers: rpcHeaders, body: rpc });
+      const viaRest = () => load(app.port, targets['one project']!, { headers });
+      let mcp: LoadResult;
+      let rest: LoadResult;
+      if (round % 2 === 0) {
+        mcp = await viaMcp();
+        rest = await viaRest();
+      } else {
+        rest = await viaRest();
+        mcp = await viaMcp();
+      }
+      pairs.push({ mcp: mcp.requests.average, rest: rest.requests.average });
+    }
+    const mcpRps = median(pairs.map((p) => p.mcp));
+    const mcpRatios = pairs.map((p) => p.mcp / p.rest);
+    out(
+      `MCP get_project ${mcpRps.toFixed(0)} req/s; its REST twin ${median(pairs.map((p) => p.rest)).toFixed(0)} req/s; ratio ${median(mcpRatios).toFixed(3)} (median of ${ROUNDS} rounds: ${mcpRatios.map((r) => r.toFixed(2)).join(' ')})`,
+    );
 
     const memory = memoryOf(app.pid);
     out(
@@ -382,7 +426,7 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
       depth90Ms,
       rps: { ...rps, 'board last page': rps[lastLabel]! },
       bareRps: { ...bareRps, 'board last page': bareRps[lastLabel]! },
-      mcpRps: mcp.requests.average,
+      mcpRps,
       rss: memory.anon,
     };
   } finally {
