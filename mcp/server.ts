@@ -10,7 +10,7 @@ import type { Caller } from '../service/caller.ts';
 import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { parseParams } from '../service/requests/params.ts';
-import type { BodyParts, Rendered } from '../service/spliced.ts';
+import { joinedBytes, type BodyParts, type Rendered } from '../service/spliced.ts';
 import { toolListing } from './listing.ts';
 import { serializedToolSuccess, serializedToolSuccessText, toolFailure } from './results.ts';
 import type { Tool } from './tools.ts';
@@ -70,7 +70,7 @@ const responseHead = (resultJson: string): Buffer => Buffer.from(`{"result":${re
 const READ_AT_MARK = `readAt${randomBytes(12).toString('hex')}`;
 
 /** The response of a kept head for one request id (the same bytes as `resultResponse`). */
-const withId = (head: Buffer, id: RequestId): Buffer => Buffer.concat([head, Buffer.from(`${idJson(id)}}`, 'utf8')]);
+const withId = (head: Buffer, id: RequestId): Buffer => joinedBytes([head], '', `${idJson(id)}}`);
 
 const errorResponse = (id: RequestId, code: number, message: string, data?: unknown): string =>
   JSON.stringify({ jsonrpc: '2.0', id, error: { code, message, ...(data === undefined ? {} : { data }) } });
@@ -117,11 +117,7 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
     const split = rendered.kept ? rendered.parts() : null;
     const pieces = split === null ? null : piecesOf(split.parts);
     if (split === null || pieces === null) return resultResponse(id, serializedToolSuccessText(rendered.json()));
-    const readAt = Buffer.from(split.readAt, 'utf8');
-    const out: Buffer[] = [];
-    pieces.forEach((piece, i) => out.push(...(i === 0 ? [piece] : [readAt, piece])));
-    out.push(Buffer.from(`${idJson(id)}}`, 'utf8'));
-    return Buffer.concat(out);
+    return joinedBytes(pieces, split.readAt, `${idJson(id)}}`);
   }
 
   /** The response to a tools/call: a tool's result, or a tool error (never a JSON-RPC error). */

@@ -121,8 +121,27 @@ export function validatorOf(head: Buffer | string, tail: Buffer | string | null)
 export function bodyWith(parts: Pick<BodyParts, 'head' | 'tail' | 'first'>, readAt: string): Buffer {
   if (parts.tail === null) return parts.head;
   if (parts.first?.readAt === readAt) return parts.first.body;
-  const at = Buffer.from(readAt, 'utf8');
-  return Buffer.concat([parts.head, at, parts.tail], parts.head.length + at.length + parts.tail.length);
+  return joinedBytes([parts.head, parts.tail], readAt);
+}
+
+/**
+ * `pieces` with the UTF-8 of `between` between each two and of `end` after the last, written into one
+ * buffer of the exact size: Buffer.concat of the pieces and of the strings made into buffers first
+ * would allocate each of those buffers as well (a small read's response paid more for that than for
+ * copying its bytes).
+ */
+export function joinedBytes(pieces: readonly Buffer[], between: string, end = ''): Buffer {
+  const betweenBytes = pieces.length > 1 ? Buffer.byteLength(between, 'utf8') : 0;
+  let size = Buffer.byteLength(end, 'utf8') + betweenBytes * (pieces.length - 1);
+  for (const piece of pieces) size += piece.length;
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (let i = 0; i < pieces.length; i++) {
+    if (i > 0) at += out.write(between, at, 'utf8');
+    at += pieces[i]!.copy(out, at);
+  }
+  out.write(end, at, 'utf8');
+  return out;
 }
 
 /** A response ready for either transport: as a value or as JSON text (the same bytes as stringifying the value). */

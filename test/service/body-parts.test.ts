@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { it } from 'vitest';
 import { etagOf } from '../../api/http/caching.ts';
 import type { StoredDoc } from '../../readmodels/port.ts';
-import { bodyWith, fromParts, plain, rendered, storedDoc, storedDocs } from '../../service/spliced.ts';
+import { bodyWith, fromParts, joinedBytes, plain, rendered, storedDoc, storedDocs } from '../../service/spliced.ts';
 
 const stored = (doc: unknown): StoredDoc => ({ id: 'x', doc, json: JSON.stringify(doc), utf8: Buffer.from(JSON.stringify(doc)), state: null, seq: 1, writtenAt: '', sortKey: '', facet: '', keys: {} });
 
@@ -30,5 +30,21 @@ it('head + readAt + tail is the JSON text, for readAt first, in the middle, last
     const expected = split.parts.tail === null ? shape.json() : shape.json().replace(`"readAt":"${readAt}"`, '"readAt":"2026-11-22T21:00:00.000Z"');
     assert.equal(again.json(), expected);
     assert.deepEqual(again.value(), JSON.parse(expected));
+  }
+});
+
+it('joinedBytes writes the pieces with the separator between and the end after, exactly as concatenating them would', () => {
+  const reference = (pieces: Buffer[], between: string, end: string) =>
+    Buffer.concat([...pieces.flatMap((piece, i) => (i === 0 ? [piece] : [Buffer.from(between), piece])), Buffer.from(end)]);
+  const cases: [Buffer[], string, string][] = [
+    [[Buffer.from('{"a":"'), Buffer.from('","b":"é🦊"}')], '2026-11-22T20:00:00.000Z', ''],
+    [[Buffer.from('x'), Buffer.from(''), Buffer.from('ü')], 'ß\u2028', '"id"}'],
+    [[Buffer.from('{"result":'), Buffer.from('}')], '', '7}'],
+    [[Buffer.from('only')], 'never written', '🦊'],
+    [[], 'never written', 'end alone'],
+  ];
+  for (const [pieces, between, end] of cases) {
+    const joined = joinedBytes(pieces, between, end);
+    assert.deepEqual(joined, reference(pieces, between, end));
   }
 });
