@@ -166,7 +166,9 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     const onUnexpected = (type: string) => request.log.error({ err: { type } }, 'mcp tool call failed');
     const context: RequestContext = admitted.ok ? { caller: admitted.value.caller, onUnexpected } : { refusal: admitted.refused.error, onUnexpected };
     // A single message (not a batch) is one request here: answered without a Promise.all around it.
-    const payload = Array.isArray(body) ? batchOf(await Promise.all(requests.map((message) => endpoint.answer(message, context)))) : await endpoint.answer(requests[0]!, context);
+    const payload = Array.isArray(body)
+      ? batchOf(await Promise.all(requests.map((message) => endpoint.answer(message, context))))
+      : await endpoint.answer(requests[0]!, context);
     return sendBody(request, reply.code(200).header('content-type', 'application/json'), payload);
   });
 
