@@ -3,16 +3,41 @@
  * generator and the bench never share the server's event loop.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 export type Server = { port: number; pid: number; stop(): Promise<void>; memory(): Promise<string> };
 
-/** `app DATA_DIR` or `bare BODIES_FILE` (see reads-server.ts), once it listens. */
+/**
+ * The environment assignments and Node flags of `npm start` (package.json), read from the script
+ * itself so that the bench servers run as the service is started, without a second copy of them.
+ */
+export function startCommand(): { env: Record<string, string>; flags: string[] } {
+  const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const env: Record<string, string> = {};
+  const flags: string[] = [];
+  for (const word of pkg.scripts.start.split(/\s+/)) {
+    const assignment = /^([A-Z][A-Z0-9_]*)=(\S*)$/.exec(word);
+    if (assignment) env[assignment[1]!] = assignment[2]!;
+    else if (word.startsWith('--') && word !== NO_WARNING) flags.push(word);
+  }
+  return { env, flags };
+}
+
+const NO_WARNING = '--disable-warning=ExperimentalWarning';
+
+/**
+ * `app DATA_DIR` or `bare BODIES_FILE` (see reads-server.ts), once it listens. Both run with the
+ * environment and Node flags of `npm start` (the bench's own environment wins where it sets the same
+ * variable); PULSEBOARD_BENCH_SERVER_FLAGS, when set, replaces the flags (memory experiments).
+ */
 export async function startServer(args: string[]): Promise<Server> {
-  // PULSEBOARD_BENCH_SERVER_FLAGS: extra Node flags for the servers (memory experiments).
-  const flags = (process.env.PULSEBOARD_BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean);
-  const child: ChildProcess = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', ...flags, join(import.meta.dirname, 'reads-server.ts'), ...args], {
+  const start = startCommand();
+  const given = process.env.PULSEBOARD_BENCH_SERVER_FLAGS;
+  const flags = given === undefined ? start.flags : given.split(' ').filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, [NO_WARNING, ...flags, join(import.meta.dirname, 'reads-server.ts'), ...args], {
+    env: { ...start.env, ...process.env },
     // stdin: a pipe the server reads to its end, which comes when this process exits, however it exits.
     stdio: ['pipe', 'pipe', 'inherit'],
   });
