@@ -18,6 +18,7 @@ import { issueKey } from '../service/access.ts';
 import { createRateLimiter } from '../service/rate/create.ts';
 import { createServices } from '../service/services.ts';
 import { openStores } from '../service/stores.ts';
+import { median } from './median.ts';
 
 const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -27,7 +28,6 @@ const AUTOCANNON = fileURLToPath(import.meta.resolve('autocannon'));
 type Variant = { label: string; headers: Record<string, string>; status: number };
 type Measured = { perSecond: number; cpuMicrosPerRequest: number; bytesPerRequest: number };
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 function autocannon(url: string, headers: Record<string, string>, duration: number): Promise<{ requests: { average: number; total: number }; throughput: { total: number }; errors: number; timeouts: number; statusCodeStats?: Record<string, { count: number }> }> {
   const args = [AUTOCANNON, '-j', '-c', String(CONNECTIONS), '-d', String(duration)];

@@ -17,6 +17,7 @@ import { issueKey } from '../service/access.ts';
 import { createRateLimiter } from '../service/rate/create.ts';
 import { createServices } from '../service/services.ts';
 import { openStores, type Stores } from '../service/stores.ts';
+import { median } from './median.ts';
 
 const POLLS = Number(process.env.BENCH_LIVE_POLLS ?? 1_000);
 const STREAM_KEYS = Number(process.env.BENCH_LIVE_STREAM_KEYS ?? 100);
@@ -25,7 +26,6 @@ const IDLE_MS = Number(process.env.BENCH_LIVE_IDLE_MS ?? 3_000);
 const ROUNDS = Number(process.env.BENCH_LIVE_ROUNDS ?? 5);
 
 const now = () => performance.timeOrigin + performance.now();
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 type Collected = { pollAnswers: number[]; streamEvents: number[]; cursor: string };
 

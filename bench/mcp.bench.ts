@@ -21,6 +21,7 @@ import { createServices } from '../service/services.ts';
 import { openStores } from '../service/stores.ts';
 import type { RecordedBody } from './reads-server.ts';
 import { replayable, startServer } from './servers.ts';
+import { median } from './median.ts';
 
 const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 /** REST and MCP are measured in alternating rounds, so load from elsewhere on the machine hits both alike. */
@@ -30,7 +31,6 @@ const BARE_ROUNDS = Math.min(ROUNDS, 5);
 
 type Target = { label: string; method?: 'GET' | 'POST'; path: string; headers?: Record<string, string>; body?: string };
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 type Measured = { perSecond: number; cpuMicrosPerRequest: number };
 

@@ -30,6 +30,7 @@ import { benchConfig, dataSetSpec, ensureDataSet, type DataSetSpec } from './dat
 import { connectRawHttp } from './raw-http.ts';
 import type { RecordedBody } from './reads-server.ts';
 import { replayable, startServer } from './servers.ts';
+import { median } from './median.ts';
 
 type LoadResult = { requests: { average: number }; latency: { p99: number }; non2xx: number; errors: number; timeouts: number };
 type LoadOptions = { url: string; connections: number; duration: number; method?: string; headers?: Record<string, string>; body?: string };
@@ -38,11 +39,6 @@ const autocannon = createRequire(import.meta.url)('autocannon') as (options: Loa
 const LOAD_SECONDS = Number(process.env.PULSEBOARD_BENCH_SECONDS ?? '2');
 /** Rounds of each read's loads (service, then baselines); the figures are their medians. */
 const ROUNDS = Number(process.env.PULSEBOARD_BENCH_ROUNDS ?? '5');
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 const CONNECTIONS = 10;
 const out = (line = '') => process.stdout.write(`${line}\n`);
 const ms = (ns: bigint) => Number(ns) / 1e6;

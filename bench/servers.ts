@@ -7,6 +7,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
+const NO_WARNING = '--disable-warning=ExperimentalWarning';
+
 export type Server = { port: number; pid: number; stop(): Promise<void>; memory(): Promise<string> };
 
 /**
@@ -24,8 +26,6 @@ export function startCommand(): { env: Record<string, string>; flags: string[] }
   }
   return { env, flags };
 }
-
-const NO_WARNING = '--disable-warning=ExperimentalWarning';
 
 /**
  * `app DATA_DIR` or `bare BODIES_FILE` (see reads-server.ts), once it listens. Both run with the
