@@ -12,14 +12,19 @@
  * written as a BSON string by an earlier version reads too), and `lookup` holds the [key, value] pairs of `keys` for the findIds index.
  * Checkpoints live in `_pulseboard_checkpoints` (`_pulseboard_checkpoints_v<N>`) as {_id: collection, position};
  * documents per (collection, facet) in `_pulseboard_counts` (`…_v<N>`), updated by each commit in its
- * transaction from the facets the batch changed, so a board total is never a countDocuments.
+ * transaction from the facets the batch changed, so a board total is never a countDocuments; and the
+ * listing's chunks in `_pulseboard_chunks` (`…_v<N>`, mongodb-list-chunks.ts), so a board page by
+ * number starts at a chunk's edge instead of a skip from the end of the listing.
  *
  * Commits. Whatever the batch's size, a commit is a fixed number of server calls inside one
- * multi-document transaction: the checkpoint read, one read of the batch's previous facets (ids only,
- * `$in`), one unordered bulk write of the per-facet counter sums (`$inc`), one unordered bulk write of
- * whole-document replacements (one per id: the last write of an id wins, so no operation depends on
- * another's order), and the checkpoint advanced with a compare-and-set on the value read before the
- * batch (DESIGN §8). A crash leaves either the whole batch with its checkpoint and counts or none of
+ * multi-document transaction: the checkpoint read, one read of the batch's previous facets and sort
+ * keys (ids only, `$in`), one unordered bulk write of the per-facet counter sums (`$inc`), one unordered
+ * bulk write of whole-document replacements (one per id: the last write of an id wins, so no operation
+ * depends on another's order), one read of the listing's chunk starts and one unordered bulk write of
+ * chunk counts (`$inc`, only when the batch adds documents or moves one's sort key or facet), one read
+ * of the chunks it grew past their bound (and, rarely, a cut of each: one read of its rows, one delete,
+ * one insert), and the checkpoint advanced with a compare-and-set on the value read before the batch
+ * (DESIGN §8). A crash leaves either the whole batch with its checkpoint and counts or none of
  * them, as the port promises and as the SQLite store (one transaction, triggers for the counts) does. Transactions need a replica set (a one-node one is
  * enough, as in docker-compose.yml); a commit against a standalone server fails with a message saying so.
  *
@@ -29,6 +34,7 @@
 import { Binary, MongoClient, type AnyBulkWriteOperation, type ClientSession, type Collection, type Db, type Filter } from 'mongodb';
 import type { CommitOutcome, DocWrite, DeltaQuery, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
+import { boundFilter, createMongoChunks, type ChunkDoc, type RowMove } from './mongodb-list-chunks.ts';
 
 type MongoDoc = {
   _id: string;
@@ -48,6 +54,8 @@ type CounterDoc = { _id: string; collection: string; facet: string; n: number };
 
 const CHECKPOINTS = '_pulseboard_checkpoints';
 const COUNTS = '_pulseboard_counts';
+/** Listing chunks (mongodb-list-chunks.ts): where a board page by number starts, without a skip to it. */
+const CHUNKS = '_pulseboard_chunks';
 /** The pointer, the replay lock and who uses which generation (mongodb-generations.ts); no generation's data. */
 export const GENERATIONS_COLLECTION = '_pulseboard_generations';
 const GET_MANY_CHUNK = 1000;
@@ -134,6 +142,21 @@ export function facetDeltas(previous: ReadonlyMap<string, string>, rows: readonl
   return deltas;
 }
 
+/** The rows a commit moved in the listing order: new ones, and those whose sort key or facet changed. */
+function rowMoves(before: readonly { _id: string; facet: string; sortKey: string }[], rows: readonly MongoDoc[]): RowMove[] {
+  const previous = new Map(before.map((row) => [row._id, row]));
+  const moves: RowMove[] = [];
+  for (const row of rows) {
+    const was = previous.get(row._id);
+    if (was && was.facet === row.facet && was.sortKey === row.sortKey) continue;
+    moves.push({ ...(was ? { from: { key: was.sortKey, id: row._id, facet: was.facet } } : {}), to: { key: row.sortKey, id: row._id, facet: row.facet } });
+  }
+  return moves;
+}
+
+/** The listing's rows as the chunks read them (sort key, id and facet). */
+const listedRows = (target: Collection<MongoDoc>) => target as unknown as Collection<{ _id: string; sortKey: string; facet: string }>;
+
 /** No facets given: every document; an empty list: none (as in the SQLite store). */
 function facetFilter(facets: readonly string[] | undefined): Filter<MongoDoc> {
   return facets === undefined ? {} : { facet: { $in: [...facets] } };
@@ -152,6 +175,8 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
   const db: Db = client.db();
   const checkpoints = db.collection<CheckpointDoc>(generationCollection(CHECKPOINTS, generation));
   const counters = db.collection<CounterDoc>(generationCollection(COUNTS, generation));
+  const chunks = createMongoChunks(db.collection<ChunkDoc>(generationCollection(CHUNKS, generation)));
+  let chunkIndex: Promise<void> | undefined;
   const ensured = new Map<string, Promise<void>>();
   let transactionsChecked: Promise<void> | undefined;
 
@@ -167,7 +192,11 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
     const collection = collectionOf(name);
     let pending = ensured.get(name);
     if (!pending) {
-      pending = collection.createIndexes(INDEXES.map((index) => ({ key: { ...index.key }, name: index.name }))).then(() => undefined);
+      chunkIndex ??= chunks.ensureIndex();
+      chunkIndex.catch(() => {
+        chunkIndex = undefined;
+      });
+      pending = Promise.all([collection.createIndexes(INDEXES.map((index) => ({ key: { ...index.key }, name: index.name }))), chunkIndex]).then(() => undefined);
       ensured.set(name, pending);
       pending.catch(() => ensured.delete(name));
     }
@@ -254,6 +283,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       const target = await ensureIndexes(collection);
       await checkTransactions();
       await ensureCounted(collection);
+      await chunks.ensureChunked(collection, listedRows(target), inTransaction);
       let outcome: CommitOutcome = { ok: true };
       await inTransaction(async (session) => {
         // The driver re-runs this callback on a transient error, so whatever is compared must come from
@@ -265,8 +295,8 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
         }
         outcome = { ok: true };
         if (rows.length > 0) {
-          // One read of the batch's previous facets (never of whole documents) keeps the counts exact.
-          const before = await target.find({ _id: { $in: rows.map((row) => row._id) } }, { projection: { facet: 1 }, session }).toArray();
+          // One read of the batch's previous facets and sort keys (never of whole documents) keeps the counts exact.
+          const before = await target.find({ _id: { $in: rows.map((row) => row._id) } }, { projection: { facet: 1, sortKey: 1 }, session }).toArray();
           const deltas = facetDeltas(new Map(before.map((row) => [row._id, row.facet])), rows);
           if (deltas.size > 0) {
             await counters.bulkWrite(
@@ -280,6 +310,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
             replaceOne: { filter: { _id: row._id }, replacement: row, upsert: true },
           }));
           await target.bulkWrite(operations, { ordered: false, session });
+          await chunks.apply(collection, rowMoves(before, rows), listedRows(target), session);
         }
         // Conditional on the value read in this same transaction: a concurrent writer makes this a write
         // conflict (the transaction retries and the check above then refuses), never a lost batch.
@@ -344,18 +375,22 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
     },
 
     async list<D>(collection: string, query: ListQuery) {
-      // Walked from whichever end of the listing is nearer (the exact total comes from the counters),
-      // so the last page costs what the first one does; the skip stays inside the listing index.
+      // Read from whichever end of the listing is nearer (the exact total comes from the counters),
+      // starting at the edge of the chunk the page falls in (readmodels/list-chunks.ts): a page costs
+      // the chunk counts before it and a skip of at most one chunk in the listing index, at any depth.
       const total = await count(collection, query.facets);
       const limit = Math.max(0, Math.min(query.limit, total - query.offset));
       if (limit === 0) return [];
       const fromEnd = total - query.offset - limit;
       const reversed = fromEnd < query.offset;
       const direction = reversed ? 1 : -1;
-      const rows = await collectionOf(collection)
-        .find(facetFilter(query.facets), LISTED)
+      const target = collectionOf(collection);
+      await chunks.ensureChunked(collection, listedRows(target), inTransaction);
+      const start = await chunks.locate(collection, query.facets, reversed, reversed ? fromEnd : query.offset);
+      const rows = await target
+        .find({ ...facetFilter(query.facets), ...(start.bound ? boundFilter(start.bound, reversed) : {}) } as Filter<MongoDoc>, LISTED)
         .sort({ sortKey: direction, _id: direction })
-        .skip(reversed ? fromEnd : query.offset)
+        .skip(start.skip)
         .limit(limit)
         .toArray();
       if (reversed) rows.reverse();
@@ -408,6 +443,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
         if (generationOfCollection(name) === generation) await db.collection(name).deleteMany({});
       }
       counted.clear();
+      chunks.forget();
     },
 
     async close() {

@@ -3,6 +3,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../../config/sqlite.ts';
 import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
+import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
 import { watchWalHeader } from './wal-header.ts';
 
 /**
@@ -181,13 +182,17 @@ export function sqlLimit(limit: number): string {
  */
 export const pageQueries = {
   /**
-   * Params: collection, facets…, offset. `reversed` walks from the end of the listing.
+   * Params: collection, facets…, [the bound's sort key and id when `bounded`], offset. The page's
+   * `offset` counts from the bound (list-chunks.ts: the edge of the chunk the page starts in, so the
+   * offset is at most one chunk's rows), or from the end of the listing when unbounded: the newest
+   * end, or (`reversed`) the oldest, walked upward from a bound that is inclusive.
    * The page's rows come in no defined order (sorting them in SQL would take a temporary B-tree): the
    * store orders the page itself.
    */
-  list: (facets: readonly string[] | undefined, reversed: boolean, limit: number): string => {
+  list: (facets: readonly string[] | undefined, reversed: boolean, bounded: boolean, limit: number): string => {
     const order = reversed ? 'ASC' : 'DESC';
-    return `SELECT ${listed('docs.')} FROM (SELECT rowid AS row FROM docs WHERE collection = ? ${facetClause(facets)}
+    const bound = bounded ? `AND (sort_key, id) ${reversed ? '>=' : '<'} (?, ?)` : '';
+    return `SELECT ${listed('docs.')} FROM (SELECT rowid AS row FROM docs WHERE collection = ? ${facetClause(facets)} ${bound}
         ORDER BY sort_key ${order}, id ${order} LIMIT ${sqlLimit(limit)} OFFSET ?) AS page
       CROSS JOIN docs ON docs.rowid = page.row`;
   },
@@ -261,6 +266,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   migrateDocsLayout(db);
   db.exec(SCHEMA);
   ensureCounters(db);
+  inTransaction(db, () => ensureChunks(db));
 
   // Every statement is prepared once: the texts vary only with the number of facets, the page limit
   // and a few flags, a small set; past STATEMENTS_KEPT the oldest is dropped (prepared again if asked for).
@@ -277,6 +283,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   };
   /** A statement reading documents (`listed()`): its rows are DocRows. Its text is never run as another kind. */
   const documents = (sql: string): StatementSync => prepared(sql, true);
+  const chunks = createChunkIndex(prepared);
 
   const upsert = prepared(`
     INSERT INTO docs (collection, id, doc, state, seq, written_at, sort_key, facet, keys)
@@ -367,6 +374,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
         // Lookup keys follow from `keys` (KEY_TRIGGERS).
         upsert.run(collection, w.id, json, state, w.seq, w.writtenAt, w.sortKey, w.facet, keys);
       }
+      chunks.cutFullChunks(collection);
       setCheckpoint.run(collection, checkpoint);
       return { ok: true };
     });
@@ -419,14 +427,21 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     },
 
     async list<D>(collection: string, query: ListQuery) {
-      // Offsets are skipped in the covering listing index, from whichever end of the listing is nearer
-      // (the exact total comes from the counters), so the last page costs what the first one does.
+      // Read from whichever end of the listing is nearer (the exact total comes from the counters),
+      // starting at the edge of the chunk the page falls in (list-chunks.ts): a page costs the chunk
+      // counts before it and at most one chunk's rows of the listing index, at any depth.
       const total = count(collection, query.facets);
       const limit = Math.max(0, Math.min(query.limit, total - query.offset));
       if (limit === 0) return [];
       const fromEnd = total - query.offset - limit;
       const reversed = fromEnd < query.offset;
-      const rows = documents(pageQueries.list(query.facets, reversed, limit)).all(collection, ...(query.facets ?? []), reversed ? fromEnd : query.offset) as unknown as DocRow[];
+      const start = chunks.locate(collection, query.facets, reversed, reversed ? fromEnd : query.offset);
+      const rows = documents(pageQueries.list(query.facets, reversed, start.bound !== null, limit)).all(
+        collection,
+        ...(query.facets ?? []),
+        ...(start.bound ? [start.bound.key, start.bound.id] : []),
+        start.skip,
+      ) as unknown as DocRow[];
       rows.sort(newestFirst);
       return rows.map((r) => toStored<D, unknown>(r));
     },
@@ -466,7 +481,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     async clear() {
       forgetCheckpoints();
       inTransaction(db, () => {
-        db.exec('DELETE FROM docs; DELETE FROM doc_keys; DELETE FROM doc_counts; DELETE FROM checkpoints;');
+        db.exec(`DELETE FROM docs; DELETE FROM doc_keys; DELETE FROM doc_counts; DELETE FROM checkpoints; ${CLEAR_CHUNKS}`);
       });
     },
 

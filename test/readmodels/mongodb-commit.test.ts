@@ -15,12 +15,28 @@ import type { DocWrite } from '../../readmodels/port.ts';
 type Row = Record<string, unknown> & { _id: string };
 type Filter = Record<string, unknown>;
 
+/** String order as the server has it (UTF-8 bytes); the tests' strings are ASCII, where it is JS order. */
+const order = (a: unknown, b: unknown) => (a === b ? 0 : (a as string) < (b as string) ? -1 : 1);
+
+function matchesCondition(value: unknown, condition: unknown): boolean {
+  if (typeof condition !== 'object' || condition === null) return value === condition;
+  return Object.entries(condition).every(([operator, operand]) => {
+    if (operator === '$in') return (operand as unknown[]).includes(value);
+    if (value === undefined) return false;
+    if (operator === '$gt') return order(value, operand) > 0;
+    if (operator === '$gte') return order(value, operand) >= 0;
+    if (operator === '$lt') return order(value, operand) < 0;
+    if (operator === '$lte') return order(value, operand) <= 0;
+    throw new Error(`the stand-in has no ${operator}`);
+  });
+}
+
 function matches(row: Row | undefined, filter: Filter): boolean {
   if (!row) return false;
   return Object.entries(filter).every(([field, condition]) => {
-    const value = row[field];
-    if (typeof condition === 'object' && condition !== null && '$in' in condition) return (condition.$in as unknown[]).includes(value);
-    return value === condition;
+    if (field === '$or') return (condition as Filter[]).some((part) => matches(row, part));
+    if (field === '$and') return (condition as Filter[]).every((part) => matches(row, part));
+    return matchesCondition(row[field], condition);
   });
 }
 
@@ -35,7 +51,16 @@ function applyUpdate(row: Row | undefined, id: string, update: Record<string, Re
   const next: Row = row ? { ...row } : { _id: id };
   if (!row) Object.assign(next, update.$setOnInsert ?? {});
   Object.assign(next, update.$set ?? {});
-  for (const [field, by] of Object.entries(update.$inc ?? {})) next[field] = ((next[field] as number | undefined) ?? 0) + (by as number);
+  for (const [path, by] of Object.entries(update.$inc ?? {})) {
+    // A dotted path: one level of nesting (chunk facets).
+    const [field, inner] = path.split('.') as [string, string | undefined];
+    if (inner === undefined) next[field] = ((next[field] as number | undefined) ?? 0) + (by as number);
+    else {
+      const nested = { ...((next[field] as Record<string, number> | undefined) ?? {}) };
+      nested[inner] = (nested[inner] ?? 0) + (by as number);
+      next[field] = nested;
+    }
+  }
   return next;
 }
 
@@ -64,12 +89,67 @@ function fakeMongo() {
         return row ? project(row, options.projection) : null;
       },
       find(filter: Filter, options: { projection?: Record<string, 0 | 1> } = {}) {
-        return {
+        let sort: [string, number][] = [];
+        let skip = 0;
+        let limit = 0;
+        const results = () => {
+          const found = findAll(filter);
+          if (sort.length > 0) {
+            found.sort((a, b) => {
+              for (const [field, direction] of sort) {
+                const by = order(a[field], b[field]) * direction;
+                if (by !== 0) return by;
+              }
+              return 0;
+            });
+          }
+          return found.slice(skip, limit > 0 ? skip + limit : undefined).map((row) => project(row, options.projection));
+        };
+        const cursor = {
+          sort(spec: Record<string, number>) {
+            sort = Object.entries(spec);
+            return cursor;
+          },
+          skip(n: number) {
+            skip = n;
+            return cursor;
+          },
+          limit(n: number) {
+            limit = n;
+            return cursor;
+          },
           async toArray() {
             call('find');
-            return findAll(filter).map((row) => project(row, options.projection));
+            return results();
+          },
+          async *[Symbol.asyncIterator]() {
+            call('find');
+            yield* results();
           },
         };
+        return cursor;
+      },
+      async countDocuments(filter: Filter) {
+        call('countDocuments');
+        return findAll(filter).length;
+      },
+      async createIndex() {
+        call('createIndex');
+        return 'index';
+      },
+      async deleteOne(filter: Filter) {
+        call('deleteOne');
+        const row = findAll(filter)[0];
+        if (row) rows.delete(row._id);
+        return { deletedCount: row ? 1 : 0 };
+      },
+      async insertMany(docs: Row[]) {
+        call('insertMany');
+        for (const doc of docs) {
+          if (rows.has(doc._id)) throw new Error(`duplicate key ${doc._id}`);
+          rows.set(doc._id, { ...doc });
+        }
+        return { insertedCount: docs.length };
       },
       aggregate() {
         return {
@@ -135,23 +215,28 @@ function write(id: string, facet: string, seq: number): DocWrite {
 }
 
 describe('MongoDB read store commit (in-memory driver stand-in)', () => {
-  it('costs a fixed number of server calls per commit, whatever its size: one bulk write of documents, one of counters, no read per document', async () => {
+  it('costs a fixed number of server calls per commit, whatever its size: one bulk write of documents, one of counters, one of chunk counts, no read per document', async () => {
     const mongo = fakeMongo();
     const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
-    // First commit of a collection: its indexes, the replica-set check and the counter marker, once per process.
+    // First commit of a collection: its indexes, the replica-set check, the counter marker and the first chunk, once per process.
     await store.commit('boards', [write('warm', 'visible', 1)], 1, 0);
     const costs: string[][] = [];
     let checkpoint = 1;
-    for (const size of [1, 100, 5000]) {
+    const commit = async (size: number) => {
       mongo.calls.length = 0;
       mongo.bulkOptions.length = 0;
       const writes = Array.from({ length: size }, (_, i) => write(`d${size}-${i}`, i % 3 === 0 ? 'suppressed' : 'visible', checkpoint + i + 1));
       assert.deepEqual(await store.commit('boards', writes, checkpoint + size, checkpoint), { ok: true });
       checkpoint += size;
-      costs.push([...mongo.calls]);
+      return [...mongo.calls];
+    };
+    for (const size of [1, 100, 3000]) {
+      costs.push(await commit(size));
       assert.deepEqual(mongo.bulkOptions, [
         { collection: '_pulseboard_counts', ordered: false, operations: size >= 3 ? 2 : 1 },
         { collection: 'boards', ordered: false, operations: size },
+        // Every new document counts in the one chunk there is: one $inc for the batch.
+        { collection: '_pulseboard_chunks', ordered: false, operations: 1 },
       ]);
     }
     const expected = [
@@ -160,10 +245,63 @@ describe('MongoDB read store commit (in-memory driver stand-in)', () => {
       'boards.find',
       '_pulseboard_counts.bulkWrite',
       'boards.bulkWrite',
+      '_pulseboard_chunks.find',
+      '_pulseboard_chunks.bulkWrite',
+      '_pulseboard_chunks.find',
       '_pulseboard_checkpoints.updateOne',
       'commitTransaction',
     ];
-    assert.deepEqual(costs, [expected, expected, expected], 'a commit of 1, 100 or 5000 documents makes the same calls');
+    assert.deepEqual(costs, [expected, expected, expected], 'a commit of 1, 100 or 3000 documents makes the same calls');
+    // A commit that takes the chunk past its bound cuts it: one read of its rows, its document replaced by the pieces.
+    const cut = await commit(2000);
+    assert.deepEqual(cut, [...expected.slice(0, 8), 'boards.find', '_pulseboard_chunks.deleteOne', '_pulseboard_chunks.insertMany', ...expected.slice(8)]);
+    const chunks = [...mongo.data.get('_pulseboard_chunks')!.values()];
+    assert.equal(chunks.reduce((sum, chunk) => sum + (chunk.total as number), 0), 5102);
+    assert.ok(chunks.length >= 3 && chunks.every((chunk) => (chunk.total as number) <= 2048), chunks.map((chunk) => chunk.total).join(' '));
+    await store.close();
+  });
+
+  it('lists a page at any depth as the slice of the listing, through inserts, moves of sort key and facet, and cuts of chunks', async () => {
+    const mongo = fakeMongo();
+    const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
+    let seed = 11;
+    const random = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    const facets = ['visible', 'suppressed', 'pending'];
+    const current = new Map<string, { sortKey: string; facet: string }>();
+    const put = (id: string, sortKey: string, facet: string, seq: number): DocWrite => {
+      current.set(id, { sortKey, facet });
+      return { ...write(id, facet, seq), sortKey };
+    };
+    const key = (n: number) => `k${String(n).padStart(5, '0')}`;
+    const batches: (() => DocWrite[])[] = [
+      () => Array.from({ length: 6000 }, (_, i) => put(`d${String(i).padStart(5, '0')}`, key(random(9000)), facets[random(3)]!, 1)),
+      () => [
+        ...Array.from({ length: 1500 }, (_, i) => {
+          const id = `d${String(random(6000)).padStart(5, '0')}`;
+          const was = current.get(id)!;
+          return put(id, i % 2 ? key(random(9000)) : was.sortKey, i % 3 ? facets[random(3)]! : was.facet, 2);
+        }),
+        ...Array.from({ length: 4500 }, (_, i) => put(`e${String(i).padStart(5, '0')}`, key(4500 + random(2)), facets[random(3)]!, 2)),
+      ],
+    ];
+    for (const [i, batch] of batches.entries()) {
+      assert.deepEqual(await store.commit('boards', batch(), i + 1, i), { ok: true });
+      const chunks = [...mongo.data.get('_pulseboard_chunks')!.values()];
+      assert.ok(chunks.every((chunk) => (chunk.total as number) <= 4096), `chunks within their bound: ${chunks.map((chunk) => chunk.total).join(' ')}`);
+      for (const listed of [undefined, ['visible'], ['visible', 'suppressed']]) {
+        const expected = [...current]
+          .filter(([, doc]) => listed === undefined || listed.includes(doc.facet))
+          .sort(([a, x], [b, y]) => (x.sortKey !== y.sortKey ? (x.sortKey < y.sortKey ? 1 : -1) : a < b ? 1 : -1))
+          .map(([id]) => id);
+        for (const offset of [0, 2100, expected.length - 2100, expected.length - 50, ...Array.from({ length: 12 }, () => random(expected.length))]) {
+          const page = await store.list('boards', { ...(listed ? { facets: listed } : {}), offset, limit: 50 });
+          assert.deepEqual(page.map((doc) => doc.id), expected.slice(offset, offset + 50), `batch ${i + 1}, offset ${offset}, facets ${String(listed)}`);
+        }
+      }
+    }
     await store.close();
   });
 

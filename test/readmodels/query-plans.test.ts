@@ -13,6 +13,7 @@ import { afterAll, beforeAll, it } from 'vitest';
 import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS } from '../../projectors/projects.ts';
 import { CALL_FACETS, CALLS_COLLECTION } from '../../projectors/calls.ts';
 import type { DocWrite } from '../../readmodels/port.ts';
+import { chunkQueries } from '../../readmodels/sqlite/list-chunks.ts';
 import { createSqliteReadStore, pageQueries, sqlLimit } from '../../readmodels/sqlite/sqlite-read-store.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pulseboard-plans-'));
@@ -62,14 +63,34 @@ const facetSets: [string, readonly string[] | undefined][] = [
   ['one facet', [PUBLIC_PROJECT_FACETS[0]!]],
 ];
 
-it('board pages, from the front and from the end, are ranges of a listing index', () => {
+it('board pages, from the front and from the end, with or without a chunk edge, are ranges of a listing index', () => {
   for (const [label, facets] of facetSets) {
     for (const reversed of [false, true]) {
-      const details = plan(pageQueries.list(facets, reversed, 50), [PROJECTS_COLLECTION, ...(facets ?? []), 100]);
-      assertIndexRange(`board (${label}${reversed ? ', from the end' : ''})`, details, /USING COVERING INDEX docs_listing/);
-      assert.ok(details.some((d) => /SEARCH docs USING INTEGER PRIMARY KEY \(rowid=\?\)/.test(d)), `the page's rows are fetched by rowid: ${details.join(' | ')}`);
+      for (const bounded of [false, true]) {
+        const params = [PROJECTS_COLLECTION, ...(facets ?? []), ...(bounded ? ['2026-10-01T01:00:00.000Z', 'x'] : []), 100];
+        const details = plan(pageQueries.list(facets, reversed, bounded, 50), params);
+        const range = bounded
+          ? /USING COVERING INDEX docs_listing(_facet)? \(collection=\? (AND facet=\? )?AND \(sort_key,id\)[<>]\(\?,\?\)\)/
+          : /USING COVERING INDEX docs_listing/;
+        assertIndexRange(`board (${label}${reversed ? ', from the end' : ''}${bounded ? ', from a chunk edge' : ''})`, details, range);
+        assert.ok(details.some((d) => /SEARCH docs USING INTEGER PRIMARY KEY \(rowid=\?\)/.test(d)), `the page's rows are fetched by rowid: ${details.join(' | ')}`);
+      }
     }
   }
+});
+
+it('a board page is located by a walk of the chunk counts in key order, without sorting', () => {
+  for (const [label, facets] of [...facetSets, ['every facet', undefined] as [string, undefined]]) {
+    for (const ascending of [false, true]) {
+      const details = plan(chunkQueries.walk(facets, ascending), [PROJECTS_COLLECTION, ...(facets ?? [])]);
+      const text = details.join(' | ');
+      assert.ok(details.some((d) => /SEARCH list_chunk(s|_facets) USING PRIMARY KEY \(collection=\?\)/.test(d)), `chunk walk (${label}): ${text}`);
+      assert.ok(!details.some((d) => /TEMP B-TREE/.test(d)), `chunk walk (${label}) sorts outside its key: ${text}`);
+    }
+  }
+  // The commit's check for chunks to cut reads the partial index of full chunks only.
+  assert.match(plan(chunkQueries.full, [PROJECTS_COLLECTION]).join(' | '), /USING INDEX list_chunks_full/);
+  assert.match(plan(chunkQueries.rows(true), [PROJECTS_COLLECTION, 'a', 'b', 'c', 'd']).join(' | '), /COVERING INDEX docs_listing \(collection=\? AND \(sort_key,id\)>\(\?,\?\) AND \(sort_key,id\)<\(\?,\?\)\)/);
 });
 
 it('delta pages are ranges of the (seq, id) index with both bounds', () => {
@@ -93,7 +114,7 @@ it('call pages are ranges of a listing index, also after a cursor', () => {
 
 it('page queries carry their LIMIT in the text, never bound (a bound LIMIT makes SQLite prepare the statement again on every run)', () => {
   const texts = [
-    ...facetSets.flatMap(([, facets]) => [false, true].flatMap((flag) => [pageQueries.list(facets, flag, 50), pageQueries.delta(facets, flag, 101), pageQueries.keyset(facets, flag, 31)])),
+    ...facetSets.flatMap(([, facets]) => [false, true].flatMap((flag) => [pageQueries.list(facets, flag, !flag, 50), pageQueries.delta(facets, flag, 101), pageQueries.keyset(facets, flag, 31)])),
   ];
   for (const text of texts) {
     assert.doesNotMatch(text, /LIMIT \?/, text);
