@@ -8,6 +8,9 @@
  *     (cursor, hasMore). Printed beside it: the same pages sent by bare Fastify to the same client (the
  *     floor HTTP sets), the mirror through node:http (and bare Fastify's pages through it) and through
  *     fetch, and one that takes compressed pages and parses every one (res.json());
+ *   - board pages by number read once each (a page's first read after a commit): pages near the middle
+ *     vs pages near the front, beside the raw SQLite index walk to the middle page that such a read cost
+ *     before the listing chunks (readmodels/list-chunks.ts);
  *   - req/s of each read under load (autocannon) vs bare Fastify sending the very same bytes, in rounds
  *     (PULSEBOARD_BENCH_ROUNDS, default 5, of PULSEBOARD_BENCH_SECONDS, default 2, per load), each round
  *     loading the service and its baselines back to back: each ratio is the median of the rounds' ratios;
@@ -116,6 +119,9 @@ type SizeResult = {
   selectSeconds: number;
   depth10Ms: number;
   depth90Ms: number;
+  /** Median first read of a board page by number: pages near the front, and around the middle. */
+  frontPageMs: number;
+  middlePageMs: number;
   rps: Record<string, number>;
   bareRps: Record<string, number>;
   mcpRps: number;
@@ -240,6 +246,49 @@ function pagesAround(pages: readonly number[], depth: number): number {
   return window[Math.floor(window.length / 2)]!;
 }
 
+/**
+ * Board pages by number, each read once through the raw client: every read is a page's first (no
+ * kept body answers it), as the first read of a page after a commit is. Times in ms, one a page.
+ */
+async function boardPagesOnce(port: number, headers: Record<string, string>, pages: readonly number[]): Promise<number[]> {
+  const raw = await connectRawHttp(port);
+  try {
+    const times: number[] = [];
+    for (const page of pages) {
+      const t = process.hrtime.bigint();
+      const { status } = await raw.get(`/v1/projects?page=${page}`, { ...headers, 'accept-encoding': 'identity' });
+      times.push(ms(process.hrtime.bigint() - t));
+      if (status !== 200) throw new Error(`board page ${page}: ${status}`);
+    }
+    return times;
+  } finally {
+    raw.close();
+  }
+}
+
+/**
+ * The index walk alone to the board's middle page from its nearer end (raw SQLite, the rows' ids
+ * only): what the first read of a middle page cost before the listing chunks (ms, median of 5).
+ */
+function middleWalkMs(dir: string): number {
+  const pointer = readPointer(dir);
+  const db = new DatabaseSync(generationPath(dir, pointer.ok ? pointer.generation : 0), { readOnly: true });
+  try {
+    const facets = PUBLIC_PROJECT_FACETS.map(() => '?').join(',');
+    const total = (db.prepare(`SELECT COUNT(*) AS n FROM docs WHERE collection = ? AND facet IN (${facets})`).get(PROJECTS_COLLECTION, ...PUBLIC_PROJECT_FACETS) as { n: number }).n;
+    const walk = db.prepare(`SELECT rowid FROM docs WHERE collection = ? AND facet IN (${facets}) ORDER BY sort_key DESC, id DESC LIMIT 50 OFFSET ?`);
+    const times: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const t = process.hrtime.bigint();
+      walk.all(PROJECTS_COLLECTION, ...PUBLIC_PROJECT_FACETS, Math.floor(total / 2));
+      times.push(ms(process.hrtime.bigint() - t));
+    }
+    return median(times);
+  } finally {
+    db.close();
+  }
+}
+
 async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
   out(`\n-- ${spec.projects} projects (${spec.calls} calls, ${spec.days} days)`);
   const dir = await ensureDataSet(spec, (line) => out(line));
@@ -317,6 +366,18 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     const contract = calls.calls.flatMap((c) => c.tokens).find((t) => t.contract.startsWith('0x'))?.contract ?? calls.calls[0]!.tokens[0]!.contract;
     const projectId = first.projects[0]!.id;
     const midCursor = walk.cursors[Math.floor(walk.cursors.length / 2)]!;
+
+    // Board pages by number, each read once (page 1 and the last page are the load's; these are others).
+    const middle = Math.floor(first.totalPages / 2);
+    const pagesFrom = (from: number) => Array.from({ length: Math.min(40, first.totalPages - 2) }, (_, i) => from + i);
+    const frontPageMs = median(await boardPagesOnce(app.port, headers, pagesFrom(2)));
+    const middlePages = pagesFrom(Math.max(2, middle - 20));
+    const middlePageMs = median(await boardPagesOnce(app.port, headers, middlePages));
+    out(
+      `board pages by number, each read once (a page's first read after a commit): pages 2-${pagesFrom(2).at(-1)} median ${frontPageMs.toFixed(2)} ms, ` +
+        `pages ${middlePages[0]}-${middlePages.at(-1)} of ${first.totalPages} ${middlePageMs.toFixed(2)} ms; middle/front ${(middlePageMs / frontPageMs).toFixed(2)}x`,
+    );
+    out(`  (the index walk alone to the middle page from the nearer end, raw SQLite, as a middle page was read before listing chunks: ${middleWalkMs(dir).toFixed(2)} ms)`);
     const targets: Record<string, string> = {
       'board page 1': '/v1/projects?page=1',
       [`board last page (${first.totalPages})`]: `/v1/projects?page=${first.totalPages}`,
@@ -420,6 +481,8 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
       selectSeconds: select.seconds,
       depth10Ms,
       depth90Ms,
+      frontPageMs,
+      middlePageMs,
       rps: { ...rps, 'board last page': rps[lastLabel]! },
       bareRps: { ...bareRps, 'board last page': bareRps[lastLabel]! },
       mcpRps,
@@ -441,6 +504,8 @@ function growthTable(results: readonly SizeResult[]): void {
     out(`${label.padEnd(30)} ${results.map((r) => (cost(r) / cost(base)).toFixed(2).padStart(9)).join(' ')}`);
   row('mirror, per project', (r) => r.mirrorSeconds / r.projects);
   row('delta page at 90 % depth', (r) => r.depth90Ms);
+  row('board page 2-41, first read', (r) => r.frontPageMs);
+  row('board middle page, first read', (r) => r.middlePageMs);
   for (const label of ['board page 1', 'board last page', 'delta page (limit 100, mid depth)', 'one project', 'call page (limit 30)', 'search q=0x…']) {
     row(`${label.replace(' (limit 100, mid depth)', '')}, per request`, (r) => 1 / r.rps[label]!);
   }
