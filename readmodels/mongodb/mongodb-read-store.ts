@@ -232,6 +232,12 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
     }
   }
 
+  /** A transaction, after the check that the server can run one (its message says what to do when not). */
+  async function checkedTransaction(work: (session: ClientSession) => Promise<void>): Promise<void> {
+    await checkTransactions();
+    await inTransaction(work);
+  }
+
   /**
    * A collection written before the counters existed is counted once, in a transaction (a concurrent
    * commit conflicts and retries), and marked as counted by a zero counter with facet ''.
@@ -283,7 +289,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       const target = await ensureIndexes(collection);
       await checkTransactions();
       await ensureCounted(collection);
-      await chunks.ensureChunked(collection, listedRows(target), inTransaction);
+      await chunks.ensureChunked(collection, listedRows(target), checkedTransaction);
       let outcome: CommitOutcome = { ok: true };
       await inTransaction(async (session) => {
         // The driver re-runs this callback on a transient error, so whatever is compared must come from
@@ -385,7 +391,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       const reversed = fromEnd < query.offset;
       const direction = reversed ? 1 : -1;
       const target = collectionOf(collection);
-      await chunks.ensureChunked(collection, listedRows(target), inTransaction);
+      await chunks.ensureChunked(collection, listedRows(target), checkedTransaction);
       const start = await chunks.locate(collection, query.facets, reversed, reversed ? fromEnd : query.offset);
       const rows = await target
         .find({ ...facetFilter(query.facets), ...(start.bound ? boundFilter(start.bound, reversed) : {}) } as Filter<MongoDoc>, LISTED)
