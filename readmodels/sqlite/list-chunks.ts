@@ -69,6 +69,8 @@ export const chunkQueries = {
 };
 
 export type ChunkIndex = {
+  /** Whether a page `skip` rows from an end is located through the chunks (else: walked from that end). */
+  consulted(skip: number): boolean;
   /** The start of the page `skip` rows from the newest end of the listing, or from the oldest (`ascending`). */
   locate(collection: string, facets: readonly string[] | undefined, ascending: boolean, skip: number): PageStart;
   /** Cuts every chunk of `collection` over CHUNK_ROWS_MAX again (inside the caller's transaction). */
@@ -124,6 +126,8 @@ function* chunkCounts(rows: Iterable<[string, string, number]>): Iterable<{ star
 
 export function createChunkIndex(prepare: Prepare): ChunkIndex {
   return {
+    consulted: (skip) => skip > WALKED_WITHOUT_CHUNKS,
+
     locate(collection, facets, ascending, skip) {
       if (skip <= WALKED_WITHOUT_CHUNKS) return { bound: null, skip };
       const rows = prepare(chunkQueries.walk(facets, ascending), true).iterate(collection, ...(facets ?? []));

@@ -183,9 +183,9 @@ export function sqlLimit(limit: number): string {
 export const pageQueries = {
   /**
    * Params: collection, facets…, [the bound's sort key and id when `bounded`], offset. The page's
-   * `offset` counts from the bound (list-chunks.ts: the edge of the chunk the page starts in, so the
-   * offset is at most one chunk's rows), or from the end of the listing when unbounded: the newest
-   * end, or (`reversed`) the oldest, walked upward from a bound that is inclusive.
+   * `offset` counts from the bound (readmodels/list-chunks.ts: the edge of the chunk the page starts
+   * in, so the offset is at most one chunk's rows), or from the end of the listing when unbounded: the
+   * newest end, or (`reversed`) the oldest, walked upward from a bound that is inclusive.
    * The page's rows come in no defined order (sorting them in SQL would take a temporary B-tree): the
    * store orders the page itself.
    */
@@ -209,6 +209,17 @@ export const pageQueries = {
     `SELECT ${listed()} FROM docs WHERE collection = ? AND seq >= ? AND seq <= ? ${tieBreak ? 'AND (seq > ? OR id > ?)' : ''} ${facetClause(facets)}
       ORDER BY seq, id LIMIT ${sqlLimit(limit)}`,
 };
+
+/** `work` inside a read transaction (one snapshot for its statements), unless one is open already. */
+function inReadTransaction<T>(db: DatabaseSync, work: () => T): T {
+  if (db.isTransaction) return work();
+  db.exec('BEGIN');
+  try {
+    return work();
+  } finally {
+    db.exec('COMMIT');
+  }
+}
 
 /** Moves a store written with the earlier WITHOUT ROWID layout to the current one (once, on open). */
 function migrateDocsLayout(db: DatabaseSync): void {
@@ -428,20 +439,25 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
 
     async list<D>(collection: string, query: ListQuery) {
       // Read from whichever end of the listing is nearer (the exact total comes from the counters),
-      // starting at the edge of the chunk the page falls in (list-chunks.ts): a page costs the chunk
-      // counts before it and at most one chunk's rows of the listing index, at any depth.
+      // starting at the edge of the chunk the page falls in (readmodels/list-chunks.ts): a page costs
+      // the chunk counts before it and at most one chunk's rows of the listing index, at any depth.
       const total = count(collection, query.facets);
       const limit = Math.max(0, Math.min(query.limit, total - query.offset));
       if (limit === 0) return [];
       const fromEnd = total - query.offset - limit;
       const reversed = fromEnd < query.offset;
-      const start = chunks.locate(collection, query.facets, reversed, reversed ? fromEnd : query.offset);
-      const rows = documents(pageQueries.list(query.facets, reversed, start.bound !== null, limit)).all(
-        collection,
-        ...(query.facets ?? []),
-        ...(start.bound ? [start.bound.key, start.bound.id] : []),
-        start.skip,
-      ) as unknown as DocRow[];
+      const page = () => {
+        const start = chunks.locate(collection, query.facets, reversed, reversed ? fromEnd : query.offset);
+        return documents(pageQueries.list(query.facets, reversed, start.bound !== null, limit)).all(
+          collection,
+          ...(query.facets ?? []),
+          ...(start.bound ? [start.bound.key, start.bound.id] : []),
+          start.skip,
+        ) as unknown as DocRow[];
+      };
+      // The chunks' counts and the rows they place the page in are read from one snapshot (a commit
+      // between the two would shift the page by the rows it moved).
+      const rows = chunks.consulted(reversed ? fromEnd : query.offset) ? inReadTransaction(db, page) : page();
       rows.sort(newestFirst);
       return rows.map((r) => toStored<D, unknown>(r));
     },
