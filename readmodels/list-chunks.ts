@@ -37,22 +37,26 @@ export type Piece = { start: ChunkStart; total: number; facets: Map<string, numb
 export type PageStart = { bound: ChunkStart | null; skip: number };
 
 /**
- * The start of the page `skip` rows from the newest end (chunks newest first) or from the oldest
- * (`ascending`, chunks oldest first); `n` is each chunk's rows in the listed facets.
+ * Finds the start of the page `skip` rows from the newest end (chunks fed newest first) or from the
+ * oldest (`ascending`, chunks fed oldest first); `n` is each chunk's rows in the listed facets. `feed`
+ * answers once the page's chunk is fed (a store stops reading chunks there); `end` answers when every
+ * chunk was fed without reaching it (the counters say otherwise): the plain walk from the end is still right.
  */
-export function pageStart(chunks: Iterable<{ start: ChunkStart; n: number }>, ascending: boolean, skip: number): PageStart {
+export function pageFinder(ascending: boolean, skip: number): { feed(start: ChunkStart, n: number): PageStart | null; end(): PageStart } {
   let before = 0;
   let edge: ChunkStart | null = null;
-  for (const { start, n } of chunks) {
-    if (before + n > skip) {
-      const bound = ascending ? (start.key === FIRST_CHUNK.key && start.id === FIRST_CHUNK.id ? null : start) : edge;
-      return { bound, skip: skip - before };
-    }
-    before += n;
-    edge = start;
-  }
-  // Past every chunk's count (the counters say otherwise): the plain walk from the end is still right.
-  return { bound: null, skip };
+  return {
+    feed(start, n) {
+      if (before + n > skip) {
+        const bound = ascending ? (start.key === FIRST_CHUNK.key && start.id === FIRST_CHUNK.id ? null : start) : edge;
+        return { bound, skip: skip - before };
+      }
+      before += n;
+      edge = start;
+      return null;
+    },
+    end: () => ({ bound: null, skip }),
+  };
 }
 
 /**

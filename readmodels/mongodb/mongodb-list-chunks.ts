@@ -5,7 +5,7 @@
  * per chunk touched), and cut again by the same commit when one passes CHUNK_ROWS_MAX.
  */
 import type { ClientSession, Collection, Filter } from 'mongodb';
-import { CHUNK_ROWS_MAX, FIRST_CHUNK, pageStart, pieceCutter, WALKED_WITHOUT_CHUNKS, type ChunkStart, type PageStart, type Piece } from '../list-chunks.ts';
+import { CHUNK_ROWS_MAX, FIRST_CHUNK, pageFinder, pieceCutter, WALKED_WITHOUT_CHUNKS, type ChunkStart, type PageStart, type Piece } from '../list-chunks.ts';
 
 export type ChunkDoc = { _id: string; collection: string; startKey: string; startId: string; total: number; facets: Record<string, number> };
 
@@ -175,16 +175,16 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
     async locate(collection, facets, ascending, skip) {
       if (skip <= WALKED_WITHOUT_CHUNKS) return { bound: null, skip };
       const direction = ascending ? 1 : -1;
-      const docs = await chunks
-        .find({ collection }, { projection: { startKey: 1, startId: 1, total: 1, facets: 1 } })
-        .sort({ startKey: direction, startId: direction })
-        .toArray();
       const fields = facets?.map(facetField);
-      const counts = docs.map((doc) => ({
-        start: { key: doc.startKey, id: doc.startId },
-        n: fields === undefined ? doc.total : fields.reduce((sum, field) => sum + (doc.facets[field] ?? 0), 0),
-      }));
-      return pageStart(counts, ascending, skip);
+      const finder = pageFinder(ascending, skip);
+      // Read up to the page's chunk only (leaving the loop closes the cursor).
+      const cursor = chunks.find({ collection }, { projection: { startKey: 1, startId: 1, total: 1, facets: 1 } }).sort({ startKey: direction, startId: direction });
+      for await (const doc of cursor) {
+        const n = fields === undefined ? doc.total : fields.reduce((sum, field) => sum + (doc.facets[field] ?? 0), 0);
+        const found = finder.feed({ key: doc.startKey, id: doc.startId }, n);
+        if (found) return found;
+      }
+      return finder.end();
     },
 
     forget: () => chunked.clear(),

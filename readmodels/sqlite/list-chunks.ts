@@ -1,5 +1,5 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { CHUNK_ROWS_MAX, FIRST_CHUNK, pageStart, pieceCutter, WALKED_WITHOUT_CHUNKS, type ChunkStart, type PageStart, type Piece } from '../list-chunks.ts';
+import { CHUNK_ROWS_MAX, FIRST_CHUNK, pageFinder, pieceCutter, WALKED_WITHOUT_CHUNKS, type ChunkStart, type PageStart, type Piece } from '../list-chunks.ts';
 
 /**
  * The SQLite store's listing chunks (readmodels/list-chunks.ts): `list_chunks` (rows per chunk) and
@@ -120,18 +120,19 @@ export function ensureChunks(db: DatabaseSync): void {
   for (const { collection, n } of collections) if (n > 0) cutChunk(preparer(db), collection, FIRST_CHUNK, n);
 }
 
-function* chunkCounts(rows: Iterable<[string, string, number]>): Iterable<{ start: ChunkStart; n: number }> {
-  for (const [key, id, n] of rows) yield { start: { key, id }, n };
-}
-
 export function createChunkIndex(prepare: Prepare): ChunkIndex {
   return {
     consulted: (skip) => skip > WALKED_WITHOUT_CHUNKS,
 
     locate(collection, facets, ascending, skip) {
       if (skip <= WALKED_WITHOUT_CHUNKS) return { bound: null, skip };
-      const rows = prepare(chunkQueries.walk(facets, ascending), true).iterate(collection, ...(facets ?? []));
-      return pageStart(chunkCounts(rows as Iterable<[string, string, number]>), ascending, skip);
+      const finder = pageFinder(ascending, skip);
+      const chunks = prepare(chunkQueries.walk(facets, ascending), true).iterate(collection, ...(facets ?? []));
+      for (const [key, id, n] of chunks as Iterable<[string, string, number]>) {
+        const found = finder.feed({ key, id }, n);
+        if (found) return found;
+      }
+      return finder.end();
     },
 
     cutFullChunks(collection) {

@@ -5,10 +5,25 @@
  */
 import assert from 'node:assert/strict';
 import { it } from 'vitest';
-import { CHUNK_ROWS_CUT, FIRST_CHUNK, pageStart, pieceCutter, type Piece } from '../../readmodels/list-chunks.ts';
+import { CHUNK_ROWS_CUT, FIRST_CHUNK, pageFinder, pieceCutter, type ChunkStart, type PageStart, type Piece } from '../../readmodels/list-chunks.ts';
 import { chunkFor, compareStarts } from '../../readmodels/mongodb/mongodb-list-chunks.ts';
 
 const start = (key: string, id = '') => ({ key, id });
+
+/** How many chunks the last `pageStart` fed before the finder answered. */
+let fed = 0;
+
+/** Feeds chunks until the finder answers, as a store reads them. */
+function pageStart(chunks: readonly { start: ChunkStart; n: number }[], ascending: boolean, skip: number): PageStart {
+  const finder = pageFinder(ascending, skip);
+  fed = 0;
+  for (const chunk of chunks) {
+    fed += 1;
+    const found = finder.feed(chunk.start, chunk.n);
+    if (found) return found;
+  }
+  return finder.end();
+}
 
 it('a page starts at the edge of the chunk its offset falls in, counted from the end the walk starts at', () => {
   // Oldest first: FIRST (3 rows), b (4), c (5); newest first the same chunks reversed.
@@ -21,6 +36,7 @@ it('a page starts at the edge of the chunk its offset falls in, counted from the
   // From the newest end: offset 0-4 in c (no bound), 5-8 in b (below c), 9-11 in FIRST (below b).
   assert.deepEqual(pageStart(newestFirst, false, 0), { bound: null, skip: 0 });
   assert.deepEqual(pageStart(newestFirst, false, 4), { bound: null, skip: 4 });
+  assert.equal(fed, 1, 'no chunk is read past the page\'s');
   assert.deepEqual(pageStart(newestFirst, false, 5), { bound: start('c'), skip: 0 });
   assert.deepEqual(pageStart(newestFirst, false, 11), { bound: start('b'), skip: 2 });
   // From the oldest end: FIRST needs no bound, later chunks start at their own start.
