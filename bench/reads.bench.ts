@@ -217,11 +217,15 @@ async function mirror(
   return { seconds: ms(process.hrtime.bigint() - started) / 1000, pages, rows, cursors };
 }
 
+/** The data set's serving read models, read-only, for the raw SQLite baselines. */
+function openReadModels(dir: string): DatabaseSync {
+  const pointer = readPointer(dir);
+  return new DatabaseSync(generationPath(dir, pointer.ok ? pointer.generation : 0), { readOnly: true });
+}
+
 /** The baseline of the mirror: one SELECT of the same documents, in (seq, id) order, read to the end. */
 function selectAll(dir: string): { seconds: number; rows: number } {
-  const pointer = readPointer(dir);
-  const generation = pointer.ok ? pointer.generation : 0;
-  const db = new DatabaseSync(generationPath(dir, generation), { readOnly: true });
+  const db = openReadModels(dir);
   try {
     const started = process.hrtime.bigint();
     let rows = 0;
@@ -271,8 +275,7 @@ async function boardPagesOnce(port: number, headers: Record<string, string>, pag
  * only): what the first read of a middle page cost before the listing chunks (ms, median of 5).
  */
 function middleWalkMs(dir: string): number {
-  const pointer = readPointer(dir);
-  const db = new DatabaseSync(generationPath(dir, pointer.ok ? pointer.generation : 0), { readOnly: true });
+  const db = openReadModels(dir);
   try {
     const facets = PUBLIC_PROJECT_FACETS.map(() => '?').join(',');
     const total = (db.prepare(`SELECT COUNT(*) AS n FROM docs WHERE collection = ? AND facet IN (${facets})`).get(PROJECTS_COLLECTION, ...PUBLIC_PROJECT_FACETS) as { n: number }).n;

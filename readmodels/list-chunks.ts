@@ -20,7 +20,10 @@ export const CHUNK_ROWS_CUT = 2048;
  * Offsets up to this are walked in the listing index from its end without a look at the chunks: such
  * a walk costs no more than the look-up (page 1 and the last page are read most).
  */
-export const WALKED_WITHOUT_CHUNKS = CHUNK_ROWS_CUT;
+const WALKED_WITHOUT_CHUNKS = CHUNK_ROWS_CUT;
+
+/** Whether a page `skip` rows from an end of the listing is located through the chunks (else: walked from that end). */
+export const consultsChunks = (skip: number): boolean => skip > WALKED_WITHOUT_CHUNKS;
 
 export type ChunkStart = { key: string; id: string };
 export const FIRST_CHUNK: ChunkStart = { key: '', id: '' };

@@ -5,7 +5,7 @@
  * per chunk touched), and cut again by the same commit when one passes CHUNK_ROWS_MAX.
  */
 import type { ClientSession, Collection, Filter } from 'mongodb';
-import { CHUNK_ROWS_MAX, FIRST_CHUNK, pageFinder, pieceCutter, WALKED_WITHOUT_CHUNKS, type ChunkStart, type PageStart, type Piece } from '../list-chunks.ts';
+import { CHUNK_ROWS_MAX, consultsChunks, FIRST_CHUNK, pageFinder, pieceCutter, type ChunkStart, type PageStart, type Piece } from '../list-chunks.ts';
 
 export type ChunkDoc = { _id: string; collection: string; startKey: string; startId: string; total: number; facets: Record<string, number> };
 
@@ -173,7 +173,7 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
     },
 
     async locate(collection, facets, ascending, skip) {
-      if (skip <= WALKED_WITHOUT_CHUNKS) return { bound: null, skip };
+      if (!consultsChunks(skip)) return { bound: null, skip };
       const direction = ascending ? 1 : -1;
       const fields = facets?.map(facetField);
       const finder = pageFinder(ascending, skip);

@@ -126,24 +126,11 @@ function fromMongo<D, S>(row: Omit<MongoDoc, 'state' | 'lookup'> & { state?: str
 
 const counterId = (collection: string, facet: string) => JSON.stringify([collection, facet]);
 
-/** How a batch moves the per-facet counts, given each document's facet before it (undefined: new). */
-export function facetDeltas(previous: ReadonlyMap<string, string>, rows: readonly { _id: string; facet: string }[]): Map<string, number> {
-  const current = new Map(previous);
-  const deltas = new Map<string, number>();
-  const add = (facet: string, by: number) => deltas.set(facet, (deltas.get(facet) ?? 0) + by);
-  for (const row of rows) {
-    const before = current.get(row._id);
-    if (before === row.facet) continue;
-    if (before !== undefined) add(before, -1);
-    add(row.facet, 1);
-    current.set(row._id, row.facet);
-  }
-  for (const [facet, by] of deltas) if (by === 0) deltas.delete(facet);
-  return deltas;
-}
-
-/** The rows a commit moved in the listing order: new ones, and those whose sort key or facet changed. */
-function rowMoves(before: readonly { _id: string; facet: string; sortKey: string }[], rows: readonly MongoDoc[]): RowMove[] {
+/**
+ * The rows a commit moved: new ones, and those whose sort key or facet changed, from the batch's
+ * previous facets and sort keys. `rows` holds one row per id (the batch's last write of it).
+ */
+export function rowMoves(before: readonly { _id: string; facet: string; sortKey: string }[], rows: readonly { _id: string; facet: string; sortKey: string }[]): RowMove[] {
   const previous = new Map(before.map((row) => [row._id, row]));
   const moves: RowMove[] = [];
   for (const row of rows) {
@@ -152,6 +139,19 @@ function rowMoves(before: readonly { _id: string; facet: string; sortKey: string
     moves.push({ ...(was ? { from: { key: was.sortKey, id: row._id, facet: was.facet } } : {}), to: { key: row.sortKey, id: row._id, facet: row.facet } });
   }
   return moves;
+}
+
+/** How a batch's moves change the per-facet counts (a move within its facet changes none). */
+export function facetDeltas(moves: readonly RowMove[]): Map<string, number> {
+  const deltas = new Map<string, number>();
+  const add = (facet: string, by: number) => deltas.set(facet, (deltas.get(facet) ?? 0) + by);
+  for (const { from, to } of moves) {
+    if (from?.facet === to.facet) continue;
+    if (from) add(from.facet, -1);
+    add(to.facet, 1);
+  }
+  for (const [facet, by] of deltas) if (by === 0) deltas.delete(facet);
+  return deltas;
 }
 
 /** The listing's rows as the chunks read them (sort key, id and facet). */
@@ -303,7 +303,8 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
         if (rows.length > 0) {
           // One read of the batch's previous facets and sort keys (never of whole documents) keeps the counts exact.
           const before = await target.find({ _id: { $in: rows.map((row) => row._id) } }, { projection: { facet: 1, sortKey: 1 }, session }).toArray();
-          const deltas = facetDeltas(new Map(before.map((row) => [row._id, row.facet])), rows);
+          const moves = rowMoves(before, rows);
+          const deltas = facetDeltas(moves);
           if (deltas.size > 0) {
             await counters.bulkWrite(
               [...deltas].map(([facet, by]) => ({
@@ -316,7 +317,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
             replaceOne: { filter: { _id: row._id }, replacement: row, upsert: true },
           }));
           await target.bulkWrite(operations, { ordered: false, session });
-          await chunks.apply(collection, rowMoves(before, rows), listedRows(target), session);
+          await chunks.apply(collection, moves, listedRows(target), session);
         }
         // Conditional on the value read in this same transaction: a concurrent writer makes this a write
         // conflict (the transaction retries and the check above then refuses), never a lost batch.

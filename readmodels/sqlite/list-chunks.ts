@@ -1,5 +1,5 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { CHUNK_ROWS_MAX, FIRST_CHUNK, pageFinder, pieceCutter, WALKED_WITHOUT_CHUNKS, type ChunkStart, type PageStart, type Piece } from '../list-chunks.ts';
+import { CHUNK_ROWS_MAX, consultsChunks, FIRST_CHUNK, pageFinder, pieceCutter, type ChunkStart, type PageStart, type Piece } from '../list-chunks.ts';
 
 /**
  * The SQLite store's listing chunks (readmodels/list-chunks.ts): `list_chunks` (rows per chunk) and
@@ -69,8 +69,6 @@ export const chunkQueries = {
 };
 
 export type ChunkIndex = {
-  /** Whether a page `skip` rows from an end is located through the chunks (else: walked from that end). */
-  consulted(skip: number): boolean;
   /** The start of the page `skip` rows from the newest end of the listing, or from the oldest (`ascending`). */
   locate(collection: string, facets: readonly string[] | undefined, ascending: boolean, skip: number): PageStart;
   /** Cuts every chunk of `collection` over CHUNK_ROWS_MAX again (inside the caller's transaction). */
@@ -122,10 +120,8 @@ export function ensureChunks(db: DatabaseSync): void {
 
 export function createChunkIndex(prepare: Prepare): ChunkIndex {
   return {
-    consulted: (skip) => skip > WALKED_WITHOUT_CHUNKS,
-
     locate(collection, facets, ascending, skip) {
-      if (skip <= WALKED_WITHOUT_CHUNKS) return { bound: null, skip };
+      if (!consultsChunks(skip)) return { bound: null, skip };
       const finder = pageFinder(ascending, skip);
       const chunks = prepare(chunkQueries.walk(facets, ascending), true).iterate(collection, ...(facets ?? []));
       for (const [key, id, n] of chunks as Iterable<[string, string, number]>) {

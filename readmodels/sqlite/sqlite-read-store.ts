@@ -3,6 +3,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../../config/sqlite.ts';
 import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
+import { consultsChunks } from '../list-chunks.ts';
 import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
 import { watchWalHeader } from './wal-header.ts';
 
@@ -457,7 +458,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
       };
       // The chunks' counts and the rows they place the page in are read from one snapshot (a commit
       // between the two would shift the page by the rows it moved).
-      const rows = chunks.consulted(reversed ? fromEnd : query.offset) ? inReadTransaction(db, page) : page();
+      const rows = consultsChunks(reversed ? fromEnd : query.offset) ? inReadTransaction(db, page) : page();
       rows.sort(newestFirst);
       return rows.map((r) => toStored<D, unknown>(r));
     },
