@@ -60,6 +60,9 @@ export type DeltaQuery = {
 
 export type ListQuery = { facets?: readonly string[]; offset: number; limit: number };
 
+/** A page of a listing and the listing's exact total, read from one snapshot of the store. */
+export type ListPage<D> = { total: number; docs: StoredDoc<D>[] };
+
 /** Keyset listing, newest first: rows strictly after `before` in (sortKey DESC, id DESC) order. */
 export type KeysetQuery = { facets?: readonly string[]; before?: { sortKey: string; id: string }; limit: number };
 
@@ -82,8 +85,12 @@ export interface ReadStore {
   findIds(collection: string, key: string, value: string, limit: number): Promise<string[]>;
   /** `findIds` for several values of one key in one read: value → ids (at most `limit` each, in id order); values without ids are absent. */
   findIdsMany(collection: string, key: string, values: readonly string[], limit: number): Promise<Map<string, string[]>>;
-  /** A page of the listing; costs the page at any depth (it is walked from the nearer end). */
-  list<D = unknown>(collection: string, query: ListQuery): Promise<StoredDoc<D>[]>;
+  /**
+   * A page of the listing and its total, both from one snapshot: a commit from another connection
+   * lands before the read or after it, never between the total and the rows. Costs the page at any
+   * depth (it is walked from the nearer end).
+   */
+  list<D = unknown>(collection: string, query: ListQuery): Promise<ListPage<D>>;
   /** Exact, from counters maintained by `commit`: no scan of the collection. */
   count(collection: string, facets?: readonly string[]): Promise<number>;
   listKeyset<D = unknown>(collection: string, query: KeysetQuery): Promise<StoredDoc<D>[]>;

@@ -139,13 +139,11 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
   async function boardPage(page: number, hasDossier: boolean | undefined): Promise<Result<Rendered<BoardPage>>> {
     const facets = facetsFor(hasDossier);
     const readAt = now().toISOString();
-    const [total, rows] = await Promise.all([
-      store.count(PROJECTS_COLLECTION, facets),
-      store.list<Project>(PROJECTS_COLLECTION, { facets, offset: (page - 1) * BOARD_PAGE_SIZE, limit: BOARD_PAGE_SIZE }),
-    ]);
+    // The total and the rows from one snapshot: a commit between them would answer a total that is not the page's.
+    const { total, docs } = await store.list<Project>(PROJECTS_COLLECTION, { facets, offset: (page - 1) * BOARD_PAGE_SIZE, limit: BOARD_PAGE_SIZE });
     return ok(
       rendered<BoardPage, 'projects'>({
-        projects: storedDocs(rows),
+        projects: storedDocs(docs),
         page,
         pageSize: BOARD_PAGE_SIZE,
         total,

@@ -68,8 +68,8 @@ export async function run(args: string[]): Promise<number> {
     const stores = await openStores(config);
     try {
       await settleKeys(stores);
-      const rows = await stores.store.list<KeyDoc>(KEYS_COLLECTION, { offset: 0, limit: 100_000 });
-      for (const { doc } of rows) {
+      const { docs } = await stores.store.list<KeyDoc>(KEYS_COLLECTION, { offset: 0, limit: 100_000 });
+      for (const { doc } of docs) {
         const state = doc.revokedAt ? `revoked ${doc.revokedAt}` : doc.expiresAt ? `expires ${doc.expiresAt}` : 'active';
         process.stdout.write(`${doc.keyId}\t${doc.owner}\tissued ${doc.issuedAt}\t${state}\n`);
       }

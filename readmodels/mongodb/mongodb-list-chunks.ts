@@ -74,7 +74,8 @@ export type MongoChunks = {
   ensureChunked(collection: string, rows: Collection<ListedRow>, inTransaction: (work: (session: ClientSession) => Promise<void>) => Promise<void>): Promise<void>;
   /** Counts a commit's moved rows in their chunks and cuts any chunk that passes its bound (inside the commit's transaction, after its documents are written). */
   apply(collection: string, moves: readonly RowMove[], rows: Collection<ListedRow>, session: ClientSession): Promise<void>;
-  locate(collection: string, facets: readonly string[] | undefined, ascending: boolean, skip: number): Promise<PageStart>;
+  /** Where a page starts, read in `session` (the snapshot of the page's other reads). */
+  locate(collection: string, facets: readonly string[] | undefined, ascending: boolean, skip: number, session: ClientSession): Promise<PageStart>;
   /** Forgets which collections were found chunked (after `clear`). */
   forget(): void;
 };
@@ -172,13 +173,13 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
       }
     },
 
-    async locate(collection, facets, ascending, skip) {
+    async locate(collection, facets, ascending, skip, session) {
       if (!consultsChunks(skip)) return { bound: null, skip };
       const direction = ascending ? 1 : -1;
       const fields = facets?.map(facetField);
       const finder = pageFinder(ascending, skip);
       // Read up to the page's chunk only (leaving the loop closes the cursor).
-      const cursor = chunks.find({ collection }, { projection: { startKey: 1, startId: 1, total: 1, facets: 1 } }).sort({ startKey: direction, startId: direction });
+      const cursor = chunks.find({ collection }, { projection: { startKey: 1, startId: 1, total: 1, facets: 1 }, session }).sort({ startKey: direction, startId: direction });
       for await (const doc of cursor) {
         const n = fields === undefined ? doc.total : fields.reduce((sum, field) => sum + (doc.facets[field] ?? 0), 0);
         const found = finder.feed({ key: doc.startKey, id: doc.startId }, n);

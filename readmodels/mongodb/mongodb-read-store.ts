@@ -32,7 +32,7 @@
  * (createIndexes is idempotent); collections are only written by commit, so none exists without them.
  */
 import { Binary, MongoClient, type AnyBulkWriteOperation, type ClientSession, type Collection, type Db, type Filter } from 'mongodb';
-import type { CommitOutcome, DocWrite, DeltaQuery, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
+import type { CommitOutcome, DocWrite, DeltaQuery, KeysetQuery, ListPage, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 import { boundFilter, createMongoChunks, type ChunkDoc, type RowMove } from './mongodb-list-chunks.ts';
 
@@ -174,6 +174,10 @@ export function createMongoReadStore(url: string): ReadStore {
 export function mongoReadStoreOn(client: MongoClient, generation: number, options: { ownsClient: boolean }): ReadStore {
   const db: Db = client.db();
   const checkpoints = db.collection<CheckpointDoc>(generationCollection(CHECKPOINTS, generation));
+  // What a reader files a kept body under is read at majority, as a page's snapshot reads are: a
+  // checkpoint a commit moved on the primary before enough members had it would otherwise be paired
+  // with a page read from before that commit, and the page kept under it until the next commit.
+  const committedCheckpoints = db.collection<CheckpointDoc>(generationCollection(CHECKPOINTS, generation), { readConcern: { level: 'majority' } });
   const counters = db.collection<CounterDoc>(generationCollection(COUNTS, generation));
   const chunks = createMongoChunks(db.collection<ChunkDoc>(generationCollection(CHUNKS, generation)));
   let chunkIndex: Promise<void> | undefined;
@@ -268,17 +272,17 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
     await pending;
   }
 
-  async function count(collection: string, facets: readonly string[] | undefined): Promise<number> {
+  async function count(collection: string, facets: readonly string[] | undefined, session?: ClientSession): Promise<number> {
     await ensureCounted(collection);
     if (facets !== undefined && facets.length === 0) return 0;
     const filter: Filter<CounterDoc> = facets === undefined ? { collection } : { _id: { $in: facets.map((f) => counterId(collection, f)) } };
-    const rows = await counters.find(filter, { projection: { n: 1 } }).toArray();
+    const rows = await counters.find(filter, { projection: { n: 1 }, ...(session ? { session } : {}) }).toArray();
     return rows.reduce((sum, row) => sum + row.n, 0);
   }
 
   return {
     async checkpoint(collection) {
-      const row = await checkpoints.findOne({ _id: collection });
+      const row = await committedCheckpoints.findOne({ _id: collection });
       return row?.position ?? 0;
     },
 
@@ -381,27 +385,35 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       return found;
     },
 
-    async list<D>(collection: string, query: ListQuery) {
+    async list<D>(collection: string, query: ListQuery): Promise<ListPage<D>> {
       // Read from whichever end of the listing is nearer (the exact total comes from the counters),
       // starting at the edge of the chunk the page falls in (readmodels/list-chunks.ts): a page costs
       // the chunk counts before it and a skip of at most one chunk in the listing index, at any depth.
-      const total = await count(collection, query.facets);
-      const limit = Math.max(0, Math.min(query.limit, total - query.offset));
-      if (limit === 0) return [];
-      const fromEnd = total - query.offset - limit;
-      const reversed = fromEnd < query.offset;
-      const direction = reversed ? 1 : -1;
       const target = collectionOf(collection);
+      await ensureCounted(collection);
       await chunks.ensureChunked(collection, listedRows(target), checkedTransaction);
-      const start = await chunks.locate(collection, query.facets, reversed, reversed ? fromEnd : query.offset);
-      const rows = await target
-        .find({ ...facetFilter(query.facets), ...(start.bound ? boundFilter(start.bound, reversed) : {}) } as Filter<MongoDoc>, LISTED)
-        .sort({ sortKey: direction, _id: direction })
-        .skip(start.skip)
-        .limit(limit)
-        .toArray();
-      if (reversed) rows.reverse();
-      return rows.map((row) => fromMongo<D, unknown>(row));
+      // The total, the chunks' counts and the rows come from one snapshot of the server (a snapshot
+      // session: each read at the cluster time of the first), as in SQLite's read transaction.
+      const session = client.startSession({ snapshot: true });
+      try {
+        const total = await count(collection, query.facets, session);
+        const limit = Math.max(0, Math.min(query.limit, total - query.offset));
+        if (limit === 0) return { total, docs: [] };
+        const fromEnd = total - query.offset - limit;
+        const reversed = fromEnd < query.offset;
+        const direction = reversed ? 1 : -1;
+        const start = await chunks.locate(collection, query.facets, reversed, reversed ? fromEnd : query.offset, session);
+        const rows = await target
+          .find({ ...facetFilter(query.facets), ...(start.bound ? boundFilter(start.bound, reversed) : {}) } as Filter<MongoDoc>, { ...LISTED, session })
+          .sort({ sortKey: direction, _id: direction })
+          .skip(start.skip)
+          .limit(limit)
+          .toArray();
+        if (reversed) rows.reverse();
+        return { total, docs: rows.map((row) => fromMongo<D, unknown>(row)) };
+      } finally {
+        await session.endSession();
+      }
     },
 
     async count(collection, facets) {

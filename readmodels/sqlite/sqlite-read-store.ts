@@ -1,9 +1,8 @@
 import { closeSync, fsyncSync, openSync } from 'node:fs';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../../config/sqlite.ts';
-import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListQuery, ReadStore, StoredDoc } from '../port.ts';
+import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListPage, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
-import { consultsChunks } from '../list-chunks.ts';
 import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
 import { watchWalHeader } from './wal-header.ts';
 
@@ -442,25 +441,25 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
       // Read from whichever end of the listing is nearer (the exact total comes from the counters),
       // starting at the edge of the chunk the page falls in (readmodels/list-chunks.ts): a page costs
       // the chunk counts before it and at most one chunk's rows of the listing index, at any depth.
-      const total = count(collection, query.facets);
-      const limit = Math.max(0, Math.min(query.limit, total - query.offset));
-      if (limit === 0) return [];
-      const fromEnd = total - query.offset - limit;
-      const reversed = fromEnd < query.offset;
-      const page = () => {
+      // The total, the chunks' counts and the rows come from one snapshot: a commit from another
+      // connection (the projectors' thread) between them would place the page by counts the rows no
+      // longer have, and answer a total that is not the rows'.
+      return inReadTransaction(db, (): ListPage<D> => {
+        const total = count(collection, query.facets);
+        const limit = Math.max(0, Math.min(query.limit, total - query.offset));
+        if (limit === 0) return { total, docs: [] };
+        const fromEnd = total - query.offset - limit;
+        const reversed = fromEnd < query.offset;
         const start = chunks.locate(collection, query.facets, reversed, reversed ? fromEnd : query.offset);
-        return documents(pageQueries.list(query.facets, reversed, start.bound !== null, limit)).all(
+        const rows = documents(pageQueries.list(query.facets, reversed, start.bound !== null, limit)).all(
           collection,
           ...(query.facets ?? []),
           ...(start.bound ? [start.bound.key, start.bound.id] : []),
           start.skip,
         ) as unknown as DocRow[];
-      };
-      // The chunks' counts and the rows they place the page in are read from one snapshot (a commit
-      // between the two would shift the page by the rows it moved).
-      const rows = consultsChunks(reversed ? fromEnd : query.offset) ? inReadTransaction(db, page) : page();
-      rows.sort(newestFirst);
-      return rows.map((r) => toStored<D, unknown>(r));
+        rows.sort(newestFirst);
+        return { total, docs: rows.map((r) => toStored<D, unknown>(r)) };
+      });
     },
 
     async count(collection, facets) {

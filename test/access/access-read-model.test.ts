@@ -128,7 +128,7 @@ describe('access served from the keys and owners read models', () => {
     const head = await serving.log.headPosition();
     await serving.catchUp();
     assert.equal(await serving.store.checkpoint('keys'), head);
-    const rows = await serving.store.list<{ revokedAt: string | null }>('keys', { offset: 0, limit: 1000 });
+    const rows = (await serving.store.list<{ revokedAt: string | null }>('keys', { offset: 0, limit: 1000 })).docs;
     assert.equal(rows.length, 22);
     assert.equal(rows.filter((r) => r.doc.revokedAt !== null).length, 11);
   });

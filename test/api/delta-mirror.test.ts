@@ -44,7 +44,7 @@ describe('delta mirror', () => {
       await h.stores.catchUp();
       for (let guard = 0; guard < 500 && (await follow()); guard++);
 
-      const truth = await h.stores.store.list(PROJECTS_COLLECTION, { facets: PUBLIC_PROJECT_FACETS, offset: 0, limit: 100_000 });
+      const truth = (await h.stores.store.list(PROJECTS_COLLECTION, { facets: PUBLIC_PROJECT_FACETS, offset: 0, limit: 100_000 })).docs;
       assert.equal(mirror.size, truth.length, 'no row missed');
       for (const row of truth) assert.equal(mirror.get(row.id)?.json, JSON.stringify(row.doc), `row ${row.id} is current`);
       assert.ok(pages > 20);

@@ -53,7 +53,7 @@ it('delta pages are the bytes of the serialised page, page after page', async ()
 });
 
 it('one project, by id and by handle, with and without context, is the bytes of the serialised read', async () => {
-  const rows = await h.stores.store.list<{ id: string; handle: string | null }>(PROJECTS_COLLECTION, { facets: ['dossier', 'no_dossier'], offset: 0, limit: 5 });
+  const rows = (await h.stores.store.list<{ id: string; handle: string | null }>(PROJECTS_COLLECTION, { facets: ['dossier', 'no_dossier'], offset: 0, limit: 5 })).docs;
   for (const row of rows) {
     const caller = { owner: 'reader', keyId: 'x' };
     for (const handle of [row.id, ...(row.doc.handle ? [`@${row.doc.handle}`] : [])]) {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { skipFor } from '../support/skip.ts';
-import type { ReadStore, StoredDoc } from '../../readmodels/port.ts';
+import type { ListQuery, ReadStore, StoredDoc } from '../../readmodels/port.ts';
 import type { ContractOptions } from './eventlog.contract.ts';
 
 export type ReadStoreHandle = {
@@ -66,6 +66,8 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
       assert.ok(handle, 'store not opened');
       return handle.store;
     };
+    /** A page's documents (its total is checked where the listing's size is known). */
+    const listed = async (collection: string, query: ListQuery): Promise<StoredDoc[]> => (await store().list(collection, query)).docs;
 
     beforeAll(async () => {
       if (!skip) handle = await open();
@@ -198,8 +200,8 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.equal(JSON.stringify(got.doc), JSON.stringify(tricky));
         assert.equal(JSON.stringify(got.state), JSON.stringify(state));
         assert.equal(JSON.stringify(got.keys), JSON.stringify(written.keys));
-        const [listed] = await store().list(collection, { offset: 0, limit: 1 });
-        assert.equal(JSON.stringify(listed?.doc), JSON.stringify(tricky), 'list returns the same bytes');
+        const [first] = await listed(collection, { offset: 0, limit: 1 });
+        assert.equal(JSON.stringify(first?.doc), JSON.stringify(tricky), 'list returns the same bytes');
         const [delta] = await store().delta(collection, { start: { after: { seq: 0, id: '' } }, upToSeq: 1, limit: 1 });
         assert.equal(JSON.stringify(delta?.doc), JSON.stringify(tricky), 'delta returns the same bytes');
       });
@@ -212,7 +214,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         const reads = {
           get: await store().get(collection, 'u'),
           getMany: (await store().getMany(collection, ['u'])).get('u'),
-          list: (await store().list(collection, { offset: 0, limit: 1 }))[0],
+          list: (await listed(collection, { offset: 0, limit: 1 }))[0],
           listKeyset: (await store().listKeyset(collection, { limit: 1 }))[0],
           delta: (await store().delta(collection, { start: { after: { seq: 0, id: '' } }, upToSeq: 1, limit: 1 }))[0],
         };
@@ -308,17 +310,19 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
       it(`${adapterName}: list orders by sortKey then id, both descending, with offset and limit`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, listing, 1);
-        assert.deepEqual(ids(await store().list(collection, { offset: 0, limit: 10 })), ['e', 'b', 'f', 'c', 'a', 'd']);
-        assert.deepEqual(ids(await store().list(collection, { offset: 2, limit: 2 })), ['f', 'c']);
-        assert.deepEqual(ids(await store().list(collection, { offset: 6, limit: 2 })), []);
+        assert.deepEqual(ids(await listed(collection, { offset: 0, limit: 10 })), ['e', 'b', 'f', 'c', 'a', 'd']);
+        assert.deepEqual(ids(await listed(collection, { offset: 2, limit: 2 })), ['f', 'c']);
+        assert.deepEqual(ids(await listed(collection, { offset: 6, limit: 2 })), []);
+        for (const offset of [0, 2, 6, 9]) assert.equal((await store().list(collection, { offset, limit: 2 })).total, 6, `total beside the page at ${offset}`);
       });
 
       it(`${adapterName}: list and count filter by facets`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, listing, 1);
-        assert.deepEqual(ids(await store().list(collection, { facets: ['dossier'], offset: 0, limit: 10 })), ['f', 'a', 'd']);
-        assert.deepEqual(ids(await store().list(collection, { facets: ['dossier', 'no_dossier'], offset: 1, limit: 3 })), ['f', 'c', 'a']);
-        assert.deepEqual(await store().list(collection, { facets: [], offset: 0, limit: 10 }), [], 'no facets: nothing');
+        assert.deepEqual(ids(await listed(collection, { facets: ['dossier'], offset: 0, limit: 10 })), ['f', 'a', 'd']);
+        assert.deepEqual(ids(await listed(collection, { facets: ['dossier', 'no_dossier'], offset: 1, limit: 3 })), ['f', 'c', 'a']);
+        assert.equal((await store().list(collection, { facets: ['dossier', 'no_dossier'], offset: 1, limit: 3 })).total, 5, "the total of the page's facets");
+        assert.deepEqual(await store().list(collection, { facets: [], offset: 0, limit: 10 }), { total: 0, docs: [] }, 'no facets: nothing');
         assert.equal(await store().count(collection), 6);
         assert.equal(await store().count(collection, ['dossier', 'no_dossier']), 5);
         assert.equal(await store().count(collection, ['pending']), 1);
@@ -333,14 +337,14 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
           doc(`p${String(i).padStart(2, '0')}`, { sortKey: `2026-11-20T${String(10 + (i % 7)).padStart(2, '0')}:00:00Z`, facet: i % 3 === 0 ? 'pending' : 'dossier' }),
         );
         await store().commit(collection, many, 1);
-        const everything = ids(await store().list(collection, { offset: 0, limit: 100 }));
-        const visible = ids(await store().list(collection, { facets: ['dossier'], offset: 0, limit: 100 }));
+        const everything = ids(await listed(collection, { offset: 0, limit: 100 }));
+        const visible = ids(await listed(collection, { facets: ['dossier'], offset: 0, limit: 100 }));
         assert.equal(everything.length, 23);
         assert.equal(visible.length, 15);
         for (const [facets, expected] of [[undefined, everything], [['dossier'], visible]] as const) {
           for (let offset = 0; offset < expected.length + 2; offset += 1) {
             for (const limit of [1, 4, 7]) {
-              const page = ids(await store().list(collection, { ...(facets ? { facets } : {}), offset, limit }));
+              const page = ids(await listed(collection, { ...(facets ? { facets } : {}), offset, limit }));
               assert.deepEqual(page, expected.slice(offset, offset + limit), `offset ${offset} limit ${limit} facets ${String(facets)}`);
             }
           }
@@ -389,8 +393,9 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
             assert.equal(await store().count(collection, facets), expected.length, `count after commit ${i + 1}, facets ${String(facets)}`);
             const offsets = [0, 1, 49, expected.length - 50, expected.length - 1, expected.length, ...Array.from({ length: 30 }, () => random(expected.length))];
             for (const offset of offsets) {
-              const page = ids(await store().list(collection, { ...(facets ? { facets } : {}), offset, limit: 50 }));
-              assert.deepEqual(page, expected.slice(Math.max(0, offset), Math.max(0, offset) + 50), `commit ${i + 1}, offset ${offset}, facets ${String(facets)}`);
+              const page = await store().list(collection, { ...(facets ? { facets } : {}), offset, limit: 50 });
+              assert.deepEqual(ids(page.docs), expected.slice(Math.max(0, offset), Math.max(0, offset) + 50), `commit ${i + 1}, offset ${offset}, facets ${String(facets)}`);
+              assert.equal(page.total, expected.length, `total, commit ${i + 1}, offset ${offset}, facets ${String(facets)}`);
             }
           }
         }
@@ -413,7 +418,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         const collection = freshCollection();
         await store().commit(collection, listing, 1);
         for (const row of [
-          ...(await store().list(collection, { offset: 0, limit: 10 })),
+          ...(await listed(collection, { offset: 0, limit: 10 })),
           ...(await store().listKeyset(collection, { limit: 10 })),
           ...(await store().delta(collection, { start: { after: { seq: 0, id: '' } }, upToSeq: 1, limit: 10 })),
         ]) {

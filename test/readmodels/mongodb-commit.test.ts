@@ -11,6 +11,7 @@ import { describe, it } from 'vitest';
 import { BSON, type MongoClient } from 'mongodb';
 import { mongoReadStoreOn } from '../../readmodels/mongodb/mongodb-read-store.ts';
 import type { DocWrite } from '../../readmodels/port.ts';
+import { expectedPage, listingWrites, type ListingState } from '../support/flipping-listing.ts';
 
 type Row = Record<string, unknown> & { _id: string };
 type Filter = Record<string, unknown>;
@@ -64,9 +65,22 @@ function applyUpdate(row: Row | undefined, id: string, update: Record<string, Re
   return next;
 }
 
+/** A session of the stand-in: a snapshot one reads every table as it was at its first read (as a server's snapshot session reads at one cluster time). */
+type FakeSession = { snapshot: boolean; view?: Map<string, Map<string, Row>> };
+type ReadOptions = { projection?: Record<string, 0 | 1>; session?: FakeSession };
+
 /** Just enough of MongoClient for the store's commit, get, getMany, count and checkpoint; every call counted as `collection.method`. */
 function fakeMongo() {
   const data = new Map<string, Map<string, Row>>();
+  /** Runs after each read that returns documents (findOne, a find's first batch): a test's way to commit between two reads. */
+  const hooks: { afterRead?: () => Promise<void> } = {};
+  /**
+   * What majority reads and snapshot sessions see: every write at once (null), or, between `lag()`
+   * and `catchUp()`, the data as it was at `lag()` (commits applied on the primary that too few
+   * members have yet; 'local' reads see them).
+   */
+  let majority: Map<string, Map<string, Row>> | null = null;
+  const copyOf = (tables: Map<string, Map<string, Row>>) => new Map([...tables].map(([table, tableRows]) => [table, new Map(tableRows)]));
   const calls: string[] = [];
   const bulkOptions: { collection: string; ordered: unknown; operations: number }[] = [];
   const table = (name: string) => {
@@ -74,26 +88,35 @@ function fakeMongo() {
     if (!rows) data.set(name, (rows = new Map()));
     return rows;
   };
-  const collection = (name: string) => {
+  const collection = (name: string, handle: { readConcern?: { level: string } } = {}) => {
     const rows = table(name);
     const call = (method: string) => calls.push(`${name}.${method}`);
-    const findAll = (filter: Filter) => [...rows.values()].filter((row) => matches(row, filter));
+    const rowsSeenBy = (session: FakeSession | undefined): Map<string, Row> => {
+      if (session?.snapshot) {
+        session.view ??= copyOf(majority ?? data);
+        return session.view.get(name) ?? new Map();
+      }
+      if (handle.readConcern?.level === 'majority' && majority) return majority.get(name) ?? new Map();
+      return rows;
+    };
+    const findAll = (filter: Filter, session?: FakeSession) => [...rowsSeenBy(session).values()].filter((row) => matches(row, filter));
     return {
       async createIndexes() {
         call('createIndexes');
         return [];
       },
-      async findOne(filter: Filter, options: { projection?: Record<string, 0 | 1> } = {}) {
+      async findOne(filter: Filter, options: ReadOptions = {}) {
         call('findOne');
-        const row = findAll(filter)[0];
+        const row = findAll(filter, options.session)[0];
+        await hooks.afterRead?.();
         return row ? project(row, options.projection) : null;
       },
-      find(filter: Filter, options: { projection?: Record<string, 0 | 1> } = {}) {
+      find(filter: Filter, options: ReadOptions = {}) {
         let sort: [string, number][] = [];
         let skip = 0;
         let limit = 0;
         const results = () => {
-          const found = findAll(filter);
+          const found = findAll(filter, options.session);
           if (sort.length > 0) {
             found.sort((a, b) => {
               for (const [field, direction] of sort) {
@@ -120,11 +143,15 @@ function fakeMongo() {
           },
           async toArray() {
             call('find');
-            return results();
+            const found = results();
+            await hooks.afterRead?.();
+            return found;
           },
           async *[Symbol.asyncIterator]() {
             call('find');
-            yield* results();
+            const found = results();
+            await hooks.afterRead?.();
+            yield* found;
           },
         };
         return cursor;
@@ -198,7 +225,8 @@ function fakeMongo() {
         },
       }),
     }),
-    startSession: () => ({
+    startSession: (options: { snapshot?: boolean } = {}) => ({
+      snapshot: options.snapshot === true,
       async withTransaction(work: () => Promise<void>) {
         calls.push('startTransaction');
         await work();
@@ -207,7 +235,15 @@ function fakeMongo() {
       async endSession() {},
     }),
   };
-  return { client: client as unknown as MongoClient, calls, bulkOptions, data };
+  return {
+    client: client as unknown as MongoClient,
+    calls,
+    bulkOptions,
+    data,
+    hooks,
+    lag: () => void (majority = copyOf(data)),
+    catchUp: () => void (majority = null),
+  };
 }
 
 function write(id: string, facet: string, seq: number): DocWrite {
@@ -298,11 +334,71 @@ describe('MongoDB read store commit (in-memory driver stand-in)', () => {
           .map(([id]) => id);
         for (const offset of [0, 2100, expected.length - 2100, expected.length - 50, ...Array.from({ length: 12 }, () => random(expected.length))]) {
           const page = await store.list('boards', { ...(listed ? { facets: listed } : {}), offset, limit: 50 });
-          assert.deepEqual(page.map((doc) => doc.id), expected.slice(offset, offset + 50), `batch ${i + 1}, offset ${offset}, facets ${String(listed)}`);
+          assert.deepEqual(page.docs.map((doc) => doc.id), expected.slice(offset, offset + 50), `batch ${i + 1}, offset ${offset}, facets ${String(listed)}`);
+          assert.equal(page.total, expected.length, `batch ${i + 1}, total, facets ${String(listed)}`);
         }
       }
     }
     await store.close();
+  });
+
+  it('reads a page, the chunks that place it and its total in one snapshot session: commits between those reads are not seen', async () => {
+    const mongo = fakeMongo();
+    const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
+    const writer = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
+    let seq = 1;
+    let state: ListingState = 0;
+    const flip = async () => {
+      state = state === 0 ? 1 : 0;
+      seq += 1;
+      assert.deepEqual(await writer.commit('boards', listingWrites(state, seq), seq, seq - 1), { ok: true });
+    };
+    await store.commit('boards', listingWrites(0, 1, true), 1, 0);
+    // Once per process: the writer's indexes and checks, the reader's counters and chunks.
+    await flip();
+    await flip();
+    await store.list('boards', { facets: ['a'], offset: 0, limit: 1 });
+    // Pages from the front and the end, through the chunks and not, in either state when the read starts.
+    for (const offset of [1200, 2600, 3400, 4900, 5900]) {
+      for (let round = 0; round < 2; round += 1) {
+        const at: ListingState = state;
+        let commits = 0;
+        const commitBetweenReads = async () => {
+          mongo.hooks.afterRead = undefined;
+          await flip();
+          commits += 1;
+          mongo.hooks.afterRead = commitBetweenReads;
+        };
+        mongo.hooks.afterRead = commitBetweenReads;
+        const page = await store.list('boards', { facets: ['a'], offset, limit: 50 });
+        mongo.hooks.afterRead = undefined;
+        assert.ok(commits >= 2, `offset ${offset}: ${commits} commits landed between the page's reads`);
+        assert.deepEqual({ total: page.total, ids: page.docs.map((doc) => doc.id) }, expectedPage(at, offset, 50), `offset ${offset}, read from state ${at}`);
+      }
+    }
+    await store.close();
+    await writer.close();
+  });
+
+  it('files a page under a checkpoint no newer than the page: both read at majority, so a commit not yet on a majority is in neither', async () => {
+    const mongo = fakeMongo();
+    const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
+    const writer = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
+    await writer.commit('boards', listingWrites(0, 1, true), 1, 0);
+    await store.list('boards', { facets: ['a'], offset: 0, limit: 1 });
+    const read = async () => {
+      const checkpoint = await store.checkpoint('boards', { fresh: true });
+      const page = await store.list('boards', { facets: ['a'], offset: 3400, limit: 50 });
+      return { checkpoint, total: page.total, ids: page.docs.map((doc) => doc.id) };
+    };
+    // A commit applied on the primary that a majority does not have yet.
+    mongo.lag();
+    assert.deepEqual(await writer.commit('boards', listingWrites(1, 2), 2, 1), { ok: true });
+    assert.deepEqual(await read(), { checkpoint: 1, ...expectedPage(0, 3400, 50) });
+    mongo.catchUp();
+    assert.deepEqual(await read(), { checkpoint: 2, ...expectedPage(1, 3400, 50) });
+    await store.close();
+    await writer.close();
   });
 
   it('keeps the counters with $inc sums of the batch: new documents, facet moves, a document written twice in one batch', async () => {

@@ -41,7 +41,7 @@ it('an earlier read-model file keeps its documents and gets exact counts', async
     assert.equal(await store.count('projects'), 30);
     assert.deepEqual((await store.get('projects', 'p7'))?.state, { s: 7 });
     assert.deepEqual(await store.findIds('projects', 'handle', 'h7', 10), ['p7']);
-    const page = await store.list('projects', { offset: 25, limit: 10 });
+    const page = (await store.list('projects', { offset: 25, limit: 10 })).docs;
     assert.deepEqual(page.map((d) => d.id), ['p11', 'p1', 'p20', 'p10', 'p0'], 'the last page, walked from the end');
     await store.commit('projects', [{ id: 'p7', doc: { id: 'p7', v: 2 }, state: {}, seq: 31, writtenAt: '2026-10-02T00:00:00.000Z', sortKey: 'k07', facet: 'dossier', keys: { handle: ['h7'] } }], 31);
     assert.equal(await store.count('projects', ['dossier']), 11);

@@ -89,8 +89,8 @@ it('a store written before the chunks existed gets them on open, and its pages s
     assert.deepEqual(state.byFacet, state.counted);
     const after = await Promise.all([0, 2500, 5000, 9950].map((offset) => reopened.list('projects', { facets: ['dossier', 'no_dossier'], offset, limit: 50 })));
     assert.deepEqual(
-      after.map((page) => page.map((d) => d.id)),
-      before.map((page) => page.map((d) => d.id)),
+      after.map((page) => [page.total, page.docs.map((d) => d.id)]),
+      before.map((page) => [page.total, page.docs.map((d) => d.id)]),
     );
     // And later commits are counted in the chunks made on open.
     await reopened.commit('projects', writes(10_000, 100, () => 'k9999'), 2);

@@ -179,7 +179,7 @@ describe('pulseboard replay while the service serves', () => {
       assert.ok(await eventually(async () => (await h.stores.store.checkpoint(PROJECTS_COLLECTION)) >= head));
       for (let guard = 0; guard < 500 && (await follow()); guard++);
 
-      const truth = await h.stores.store.list(PROJECTS_COLLECTION, { facets: PUBLIC_PROJECT_FACETS, offset: 0, limit: 100_000 });
+      const truth = (await h.stores.store.list(PROJECTS_COLLECTION, { facets: PUBLIC_PROJECT_FACETS, offset: 0, limit: 100_000 })).docs;
       assert.equal(mirror.size, truth.length, 'no row missed');
       for (const row of truth) assert.equal(mirror.get(row.id), JSON.stringify(row.doc), `row ${row.id} is current`);
       assert.equal(firstDifference(await dumpReadModels(h.stores.store), await referenceDump(h)), null);

@@ -59,7 +59,7 @@ export async function appendProjectHistory(log: EventLog, options: { projects: n
 export async function dumpReadModels(store: ReadStore): Promise<Record<string, StoredDoc[]>> {
   const out: Record<string, StoredDoc[]> = {};
   for (const p of projectors) {
-    const rows = await store.list(p.collection, { offset: 0, limit: 1_000_000 });
+    const rows = (await store.list(p.collection, { offset: 0, limit: 1_000_000 })).docs;
     out[p.collection] = rows.sort((a, b) => (a.id < b.id ? -1 : 1));
   }
   return out;

@@ -101,7 +101,7 @@ it('no thesis text in logs, output, errors, outcomes, other read models or other
     const otherModels: unknown[] = [];
     for (const projector of projectors) {
       if (projector.collection === THESIS_COLLECTION) continue;
-      otherModels.push(await h.store.list(projector.collection, { offset: 0, limit: 10_000 }));
+      otherModels.push((await h.store.list(projector.collection, { offset: 0, limit: 10_000 })).docs);
     }
     const otherEvents = (await h.log.readAll({ afterPosition: 0, limit: 100_000 })).filter((e) => e.type !== 'thesis.saved');
     const outcomes = thesisReads.map((r) => (r as { status?: { lastOutcome: unknown }; lastOutcome?: unknown }).status?.lastOutcome ?? (r as { lastOutcome?: unknown }).lastOutcome);
