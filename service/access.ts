@@ -127,6 +127,21 @@ export async function settleKeys(stores: AccessStores): Promise<void> {
   await settle(stores, keysProjector, await stores.log.headPosition());
 }
 
+/**
+ * Every key of the keys read model, newest first, read `pageSize` at a time in keyset pages (a key
+ * issued while the list is read moves no page boundary), so a list of any length is read whole.
+ */
+export async function* allKeys(store: ReadStore, pageSize = 1000): AsyncGenerator<KeyDoc> {
+  let before: { sortKey: string; id: string } | undefined;
+  for (;;) {
+    const page = await store.listKeyset<KeyDoc>(KEYS_COLLECTION, { limit: pageSize, ...(before ? { before } : {}) });
+    for (const row of page) yield row.doc;
+    const last = page.at(-1);
+    if (page.length < pageSize || !last) return;
+    before = { sortKey: last.sortKey, id: last.id };
+  }
+}
+
 /** The position an access append landed at (a command event id is fresh, so never a duplicate). */
 function positionOf(result: AppendResult): number {
   if (!result.ok) throw new Error('access change was refused by the event log');

@@ -1,7 +1,6 @@
 import { loadConfig } from '../../config/config.ts';
-import { issueKey, revokeKey, settleKeys } from '../../service/access.ts';
+import { allKeys, issueKey, revokeKey, settleKeys } from '../../service/access.ts';
 import { openStores } from '../../service/stores.ts';
-import { KEYS_COLLECTION, type KeyDoc } from '../../projectors/access.ts';
 import { parseStrict, printHelp, usageError } from '../args.ts';
 
 const USAGE = `usage: pulseboard keys issue --owner NAME [--expires ISO_DATE_TIME]
@@ -68,8 +67,7 @@ export async function run(args: string[]): Promise<number> {
     const stores = await openStores(config);
     try {
       await settleKeys(stores);
-      const { docs } = await stores.store.list<KeyDoc>(KEYS_COLLECTION, { offset: 0, limit: 100_000 });
-      for (const { doc } of docs) {
+      for await (const doc of allKeys(stores.store)) {
         const state = doc.revokedAt ? `revoked ${doc.revokedAt}` : doc.expiresAt ? `expires ${doc.expiresAt}` : 'active';
         process.stdout.write(`${doc.keyId}\t${doc.owner}\tissued ${doc.issuedAt}\t${state}\n`);
       }
