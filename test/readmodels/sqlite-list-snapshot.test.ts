@@ -19,7 +19,7 @@ import { expectedPage, listingWrites, type ListingState } from '../support/flipp
 const OFFSETS = [1200, 2600, 3400, 4900, 5900];
 const LIMIT = 50;
 /** Reads that overlapped a commit, at least: fewer and the test has not tested what it says. */
-const OVERLAPPING_READS = 600;
+const OVERLAPPING_READS = 800;
 const MAX_SECONDS = 60;
 
 it('pages read while another connection commits are each one snapshot: its rows and its total', async () => {

@@ -7,8 +7,8 @@
 import type { DocWrite } from '../../readmodels/port.ts';
 
 export const LISTING_SIZE = 6000;
-/** Documents that leave facet `a` in state 1: listing offsets 500-599 and 5000-5099 of state 0. */
-const flipped = (i: number): boolean => (i >= 900 && i < 1000) || (i >= 5400 && i < 5500);
+/** Documents that leave facet `a` in state 1: listing offsets 500-519 and 5000-5019 of state 0. */
+const flipped = (i: number): boolean => (i >= 980 && i < 1000) || (i >= 5480 && i < 5500);
 const idOf = (i: number) => `p${String(i).padStart(5, '0')}`;
 
 export type ListingState = 0 | 1;
