@@ -34,6 +34,7 @@ import { connectRawHttp } from './raw-http.ts';
 import type { RecordedBody } from './reads-server.ts';
 import { replayable, startServer } from './servers.ts';
 import { median } from './median.ts';
+import { cpuTimes, stolenSince } from './steal.ts';
 
 type LoadResult = { requests: { average: number }; latency: { p99: number }; non2xx: number; errors: number; timeouts: number };
 type LoadOptions = { url: string; connections: number; duration: number; method?: string; headers?: Record<string, string>; body?: string };
@@ -415,6 +416,7 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     const bareRps: Record<string, number> = {};
     type Sample = { served: number; p99: number; bare: number; sameHeaders: number };
     const samples = new Map<string, Sample[]>(Object.keys(targets).map((label) => [label, []]));
+    const loadsStarted = cpuTimes();
     try {
       for (let round = 0; round < ROUNDS; round++) {
         for (const [label, path] of Object.entries(targets)) {
@@ -471,6 +473,7 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     out(
       `MCP get_project ${mcpRps.toFixed(0)} req/s; its REST twin ${median(pairs.map((p) => p.rest)).toFixed(0)} req/s; ratio ${median(mcpRatios).toFixed(3)} (median of ${ROUNDS} rounds: ${mcpRatios.map((r) => r.toFixed(2)).join(' ')})`,
     );
+    out(`  (${stolenSince(loadsStarted)})`);
 
     const memory = memoryOf(app.pid);
     out(
