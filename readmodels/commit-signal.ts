@@ -45,6 +45,7 @@ export function signalCommits(store: ReadStore, onCommit: CommitListener): ReadS
     get: (collection, id) => store.get(collection, id),
     getMany: (collection, ids) => store.getMany(collection, ids),
     findIds: (collection, key, value, limit) => store.findIds(collection, key, value, limit),
+    findDocs: (collection, key, value, limit) => store.findDocs(collection, key, value, limit),
     findIdsMany: (collection, key, values, limit) => store.findIdsMany(collection, key, values, limit),
     list: (collection, query) => store.list(collection, query),
     count: (collection, facets) => store.count(collection, facets),

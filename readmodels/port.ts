@@ -83,6 +83,12 @@ export interface ReadStore {
   getMany<D = unknown, S = unknown>(collection: string, ids: readonly string[]): Promise<Map<string, StoredDoc<D, S>>>;
   /** Ids of documents having `value` under lookup key `key`, at most `limit`, in id order. */
   findIds(collection: string, key: string, value: string, limit: number): Promise<string[]>;
+  /**
+   * The documents `findIds` names, with their state, in one read: each one holds `value` under `key`
+   * as it is read (two reads, ids then documents, could return a document a commit in between had
+   * moved off the value).
+   */
+  findDocs<D = unknown, S = unknown>(collection: string, key: string, value: string, limit: number): Promise<StoredDoc<D, S>[]>;
   /** `findIds` for several values of one key in one read: value → ids (at most `limit` each, in id order); values without ids are absent. */
   findIdsMany(collection: string, key: string, values: readonly string[], limit: number): Promise<Map<string, string[]>>;
   /**

@@ -266,8 +266,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     if (isPublicProject(byId)) return byId;
     const handle = handleOrId.replace(/^@/, '').toLowerCase();
     if (handle === '') return null;
-    const ids = await store.findIds(PROJECTS_COLLECTION, 'handle', handle, 100);
-    const candidates = [...(await store.getMany<Project, ProjectState>(PROJECTS_COLLECTION, ids)).values()].filter(isPublicProject);
+    const candidates = (await store.findDocs<Project, ProjectState>(PROJECTS_COLLECTION, 'handle', handle, 100)).filter(isPublicProject);
     // A reused handle resolves to the project that claimed it most recently.
     candidates.sort((a, b) => (b.state.handleClaimedAt ?? -1) - (a.state.handleClaimedAt ?? -1) || (a.id < b.id ? 1 : -1));
     return candidates[0] ?? null;

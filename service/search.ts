@@ -94,9 +94,7 @@ export function createSearchService(deps: SearchDeps): SearchService {
   const outcomes = createVersionedMap<Outcome>(OUTCOMES_KEPT_MAX);
 
   async function byKey(key: string, value: string): Promise<StoredDoc<Project, ProjectState>[]> {
-    const ids = await store.findIds(PROJECTS_COLLECTION, key, value, 100);
-    if (ids.length === 0) return [];
-    return [...(await store.getMany<Project, ProjectState>(PROJECTS_COLLECTION, ids)).values()].filter((doc) => isPublicProject(doc));
+    return (await store.findDocs<Project, ProjectState>(PROJECTS_COLLECTION, key, value, 100)).filter((doc) => isPublicProject(doc));
   }
 
   type Outcome = { state: ProjectSearchState; project: StoredDoc<Project> | null };

@@ -191,6 +191,7 @@ export async function openGenerationalReadStore(space: GenerationSpace, options:
     get: <D, S>(collection: string, id: string) => serving.store.get<D, S>(collection, id),
     getMany: <D, S>(collection: string, ids: readonly string[]) => serving.store.getMany<D, S>(collection, ids),
     findIds: (collection, key, value, limit) => serving.store.findIds(collection, key, value, limit),
+    findDocs: <D, S>(collection: string, key: string, value: string, limit: number) => serving.store.findDocs<D, S>(collection, key, value, limit),
     findIdsMany: (collection, key, values, limit) => serving.store.findIdsMany(collection, key, values, limit),
     list: <D>(collection: string, query: ListQuery) => serving.store.list<D>(collection, query),
     count: (collection, facets) => serving.store.count(collection, facets),

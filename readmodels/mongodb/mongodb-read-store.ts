@@ -363,6 +363,13 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       return rows.map((row) => row._id);
     },
 
+    async findDocs<D, S>(collection: string, key: string, value: string, limit: number) {
+      // MongoDB reads limit 0 as "no limit". One query: each document matches the value as it is read.
+      if (limit <= 0) return [];
+      const rows = await collectionOf(collection).find({ lookup: lookupEntry(key, value) }).sort({ _id: 1 }).limit(limit).toArray();
+      return rows.map((row) => fromMongo<D, S>(row));
+    },
+
     async findIdsMany(collection, key, values, limit) {
       const found = new Map<string, string[]>();
       if (values.length === 0 || limit <= 0) return found;

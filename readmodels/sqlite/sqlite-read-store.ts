@@ -182,6 +182,13 @@ export function sqlLimit(limit: number): string {
  */
 export const pageQueries = {
   /**
+   * Params: collection, key, value. The documents holding a lookup value, with their state, in one
+   * statement: a range of doc_keys' primary key (in id order), each document by its own.
+   */
+  byKey: (limit: number): string =>
+    `SELECT ${listed('d.')}, d.state FROM doc_keys k JOIN docs d ON d.collection = k.collection AND d.id = k.id
+      WHERE k.collection = ? AND k.key = ? AND k.value = ? ORDER BY k.id LIMIT ${sqlLimit(limit)}`,
+  /**
    * Params: collection, facets…, [the bound's sort key and id when `bounded`], offset. The page's
    * `offset` counts from the bound (readmodels/list-chunks.ts: the edge of the chunk the page starts
    * in, so the offset is at most one chunk's rows), or from the end of the listing when unbounded: the
@@ -356,6 +363,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
       WHERE collection = ? AND key = ? AND value IN (SELECT value FROM json_each(?))
     ) WHERE n <= ? ORDER BY value, id`);
   const findIdsStatement = (limit: number) => prepared(`SELECT id FROM doc_keys WHERE collection = ? AND key = ? AND value = ? ORDER BY id LIMIT ${sqlLimit(limit)}`);
+  const findDocsStatement = (limit: number) => documents(pageQueries.byKey(limit));
   const firstWrittenAt = prepared('SELECT seq FROM docs WHERE collection = ? AND written_at >= ? ORDER BY written_at, seq LIMIT 1');
   const countAll = prepared('SELECT COALESCE(SUM(n), 0) AS n FROM doc_counts WHERE collection = ?');
 
@@ -424,6 +432,11 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     async findIds(collection, key, value, limit) {
       const rows = findIdsStatement(limit).all(collection, key, value) as { id: string }[];
       return rows.map((r) => r.id);
+    },
+
+    async findDocs<D, S>(collection: string, key: string, value: string, limit: number) {
+      const rows = findDocsStatement(limit).all(collection, key, value) as unknown as DocRow[];
+      return rows.map((row) => toStored<D, S>(row));
     },
 
     async findIdsMany(collection, key, values, limit) {

@@ -249,6 +249,45 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.deepEqual(await store().findIds(freshCollection(), 'contract', '0xabc', 10), [], 'per collection');
       });
 
+      it(`${adapterName}: findDocs reads the documents findIds names, with their state, in id order, up to the limit`, skipFor(skip), async () => {
+        const collection = freshCollection();
+        await store().commit(
+          collection,
+          [
+            doc('c', { keys: { contract: ['0xabc'], handle: ['shared'] }, doc: { v: 'c' }, state: { s: 3 } }),
+            doc('a', { keys: { contract: ['0xabc', 'base:0xabc'] }, doc: { v: 'a' }, state: { s: 1 } }),
+            doc('b', { keys: { handle: ['0xabc'] } }),
+            doc('d', { keys: { contract: ['0xabc'] }, doc: { v: 'd' }, state: { s: 4 } }),
+          ],
+          1,
+        );
+        const found = await store().findDocs(collection, 'contract', '0xabc', 10);
+        assert.deepEqual(
+          found.map((d) => [d.id, d.doc, d.state]),
+          [
+            ['a', { v: 'a' }, { s: 1 }],
+            ['c', { v: 'c' }, { s: 3 }],
+            ['d', { v: 'd' }, { s: 4 }],
+          ],
+        );
+        const byId = await store().getMany(collection, ['a', 'c']);
+        assert.deepEqual(
+          (await store().findDocs(collection, 'contract', '0xabc', 2)).map((d) => [d.id, d.json, d.seq, d.writtenAt, d.sortKey, d.facet, d.keys]),
+          ['a', 'c'].map((id) => {
+            const d = byId.get(id)!;
+            return [d.id, d.json, d.seq, d.writtenAt, d.sortKey, d.facet, d.keys];
+          }),
+          'the same documents getMany reads, up to the limit',
+        );
+        assert.deepEqual((await store().findDocs(collection, 'handle', '0xabc', 10)).map((d) => d.id), ['b'], 'values are per key');
+        assert.deepEqual(await store().findDocs(collection, 'handle', 'SHARED', 10), [], 'values match exactly');
+        assert.deepEqual(await store().findDocs(collection, 'contract', '0xabc', 0), [], 'limit 0: none');
+        assert.deepEqual(await store().findDocs(freshCollection(), 'contract', '0xabc', 10), [], 'per collection');
+        // A document that no longer holds the value is not found by it.
+        await store().commit(collection, [doc('c', { keys: { handle: ['shared'] }, seq: 2 })], 2);
+        assert.deepEqual((await store().findDocs(collection, 'contract', '0xabc', 10)).map((d) => d.id), ['a', 'd']);
+      });
+
       it(`${adapterName}: findIdsMany answers several values of one key at once, each like findIds`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(

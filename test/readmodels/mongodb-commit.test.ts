@@ -20,6 +20,8 @@ type Filter = Record<string, unknown>;
 const order = (a: unknown, b: unknown) => (a === b ? 0 : (a as string) < (b as string) ? -1 : 1);
 
 function matchesCondition(value: unknown, condition: unknown): boolean {
+  // An array field matches a value it holds, as on the server.
+  if (Array.isArray(value) && (typeof condition !== 'object' || condition === null)) return value.includes(condition);
   if (typeof condition !== 'object' || condition === null) return value === condition;
   return Object.entries(condition).every(([operator, operand]) => {
     if (operator === '$in') return (operand as unknown[]).includes(value);
@@ -399,6 +401,24 @@ describe('MongoDB read store commit (in-memory driver stand-in)', () => {
     assert.deepEqual(await read(), { checkpoint: 2, ...expectedPage(1, 3400, 50) });
     await store.close();
     await writer.close();
+  });
+
+  it('finds documents by a lookup value in one query, with their state, in id order, up to the limit', async () => {
+    const mongo = fakeMongo();
+    const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
+    const keyed = (id: string, seq: number, contracts: string[]): DocWrite => ({ ...write(id, 'visible', seq), keys: { contract: contracts } });
+    await store.commit('boards', [keyed('c', 1, ['0xabc']), keyed('a', 2, ['0xabc', 'base:0xabc']), keyed('b', 3, ['0xdef']), keyed('d', 4, ['0xabc'])], 4, 0);
+    mongo.calls.length = 0;
+    const found = await store.findDocs('boards', 'contract', '0xabc', 2);
+    assert.deepEqual(mongo.calls, ['boards.find'], 'one query');
+    assert.deepEqual(found.map((d) => [d.id, d.doc, d.state]), [
+      ['a', { id: 'a', seq: 2 }, { seen: 2 }],
+      ['c', { id: 'c', seq: 1 }, { seen: 1 }],
+    ]);
+    assert.deepEqual((await store.findDocs('boards', 'contract', '0xabc', 10)).map((d) => d.id), ['a', 'c', 'd']);
+    assert.deepEqual(await store.findDocs('boards', 'contract', '0xabc', 0), [], 'limit 0: none (the server would read it as no limit)');
+    assert.deepEqual(await store.findDocs('boards', 'handle', '0xabc', 10), [], 'values are per key');
+    await store.close();
   });
 
   it('keeps the counters with $inc sums of the batch: new documents, facet moves, a document written twice in one batch', async () => {

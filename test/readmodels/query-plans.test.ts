@@ -112,9 +112,18 @@ it('call pages are ranges of a listing index, also after a cursor', () => {
   }
 });
 
+it('documents by a lookup value are a range of the lookup keys in id order, each document by its primary key', () => {
+  const details = plan(pageQueries.byKey(101), [PROJECTS_COLLECTION, 'contract', '0xabc']);
+  const text = details.join(' | ');
+  assert.ok(details.some((d) => /^SEARCH k USING PRIMARY KEY \(collection=\? AND key=\? AND value=\?\)/.test(d)), `the lookup keys' range: ${text}`);
+  assert.ok(details.some((d) => /^SEARCH d USING INDEX sqlite_autoindex_docs_1 \(collection=\? AND id=\?\)/.test(d)), `each document by its key: ${text}`);
+  assert.ok(!details.some((d) => /TEMP B-TREE|^SCAN/.test(d)), `no scan, no sort: ${text}`);
+});
+
 it('page queries carry their LIMIT in the text, never bound (a bound LIMIT makes SQLite prepare the statement again on every run)', () => {
   const texts = [
     ...facetSets.flatMap(([, facets]) => [false, true].flatMap((flag) => [pageQueries.list(facets, flag, !flag, 50), pageQueries.delta(facets, flag, 101), pageQueries.keyset(facets, flag, 31)])),
+    pageQueries.byKey(50),
   ];
   for (const text of texts) {
     assert.doesNotMatch(text, /LIMIT \?/, text);
