@@ -15,6 +15,20 @@ export function openSqlite(path: string): DatabaseSync {
   return db;
 }
 
+/**
+ * Runs `work`'s reads inside one read transaction (BEGIN … COMMIT: one snapshot for its statements,
+ * whatever another connection commits meanwhile), unless a transaction is open already.
+ */
+export function inReadTransaction<T>(db: DatabaseSync, work: () => T): T {
+  if (db.isTransaction) return work();
+  db.exec('BEGIN');
+  try {
+    return work();
+  } finally {
+    db.exec('COMMIT');
+  }
+}
+
 /** Runs `work` inside BEGIN IMMEDIATE … COMMIT, rolling back on any throw. */
 export function inTransaction<T>(db: DatabaseSync, work: () => T): T {
   db.exec('BEGIN IMMEDIATE');

@@ -1,6 +1,6 @@
 import { closeSync, fsyncSync, openSync } from 'node:fs';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { inTransaction, openSqlite } from '../../config/sqlite.ts';
+import { inReadTransaction, inTransaction, openSqlite } from '../../config/sqlite.ts';
 import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListPage, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
@@ -216,17 +216,6 @@ export const pageQueries = {
     `SELECT ${listed()} FROM docs WHERE collection = ? AND seq >= ? AND seq <= ? ${tieBreak ? 'AND (seq > ? OR id > ?)' : ''} ${facetClause(facets)}
       ORDER BY seq, id LIMIT ${sqlLimit(limit)}`,
 };
-
-/** `work` inside a read transaction (one snapshot for its statements), unless one is open already. */
-function inReadTransaction<T>(db: DatabaseSync, work: () => T): T {
-  if (db.isTransaction) return work();
-  db.exec('BEGIN');
-  try {
-    return work();
-  } finally {
-    db.exec('COMMIT');
-  }
-}
 
 /** Moves a store written with the earlier WITHOUT ROWID layout to the current one (once, on open). */
 function migrateDocsLayout(db: DatabaseSync): void {
