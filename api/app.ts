@@ -20,6 +20,7 @@ import { thesisOperations } from './routes/thesis.ts';
 import { callOperations } from './routes/calls.ts';
 import { pulseOperations } from './routes/pulse.ts';
 import { searchOperations } from './routes/search.ts';
+import { credentialMemoOf } from '../transport/credential-memo.ts';
 import { BROTLI_QUALITY, COMPRESSION_THRESHOLD, GZIP_LEVEL, sendBody, sendParts } from '../transport/compression.ts';
 import { CACHE_NO_STORE, CACHE_REVALIDATE, etagOf, matchesIfNoneMatch } from './http/caching.ts';
 import { requestIdOf } from './http/request-id.ts';
@@ -137,7 +138,7 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
       request.operation = op.operationId;
       reply.header('cache-control', CACHE_NO_STORE);
       if (op.headers) reply.headers(op.headers);
-      const admitted = await services.guard.admit(request.headers.authorization, op.protection(request.query));
+      const admitted = await services.guard.admit(request.headers.authorization, op.protection(request.query), undefined, credentialMemoOf(request.raw.socket));
       if (!admitted.ok) return sendError(reply, admitted.refused.error, admitted.refused.headers);
       reply.headers(admitted.value.headers);
       const result = await op.run(new RequestInput(admitted.value.caller, request, reply));

@@ -2,6 +2,7 @@ import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage,
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { errorResponse, type ServiceError } from '../service/errors.ts';
 import { sendBody } from '../transport/compression.ts';
+import { credentialMemoOf } from '../transport/credential-memo.ts';
 import type { Budget, Protection } from '../service/guard.ts';
 import type { Services } from '../service/services.ts';
 import { createOriginCheck } from './origin.ts';
@@ -111,7 +112,12 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     if (foreign) return sendError(reply, foreign);
 
     const body = request.body;
-    const admitted = await services.guard.admit(request.headers.authorization, protectionOf(services, tools, body), budgetOf(body));
+    const admitted = await services.guard.admit(
+      request.headers.authorization,
+      protectionOf(services, tools, body),
+      budgetOf(body),
+      credentialMemoOf(request.raw.socket),
+    );
     if (!admitted.ok) {
       const { error, headers } = admitted.refused;
       const messages = messagesOf(body);

@@ -19,12 +19,29 @@ export const keyIdOf = (keyHash: string): string => keyHash.slice(0, 24);
 
 export type OwnerAccess = { allowlisted: boolean; linked: boolean };
 
+/**
+ * What one connection remembers of the credential it last sent: the Authorization value and the
+ * hash of its key. A client sends the same header on every request of a keep-alive connection, and
+ * the same value is not hashed again; the key document is still looked up, and checked for
+ * revocation and expiry, on every request. Owned by the transport, one per connection, dropped with it.
+ */
+export type CredentialMemo = { authorization?: string; keyHash?: string };
+
 export type Access = {
-  /** Every failure (missing, malformed, unknown, revoked, expired) is the same `null`. */
-  authenticate(authorization: string | undefined): Promise<Caller | null>;
+  /**
+   * Every failure (missing, malformed, unknown, revoked, expired) is the same `null`. `memo`: the
+   * connection's, when the transport keeps one.
+   */
+  authenticate(authorization: string | undefined, memo?: CredentialMemo): Promise<Caller | null>;
   /** Re-checked on every call from the owners read model, which every owner change settles before it returns. */
   ownerAccess(owner: string): Promise<OwnerAccess>;
 };
+
+/** The hash of the key an Authorization value carries, or null when it carries none of the key's form. */
+function keyHashOf(authorization: string): string | null {
+  const key = /^Bearer (\S+)$/.exec(authorization.trim())?.[1];
+  return key !== undefined && KEY_PATTERN.test(key) ? hashKey(key) : null;
+}
 
 /** Known keys kept at most; past that the kept ones are dropped (unknown keys are never kept). */
 const KEYS_KEPT_MAX = 10_000;
@@ -64,12 +81,19 @@ export function createAccess(store: ReadStore, now: () => Date = () => new Date(
   }
 
   return {
-    async authenticate(authorization) {
+    async authenticate(authorization, memo) {
       if (typeof authorization !== 'string') return null;
-      const match = /^Bearer (\S+)$/.exec(authorization.trim());
-      const key = match?.[1];
-      if (!key || !KEY_PATTERN.test(key)) return null;
-      const keyHash = hashKey(key);
+      let keyHash: string;
+      if (memo !== undefined && memo.authorization === authorization && memo.keyHash !== undefined) keyHash = memo.keyHash;
+      else {
+        const hashed = keyHashOf(authorization);
+        if (hashed === null) return null;
+        keyHash = hashed;
+        if (memo !== undefined) {
+          memo.authorization = authorization;
+          memo.keyHash = keyHash;
+        }
+      }
       const doc = await keyDoc(keyHash);
       if (!doc || doc.keyHash !== keyHash || doc.revokedAt !== null) return null;
       if (doc.expiresAt !== null && Date.parse(doc.expiresAt) <= now().getTime()) return null;

@@ -7,7 +7,7 @@ import type { BodyParts } from './spliced.ts';
  * generation and the collection's checkpoint): the first request that sees a newer version drops
  * every entry, so an entry is served only while the checkpoint it was read at is still the current
  * one. Requests still holding an older version (read just before a commit) neither read nor fill it.
- * Bounded by bytes, least recently used out first; a body larger than an eighth of the bound is not
+ * Bounded by bytes, a body not asked for since it was kept out first (second chance); a body larger than an eighth of the bound is not
  * kept, and (keepAfterMisses) neither is one asked for only once.
  */
 export type BodyCache = {
@@ -81,7 +81,8 @@ export type BodyCacheOptions = {
 export function createBodyCache(options: BodyCacheOptions = {}): BodyCache {
   const maxBytes = options.maxBytes ?? BODY_CACHE_BYTES_DEFAULT;
   const keepAfterMisses = options.keepAfterMisses ?? 1;
-  const entries = new Map<string, { parts: BodyParts; bytes: number; span: TimeSpan | undefined }>();
+  /** In the order kept or last given a second chance; `used`: asked for since then (see `set`). */
+  const entries = new Map<string, { parts: BodyParts; bytes: number; span: TimeSpan | undefined; used: boolean }>();
   /** Misses per key under the current version, while fewer than keepAfterMisses. */
   const missed = new Map<string, number>();
   let version: CacheVersion = [-1, -1];
@@ -123,9 +124,8 @@ export function createBodyCache(options: BodyCacheOptions = {}): BodyCache {
         return undefined;
       }
       hits += 1;
-      // Most recently used last: Map keeps insertion order.
-      entries.delete(key);
-      entries.set(key, entry);
+      // A flag, not a move to the end: a hit leaves the map as it is (the eviction in `set` moves it).
+      entry.used = true;
       return entry.parts;
     },
     set(seen, key, parts, span) {
@@ -141,12 +141,18 @@ export function createBodyCache(options: BodyCacheOptions = {}): BodyCache {
         entries.delete(key);
         bytes -= previous.bytes;
       }
-      entries.set(key, { parts, bytes: size, span });
+      entries.set(key, { parts, bytes: size, span, used: false });
       bytes += size;
+      // Second chance (the clock algorithm): from the oldest, a body asked for since it was kept or last
+      // moved goes to the end with its flag cleared, the first one not asked for goes out. Every moved
+      // entry is met again unflagged, so the walk ends.
       for (const [oldest, entry] of entries) {
         if (bytes <= maxBytes) break;
         entries.delete(oldest);
-        bytes -= entry.bytes;
+        if (entry.used) {
+          entry.used = false;
+          entries.set(oldest, entry);
+        } else bytes -= entry.bytes;
       }
     },
     stats: () => ({ entries: entries.size, bytes, hits, misses }),

@@ -319,7 +319,11 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   let knownCheckpoints: Map<string, number> | null = null;
   let knownVersion = -1;
   let checkedThisTurn = false;
+  // One end-of-turn callback at a time: a fresh read clears `checkedThisTurn` without ending the turn,
+  // and scheduling another would queue a callback per request.
+  let turnEndScheduled = false;
   const endTurn = () => {
+    turnEndScheduled = false;
     checkedThisTurn = false;
   };
   const forgetCheckpoints = () => {
@@ -336,8 +340,9 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
         knownVersion = version;
       }
     }
-    if (!checkedThisTurn) {
-      checkedThisTurn = true;
+    checkedThisTurn = true;
+    if (!turnEndScheduled) {
+      turnEndScheduled = true;
       setImmediate(endTurn).unref();
     }
     return knownCheckpoints;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it } from 'vitest';
@@ -99,6 +100,39 @@ describe('access served from the keys and owners read models', () => {
     }
   });
 
+  it('on one keep-alive connection: a revoked key is refused on the next request, and each request is authenticated by the key it sends', async () => {
+    const [alice, bob] = [await issueKey(command, 'alice'), await issueKey(command, 'bob')];
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const url = new URL(base);
+    const get = (authorization: string) =>
+      new Promise<{ status: number; reused: boolean; port: number }>((resolve, reject) => {
+        const req = http.get({ agent, host: url.hostname, port: url.port, path: '/v1/projects/one', headers: { authorization } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket, port: req.socket?.localPort ?? -1 }));
+        });
+        req.on('error', reject);
+      });
+    try {
+      const first = await get(`Bearer ${alice.key}`);
+      assert.equal(first.status, 200);
+      const answers = [
+        await get(`Bearer ${alice.key}`),
+        await get(`Bearer ${bob.key}`),
+        await get(`Bearer ${alice.key}x`),
+        await get('Bearer'),
+        await get(`Bearer ${alice.key}`),
+      ];
+      assert.deepEqual(answers.map((a) => a.status), [200, 200, 401, 401, 200]);
+      assert.ok(answers.every((a) => a.reused && a.port === first.port), 'every request on the first one\'s connection');
+      assert.deepEqual(await revokeKey(command, alice.keyId), { ok: true });
+      const after = [await get(`Bearer ${alice.key}`), await get(`Bearer ${bob.key}`), await get(`Bearer ${alice.key}`)];
+      assert.deepEqual(after.map((a) => a.status), [401, 200, 401]);
+      assert.ok(after.every((a) => a.reused && a.port === first.port));
+    } finally {
+      agent.destroy();
+    }
+  });
+
   it('applies owner deny and allow on the very next request, from the owners read model', async () => {
     const { key } = await issueKey(command, 'erin');
     const ask = () => rest(key, '/v1/projects/one/ask');
@@ -129,8 +163,9 @@ describe('access served from the keys and owners read models', () => {
     await serving.catchUp();
     assert.equal(await serving.store.checkpoint('keys'), head);
     const rows = (await serving.store.list<{ revokedAt: string | null }>('keys', { offset: 0, limit: 1000 })).docs;
-    assert.equal(rows.length, 22);
-    assert.equal(rows.filter((r) => r.doc.revokedAt !== null).length, 11);
+    // The keys of every test so far: 1 + 2 + 1 before this one (two of them revoked), 20 here.
+    assert.equal(rows.length, 24);
+    assert.equal(rows.filter((r) => r.doc.revokedAt !== null).length, 12);
   });
 
   it('keeps authenticating and serving reads while the event log is down; /readyz says degraded, not unready', async () => {

@@ -117,7 +117,7 @@ describe('createBodyCache', () => {
     assert.equal(cache.stats().entries, 0, 'a key that never missed is not kept');
   });
 
-  it('stays within its byte bound, least recently used out first, and keeps no body over an eighth of it', () => {
+  it('stays within its byte bound, a body not asked for since it was kept out first, and keeps no body over an eighth of it', () => {
     const cache = createBodyCache({ maxBytes: 10_000 });
     cache.set([0, 1], 'big', parts(2_000));
     assert.equal(cache.stats().entries, 0);
@@ -128,5 +128,29 @@ describe('createBodyCache', () => {
     assert.ok(cache.stats().bytes <= 10_000, `${cache.stats().bytes} bytes`);
     assert.ok(cache.get([0, 1], 'k19'), 'the newest stays');
     assert.equal(cache.get([0, 1], 'k1'), undefined, 'the oldest went first');
+  });
+
+  it('gives a body asked for since it was kept a second chance before the others', () => {
+    const cache = createBodyCache({ maxBytes: 10_000 });
+    for (let i = 0; i < 9; i++) cache.set([0, 1], `k${i}`, parts(1_000)); // nine fit
+    assert.ok(cache.get([0, 1], 'k0'));
+    assert.ok(cache.get([0, 1], 'k2'));
+    // Past the bound: k1 and k3 (never asked for) go, k0 and k2 stay and move behind the rest.
+    for (let i = 9; i < 11; i++) cache.set([0, 1], `k${i}`, parts(1_000));
+    assert.ok(cache.stats().bytes <= 10_000, `${cache.stats().bytes} bytes`);
+    assert.equal(cache.get([0, 1], 'k1'), undefined);
+    assert.equal(cache.get([0, 1], 'k3'), undefined);
+    assert.ok(cache.get([0, 1], 'k0'), 'asked for since it was kept: kept');
+    assert.ok(cache.get([0, 1], 'k2'), 'asked for since it was kept: kept');
+    // Once moved its flag is cleared: with no new ask it goes out like any other.
+    const again = createBodyCache({ maxBytes: 8_000 });
+    for (let i = 0; i < 8; i++) again.set([0, 1], `a${i}`, parts(900)); // eight fit
+    assert.ok(again.get([0, 1], 'a0'));
+    // b0 is kept, then a0 moves behind it and a1 goes; then a2…a7 and b0 go, one per new body.
+    for (let i = 0; i < 8; i++) again.set([0, 1], `b${i}`, parts(900));
+    assert.equal(again.stats().entries, 8);
+    again.set([0, 1], 'b8', parts(900));
+    assert.equal(again.get([0, 1], 'a0'), undefined, 'its second chance was used up');
+    for (let i = 1; i < 9; i++) assert.ok(again.get([0, 1], `b${i}`));
   });
 });
