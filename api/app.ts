@@ -134,6 +134,8 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
     url: op.path,
     // Compressed by the handler (transport/compression.ts), which keeps compressed bodies: no plugin hooks.
     compress: false,
+    // A GET has no body to decompress: without the plugin's preParsing hook, a read runs no hook before its handler but onRequest.
+    ...(op.method === 'GET' ? { decompress: false } : {}),
     handler: async (request, reply) => {
       request.operation = op.operationId;
       reply.header('cache-control', CACHE_NO_STORE);
