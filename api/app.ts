@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import zlib from 'node:zlib';
 import compress from '@fastify/compress';
 import cors from '@fastify/cors';
@@ -21,6 +22,7 @@ import { callOperations } from './routes/calls.ts';
 import { pulseOperations } from './routes/pulse.ts';
 import { searchOperations } from './routes/search.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
+import { createTurnWrites } from '../transport/turn-writes.ts';
 import { BROTLI_QUALITY, COMPRESSION_THRESHOLD, GZIP_LEVEL, sendBody, sendParts } from '../transport/compression.ts';
 import { CACHE_NO_STORE, CACHE_REVALIDATE, etagOf, matchesIfNoneMatch } from './http/caching.ts';
 import { requestIdOf } from './http/request-id.ts';
@@ -315,6 +317,10 @@ function httpServer(services: Services, options: AppOptions, metrics: Metrics, o
     metrics.request('unmatched', refusal.status, reply.elapsedTime / 1000);
     sendError(reply, refusal);
   }
+
+  // Each connection's writes leave at the end of the event-loop turn, with the turn's other responses.
+  const turnWrites = createTurnWrites();
+  app.server.on('connection', (socket: Socket) => turnWrites.adopt(socket));
 
   const labelOf = operationLabeller(operations);
   // Set by a REST operation's handler: its label without a look-up (the route options getter builds an object per call).
