@@ -7,6 +7,7 @@ import { afterAll, beforeAll, it } from 'vitest';
 import { createIngestor } from '../../ingest/pipeline.ts';
 import { generateLines } from '../../ingest/generate/generate.ts';
 import { PROJECTS_COLLECTION } from '../../projectors/projects.ts';
+import { joinedBytes } from '../../service/spliced.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 
 const NOW = new Date('2026-11-05T12:00:00.000Z');
@@ -73,4 +74,17 @@ it('call pages and searches are the bytes of the serialised result', async () =>
   for (const q of [contract, project.id, 'example.org', '@nobody_here']) {
     await sameBytes(`/v1/search?q=${encodeURIComponent(q)}`, () => h.services.search.search(caller, { q }));
   }
+});
+
+it('joined bodies cut from shared slabs keep their own bytes while later bodies are joined (and across slabs)', () => {
+  const made: { body: Buffer; expected: string }[] = [];
+  // Sizes from a few bytes to past the slab's largest piece, enough of them to fill several slabs.
+  for (let i = 0; i < 400; i++) {
+    const size = [3, 700, 3500, 9000, 17000][i % 5]!;
+    const head = Buffer.from('h'.repeat(size) + String(i));
+    const tail = Buffer.from(`t${i}é`);
+    const readAt = `2026-11-05T12:00:${String(i % 60).padStart(2, '0')}.000Z`;
+    made.push({ body: joinedBytes([head, tail], readAt, `,"id":${i}}`), expected: `${head.toString()}${readAt}${tail.toString()},"id":${i}}` });
+  }
+  for (const { body, expected } of made) assert.equal(body.toString('utf8'), expected);
 });
