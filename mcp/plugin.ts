@@ -3,6 +3,7 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { errorResponse, type ServiceError } from '../service/errors.ts';
 import { sendBody } from '../transport/compression.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
+import { useJsonBodies } from '../transport/json-body.ts';
 import type { Budget, Protection } from '../service/guard.ts';
 import type { Services } from '../service/services.ts';
 import { createOriginCheck } from './origin.ts';
@@ -106,7 +107,9 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
   const originCheck = createOriginCheck(services.config);
 
   // Compressed by the handler (transport/compression.ts): the plugin's hooks would cost more than the rest of the send.
-  app.post(MCP_PATH, { compress: false }, async (request, reply) => {
+  // A compressed request body is decoded by the JSON parser (transport/json-body.ts), not by the plugin's hook.
+  useJsonBodies(app);
+  app.post(MCP_PATH, { compress: false, decompress: false }, async (request, reply) => {
     reply.header('cache-control', 'private, no-store');
     const foreign = originCheck({ host: request.headers.host, origin: request.headers.origin });
     if (foreign) return sendError(reply, foreign);

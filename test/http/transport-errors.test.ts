@@ -90,6 +90,60 @@ describe('request bodies with a Content-Encoding', () => {
   });
 });
 
+describe('request bodies on /mcp, decoded by its JSON parser', () => {
+  it('decodes gzip, deflate and br, and refuses what the other POST routes refuse, with the same answers', async () => {
+    const { gzipSync, deflateSync, brotliCompressSync } = await import('node:zlib');
+    const h = await createHarness();
+    try {
+      const key = await h.key('member', ['allow', 'link']);
+      const post = (url: string, encoding: string | undefined, payload: string | Buffer) =>
+        h.app.inject({
+          method: 'POST',
+          url,
+          headers: {
+            authorization: `Bearer ${key}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            ...(encoding === undefined ? {} : { 'content-encoding': encoding }),
+          },
+          payload,
+        });
+      const ping = '{"jsonrpc":"2.0","id":7,"method":"ping"}';
+      for (const [encoding, encode] of [
+        ['gzip', gzipSync],
+        ['deflate', deflateSync],
+        ['br', brotliCompressSync],
+        ['identity', (text: string) => Buffer.from(text)],
+      ] as const) {
+        const answered = await post('/mcp', encoding, encode(ping));
+        assert.equal(answered.statusCode, 200, `${encoding}: ${answered.body}`);
+        assert.deepEqual(answered.json(), { result: {}, jsonrpc: '2.0', id: 7 }, encoding);
+      }
+      // Each refusal as the thesis feed's POST (decoded by @fastify/compress) gives it.
+      const oversized = gzipSync(Buffer.from(`{"pad":"${' '.repeat(1024 * 1024 + 16)}"}`));
+      const refusals: [string | undefined, string | Buffer, number][] = [
+        ['bogus', '{}', 415],
+        ['gzip', 'not gzip at all', 400],
+        ['gzip', oversized, 413],
+        ['gzip', gzipSync('{not json'), 400],
+        ['gzip', gzipSync('{"__proto__":{"x":1}}'), 400],
+        [undefined, '{"constructor":{"prototype":{"x":1}}}', 400],
+        [undefined, '', 400],
+      ];
+      for (const [encoding, payload, status] of refusals) {
+        const mcp = await post('/mcp', encoding, payload);
+        const rest = await post('/v1/thesisfeed/theses', encoding, payload);
+        const label = `${encoding ?? 'no encoding'}: ${String(payload).slice(0, 20)}`;
+        assert.equal(mcp.statusCode, status, `${label}: ${mcp.body}`);
+        assert.equal(rest.statusCode, status, `${label} (REST): ${rest.body}`);
+        assert.deepEqual(mcp.json(), rest.json(), label);
+      }
+    } finally {
+      await h.close();
+    }
+  });
+});
+
 describe('worker roles share the plumbing', () => {
   it('answers unknown paths, parser refusals and its health routes with the envelope, request ids and nosniff', async () => {
     const { buildWorkerApp } = await import('../../api/app.ts');
