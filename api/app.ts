@@ -236,7 +236,8 @@ function operationLabeller(operations: readonly RestOperation[]) {
   const toolNames = new Set(mcpTools.map((t) => t.name));
   return (request: FastifyRequest): { operation: string; rpc?: { method: string; tool?: string } } => {
     if (request.operation !== '') return { operation: request.operation };
-    const route = request.routeOptions.url;
+    // The common MCP call, known by its URL: the route options getter builds an object per call.
+    const route = request.method === 'POST' && request.url === MCP_PATH ? MCP_PATH : request.routeOptions.url;
     if (route === undefined) return { operation: 'unmatched' };
     if (request.method === 'OPTIONS') return { operation: 'preflight' };
     const rest = byRoute.get(`${request.method} ${route}`);

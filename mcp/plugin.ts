@@ -33,9 +33,16 @@ const isToolCall = (m: JsonRpcRequest): boolean => m.method === 'tools/call';
  * basic. A batch takes the strictest class of its members.
  */
 export function protectionOf(services: Services, tools: readonly Tool[], body: unknown): Protection {
-  for (const message of messagesOf(body)) {
+  return protectionAmong(services, toolsByName(tools), messagesOf(body));
+}
+
+const toolsByName = (tools: readonly Tool[]): ReadonlyMap<string, Tool> => new Map(tools.map((tool) => [tool.name, tool]));
+
+function protectionAmong(services: Services, byName: ReadonlyMap<string, Tool>, messages: readonly JsonRpcRequest[]): Protection {
+  for (const message of messages) {
     if (!isToolCall(message)) continue;
-    const tool = tools.find((t) => t.name === message.params?.name);
+    const name = message.params?.name;
+    const tool = typeof name === 'string' ? byName.get(name) : undefined;
     const args = message.params?.arguments;
     if (!tool) continue;
     const rest = tool.input.toRest(typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {});
@@ -50,8 +57,10 @@ export function protectionOf(services: Services, tools: readonly Tool[], body: u
  * ping, or anything else that reads no data) spends the protocol budget.
  */
 export function budgetOf(body: unknown): Budget {
-  return messagesOf(body).some(isToolCall) ? 'requests' : 'protocol';
+  return budgetAmong(messagesOf(body));
 }
+
+const budgetAmong = (messages: readonly JsonRpcRequest[]): Budget => (messages.some(isToolCall) ? 'requests' : 'protocol');
 
 /** The SDK transport's JSON-RPC error layout for transport-level refusals (same bytes as before). */
 function sendRpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
@@ -59,7 +68,8 @@ function sendRpcError(reply: FastifyReply, status: number, code: number, message
 }
 
 /** `application/json` with or without parameters (charset), as a parsed media type. */
-const isJsonContentType = (value: string | undefined): boolean => value?.split(';')[0]?.trim().toLowerCase() === 'application/json';
+const isJsonContentType = (value: string | undefined): boolean =>
+  value === 'application/json' || value?.split(';')[0]?.trim().toLowerCase() === 'application/json';
 
 /** A batch's responses as one JSON array. */
 function batchOf(answers: readonly SerializedResponse[]): SerializedResponse {
@@ -104,6 +114,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
   const { services } = options;
   const tools = options.tools ?? toolTable;
   const endpoint = createMcpEndpoint(services, tools);
+  const byName = toolsByName(tools);
   const originCheck = createOriginCheck(services.config);
 
   // Compressed by the handler (transport/compression.ts): the plugin's hooks would cost more than the rest of the send.
@@ -115,19 +126,19 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     if (foreign) return sendError(reply, foreign);
 
     const body = request.body;
+    const received = messagesOf(body);
     const admitted = await services.guard.admit(
       request.headers.authorization,
-      protectionOf(services, tools, body),
-      budgetOf(body),
+      protectionAmong(services, byName, received),
+      budgetAmong(received),
       credentialMemoOf(request.raw.socket),
     );
     if (!admitted.ok) {
       const { error, headers } = admitted.refused;
-      const messages = messagesOf(body);
       // A refused tool call is answered as a tool error (spec §4.6: "a tool error asking the
       // caller to wait"); an authentication failure, or a refused message that is not a tool
       // call, gets the same HTTP error REST gives.
-      if (error.status === 401 || messages.length === 0 || !messages.every(isToolCall)) return sendError(reply, error, headers);
+      if (error.status === 401 || received.length === 0 || !received.every(isToolCall)) return sendError(reply, error, headers);
       reply.headers(headers);
       if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(error.retryAfter))));
     } else {

@@ -14,6 +14,7 @@ import {
 import type { Access } from './access.ts';
 import type { Caller } from './caller.ts';
 import type { CommitWatch } from './commit-watch.ts';
+import { isoClock } from './clock.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
 import { foldAsOf, readProjectStream } from './history.ts';
@@ -101,7 +102,7 @@ export type ProjectsDeps = {
 
 export function createProjectsService(deps: ProjectsDeps): ProjectsService {
   const { log, store, access, commits, bodies } = deps;
-  const now = deps.now ?? (() => new Date());
+  const readAtNow = isoClock(deps.now);
   const generation = deps.generation ?? (() => 0);
   // An event log's archive id is stable across calls and connections (the log contract): read once.
   let archive: Promise<string> | undefined;
@@ -119,7 +120,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     if (!bodies) return read();
     const version: CacheVersion = [generation(), await store.checkpoint(PROJECTS_COLLECTION)];
     const kept = bodies.get(version, key);
-    if (kept) return ok(fromParts<T>(kept, now().toISOString()));
+    if (kept) return ok(fromParts<T>(kept, readAtNow()));
     const result = await read();
     if (result.ok) {
       const split = result.value.parts();
@@ -138,7 +139,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
 
   async function boardPage(page: number, hasDossier: boolean | undefined): Promise<Result<Rendered<BoardPage>>> {
     const facets = facetsFor(hasDossier);
-    const readAt = now().toISOString();
+    const readAt = readAtNow();
     // The total and the rows from one snapshot: a commit between them would answer a total that is not the page's.
     const { total, docs } = await store.list<Project>(PROJECTS_COLLECTION, { facets, offset: (page - 1) * BOARD_PAGE_SIZE, limit: BOARD_PAGE_SIZE });
     return ok(
@@ -233,7 +234,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     if (q.since === SINCE_NOW && q.wait === undefined) {
       // A bookmark only: everything up to the high-water mark counts as already seen.
       const cursor = cursorAt(from.value, { s: (from.value.start as { after: { seq: number } }).after.seq, i: '' });
-      return ok(rendered<SyncPage, 'projects'>({ projects: plain([]), cursor, hasMore: false, limit, readAt: now().toISOString() }));
+      return ok(rendered<SyncPage, 'projects'>({ projects: plain([]), cursor, hasMore: false, limit, readAt: readAtNow() }));
     }
     // A page without a wait depends on the read model and its starting point alone.
     if (q.wait === undefined) {
@@ -248,7 +249,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     let read: DeltaRead;
     let readAt: string;
     for (;;) {
-      readAt = now().toISOString();
+      readAt = readAtNow();
       read = await sharedDelta(from, q.has_dossier, limit);
       const remaining = deadline - performance.now();
       if (read.rows.length > 0 || read.hasMore || remaining <= 0 || !commits) break;
@@ -298,7 +299,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     if (!isPublicProject(project)) return fail(errors.notFound(`project '${projectId}' was not yet on the board at ${at}`));
     if (!withContext) return ok(rendered<ProjectRead, 'project'>({ project: plain(project.doc) }));
     const context = foldAsOf(contextsProjector, projectId, events, atMs)?.doc ?? emptyContext();
-    return ok(rendered<ProjectRead, 'project'>({ project: plain(project.doc), context: await contextFrom(caller, project.doc, context, now().toISOString()) }));
+    return ok(rendered<ProjectRead, 'project'>({ project: plain(project.doc), context: await contextFrom(caller, project.doc, context, readAtNow()) }));
   }
 
   async function listRendered(query: unknown, options: WaitOptions = {}): Promise<Result<Rendered<BoardPage | SyncPage>>> {
@@ -360,7 +361,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     if (!found) return fail(errors.notFound(`no project with id or handle '${p.value.handle}'`));
     if (q.value.asOf !== undefined) return asOf(caller, found.id, q.value.asOf, q.value.include === 'context');
     if (q.value.include !== 'context') return ok(rendered<ProjectRead, 'project'>({ project: storedDoc(found) }));
-    const readAt = now().toISOString();
+    const readAt = readAtNow();
     return ok(rendered<ProjectRead, 'project'>({ project: storedDoc(found), context: await contextFor(caller, found.doc, readAt) }));
   }
 

@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import type { Project, projectSearchSchema, projectSearchStateSchema } from '../readmodels/schemas.ts';
 import type { Caller } from './caller.ts';
 import { createVersionedMap, type CacheVersion } from './body-cache.ts';
+import { isoClock } from './clock.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
 import type { ProjectsService } from './projects.ts';
 import { parseParams } from './requests/params.ts';
@@ -83,7 +84,7 @@ export type SearchDeps = {
 
 export function createSearchService(deps: SearchDeps): SearchService {
   const { store, projects } = deps;
-  const now = deps.now ?? (() => new Date());
+  const readAtNow = isoClock(deps.now);
   const generation = deps.generation ?? (() => 0);
 
   /**
@@ -153,7 +154,7 @@ export function createSearchService(deps: SearchDeps): SearchService {
     const parsed = parseParams(searchQuerySchema, query);
     if (!parsed.ok) return fail(errors.badRequest(parsed.message));
     const q = parsed.value.q;
-    const readAt = now().toISOString();
+    const readAt = readAtNow();
     const result = await outcomeOf(q);
     if (result === null) {
       return fail(

@@ -78,7 +78,8 @@ export function createServices(deps: ServiceDeps): Services {
     store,
     access,
     commits,
-    now,
+    // Given, or none: without a clock of their own they stamp readAt from a text made once a millisecond.
+    now: deps.now,
     bodies,
     generation: () => deps.stores.generations()?.serving ?? 0,
   });
@@ -98,7 +99,7 @@ export function createServices(deps: ServiceDeps): Services {
     // Call pages are served again from their rendered bytes while what they were read from is unchanged
     // (a page is at most 512 KiB; eight of the largest fit).
     calls: createCallsService({ store, now, generation: () => deps.stores.generations()?.serving ?? 0, bodies: createBodyCache({ maxBytes: CALL_BODY_CACHE_BYTES, keepAfterMisses: 2 }) }),
-    search: createSearchService({ store, projects, now, generation: () => deps.stores.generations()?.serving ?? 0 }),
+    search: createSearchService({ store, projects, now: deps.now, generation: () => deps.stores.generations()?.serving ?? 0 }),
     pulse: createPulseService({ store, now }),
     now,
   };
