@@ -121,7 +121,7 @@ export function meteredGuard(guard: Guard, metrics: Metrics): Guard {
   return {
     async admit(authorization, protection, budget, memo) {
       const admitted = await guard.admit(authorization, protection, budget, memo);
-      if (admitted.ok) metrics.rateDecision(budget === 'protocol' || 'RateLimit-Remaining' in admitted.value.headers ? 'allowed' : 'unprotected');
+      if (admitted.ok) metrics.rateDecision(budget === 'protocol' || 'ratelimit-remaining' in admitted.value.headers ? 'allowed' : 'unprotected');
       else if (admitted.refused.error.status === 429) metrics.rateDecision('limited');
       else if (admitted.refused.error.status === 503) metrics.rateDecision('refused_unavailable');
       return admitted;

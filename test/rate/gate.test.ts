@@ -28,11 +28,11 @@ describe('rate gate', () => {
       assert.deepEqual(await createRateGate(limiter).check('kid_1', protection), {
         ok: true,
         headers: {
-          'RateLimit-Limit': '60',
-          'RateLimit-Remaining': '12',
-          'RateLimit-Reset': '37',
-          'RateLimit-Policy': '"requests";q=60;w=60',
-          RateLimit: '"requests";r=12;t=37',
+          'ratelimit-limit': '60',
+          'ratelimit-remaining': '12',
+          'ratelimit-reset': '37',
+          'ratelimit-policy': '"requests";q=60;w=60',
+          ratelimit: '"requests";r=12;t=37',
         },
       });
       assert.deepEqual(asked, ['kid_1']);
@@ -49,12 +49,12 @@ describe('rate gate', () => {
           retryAfter: 14,
         },
         headers: {
-          'RateLimit-Limit': '60',
-          'RateLimit-Remaining': '0',
-          'RateLimit-Reset': '14',
-          'RateLimit-Policy': '"requests";q=60;w=60',
-          RateLimit: '"requests";r=0;t=14',
-          'Retry-After': '14',
+          'ratelimit-limit': '60',
+          'ratelimit-remaining': '0',
+          'ratelimit-reset': '14',
+          'ratelimit-policy': '"requests";q=60;w=60',
+          ratelimit: '"requests";r=0;t=14',
+          'retry-after': '14',
         },
       });
     });
@@ -70,7 +70,7 @@ describe('rate gate', () => {
     assert.deepEqual(await createRateGate(limiter).check('kid_1', 'protected'), {
       ok: false,
       error: { status: 503, code: 'unavailable', message: 'Rate protection is unavailable; wait 60 seconds and retry.', retryAfter: 60 },
-      headers: { 'Retry-After': '60' },
+      headers: { 'retry-after': '60' },
     });
   });
 
@@ -84,12 +84,12 @@ describe('rate gate', () => {
 
   it('counts basic and protected operations against one budget', async () => {
     const gate = createRateGate(createInProcessLimiter({ limit: 3, now: () => 1_750_000_000_000 }));
-    assert.equal((await gate.check('kid_1', 'basic')).headers['RateLimit-Remaining'], '2');
-    assert.equal((await gate.check('kid_1', 'protected')).headers['RateLimit-Remaining'], '1');
-    assert.equal((await gate.check('kid_1', 'basic')).headers['RateLimit-Remaining'], '0');
+    assert.equal((await gate.check('kid_1', 'basic')).headers['ratelimit-remaining'], '2');
+    assert.equal((await gate.check('kid_1', 'protected')).headers['ratelimit-remaining'], '1');
+    assert.equal((await gate.check('kid_1', 'basic')).headers['ratelimit-remaining'], '0');
     const refused = await gate.check('kid_1', 'protected');
     assert.equal(!refused.ok && refused.error.code, 'rate_limited');
-    assert.equal(refused.headers['Retry-After'], '60');
+    assert.equal(refused.headers['retry-after'], '60');
   });
 
   it('counts protocol messages in a bucket of their own, with their own limit and no RateLimit headers', async () => {
@@ -98,10 +98,10 @@ describe('rate gate', () => {
     for (let i = 0; i < 3; i++) assert.deepEqual(await gate.check('kid_1', 'basic', 'protocol'), { ok: true, headers: {} });
     const refused = await gate.check('kid_1', 'basic', 'protocol');
     assert.equal(!refused.ok && refused.error.code, 'rate_limited');
-    assert.deepEqual(refused.headers, { 'Retry-After': '60' });
+    assert.deepEqual(refused.headers, { 'retry-after': '60' });
     // The requests budget of the same key is untouched, and spending it leaves the protocol one as it was.
-    assert.equal((await gate.check('kid_1', 'basic')).headers['RateLimit-Remaining'], '1');
-    assert.equal((await gate.check('kid_1', 'basic')).headers['RateLimit-Remaining'], '0');
+    assert.equal((await gate.check('kid_1', 'basic')).headers['ratelimit-remaining'], '1');
+    assert.equal((await gate.check('kid_1', 'basic')).headers['ratelimit-remaining'], '0');
     assert.equal((await gate.check('kid_1', 'basic')).ok, false);
     assert.equal((await gate.check('kid_2', 'basic', 'protocol')).ok, true);
   });

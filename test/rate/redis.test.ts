@@ -157,7 +157,7 @@ describe('Redis limiter when Redis fails', () => {
     const gate = createRateGate(limiter);
     const up = await gate.check('killed', 'protected');
     assert.equal(up.ok, true);
-    assert.equal(up.headers['RateLimit-Remaining'], '59');
+    assert.equal(up.headers['ratelimit-remaining'], '59');
 
     await server.stop();
     assert.deepEqual(await limiter.consume('killed'), { ok: false, reason: 'unavailable' });
@@ -167,7 +167,7 @@ describe('Redis limiter when Redis fails', () => {
     assert.deepEqual(refused.error, {
       status: 503, code: 'unavailable', message: 'Rate protection is unavailable; wait 60 seconds and retry.', retryAfter: 60,
     });
-    assert.deepEqual(refused.headers, { 'Retry-After': '60' });
+    assert.deepEqual(refused.headers, { 'retry-after': '60' });
     assert.equal(await limiter.ping(), false);
 
     await server.restart();
