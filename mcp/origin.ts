@@ -43,14 +43,18 @@ export function createOriginCheck(config: Pick<Config, 'HOST' | 'PULSEBOARD_MCP_
     return host !== null && LOOPBACK_NAMES.includes(host.name);
   }
 
+  // The Host value last allowed, as sent: a client sends the same one on every call, parsed once.
+  let lastAllowedHost: string | undefined;
+
   return ({ host, origin }) => {
-    if (!anyHost) {
+    if (!anyHost && (host === undefined || host !== lastAllowedHost)) {
       const parsed = host === undefined ? null : splitHost(host);
       if (!parsed || !hostAllowed(hostEntries, parsed)) {
         return errors.forbidden(
           'the Host header does not name this server (DNS-rebinding protection of /mcp); connect by an allowed host name, or add it to PULSEBOARD_MCP_ALLOWED_HOSTS',
         );
       }
+      lastAllowedHost = host;
     }
     if (origin !== undefined && !originAllowed(origin)) {
       return errors.forbidden(

@@ -155,29 +155,33 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
     }
   }
 
+  function protocolAnswer(id: RequestId, method: string, message: JSONRPCRequest): SerializedResponse {
+    switch (method) {
+      case 'initialize': {
+        const parsed = InitializeRequestSchema.safeParse(message);
+        if (!parsed.success) {
+          return errorResponse(id, JSONRPC_INVALID_PARAMS, 'initialize needs params.protocolVersion (a string), params.capabilities (an object) and params.clientInfo ({name, version})');
+        }
+        // The client's version when this server speaks it, else the newest one it does (the client then decides).
+        const requested = parsed.data.params.protocolVersion;
+        return resultResponse(id, initializeResults.get(requested) ?? initializeResults.get(LATEST_PROTOCOL_VERSION)!);
+      }
+      case 'ping':
+        return resultResponse(id, '{}');
+      case 'tools/list':
+        return withId(toolsListHead, id);
+      default:
+        return errorResponse(id, JSONRPC_METHOD_NOT_FOUND, 'Method not found');
+    }
+  }
+
   return {
     toolsListResult,
-    async answer(message, context) {
+    answer(message, context) {
       const { id, method } = message;
-      switch (method) {
-        case 'initialize': {
-          const parsed = InitializeRequestSchema.safeParse(message);
-          if (!parsed.success) {
-            return errorResponse(id, JSONRPC_INVALID_PARAMS, 'initialize needs params.protocolVersion (a string), params.capabilities (an object) and params.clientInfo ({name, version})');
-          }
-          // The client's version when this server speaks it, else the newest one it does (the client then decides).
-          const requested = parsed.data.params.protocolVersion;
-          return resultResponse(id, initializeResults.get(requested) ?? initializeResults.get(LATEST_PROTOCOL_VERSION)!);
-        }
-        case 'ping':
-          return resultResponse(id, '{}');
-        case 'tools/list':
-          return withId(toolsListHead, id);
-        case 'tools/call':
-          return callTool(id, message.params, context);
-        default:
-          return errorResponse(id, JSONRPC_METHOD_NOT_FOUND, 'Method not found');
-      }
+      // A tool call hands back callTool's own promise (an async answer would settle its own through two more microtasks).
+      if (method === 'tools/call') return callTool(id, message.params, context);
+      return Promise.resolve(protocolAnswer(id, method, message));
     },
   };
 }

@@ -344,23 +344,29 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     });
   }
 
-  async function getRendered(caller: Caller, params: unknown, query: unknown): Promise<Result<Rendered<ProjectRead>>> {
+  // Not async: the common read hands back cachedRead's own promise (an async function returning a
+  // promise would settle its own through two more microtasks).
+  function getRendered(caller: Caller, params: unknown, query: unknown): Promise<Result<Rendered<ProjectRead>>> {
     const p = parseParams(projectParamsSchema, params);
-    if (!p.ok) return fail(errors.badRequest(p.message));
+    if (!p.ok) return Promise.resolve(fail(errors.badRequest(p.message)));
     const q = parseParams(projectQuerySchema, query);
-    if (!q.ok) return fail(errors.badRequest(q.message));
+    if (!q.ok) return Promise.resolve(fail(errors.badRequest(q.message)));
+    const handle = p.value.handle;
     if (q.value.asOf === undefined && q.value.include !== 'context') {
-      const handle = p.value.handle;
       return cachedRead(`project ${handle}`, async () => {
         const found = await resolve(handle);
         if (!found) return fail(errors.notFound(`no project with id or handle '${handle}'`));
         return ok(rendered<ProjectRead, 'project'>({ project: storedDoc(found) }));
       });
     }
-    const found = await resolve(p.value.handle);
-    if (!found) return fail(errors.notFound(`no project with id or handle '${p.value.handle}'`));
-    if (q.value.asOf !== undefined) return asOf(caller, found.id, q.value.asOf, q.value.include === 'context');
-    if (q.value.include !== 'context') return ok(rendered<ProjectRead, 'project'>({ project: storedDoc(found) }));
+    return enrichedOrPast(caller, handle, q.value);
+  }
+
+  async function enrichedOrPast(caller: Caller, handle: string, q: z.infer<typeof projectQuerySchema>): Promise<Result<Rendered<ProjectRead>>> {
+    const found = await resolve(handle);
+    if (!found) return fail(errors.notFound(`no project with id or handle '${handle}'`));
+    if (q.asOf !== undefined) return asOf(caller, found.id, q.asOf, q.include === 'context');
+    if (q.include !== 'context') return ok(rendered<ProjectRead, 'project'>({ project: storedDoc(found) }));
     const readAt = readAtNow();
     return ok(rendered<ProjectRead, 'project'>({ project: storedDoc(found), context: await contextFor(caller, found.doc, readAt) }));
   }
