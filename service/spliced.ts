@@ -156,10 +156,21 @@ function sentBytes(size: number): Buffer {
  * response paid more for that than for copying its bytes).
  */
 export function joinedBytes(pieces: readonly Buffer[], between: string, end = ''): Buffer {
+  const out = sentBytes(joinedSize(pieces, between, end));
+  joinInto(out, pieces, between, end);
+  return out;
+}
+
+/** The UTF-8 size of `pieces` joined with `between` and followed by `end` (see joinedBytes). */
+export function joinedSize(pieces: readonly Buffer[], between: string, end = ''): number {
   const betweenBytes = pieces.length > 1 ? Buffer.byteLength(between, 'utf8') : 0;
   let size = Buffer.byteLength(end, 'utf8') + betweenBytes * (pieces.length - 1);
   for (const piece of pieces) size += piece.length;
-  const out = sentBytes(size);
+  return size;
+}
+
+/** Writes the join of joinedBytes into the start of `out`, which holds at least its joinedSize. */
+export function joinInto(out: Buffer, pieces: readonly Buffer[], between: string, end = ''): void {
   let at = 0;
   for (let i = 0; i < pieces.length; i++) {
     if (i > 0) at += out.write(between, at, 'utf8');
@@ -169,7 +180,6 @@ export function joinedBytes(pieces: readonly Buffer[], between: string, end = ''
     at += piece.length;
   }
   out.write(end, at, 'utf8');
-  return out;
 }
 
 /** A response ready for either transport: as a value or as JSON text (the same bytes as stringifying the value). */

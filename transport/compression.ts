@@ -1,7 +1,8 @@
 import zlib from 'node:zlib';
 import negotiator from '@fastify/accept-negotiator';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { bodyWith, type BodyParts } from '../service/spliced.ts';
+import { bodyWith, joinedSize, joinInto, type BodyParts } from '../service/spliced.ts';
+import { createSendBuffers } from './send-buffers.ts';
 
 /**
  * Compression of the JSON the transports send (REST operations, /mcp): br or gzip when the caller
@@ -79,8 +80,25 @@ export function compressParts(parts: BodyParts, readAt: string, encoding: Encodi
 export function sendParts(request: FastifyRequest, reply: FastifyReply, parts: BodyParts, readAt: string): FastifyReply {
   const size = parts.head.length + (parts.tail === null ? 0 : readAt.length + parts.tail.length);
   const encoding = size >= COMPRESSION_THRESHOLD ? negotiateEncoding(request.headers, parts.tail !== null) : null;
-  if (encoding === null) return reply.send(bodyWith(parts, readAt));
+  if (encoding === null) return reply.send(pooledBody(reply, parts, readAt) ?? bodyWith(parts, readAt));
   return encoded(reply, encoding).send(compressParts(parts, readAt, encoding));
+}
+
+const sendBuffers = createSendBuffers();
+
+/**
+ * A large kept body joined with this request's readAt into a buffer of the pool, which it goes back to
+ * when the response closes; null when the body needs no join or is not of a pooled size.
+ */
+function pooledBody(reply: FastifyReply, parts: BodyParts, readAt: string): Buffer | null {
+  if (parts.tail === null || parts.first?.readAt === readAt) return null;
+  const pieces = [parts.head, parts.tail];
+  const size = joinedSize(pieces, readAt);
+  const buffer = sendBuffers.acquire(size);
+  if (buffer === null) return null;
+  joinInto(buffer, pieces, readAt);
+  reply.raw.once('close', () => sendBuffers.release(buffer));
+  return buffer.subarray(0, size);
 }
 
 /** A body made for this request, as text or as its UTF-8 bytes, compressed when the caller accepts that. */
