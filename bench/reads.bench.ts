@@ -32,11 +32,12 @@ import { openStores } from '../service/stores.ts';
 import { benchConfig, dataSetSpec, ensureDataSet, type DataSetSpec } from './dataset.ts';
 import { connectRawHttp } from './raw-http.ts';
 import type { RecordedBody } from './reads-server.ts';
-import { replayable, startServer } from './servers.ts';
+import { processCpuMicros } from './process-cpu.ts';
+import { replayable, startServer, type Server } from './servers.ts';
 import { median } from './median.ts';
 import { cpuTimes, stolenSince } from './steal.ts';
 
-type LoadResult = { requests: { average: number }; latency: { p99: number }; non2xx: number; errors: number; timeouts: number };
+type LoadResult = { requests: { average: number; total: number }; latency: { p99: number }; non2xx: number; errors: number; timeouts: number };
 type LoadOptions = { url: string; connections: number; duration: number; method?: string; headers?: Record<string, string>; body?: string };
 const autocannon = createRequire(import.meta.url)('autocannon') as (options: LoadOptions) => Promise<LoadResult>;
 
@@ -112,6 +113,14 @@ async function load(port: number, path: string, extra: Omit<LoadOptions, 'url' |
     throw new Error(`${path}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts under load`);
   }
   return result;
+}
+
+/** A load with the server's CPU a request over it (µs of the server process alone; NaN where /proc cannot say). */
+async function loadOn(server: Server, path: string, extra: Omit<LoadOptions, 'url' | 'connections' | 'duration'> = {}): Promise<{ result: LoadResult; cpuUs: number }> {
+  const before = processCpuMicros(server.pid);
+  const result = await load(server.port, path, extra);
+  const after = processCpuMicros(server.pid);
+  return { result, cpuUs: before === null || after === null ? Number.NaN : (after - before) / result.requests.total };
 }
 
 type SizeResult = {
@@ -414,21 +423,28 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     // apart, so a slow spell of this shared machine moves one round, not the figure.
     const rps: Record<string, number> = {};
     const bareRps: Record<string, number> = {};
-    type Sample = { served: number; p99: number; bare: number; sameHeaders: number };
+    type Sample = { served: number; p99: number; bare: number; sameHeaders: number; servedCpu: number; bareCpu: number };
     const samples = new Map<string, Sample[]>(Object.keys(targets).map((label) => [label, []]));
     const loadsStarted = cpuTimes();
     try {
       for (let round = 0; round < ROUNDS; round++) {
         for (const [label, path] of Object.entries(targets)) {
           const loads = [
-            () => load(app.port, path, { headers }),
-            () => load(bare.port, path),
-            () => load(bareWithHeaders.port, path),
+            () => loadOn(app, path, { headers }),
+            () => loadOn(bare, path),
+            () => loadOn(bareWithHeaders, path),
           ];
-          const results: LoadResult[] = [];
+          const results: { result: LoadResult; cpuUs: number }[] = [];
           for (const i of round % 2 === 0 ? [0, 1, 2] : [2, 1, 0]) results[i] = await loads[i]!();
-          const [served, baseline, sameHeaders] = results as [LoadResult, LoadResult, LoadResult];
-          samples.get(label)!.push({ served: served.requests.average, p99: served.latency.p99, bare: baseline.requests.average, sameHeaders: sameHeaders.requests.average });
+          const [served, baseline, sameHeaders] = results as [(typeof results)[0], (typeof results)[0], (typeof results)[0]];
+          samples.get(label)!.push({
+            served: served.result.requests.average,
+            p99: served.result.latency.p99,
+            bare: baseline.result.requests.average,
+            sameHeaders: sameHeaders.result.requests.average,
+            servedCpu: served.cpuUs,
+            bareCpu: baseline.cpuUs,
+          });
         }
       }
     } finally {
@@ -447,18 +463,27 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
       );
     }
     out('  (bare: the body alone, the goal\'s baseline; +headers: the body with the headers the service sent beside it)');
+    // The same rounds' cost in the server alone: the load generator shares the machine, and how the
+    // scheduler places it moves req/s (and its ratio) far more than the server's CPU a request.
+    out(`server CPU a request (µs, median of ${ROUNDS} rounds)  service    bare  bare/service`);
+    for (const label of Object.keys(targets)) {
+      const taken = samples.get(label)!;
+      const servedCpu = median(taken.map((t) => t.servedCpu));
+      const bareCpu = median(taken.map((t) => t.bareCpu));
+      out(`  ${label.padEnd(43)} ${servedCpu.toFixed(1).padStart(7)} ${bareCpu.toFixed(1).padStart(7)} ${(bareCpu / servedCpu).toFixed(3).padStart(8)}`);
+    }
     const lastLabel = Object.keys(targets)[1]!;
     out(`board last page vs page 1: ${(rps['board page 1']! / rps[lastLabel]!).toFixed(2)}x the time per request`);
 
     // MCP against its REST twin, in rounds the same way.
     const rpcHeaders = { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     const rpc = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_project', arguments: { handle: projectId } } });
-    const pairs: { mcp: number; rest: number }[] = [];
+    const pairs: { mcp: number; rest: number; mcpCpu: number; restCpu: number }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      const viaMcp = () => load(app.port, '/mcp', { method: 'POST', headers: rpcHeaders, body: rpc });
-      const viaRest = () => load(app.port, targets['one project']!, { headers });
-      let mcp: LoadResult;
-      let rest: LoadResult;
+      const viaMcp = () => loadOn(app, '/mcp', { method: 'POST', headers: rpcHeaders, body: rpc });
+      const viaRest = () => loadOn(app, targets['one project']!, { headers });
+      let mcp: Awaited<ReturnType<typeof loadOn>>;
+      let rest: Awaited<ReturnType<typeof loadOn>>;
       if (round % 2 === 0) {
         mcp = await viaMcp();
         rest = await viaRest();
@@ -466,13 +491,16 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
         rest = await viaRest();
         mcp = await viaMcp();
       }
-      pairs.push({ mcp: mcp.requests.average, rest: rest.requests.average });
+      pairs.push({ mcp: mcp.result.requests.average, rest: rest.result.requests.average, mcpCpu: mcp.cpuUs, restCpu: rest.cpuUs });
     }
     const mcpRps = median(pairs.map((p) => p.mcp));
     const mcpRatios = pairs.map((p) => p.mcp / p.rest);
     out(
       `MCP get_project ${mcpRps.toFixed(0)} req/s; its REST twin ${median(pairs.map((p) => p.rest)).toFixed(0)} req/s; ratio ${median(mcpRatios).toFixed(3)} (median of ${ROUNDS} rounds: ${mcpRatios.map((r) => r.toFixed(2)).join(' ')})`,
     );
+    const mcpCpu = median(pairs.map((p) => p.mcpCpu));
+    const restCpu = median(pairs.map((p) => p.restCpu));
+    out(`  (server CPU a request: MCP ${mcpCpu.toFixed(1)} µs, its REST twin ${restCpu.toFixed(1)} µs; REST/MCP ${(restCpu / mcpCpu).toFixed(3)})`);
     out(`  (${stolenSince(loadsStarted)})`);
 
     const memory = memoryOf(app.pid);
