@@ -3,6 +3,7 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { errorResponse, type ServiceError } from '../service/errors.ts';
 import { sendBody } from '../transport/compression.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
+import { giveBackWhenClosed, sendBuffers } from '../transport/send-buffers.ts';
 import { useJsonBodies } from '../transport/json-body.ts';
 import type { Budget, Protection } from '../service/guard.ts';
 import type { Services } from '../service/services.ts';
@@ -71,13 +72,15 @@ function sendRpcError(reply: FastifyReply, status: number, code: number, message
 const isJsonContentType = (value: string | undefined): boolean =>
   value === 'application/json' || value?.split(';')[0]?.trim().toLowerCase() === 'application/json';
 
-/** A batch's responses as one JSON array. */
+/** A batch's responses as one JSON array (a lent answer is copied into it and given back). */
 function batchOf(answers: readonly SerializedResponse[]): SerializedResponse {
   if (answers.every((answer) => typeof answer === 'string')) return `[${answers.join(',')}]`;
   const pieces: Buffer[] = [];
   answers.forEach((answer, i) => pieces.push(Buffer.from(i === 0 ? '[' : ','), typeof answer === 'string' ? Buffer.from(answer, 'utf8') : answer));
   pieces.push(Buffer.from(']'));
-  return Buffer.concat(pieces);
+  const joined = Buffer.concat(pieces);
+  for (const answer of answers) if (typeof answer !== 'string') sendBuffers.giveBack(answer);
+  return joined;
 }
 
 /** The SDK transport's batch bound. */
@@ -189,6 +192,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     const payload = Array.isArray(body)
       ? batchOf(await Promise.all(requests.map((message) => endpoint.answer(message, context))))
       : await endpoint.answer(requests[0]!, context);
+    // A large result was joined into a lent buffer (transport/send-buffers.ts): back to the pool once the response is over.
+    if (typeof payload !== 'string') giveBackWhenClosed(reply.raw, payload);
     return sendBody(request, reply.code(200).header('content-type', 'application/json'), payload);
   });
 

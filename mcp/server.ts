@@ -10,7 +10,8 @@ import type { Caller } from '../service/caller.ts';
 import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { parseParams } from '../service/requests/params.ts';
-import { joinedBytes, type BodyParts, type Rendered } from '../service/spliced.ts';
+import { joinedBytes, joinedSize, joinInto, type BodyParts, type Rendered } from '../service/spliced.ts';
+import { sendBuffers } from '../transport/send-buffers.ts';
 import { toolListing } from './listing.ts';
 import { serializedToolSuccess, serializedToolSuccessText, toolFailure } from './results.ts';
 import type { Tool } from './tools.ts';
@@ -117,7 +118,12 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
     const split = rendered.kept ? rendered.parts() : null;
     const pieces = split === null ? null : piecesOf(split.parts);
     if (split === null || pieces === null) return resultResponse(id, serializedToolSuccessText(rendered.json()));
-    return joinedBytes(pieces, split.readAt, `${idJson(id)}}`);
+    const end = `${idJson(id)}}`;
+    // A large result (a page of projects or calls) is joined into a buffer lent until its response closes.
+    const lent = sendBuffers.lend(joinedSize(pieces, split.readAt, end));
+    if (lent === null) return joinedBytes(pieces, split.readAt, end);
+    joinInto(lent, pieces, split.readAt, end);
+    return lent;
   }
 
   /** The response to a tools/call: a tool's result, or a tool error (never a JSON-RPC error). */

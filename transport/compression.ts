@@ -2,7 +2,7 @@ import zlib from 'node:zlib';
 import negotiator from '@fastify/accept-negotiator';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { bodyWith, joinedSize, joinInto, type BodyParts } from '../service/spliced.ts';
-import { createSendBuffers } from './send-buffers.ts';
+import { giveBackWhenClosed, sendBuffers } from './send-buffers.ts';
 
 /**
  * Compression of the JSON the transports send (REST operations, /mcp): br or gzip when the caller
@@ -84,8 +84,6 @@ export function sendParts(request: FastifyRequest, reply: FastifyReply, parts: B
   return encoded(reply, encoding).send(compressParts(parts, readAt, encoding));
 }
 
-const sendBuffers = createSendBuffers();
-
 /**
  * A large kept body joined with this request's readAt into a buffer of the pool, which it goes back to
  * when the response closes; null when the body needs no join or is not of a pooled size.
@@ -93,12 +91,11 @@ const sendBuffers = createSendBuffers();
 function pooledBody(reply: FastifyReply, parts: BodyParts, readAt: string): Buffer | null {
   if (parts.tail === null || parts.first?.readAt === readAt) return null;
   const pieces = [parts.head, parts.tail];
-  const size = joinedSize(pieces, readAt);
-  const buffer = sendBuffers.acquire(size);
-  if (buffer === null) return null;
-  joinInto(buffer, pieces, readAt);
-  reply.raw.once('close', () => sendBuffers.release(buffer));
-  return buffer.subarray(0, size);
+  const body = sendBuffers.lend(joinedSize(pieces, readAt));
+  if (body === null) return null;
+  joinInto(body, pieces, readAt);
+  giveBackWhenClosed(reply.raw, body);
+  return body;
 }
 
 /** A body made for this request, as text or as its UTF-8 bytes, compressed when the caller accepts that. */

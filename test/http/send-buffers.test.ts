@@ -10,36 +10,37 @@ import { createTurnWrites } from '../../transport/turn-writes.ts';
 describe('send buffers', () => {
   it('lends buffers of pooled sizes only, and the same one again once it is given back', () => {
     const pool = createSendBuffers();
-    expect(pool.acquire(16 * 1024)).toBeNull();
-    expect(pool.acquire(1024 * 1024 + 1)).toBeNull();
-    const first = pool.acquire(40_000)!;
-    expect(first.length).toBe(64 * 1024);
-    const second = pool.acquire(40_000)!;
-    expect(second).not.toBe(first);
-    pool.release(first);
+    expect(pool.lend(16 * 1024)).toBeNull();
+    expect(pool.lend(1024 * 1024 + 1)).toBeNull();
+    const first = pool.lend(40_000)!;
+    expect(first.length).toBe(40_000);
+    expect(first.buffer.byteLength).toBe(64 * 1024);
+    const second = pool.lend(40_000)!;
+    expect(second.buffer).not.toBe(first.buffer);
+    pool.giveBack(first);
     expect(pool.keptBytes()).toBe(64 * 1024);
-    expect(pool.acquire(60_000)).toBe(first);
+    expect(pool.lend(60_000)!.buffer).toBe(first.buffer);
     expect(pool.keptBytes()).toBe(0);
   });
 
   it('never lends one buffer twice at once: a second release, or a buffer it did not lend, is ignored', () => {
     const pool = createSendBuffers();
-    const lent = pool.acquire(100_000)!;
-    pool.release(lent);
-    pool.release(lent);
-    pool.release(Buffer.alloc(128 * 1024));
+    const lent = pool.lend(100_000)!;
+    pool.giveBack(lent);
+    pool.giveBack(lent);
+    pool.giveBack(Buffer.allocUnsafeSlow(128 * 1024));
     expect(pool.keptBytes()).toBe(128 * 1024);
-    const a = pool.acquire(100_000)!;
-    const b = pool.acquire(100_000)!;
-    expect(a).toBe(lent);
-    expect(b).not.toBe(a);
+    const a = pool.lend(100_000)!;
+    const b = pool.lend(100_000)!;
+    expect(a.buffer).toBe(lent.buffer);
+    expect(b.buffer).not.toBe(a.buffer);
   });
 
   it('keeps idle buffers up to its limit', () => {
     const pool = createSendBuffers(64 * 1024);
-    const [a, b] = [pool.acquire(50_000)!, pool.acquire(50_000)!];
-    pool.release(a);
-    pool.release(b);
+    const [a, b] = [pool.lend(50_000)!, pool.lend(50_000)!];
+    pool.giveBack(a);
+    pool.giveBack(b);
     expect(pool.keptBytes()).toBe(64 * 1024);
   });
 });
