@@ -15,6 +15,8 @@ export type SendBuffers = {
   lend(size: number): Buffer | null;
   /** Gives back a body from `lend` whose bytes nothing will read again; anything else is ignored. */
   giveBack(body: Buffer): void;
+  /** Whether `body` is lent by this pool (and not given back yet). */
+  lends(body: Buffer): boolean;
   /** Bytes of the idle buffers kept (for tests). */
   keptBytes(): number;
 };
@@ -51,6 +53,7 @@ export function createSendBuffers(keepBytes = 8 * 1024 * 1024): SendBuffers {
       list.push(buffer);
       kept += buffer.length;
     },
+    lends: (body) => lent.has(body.buffer),
     keptBytes: () => kept,
   };
 }
@@ -58,7 +61,7 @@ export function createSendBuffers(keepBytes = 8 * 1024 * 1024): SendBuffers {
 /** The process's pool, shared by the transports (REST pages, MCP results). */
 export const sendBuffers = createSendBuffers();
 
-/** Gives `body` back to the process's pool when the response closes (a body it did not lend is left alone). */
+/** Gives `body` back to the process's pool when the response closes, if the pool lent it. */
 export function giveBackWhenClosed(response: { once(event: 'close', listener: () => void): unknown }, body: Buffer): void {
-  response.once('close', () => sendBuffers.giveBack(body));
+  if (sendBuffers.lends(body)) response.once('close', () => sendBuffers.giveBack(body));
 }

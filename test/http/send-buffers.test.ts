@@ -17,7 +17,10 @@ describe('send buffers', () => {
     expect(first.buffer.byteLength).toBe(64 * 1024);
     const second = pool.lend(40_000)!;
     expect(second.buffer).not.toBe(first.buffer);
+    expect(pool.lends(first)).toBe(true);
+    expect(pool.lends(Buffer.alloc(40_000))).toBe(false);
     pool.giveBack(first);
+    expect(pool.lends(first)).toBe(false);
     expect(pool.keptBytes()).toBe(64 * 1024);
     expect(pool.lend(60_000)!.buffer).toBe(first.buffer);
     expect(pool.keptBytes()).toBe(0);
