@@ -72,11 +72,15 @@ function anonymousMemoryOf(pid: number): string {
   let arenaCount = 0;
   let other = 0;
   let kind: 'brk' | 'arena' | 'other' | null = null;
+  let mappingKb = 0;
+  // The largest of the other anonymous mappings (resident kB, mapping kB): where a run's unusual growth went.
+  const largest: { kb: number; of: number }[] = [];
   for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
-    const header = /^([0-9a-f]+)-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    const header = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
     if (header) {
-      const path = header[2]!;
+      const path = header[3]!;
       const start = BigInt(`0x${header[1]}`);
+      mappingKb = Number((BigInt(`0x${header[2]}`) - start) / 1024n);
       kind = path === '[heap]' ? 'brk' : path === '' ? (start % (64n << 20n) === 0n ? 'arena' : 'other') : null;
       if (kind === 'arena') arenaCount += 1;
       continue;
@@ -86,10 +90,16 @@ function anonymousMemoryOf(pid: number): string {
     const kb = Number(anonymous[1]);
     if (kind === 'brk') brk += kb;
     else if (kind === 'arena') arenas += kb;
-    else other += kb;
+    else {
+      other += kb;
+      largest.push({ kb, of: mappingKb });
+      largest.sort((a, b) => b.kb - a.kb);
+      largest.length = Math.min(largest.length, 3);
+    }
   }
   const mb = (kb: number) => (kb / 1024).toFixed(0);
-  return `malloc main heap ${mb(brk)}, other malloc arenas ${mb(arenas)} (${arenaCount} mappings on 64 MiB boundaries), other anonymous (V8 heap, stacks, large blocks) ${mb(other)}`;
+  const top = largest.map((m) => `${mb(m.kb)} of ${mb(m.of)}`).join(', ');
+  return `malloc main heap ${mb(brk)}, other malloc arenas ${mb(arenas)} (${arenaCount} mappings on 64 MiB boundaries), other anonymous (V8 heap, stacks, large blocks) ${mb(other)} (largest: ${top})`;
 }
 
 /** A key for the bench, issued once per cached data set (issuing appends to its log). */
