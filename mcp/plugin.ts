@@ -57,10 +57,6 @@ function protectionAmong(services: Services, byName: ReadonlyMap<string, Tool>, 
  * shared with REST; one holding only protocol messages (initialize, notifications, tools/list,
  * ping, or anything else that reads no data) spends the protocol budget.
  */
-export function budgetOf(body: unknown): Budget {
-  return budgetAmong(messagesOf(body));
-}
-
 const budgetAmong = (messages: readonly JsonRpcRequest[]): Budget => (messages.some(isToolCall) ? 'requests' : 'protocol');
 
 /** The SDK transport's JSON-RPC error layout for transport-level refusals (same bytes as before). */

@@ -10,8 +10,8 @@ import type { Caller } from '../service/caller.ts';
 import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { parseParams } from '../service/requests/params.ts';
-import { joinedBytes, joinedSize, joinInto, type BodyParts, type Rendered } from '../service/spliced.ts';
-import { sendBuffers } from '../transport/send-buffers.ts';
+import { joinedBytes, type BodyParts, type Rendered } from '../service/spliced.ts';
+import { lentJoin } from '../transport/send-buffers.ts';
 import { toolListing } from './listing.ts';
 import { serializedToolSuccess, serializedToolSuccessText, toolFailure } from './results.ts';
 import type { Tool } from './tools.ts';
@@ -120,10 +120,7 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
     if (split === null || pieces === null) return resultResponse(id, serializedToolSuccessText(rendered.json()));
     const end = `${idJson(id)}}`;
     // A large result (a page of projects or calls) is joined into a buffer lent until its response closes.
-    const lent = sendBuffers.lend(joinedSize(pieces, split.readAt, end));
-    if (lent === null) return joinedBytes(pieces, split.readAt, end);
-    joinInto(lent, pieces, split.readAt, end);
-    return lent;
+    return lentJoin(pieces, split.readAt, end) ?? joinedBytes(pieces, split.readAt, end);
   }
 
   /** The response to a tools/call: a tool's result, or a tool error (never a JSON-RPC error). */

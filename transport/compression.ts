@@ -1,8 +1,8 @@
 import zlib from 'node:zlib';
 import negotiator from '@fastify/accept-negotiator';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { bodyWith, joinedSize, joinInto, type BodyParts } from '../service/spliced.ts';
-import { giveBackWhenClosed, sendBuffers } from './send-buffers.ts';
+import { bodyWith, type BodyParts } from '../service/spliced.ts';
+import { giveBackWhenClosed, lentJoin } from './send-buffers.ts';
 
 /**
  * Compression of the JSON the transports send (REST operations, /mcp): br or gzip when the caller
@@ -90,11 +90,8 @@ export function sendParts(request: FastifyRequest, reply: FastifyReply, parts: B
  */
 function pooledBody(reply: FastifyReply, parts: BodyParts, readAt: string): Buffer | null {
   if (parts.tail === null || parts.first?.readAt === readAt) return null;
-  const pieces = [parts.head, parts.tail];
-  const body = sendBuffers.lend(joinedSize(pieces, readAt));
-  if (body === null) return null;
-  joinInto(body, pieces, readAt);
-  giveBackWhenClosed(reply.raw, body);
+  const body = lentJoin([parts.head, parts.tail], readAt);
+  if (body !== null) giveBackWhenClosed(reply.raw, body);
   return body;
 }
 

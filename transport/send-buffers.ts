@@ -1,3 +1,5 @@
+import { joinedSize, joinInto } from '../service/spliced.ts';
+
 /**
  * Buffers for large response bodies that are joined anew for every request (a kept page with this
  * request's `readAt` put in, an MCP result with its id), used again once their response is over. A
@@ -60,6 +62,16 @@ export function createSendBuffers(keepBytes = 8 * 1024 * 1024): SendBuffers {
 
 /** The process's pool, shared by the transports (REST pages, MCP results). */
 export const sendBuffers = createSendBuffers();
+
+/**
+ * `pieces` joined as service/spliced.ts `joinedBytes` joins them, into a body lent by the process's
+ * pool; null for a size the pool does not serve (then joinedBytes makes it).
+ */
+export function lentJoin(pieces: readonly Buffer[], between: string, end = ''): Buffer | null {
+  const body = sendBuffers.lend(joinedSize(pieces, between, end));
+  if (body !== null) joinInto(body, pieces, between, end);
+  return body;
+}
 
 /** Gives `body` back to the process's pool when the response closes, if the pool lent it. */
 export function giveBackWhenClosed(response: { once(event: 'close', listener: () => void): unknown }, body: Buffer): void {
