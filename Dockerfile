@@ -26,4 +26,4 @@ USER node
 # Memory (issue 12, docs/decisions.md "Server memory at 1M projects"): two glibc malloc arenas instead of
 # one per thread that mallocs, and an 8 MB semi-space instead of V8's default (a 128 MB young generation).
 ENV MALLOC_ARENA_MAX=2
-CMD ["node","--disable-warning=ExperimentalWarning","--max-semi-space-size=8","--heap-growing-percent=25","bin/pulseboard.ts","serve"]
+CMD ["node","--disable-warning=ExperimentalWarning","--max-semi-space-size=8","--heap-growing-percent=50","bin/pulseboard.ts","serve"]

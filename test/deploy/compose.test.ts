@@ -189,7 +189,7 @@ describe('Dockerfile', () => {
   });
 
   it('starts the service with the serve command', () => {
-    assert.ok(lines.includes('CMD ["node","--disable-warning=ExperimentalWarning","--max-semi-space-size=8","--heap-growing-percent=25","bin/pulseboard.ts","serve"]'));
+    assert.ok(lines.includes('CMD ["node","--disable-warning=ExperimentalWarning","--max-semi-space-size=8","--heap-growing-percent=50","bin/pulseboard.ts","serve"]'));
   });
 
   it('limits glibc malloc arenas for every process of the image (issue 12: server memory)', () => {
