@@ -70,10 +70,15 @@ describe('docker-compose.yml', () => {
   it('runs the four roles from one pulseboard image tagged with the package version', () => {
     const roles = pulseboardServices.map(([, service]) => {
       const command = Array.isArray(service.command) ? service.command : [];
-      assert.deepEqual(command.slice(0, 4), ['node', '--disable-warning=ExperimentalWarning', 'bin/pulseboard.ts', 'serve']);
-      assert.equal(command[4], '--role');
-      return command[5];
+      const script = command.indexOf('bin/pulseboard.ts');
+      assert.deepEqual(command.slice(0, 2), ['node', '--disable-warning=ExperimentalWarning']);
+      assert.ok(command.slice(2, script).every((flag) => /^--[a-z-]+=\d+$/.test(flag)), `${command.join(' ')}: only Node flags before the script`);
+      assert.deepEqual(command.slice(script + 1, script + 3), ['serve', '--role']);
+      return command[script + 3];
     });
+    // The role that serves reads runs with the memory flags `npm start` passes (docs/decisions.md, fourteenth pass).
+    const api = pulseboardServices.find(([name]) => name === 'api')![1].command as string[];
+    assert.deepEqual(api.slice(2, api.indexOf('bin/pulseboard.ts')), ['--max-semi-space-size=8', '--heap-growing-percent=50']);
     assert.deepEqual([...roles].sort(), [...ROLES].sort(), 'each role exactly once');
     for (const [name, service] of pulseboardServices) {
       assert.equal(service.image, `pulseboard:${packageVersion}`, name);
