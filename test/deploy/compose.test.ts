@@ -10,6 +10,7 @@ import { describe, it } from 'vitest';
 import { parse } from 'yaml';
 import { configSchema, parseConfig } from '../../config/config.ts';
 import { images as testImages } from '../support/containers.ts';
+import { startCommand } from '../../bench/servers.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const composeText = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
@@ -78,7 +79,7 @@ describe('docker-compose.yml', () => {
     });
     // The role that serves reads runs with the memory flags `npm start` passes (docs/decisions.md, fourteenth pass).
     const api = pulseboardServices.find(([name]) => name === 'api')![1].command as string[];
-    assert.deepEqual(api.slice(2, api.indexOf('bin/pulseboard.ts')), ['--max-semi-space-size=8', '--heap-growing-percent=50']);
+    assert.deepEqual(api.slice(2, api.indexOf('bin/pulseboard.ts')), startCommand().flags);
     assert.deepEqual([...roles].sort(), [...ROLES].sort(), 'each role exactly once');
     for (const [name, service] of pulseboardServices) {
       assert.equal(service.image, `pulseboard:${packageVersion}`, name);
@@ -193,11 +194,15 @@ describe('Dockerfile', () => {
     assert.ok(lines.lastIndexOf(users[users.length - 1]!) > lines.indexOf(from[0]!));
   });
 
-  it('starts the service with the serve command', () => {
-    assert.ok(lines.includes('CMD ["node","--disable-warning=ExperimentalWarning","--max-semi-space-size=8","--heap-growing-percent=50","bin/pulseboard.ts","serve"]'));
+  it('starts the service with the serve command and the Node flags of npm start', () => {
+    // npm start's flags, read from package.json as the read bench reads them, so the image cannot drift from what is measured.
+    const { flags } = startCommand();
+    assert.deepEqual(flags, ['--max-semi-space-size=8', '--heap-growing-percent=50']);
+    assert.ok(lines.includes(`CMD ${JSON.stringify(['node', '--disable-warning=ExperimentalWarning', ...flags, 'bin/pulseboard.ts', 'serve'])}`));
   });
 
-  it('limits glibc malloc arenas for every process of the image (issue 12: server memory)', () => {
+  it('limits glibc malloc arenas for every process of the image, as npm start does (issue 12: server memory)', () => {
+    assert.deepEqual(startCommand().env, { MALLOC_ARENA_MAX: '2' });
     assert.ok(lines.includes('ENV MALLOC_ARENA_MAX=2'));
   });
 
