@@ -31,7 +31,7 @@ export function createSendBuffers(keepBytes = 8 * 1024 * 1024): SendBuffers {
   // Idle buffers by capacity: powers of two from 32 KiB, so a page that grows a little still finds one.
   const idle = new Map<number, Buffer[]>();
   // Buffers out with a body, by their memory: one given back twice would be lent to two responses at
-  // once. Weak: a body never given back (a batch's part, copied) is collected with its buffer.
+  // once. Weak: a body never given back (dropped by an error before it was sent) is collected with its buffer.
   const lent = new WeakMap<ArrayBufferLike, Buffer>();
   let kept = 0;
   return {
