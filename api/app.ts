@@ -5,13 +5,14 @@ import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { projectors } from '../projectors/registry.ts';
 import { hashKey, keyIdOf } from '../service/access.ts';
-import { errors, type ServiceError } from '../service/errors.ts';
+import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
+import { errors, type Result, type ServiceError } from '../service/errors.ts';
 import type { OpenStream } from '../service/changes.ts';
 import type { Services } from '../service/services.ts';
 import { mountDocs } from './docs.ts';
 import { sendError } from './errors.ts';
 import { buildOpenApiDocument } from './openapi.ts';
-import type { OperationInput, RestOperation } from './operation.ts';
+import type { OperationInput, OperationReply, RestOperation } from './operation.ts';
 import type { Caller } from '../service/caller.ts';
 import { MCP_PATH, mcpPlugin } from '../mcp/plugin.ts';
 import { askOperations } from './routes/asks.ts';
@@ -138,37 +139,46 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
     compress: false,
     // A GET has no body to decompress: without the plugin's preParsing hook, a read runs no hook before its handler but onRequest.
     ...(op.method === 'GET' ? { decompress: false } : {}),
-    handler: async (request, reply) => {
+    // Not async: a read the service answers at once is sent in the same turn (see readmodels/awaitable.ts);
+    // Fastify waits only for what is still pending.
+    handler: (request, reply) => {
       request.operation = op.operationId;
       reply.header('cache-control', CACHE_NO_STORE);
       if (op.headers) reply.headers(op.headers);
-      const admitted = await services.guard.admit(request.headers.authorization, op.protection(request.query), undefined, credentialMemoOf(request.raw.socket));
-      if (!admitted.ok) return sendError(reply, admitted.refused.error, admitted.refused.headers);
-      reply.headers(admitted.value.headers);
-      const result = await op.run(new RequestInput(admitted.value.caller, request, reply));
-      if (!result.ok) return sendError(reply, result.error);
-      if (result.value.headers) reply.headers(result.value.headers);
-      if ('stream' in result.value) return sendEventStream(reply, result.value.stream);
-      // Answered while the server closes (a long-poll ended by shutdown): the connection is not kept for another request.
-      if (services.commits.closed.aborted) reply.header('connection', 'close');
-      const status = result.value.status ?? 200;
-      reply.code(status);
-      // JSON made by the service is sent as it is, with the content type Fastify gives a serialised
-      // body: bytes around readAt (their validator made once, with them), or text.
-      const value = result.value;
-      const kept = 'parts' in value ? value : null;
-      const text = 'parts' in value ? '' : 'json' in value ? value.json : JSON.stringify(value.body);
-      reply.type(JSON_CONTENT_TYPE);
-      if (op.method === 'GET' && status === 200) {
-        // A successful read: revalidatable (or never stored), with a validator; a match is a 304
-        // that has already been admitted and counted like any other request.
-        const etag = kept ? kept.parts.etag : etagOf(text);
-        reply.header('cache-control', op.cache === 'no-store' ? CACHE_NO_STORE : CACHE_REVALIDATE).header('etag', etag);
-        if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
-      }
-      return kept ? sendParts(request, reply, kept.parts, kept.readAt) : sendBody(request, reply, text);
+      const admission = services.guard.admit(request.headers.authorization, op.protection(request.query), undefined, credentialMemoOf(request.raw.socket));
+      const answered = andThen(admission, (admitted): Awaitable<FastifyReply | void> => {
+        if (!admitted.ok) return sendError(reply, admitted.refused.error, admitted.refused.headers);
+        reply.headers(admitted.value.headers);
+        return andThen(op.run(new RequestInput(admitted.value.caller, request, reply)), (result) => answer(services, op, request, reply, result));
+      });
+      return answered instanceof Promise ? answered : undefined;
     },
   });
+}
+
+/** Sends what an operation answered: its error, its stream, or its body with the read's caching headers. */
+function answer(services: Services, op: RestOperation, request: FastifyRequest, reply: FastifyReply, result: Result<OperationReply>): Awaitable<FastifyReply | void> {
+  if (!result.ok) return sendError(reply, result.error);
+  if (result.value.headers) reply.headers(result.value.headers);
+  if ('stream' in result.value) return sendEventStream(reply, result.value.stream);
+  // Answered while the server closes (a long-poll ended by shutdown): the connection is not kept for another request.
+  if (services.commits.closed.aborted) reply.header('connection', 'close');
+  const status = result.value.status ?? 200;
+  reply.code(status);
+  // JSON made by the service is sent as it is, with the content type Fastify gives a serialised
+  // body: bytes around readAt (their validator made once, with them), or text.
+  const value = result.value;
+  const kept = 'parts' in value ? value : null;
+  const text = 'parts' in value ? '' : 'json' in value ? value.json : JSON.stringify(value.body);
+  reply.type(JSON_CONTENT_TYPE);
+  if (op.method === 'GET' && status === 200) {
+    // A successful read: revalidatable (or never stored), with a validator; a match is a 304
+    // that has already been admitted and counted like any other request.
+    const etag = kept ? kept.parts.etag : etagOf(text);
+    reply.header('cache-control', op.cache === 'no-store' ? CACHE_NO_STORE : CACHE_REVALIDATE).header('etag', etag);
+    if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
+  }
+  return kept ? sendParts(request, reply, kept.parts, kept.readAt) : sendBody(request, reply, text);
 }
 
 /**
@@ -311,7 +321,10 @@ function httpServer(services: Services, options: AppOptions, metrics: Metrics, o
   async function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<void> {
     reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff').header('cache-control', CACHE_NO_STORE);
     let refusal: ServiceError;
-    const caller = await services.access.authenticate(request.headers.authorization).catch(() => null);
+    // A key check that fails (a store down) answers as no key: this refusal says nothing more either way.
+    const caller = await Promise.resolve()
+      .then(() => services.access.authenticate(request.headers.authorization))
+      .catch(() => null);
     if (!caller) refusal = errors.unauthorized();
     else if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') refusal = { status: 414, code: 'bad_request', message: 'a path segment is longer than 1000 characters' };
     else refusal = errors.badRequest('the URL is not valid (bad percent-encoding or characters)');

@@ -2,9 +2,10 @@ import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EventLog } from '../eventstore/port.ts';
 import type { BatchIngestor } from '../ingest/pipeline.ts';
 import { THESIS_COLLECTION, THESIS_JOB_PHASES } from '../projectors/thesis.ts';
+import { andThen } from '../readmodels/awaitable.ts';
 import type { ReadStore } from '../readmodels/port.ts';
 import type { Readiness } from '../service/health.ts';
-import type { Guard } from '../service/guard.ts';
+import type { Admission, Budget, Guard } from '../service/guard.ts';
 import { createOpenJobsLedger } from '../service/thesis/jobs.ts';
 import { createFixedCounter, createRequestSeries } from './plain-series.ts';
 
@@ -79,7 +80,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
     const [readiness, headPosition, checkpoints, open, phases] = await Promise.allSettled([
       sources.ready(),
       sources.log.headPosition(),
-      Promise.all(sources.collections.map((c) => sources.store.checkpoint(c))),
+      Promise.all(sources.collections.map(async (c) => sources.store.checkpoint(c))),
       ledger.openJobs(),
       // Maintained per-facet counters (the thesis facet is the job phase): one row read each, no scan.
       Promise.all(THESIS_JOB_PHASES.map((phase) => sources.store.count(THESIS_COLLECTION, [phase]))),
@@ -118,14 +119,14 @@ export function createMetrics(sources: MetricsSources): Metrics {
  * budget went through while the limiter was down.
  */
 export function meteredGuard(guard: Guard, metrics: Metrics): Guard {
+  function count(admitted: Admission, budget: Budget | undefined): Admission {
+    if (admitted.ok) metrics.rateDecision(budget === 'protocol' || 'ratelimit-remaining' in admitted.value.headers ? 'allowed' : 'unprotected');
+    else if (admitted.refused.error.status === 429) metrics.rateDecision('limited');
+    else if (admitted.refused.error.status === 503) metrics.rateDecision('refused_unavailable');
+    return admitted;
+  }
   return {
-    async admit(authorization, protection, budget, memo) {
-      const admitted = await guard.admit(authorization, protection, budget, memo);
-      if (admitted.ok) metrics.rateDecision(budget === 'protocol' || 'ratelimit-remaining' in admitted.value.headers ? 'allowed' : 'unprotected');
-      else if (admitted.refused.error.status === 429) metrics.rateDecision('limited');
-      else if (admitted.refused.error.status === 503) metrics.rateDecision('refused_unavailable');
-      return admitted;
-    },
+    admit: (authorization, protection, budget, memo) => andThen(guard.admit(authorization, protection, budget, memo), (admitted) => count(admitted, budget)),
   };
 }
 

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
 import type { Caller } from '../service/caller.ts';
 import { ok, type Result } from '../service/errors.ts';
 import type { BodyParts, Rendered } from '../service/spliced.ts';
@@ -53,7 +54,7 @@ export type RestOperation = {
   cache?: 'no-store';
   /** Extra response headers on every reply of this operation. */
   headers?: Record<string, string>;
-  run(input: OperationInput): Promise<Result<OperationReply>>;
+  run(input: OperationInput): Awaitable<Result<OperationReply>>;
 };
 
 /** A service result as a 200 reply. */
@@ -63,8 +64,11 @@ export async function replyWith<T>(result: Promise<Result<T>>): Promise<Result<O
 }
 
 /** A rendered service result as a 200 reply: its bytes around `readAt` (or its JSON text when it cannot be split so). */
-export async function replyWithJson<T>(result: Promise<Result<Rendered<T>>>): Promise<Result<OperationReply>> {
-  const r = await result;
+export function replyWithJson<T>(result: Awaitable<Result<Rendered<T>>>): Awaitable<Result<OperationReply>> {
+  return andThen(result, jsonReply);
+}
+
+function jsonReply<T>(r: Result<Rendered<T>>): Result<OperationReply> {
   if (!r.ok) return r;
   const split = r.value.parts();
   return ok(split ? split : { json: r.value.json() });

@@ -1,11 +1,12 @@
 import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
 import { errorResponse, type ServiceError } from '../service/errors.ts';
 import { sendBody } from '../transport/compression.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
 import { giveBackWhenClosed, sendBuffers } from '../transport/send-buffers.ts';
 import { useJsonBodies } from '../transport/json-body.ts';
-import type { Budget, Protection } from '../service/guard.ts';
+import type { Admission, Budget, Protection } from '../service/guard.ts';
 import type { Services } from '../service/services.ts';
 import { createOriginCheck } from './origin.ts';
 import { createMcpEndpoint, type RequestContext, type SerializedResponse } from './server.ts';
@@ -119,19 +120,24 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
   // Compressed by the handler (transport/compression.ts): the plugin's hooks would cost more than the rest of the send.
   // A compressed request body is decoded by the JSON parser (transport/json-body.ts), not by the plugin's hook.
   useJsonBodies(app);
-  app.post(MCP_PATH, { compress: false, decompress: false }, async (request, reply) => {
+  // Not async: a call the service answers at once is sent in the same turn (see readmodels/awaitable.ts).
+  app.post(MCP_PATH, { compress: false, decompress: false }, (request, reply) => {
     reply.header('cache-control', 'private, no-store');
     const foreign = originCheck({ host: request.headers.host, origin: request.headers.origin });
     if (foreign) return sendError(reply, foreign);
 
-    const body = request.body;
-    const received = messagesOf(body);
-    const admitted = await services.guard.admit(
+    const received = messagesOf(request.body);
+    const admission = services.guard.admit(
       request.headers.authorization,
       protectionAmong(services, byName, received),
       budgetAmong(received),
       credentialMemoOf(request.raw.socket),
     );
+    const sent = andThen(admission, (admitted) => answerAdmitted(request, reply, admitted, received));
+    return sent instanceof Promise ? sent : undefined;
+  });
+
+  function answerAdmitted(request: FastifyRequest, reply: FastifyReply, admitted: Admission, received: readonly JsonRpcRequest[]): Awaitable<FastifyReply> {
     if (!admitted.ok) {
       const { error, headers } = admitted.refused;
       // A refused tool call is answered as a tool error (spec §4.6: "a tool error asking the
@@ -144,6 +150,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
       reply.headers(admitted.value.headers);
     }
 
+    const body = request.body;
     const accept = request.headers.accept;
     if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) {
       return sendRpcError(reply, 406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
@@ -185,13 +192,15 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     const onUnexpected = (type: string) => request.log.error({ err: { type } }, 'mcp tool call failed');
     const context: RequestContext = admitted.ok ? { caller: admitted.value.caller, onUnexpected } : { refusal: admitted.refused.error, onUnexpected };
     // A single message (not a batch) is one request here: answered without a Promise.all around it.
-    const payload = Array.isArray(body)
-      ? batchOf(await Promise.all(requests.map((message) => endpoint.answer(message, context))))
-      : await endpoint.answer(requests[0]!, context);
-    // A large result was joined into a lent buffer (transport/send-buffers.ts): back to the pool once the response is over.
-    if (typeof payload !== 'string') giveBackWhenClosed(reply.raw, payload);
-    return sendBody(request, reply.code(200).header('content-type', 'application/json'), payload);
-  });
+    const payload: Awaitable<SerializedResponse> = Array.isArray(body)
+      ? Promise.all(requests.map(async (message) => endpoint.answer(message, context))).then(batchOf)
+      : endpoint.answer(requests[0]!, context);
+    return andThen(payload, (answer) => {
+      // A large result was joined into a lent buffer (transport/send-buffers.ts): back to the pool once the response is over.
+      if (typeof answer !== 'string') giveBackWhenClosed(reply.raw, answer);
+      return sendBody(request, reply.code(200).header('content-type', 'application/json'), answer);
+    });
+  }
 
   // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
   app.route({

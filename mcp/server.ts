@@ -6,6 +6,7 @@ import {
   type JSONRPCRequest,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
 import type { Caller } from '../service/caller.ts';
 import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
@@ -51,7 +52,7 @@ export type RequestContext = ({ caller: Caller; refusal?: undefined } | { refusa
 
 export type McpEndpoint = {
   /** Answers one JSON-RPC request; notifications and responses get nothing back. */
-  answer(message: JSONRPCRequest, context: RequestContext): Promise<SerializedResponse>;
+  answer(message: JSONRPCRequest, context: RequestContext): Awaitable<SerializedResponse>;
   /** The serialized tools/list result (for tests and the size check). */
   readonly toolsListResult: string;
 };
@@ -124,7 +125,7 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
   }
 
   /** The response to a tools/call: a tool's result, or a tool error (never a JSON-RPC error). */
-  async function callTool(id: RequestId, params: unknown, context: RequestContext): Promise<SerializedResponse> {
+  function callTool(id: RequestId, params: unknown, context: RequestContext): Awaitable<SerializedResponse> {
     const failure = (error: ServiceError) => resultResponse(id, JSON.stringify(toolFailure(error)));
     if (context.refusal !== undefined) return failure(context.refusal);
     const name = isPlainObject(params) ? params.name : undefined;
@@ -142,19 +143,21 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
     }
     const parsed = parseParams(tool.input.schema, args);
     if (!parsed.ok) return failure(errors.badRequest(tool.input.renameInMessage(parsed.message)));
+    const unexpected = (error: unknown): SerializedResponse => {
+      context.onUnexpected?.((error as Error)?.name ?? 'unknown');
+      return failure({ status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 });
+    };
     try {
       // The service re-validates under the REST names; the caller's original values are passed on.
       const rest = tool.input.toRest(args);
       const failed = (error: ServiceError) => failure({ ...error, message: tool.input.renameInMessage(error.message) });
-      if (tool.callRendered) {
-        const read = await tool.callRendered(services, context.caller, rest);
-        return read.ok ? renderedSuccess(read.value, id) : failed(read.error);
-      }
-      const result = await tool.call(services, context.caller, rest);
-      return result.ok ? resultResponse(id, serializedToolSuccess(result.value)) : failed(result.error);
+      // A kept result is answered in the same turn (see readmodels/awaitable.ts).
+      const answered: Awaitable<SerializedResponse> = tool.callRendered
+        ? andThen(tool.callRendered(services, context.caller, rest), (read) => (read.ok ? renderedSuccess(read.value, id) : failed(read.error)))
+        : andThen(tool.call(services, context.caller, rest), (result) => (result.ok ? resultResponse(id, serializedToolSuccess(result.value)) : failed(result.error)));
+      return answered instanceof Promise ? answered.catch(unexpected) : answered;
     } catch (error) {
-      context.onUnexpected?.((error as Error)?.name ?? 'unknown');
-      return failure({ status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 });
+      return unexpected(error);
     }
   }
 
@@ -182,9 +185,8 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
     toolsListResult,
     answer(message, context) {
       const { id, method } = message;
-      // A tool call hands back callTool's own promise (an async answer would settle its own through two more microtasks).
       if (method === 'tools/call') return callTool(id, message.params, context);
-      return Promise.resolve(protocolAnswer(id, method, message));
+      return protocolAnswer(id, method, message);
     },
   };
 }

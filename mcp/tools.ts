@@ -13,6 +13,7 @@ import {
   thesisErrorSchema,
   thesisStatusSchema,
 } from '../readmodels/schemas.ts';
+import type { Awaitable } from '../readmodels/awaitable.ts';
 import type { Caller } from '../service/caller.ts';
 import type { Result } from '../service/errors.ts';
 import type { Rendered } from '../service/spliced.ts';
@@ -49,7 +50,7 @@ export type Tool = {
   protection(services: Services, args: RestArguments): Protection;
   call(services: Services, caller: Caller, args: RestArguments): Promise<Result<Record<string, unknown>>>;
   /** `call` with the body as the service renders it (the same bytes as serialising `call`'s value). */
-  callRendered?(services: Services, caller: Caller, args: RestArguments): Promise<Result<Rendered<unknown>>>;
+  callRendered?(services: Services, caller: Caller, args: RestArguments): Awaitable<Result<Rendered<unknown>>>;
 };
 
 /** Tools that return projects among other things list each project's own fields; nested objects are detailed by get_project. */

@@ -264,7 +264,7 @@ export function createProjectionRunner(
   /** One batch; `done` only when every collection had reached the head. */
   function step(): Promise<{ done: boolean; applied: number; checkpoint: number }> {
     return exclusive(async () => {
-      const afters = await Promise.all(projectors.map((p) => store.checkpoint(p.collection)));
+      const afters = await Promise.all(projectors.map(async (p) => store.checkpoint(p.collection)));
       const from = Math.min(...afters);
       const head = await log.headPosition();
       if (head <= from) return { done: true, applied: 0, checkpoint: from };

@@ -1,3 +1,5 @@
+import type { Awaitable } from './awaitable.ts';
+
 /**
  * The read-store port: collections of response-shaped documents written by one ordered projector
  * each. Every adapter passes test/contract/readstore.contract.ts unchanged.
@@ -70,9 +72,10 @@ export interface ReadStore {
   /**
    * Last event position applied to a collection, 0 when none. An adapter may answer from a read made
    * earlier in the same event-loop turn (the SQLite one does); `fresh` asks for the store's value now
-   * (a commit signalled by another thread or connection, a generation switch deciding on it).
+   * (a commit signalled by another thread or connection, a generation switch deciding on it). The
+   * embedded store answers at once, a server's adapter with a promise (see awaitable.ts).
    */
-  checkpoint(collection: string, options?: { fresh?: boolean }): Promise<number>;
+  checkpoint(collection: string, options?: { fresh?: boolean }): Awaitable<number>;
   /**
    * Writes documents and advances the checkpoint atomically (a crash replays the batch harmlessly).
    * With `expected`, the batch applies only if the stored checkpoint equals it at commit time

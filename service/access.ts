@@ -5,6 +5,7 @@ import { streams } from '../events/streams.ts';
 import { KEYS_COLLECTION, keysProjector, OWNERS_COLLECTION, ownersProjector, type KeyDoc, type OwnerDoc } from '../projectors/access.ts';
 import type { Projector } from '../projectors/projector.ts';
 import { foldEvents } from '../projectors/runner.ts';
+import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import type { Caller } from './caller.ts';
 
@@ -32,7 +33,7 @@ export type Access = {
    * Every failure (missing, malformed, unknown, revoked, expired) is the same `null`. `memo`: the
    * connection's, when the transport keeps one.
    */
-  authenticate(authorization: string | undefined, memo?: CredentialMemo): Promise<Caller | null>;
+  authenticate(authorization: string | undefined, memo?: CredentialMemo): Awaitable<Caller | null>;
   /** Re-checked on every call from the owners read model, which every owner change settles before it returns. */
   ownerAccess(owner: string): Promise<OwnerAccess>;
 };
@@ -77,13 +78,17 @@ export function createAccess(store: ReadStore, now: () => Date = () => new Date(
   const owners = new Map<string, OwnerAccess>();
   let ownersAt = -1;
 
-  async function keyDoc(keyHash: string): Promise<KeyDoc | undefined> {
+  function keyDoc(keyHash: string): Awaitable<KeyDoc | undefined> {
     // Fresh: the first checkpoint read of a request, so a change committed through any connection
     // before the request is seen; the reads after it in the turn (owners, the read's own collection)
     // are answered from the same read (see the SQLite store's `checkpoint`).
-    const at = await store.checkpoint(KEYS_COLLECTION, { fresh: true });
-    const kept = keys.get(keyHash);
-    if (kept && kept.at === at) return kept.doc;
+    return andThen(store.checkpoint(KEYS_COLLECTION, { fresh: true }), (at) => {
+      const kept = keys.get(keyHash);
+      return kept && kept.at === at ? kept.doc : readKeyDoc(keyHash, at);
+    });
+  }
+
+  async function readKeyDoc(keyHash: string, at: number): Promise<KeyDoc | undefined> {
     const doc = (await store.get<KeyDoc>(KEYS_COLLECTION, keyIdOf(keyHash)))?.doc;
     if (doc && doc.keyHash === keyHash) {
       if (keys.size >= KEYS_KEPT_MAX) keys.clear();
@@ -92,8 +97,14 @@ export function createAccess(store: ReadStore, now: () => Date = () => new Date(
     return doc;
   }
 
+  function callerOf(doc: KeyDoc | undefined, keyHash: string): Caller | null {
+    if (!doc || doc.keyHash !== keyHash || doc.revokedAt !== null) return null;
+    if (doc.expiresAt !== null && Date.parse(doc.expiresAt) <= now().getTime()) return null;
+    return { keyId: doc.keyId, owner: doc.owner };
+  }
+
   return {
-    async authenticate(authorization, memo) {
+    authenticate(authorization, memo) {
       if (typeof authorization !== 'string') return null;
       let keyHash: string;
       if (memo?.authorization !== undefined && memo.keyHash !== undefined && sameText(memo.authorization, authorization)) keyHash = memo.keyHash;
@@ -106,10 +117,7 @@ export function createAccess(store: ReadStore, now: () => Date = () => new Date(
           memo.keyHash = keyHash;
         }
       }
-      const doc = await keyDoc(keyHash);
-      if (!doc || doc.keyHash !== keyHash || doc.revokedAt !== null) return null;
-      if (doc.expiresAt !== null && Date.parse(doc.expiresAt) <= now().getTime()) return null;
-      return { keyId: doc.keyId, owner: doc.owner };
+      return andThen(keyDoc(keyHash), (doc) => callerOf(doc, keyHash));
     },
 
     async ownerAccess(owner) {

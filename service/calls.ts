@@ -407,7 +407,7 @@ export function createCallsService(deps: CallsDeps): CallsService {
    */
   async function pageVersion(): Promise<CacheVersion> {
     // Asked together: on a networked store they are separate round trips.
-    const checkpoints = await Promise.all(CALL_PAGE_SOURCES.map((collection) => store.checkpoint(collection)));
+    const checkpoints = await Promise.all(CALL_PAGE_SOURCES.map(async (collection) => store.checkpoint(collection)));
     return [generation(), checkpoints.reduce((sum, checkpoint) => sum + checkpoint, 0)];
   }
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { EventLog } from '../eventstore/port.ts';
 import { CONTEXTS_COLLECTION, contextsProjector, emptyContext, type StoredContext } from '../projectors/contexts.ts';
 import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS, PROJECT_FACETS, projectsProjector, type ProjectState, isPublicProject } from '../projectors/projects.ts';
+import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import {
   BOARD_PAGE_SIZE,
@@ -46,7 +47,7 @@ export type ProjectsService = {
   /** GET /v1/projects: board mode (page) or delta mode (since / cursor). */
   list(query: unknown): Promise<Result<BoardPage | SyncPage>>;
   /** `list`, ready to send as the stored documents' own JSON text (REST). */
-  listRendered(query: unknown, options?: WaitOptions): Promise<Result<Rendered<BoardPage | SyncPage>>>;
+  listRendered(query: unknown, options?: WaitOptions): Awaitable<Result<Rendered<BoardPage | SyncPage>>>;
   /** Delta mode only (the sync_projects tool); with neither `since` nor `cursor`, from the beginning of the archive. */
   sync(query: unknown, options?: WaitOptions): Promise<Result<SyncPage>>;
   /** `sync`, ready to send with the stored JSON texts of its rows (the tool surface). */
@@ -56,7 +57,7 @@ export type ProjectsService = {
   /** GET /v1/projects/{handle}[?include=context]. */
   get(caller: Caller, params: unknown, query: unknown): Promise<Result<ProjectRead>>;
   /** `get`, ready to send as the stored document's own JSON text (REST). */
-  getRendered(caller: Caller, params: unknown, query: unknown): Promise<Result<Rendered<ProjectRead>>>;
+  getRendered(caller: Caller, params: unknown, query: unknown): Awaitable<Result<Rendered<ProjectRead>>>;
   /** Whether a get with this query is an enriched read (include=context or asOf; rate protection treats it as protected). */
   isEnriched(query: unknown): boolean;
   /** The public project behind an id or handle, or null. Used by other services (asks, search). */
@@ -116,20 +117,27 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
    * A caller-independent read through the body cache: the version is read before the data, so the
    * data kept under it is never older than it (a commit in between only makes it newer).
    */
-  async function cachedRead<T>(key: string, read: () => Promise<Result<Rendered<T>>>): Promise<Result<Rendered<T>>> {
+  function cachedRead<T>(key: string, read: () => Promise<Result<Rendered<T>>>): Awaitable<Result<Rendered<T>>> {
     if (!bodies) return read();
-    const version: CacheVersion = [generation(), await store.checkpoint(PROJECTS_COLLECTION)];
-    const kept = bodies.get(version, key);
-    if (kept) return ok(fromParts<T>(kept, readAtNow()));
+    const serving = generation();
+    // A kept body is answered in the same turn when the store has its checkpoint at once (see readmodels/awaitable.ts).
+    return andThen(store.checkpoint(PROJECTS_COLLECTION), (at) => {
+      const version: CacheVersion = [serving, at];
+      const kept = bodies.get(version, key);
+      return kept ? ok(fromParts<T>(kept, readAtNow())) : readAndKeep(version, key, read);
+    });
+  }
+
+  async function readAndKeep<T>(version: CacheVersion, key: string, read: () => Promise<Result<Rendered<T>>>): Promise<Result<Rendered<T>>> {
     const result = await read();
     if (result.ok) {
       const split = result.value.parts();
-      if (split) bodies.set(version, key, split.parts);
+      if (split) bodies?.set(version, key, split.parts);
     }
     return result;
   }
 
-  async function board(q: ProjectsQuery): Promise<Result<Rendered<BoardPage>>> {
+  function board(q: ProjectsQuery): Awaitable<Result<Rendered<BoardPage>>> {
     if (q.limit !== undefined) {
       return fail(errors.badRequest(`parameter 'limit' applies to delta mode (since or cursor) only; the board has a fixed page size of ${BOARD_PAGE_SIZE}`));
     }
@@ -302,7 +310,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return ok(rendered<ProjectRead, 'project'>({ project: plain(project.doc), context: await contextFrom(caller, project.doc, context, readAtNow()) }));
   }
 
-  async function listRendered(query: unknown, options: WaitOptions = {}): Promise<Result<Rendered<BoardPage | SyncPage>>> {
+  function listRendered(query: unknown, options: WaitOptions = {}): Awaitable<Result<Rendered<BoardPage | SyncPage>>> {
     const parsed = parseParams(projectsQuerySchema, query);
     if (!parsed.ok) return fail(errors.badRequest(parsed.message));
     const q = parsed.value;
@@ -344,13 +352,12 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     });
   }
 
-  // Not async: the common read hands back cachedRead's own promise (an async function returning a
-  // promise would settle its own through two more microtasks).
-  function getRendered(caller: Caller, params: unknown, query: unknown): Promise<Result<Rendered<ProjectRead>>> {
+  // Not async: a kept body is answered in the same turn (cachedRead).
+  function getRendered(caller: Caller, params: unknown, query: unknown): Awaitable<Result<Rendered<ProjectRead>>> {
     const p = parseParams(projectParamsSchema, params);
-    if (!p.ok) return Promise.resolve(fail(errors.badRequest(p.message)));
+    if (!p.ok) return fail(errors.badRequest(p.message));
     const q = parseParams(projectQuerySchema, query);
-    if (!q.ok) return Promise.resolve(fail(errors.badRequest(q.message)));
+    if (!q.ok) return fail(errors.badRequest(q.message));
     const handle = p.value.handle;
     if (q.value.asOf === undefined && q.value.include !== 'context') {
       return cachedRead(`project ${handle}`, async () => {

@@ -64,7 +64,7 @@ export function createServices(deps: ServiceDeps): Services {
   const access = createAccess(store, now);
   // One watch per process: every long-poll and change stream waits on it; commits of this process wake it.
   // Fresh: a signalled commit (this process's projector worker writes through its own connection) is read now.
-  const commits = createCommitWatch({ readCheckpoint: () => store.checkpoint(PROJECTS_COLLECTION, { fresh: true }) });
+  const commits = createCommitWatch({ readCheckpoint: async () => store.checkpoint(PROJECTS_COLLECTION, { fresh: true }) });
   const unsubscribe = deps.stores.commits.subscribe((collection) => {
     if (collection === PROJECTS_COLLECTION) commits.notify();
   });

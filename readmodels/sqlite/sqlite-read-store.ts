@@ -2,6 +2,7 @@ import { closeSync, fsyncSync, openSync } from 'node:fs';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inReadTransaction, inTransaction, openSqlite } from '../../config/sqlite.ts';
 import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListPage, ListQuery, ReadStore, StoredDoc } from '../port.ts';
+import { settledOrRejected } from '../awaitable.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
 import { watchWalHeader } from './wal-header.ts';
@@ -393,9 +394,9 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     });
 
   return {
-    async checkpoint(collection, options) {
+    checkpoint(collection, options) {
       if (options?.fresh) checkedThisTurn = false;
-      return checkpointsThisTurn().get(collection) ?? 0;
+      return settledOrRejected(() => checkpointsThisTurn().get(collection) ?? 0);
     },
 
     async commit(collection, writes, checkpoint, expected) {

@@ -1,3 +1,4 @@
+import { andThen, type Awaitable } from '../../readmodels/awaitable.ts';
 import { errors, type ServiceError } from '../errors.ts';
 import type { RateDecision, RateLimiter } from './port.ts';
 
@@ -43,55 +44,58 @@ export type GateResult =
   | { ok: true; headers: Record<string, string> }
   | { ok: false; error: ServiceError; headers: Record<string, string> };
 
-export type RateGate = { check(keyId: string, protection: Protection, budget?: Budget): Promise<GateResult> };
+export type RateGate = { check(keyId: string, protection: Protection, budget?: Budget): Awaitable<GateResult> };
 
 export type RateGateOptions = { /** Protocol messages per key per window; unset: the requests limit. */ protocolLimit?: number };
 
 /** The per-key budgets in front of every authenticated operation, REST and MCP alike. */
 export function createRateGate(limiter: RateLimiter, options: RateGateOptions = {}): RateGate {
   return {
-    async check(keyId, protection, budget = 'requests'): Promise<GateResult> {
-      if (budget === 'protocol') return checkProtocol(keyId);
-      let decision: RateDecision;
-      try {
-        decision = await limiter.consume(keyId);
-      } catch {
-        // The port promises no throw; if an adapter breaks that, degrade exactly as for a down store.
-        decision = { ok: false, reason: 'unavailable' };
-      }
-
-      if (decision.ok) {
-        return {
-          ok: true,
-          headers: rateHeaders(decision.limit, decision.remaining, decision.resetSeconds),
-        };
-      }
-      if (decision.reason === 'limited') {
-        return {
-          ok: false,
-          error: errors.rateLimited(decision.retryAfterSeconds),
-          headers: { ...rateHeaders(decision.limit, 0, decision.resetSeconds), 'retry-after': String(decision.retryAfterSeconds) },
-        };
-      }
-      if (protection === 'basic') return { ok: true, headers: {} };
-      const error = errors.rateProtectionDown();
-      return { ok: false, error, headers: { 'retry-after': String(error.retryAfter ?? 60) } };
+    check(keyId, protection, budget = 'requests') {
+      if (budget === 'protocol') return andThen(consumeSafely(protocolBucket(keyId), options.protocolLimit), protocolOutcome);
+      return andThen(consumeSafely(keyId), (decision) => requestsOutcome(decision, protection));
     },
   };
 
-  /**
-   * Protocol messages read no data: when the limiter is unavailable they go on, like basic reads.
-   * Their responses carry no RateLimit-* headers, which describe the requests budget.
-   */
-  async function checkProtocol(keyId: string): Promise<GateResult> {
-    let decision: RateDecision;
+  /** The limiter's decision; a limiter that throws or rejects is read as unavailable (the port promises neither). */
+  function consumeSafely(bucket: string, limit?: number): Awaitable<RateDecision> {
+    let decision: Awaitable<RateDecision>;
     try {
-      decision = await limiter.consume(protocolBucket(keyId), options.protocolLimit);
+      decision = limiter.consume(bucket, limit);
     } catch {
-      decision = { ok: false, reason: 'unavailable' };
+      return UNAVAILABLE;
     }
-    if (decision.ok || decision.reason === 'unavailable') return { ok: true, headers: {} };
-    const message = 'Too many protocol messages (initialize, tools/list, ping, notifications) for this key; retry after the Retry-After interval.';
-    return { ok: false, error: errors.rateLimited(decision.retryAfterSeconds, message), headers: { 'retry-after': String(decision.retryAfterSeconds) } };
+    return decision instanceof Promise ? decision.catch(() => UNAVAILABLE) : decision;
   }
+}
+
+const UNAVAILABLE: RateDecision = { ok: false, reason: 'unavailable' };
+
+function requestsOutcome(decision: RateDecision, protection: Protection): GateResult {
+  if (decision.ok) {
+    return {
+      ok: true,
+      headers: rateHeaders(decision.limit, decision.remaining, decision.resetSeconds),
+    };
+  }
+  if (decision.reason === 'limited') {
+    return {
+      ok: false,
+      error: errors.rateLimited(decision.retryAfterSeconds),
+      headers: { ...rateHeaders(decision.limit, 0, decision.resetSeconds), 'retry-after': String(decision.retryAfterSeconds) },
+    };
+  }
+  if (protection === 'basic') return { ok: true, headers: {} };
+  const error = errors.rateProtectionDown();
+  return { ok: false, error, headers: { 'retry-after': String(error.retryAfter ?? 60) } };
+}
+
+/**
+ * Protocol messages read no data: when the limiter is unavailable they go on, like basic reads.
+ * Their responses carry no RateLimit-* headers, which describe the requests budget.
+ */
+function protocolOutcome(decision: RateDecision): GateResult {
+  if (decision.ok || decision.reason === 'unavailable') return { ok: true, headers: {} };
+  const message = 'Too many protocol messages (initialize, tools/list, ping, notifications) for this key; retry after the Retry-After interval.';
+  return { ok: false, error: errors.rateLimited(decision.retryAfterSeconds, message), headers: { 'retry-after': String(decision.retryAfterSeconds) } };
 }

@@ -1,3 +1,4 @@
+import { settledOrRejected } from '../../readmodels/awaitable.ts';
 import type { RateDecision, RateLimiter } from './port.ts';
 import { wholeSeconds } from './window.ts';
 
@@ -84,7 +85,8 @@ export function createInProcessLimiter(options: InProcessLimiterOptions): InProc
   }
 
   return {
-    consume: async (keyId, limit = options.limit) => consumeNow(keyId, limit),
+    // Answered at once (see readmodels/awaitable.ts).
+    consume: (keyId, limit = options.limit) => settledOrRejected(() => consumeNow(keyId, limit)),
     ping: async () => true,
     close: async () => {
       logs.clear();

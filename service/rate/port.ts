@@ -1,3 +1,5 @@
+import type { Awaitable } from '../../readmodels/awaitable.ts';
+
 /**
  * Per-key rate protection shared by REST and MCP (spec §8, DESIGN §6): one budget per key id
  * over both surfaces together.
@@ -13,7 +15,7 @@ export interface RateLimiter {
    * Counts one request for this key id (never the raw key) and says whether it may proceed.
    * `limit` replaces the configured one for this bucket (a separate budget keyed apart).
    */
-  consume(keyId: string, limit?: number): Promise<RateDecision>;
+  consume(keyId: string, limit?: number): Awaitable<RateDecision>;
   /** Whether the limiter's store answers now (always true in-process); /readyz reports it. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

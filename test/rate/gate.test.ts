@@ -82,6 +82,28 @@ describe('rate gate', () => {
     assert.equal(!refused.ok && refused.error.status, 503);
   });
 
+  it('treats a limiter that throws before answering (not a rejection) as unavailable too, in every budget', async () => {
+    const limiter: RateLimiter = {
+      consume: () => {
+        throw new Error('boom at once');
+      },
+      ping: async () => true,
+      close: async () => {},
+    };
+    const gate = createRateGate(limiter);
+    assert.deepEqual(await gate.check('kid_1', 'basic'), { ok: true, headers: {} });
+    const refused = await gate.check('kid_1', 'protected');
+    assert.equal(!refused.ok && refused.error.status, 503);
+    assert.deepEqual(await gate.check('kid_1', 'basic', 'protocol'), { ok: true, headers: {} });
+  });
+
+  it('answers at once (a value, not a promise) when the limiter does: the in-process one', () => {
+    const gate = createRateGate(createInProcessLimiter({ limit: 3, now: () => 1_750_000_000_000 }));
+    const checked = gate.check('kid_1', 'basic');
+    assert.ok(!(checked instanceof Promise));
+    assert.equal(checked.headers['ratelimit-remaining'], '2');
+  });
+
   it('counts basic and protected operations against one budget', async () => {
     const gate = createRateGate(createInProcessLimiter({ limit: 3, now: () => 1_750_000_000_000 }));
     assert.equal((await gate.check('kid_1', 'basic')).headers['ratelimit-remaining'], '2');

@@ -133,7 +133,7 @@ async function projectorsThroughAFault(fault: Fault) {
     // Every restarted loop runs again after its backoff; once all are at the head, let the quiet period pass.
     for (;;) {
       manual.advance(DEFAULT_BACKOFF.capMs);
-      const checkpoints = await Promise.all(projectors.map((p) => flaky.store.checkpoint(p.collection)));
+      const checkpoints = await Promise.all(projectors.map(async (p) => flaky.store.checkpoint(p.collection)));
       if (checkpoints.every((c) => c >= head)) break;
       await new Promise<void>((resolve) => {
         flaky.state.onCommit = resolve;
