@@ -81,6 +81,21 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.equal(await store().checkpoint(freshCollection()), 0);
       });
 
+      it(`${adapterName}: a checkpoint is a value or a promise, and a store that fails answers a rejected promise, never a throw`, skipFor(skip), async () => {
+        const collection = freshCollection();
+        await store().commit(collection, [doc('a')], 4);
+        // awaitable.ts: a value in hand may come as it is (the embedded store), or as a promise (a server's).
+        assert.equal(await store().checkpoint(collection, { fresh: true }), 4);
+        const own = await open();
+        await own.dispose();
+        let answered: unknown;
+        assert.doesNotThrow(() => {
+          answered = own.store.checkpoint(collection, { fresh: true });
+        }, 'a closed store does not throw from checkpoint');
+        // Rejected (or, where a driver reconnects on its own, answered): either way it settles.
+        if (answered instanceof Promise) await answered.catch(() => undefined);
+      });
+
       it(`${adapterName}: commit writes the documents and the checkpoint together, per collection`, skipFor(skip), async () => {
         const [one, two] = [freshCollection(), freshCollection()];
         await store().commit(one, [doc('a', { seq: 3 }), doc('b', { seq: 5 })], 5);
