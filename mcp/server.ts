@@ -143,10 +143,6 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
     }
     const parsed = parseParams(tool.input.schema, args);
     if (!parsed.ok) return failure(errors.badRequest(tool.input.renameInMessage(parsed.message)));
-    const unexpected = (error: unknown): SerializedResponse => {
-      context.onUnexpected?.((error as Error)?.name ?? 'unknown');
-      return failure({ status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 });
-    };
     try {
       // The service re-validates under the REST names; the caller's original values are passed on.
       const rest = tool.input.toRest(args);
@@ -155,10 +151,16 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
       const answered: Awaitable<SerializedResponse> = tool.callRendered
         ? andThen(tool.callRendered(services, context.caller, rest), (read) => (read.ok ? renderedSuccess(read.value, id) : failed(read.error)))
         : andThen(tool.call(services, context.caller, rest), (result) => (result.ok ? resultResponse(id, serializedToolSuccess(result.value)) : failed(result.error)));
-      return answered instanceof Promise ? answered.catch(unexpected) : answered;
+      return answered instanceof Promise ? answered.catch((error: unknown) => unexpected(id, context, error)) : answered;
     } catch (error) {
-      return unexpected(error);
+      return unexpected(id, context, error);
     }
+  }
+
+  /** A tool call that failed in a way no service result says: a tool error to retry, its type reported. */
+  function unexpected(id: RequestId, context: RequestContext, error: unknown): SerializedResponse {
+    context.onUnexpected?.((error as Error)?.name ?? 'unknown');
+    return resultResponse(id, JSON.stringify(toolFailure({ status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 })));
   }
 
   function protocolAnswer(id: RequestId, method: string, message: JSONRPCRequest): SerializedResponse {
