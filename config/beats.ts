@@ -1,4 +1,4 @@
-/** The fixed, configured set of eight beats (DESIGN §5), in the order GET /v1/pulse returns them. */
+/** The fixed, configured set of eight beats, in the order GET /v1/pulse returns them. */
 export const BEATS = [
   { id: 'launches', label: 'Launches', blurb: 'New tokens and projects going live.' },
   { id: 'funding', label: 'Funding', blurb: 'Raises, grants and backers.' },

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { isoDateTime } from '../readmodels/schemas.ts';
 
-/** Access changes, appended by the `pulseboard keys` / `owners` commands (DESIGN §6). */
+/** Access changes, appended by the `pulseboard keys` / `owners` commands. */
 const owner = z.string().min(1).max(100);
 
 export const accessPayloads = {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { isoDateTime } from '../readmodels/schemas.ts';
 
-/** Research requests and questions appended by `ask_researcher` (DESIGN §5). */
+/** Research requests and questions appended by `ask_researcher`. */
 export const researchPayloads = {
   'research.requested': z
     .object({ projectId: z.string().min(1), requestId: z.string().min(1), owner: z.string().min(1), at: isoDateTime })

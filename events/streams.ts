@@ -1,4 +1,4 @@
-/** Stream naming (DESIGN §3). */
+/** Stream naming. */
 export const streams = {
   project: (projectId: string) => `project-${projectId}`,
   call: (callId: string) => `call-${callId}`,

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { isoDateTime, thesisContractSchema, thesisSnapshotSchema } from '../readmodels/schemas.ts';
 
 /**
- * Thesis-feed commands and results (spec §4.1, DESIGN §5).
+ * Thesis-feed commands and results.
  *
  * Per contract, stream `thesis-<contract>` (streams.thesis): a request, a start, then a saved
  * snapshot or a failure. Appends there use the stream's expected revision, so one pending job per

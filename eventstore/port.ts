@@ -1,5 +1,5 @@
 /**
- * The event log port (DESIGN §3). Every adapter passes test/contract/eventlog.contract.ts unchanged.
+ * The event log port. Every adapter passes test/contract/eventlog.contract.ts unchanged.
  */
 
 export type NewEvent = {

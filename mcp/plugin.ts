@@ -140,7 +140,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
   function answerAdmitted(request: FastifyRequest, reply: FastifyReply, admitted: Admission, received: readonly JsonRpcRequest[]): Awaitable<FastifyReply> {
     if (!admitted.ok) {
       const { error, headers } = admitted.refused;
-      // A refused tool call is answered as a tool error (spec §4.6: "a tool error asking the
+      // A refused tool call is answered as a tool error ("a tool error asking the
       // caller to wait"); an authentication failure, or a refused message that is not a tool
       // call, gets the same HTTP error REST gives.
       if (error.status === 401 || received.length === 0 || !received.every(isToolCall)) return sendError(reply, error, headers);

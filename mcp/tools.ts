@@ -46,7 +46,7 @@ export type Tool = {
    */
   outputDetail?: { depth: number; note: string };
   readOnly: boolean;
-  /** Rate-protection class of a call with these arguments (DESIGN §6), as for the REST twin. */
+  /** Rate-protection class of a call with these arguments, as for the REST twin. */
   protection(services: Services, args: RestArguments): Protection;
   call(services: Services, caller: Caller, args: RestArguments): Promise<Result<Record<string, unknown>>>;
   /** `call` with the body as the service renders it (the same bytes as serialising `call`'s value). */
@@ -233,7 +233,7 @@ const readTools: Tool[] = [
   },
 ];
 
-/** The eleven tools of spec §4.6. */
+/** The eleven tools (docs/api-guide.md lists them). */
 export const tools: readonly Tool[] = [...projectAndPrivateTools, ...readTools];
 
 export const toolsByName: ReadonlyMap<string, Tool> = new Map(tools.map((t) => [t.name, t]));

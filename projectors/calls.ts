@@ -19,7 +19,7 @@ export const CALL_FACETS = { visible: 'visible', suppressed: 'suppressed', pendi
 /** Lookup keys of the call index (values from `callKeyValues`). */
 export const CALL_KEYS = { contract: 'contract', chainContract: 'chainContract' } as const;
 
-/** A stored call: the record without the tokens' `project`, which is linked at read time (DESIGN §4). */
+/** A stored call: the record without the tokens' `project`, which is linked at read time. */
 export type StoredCallToken = Omit<CallToken, 'project'>;
 export type StoredCall = Omit<CallRecord, 'tokens'> & { tokens: StoredCallToken[] };
 

@@ -10,7 +10,7 @@ export type Entity<D, S> = {
 };
 
 /**
- * A projector is a pure fold (DESIGN §1): given the current entity (null before the first event)
+ * A projector is a pure fold: given the current entity (null before the first event)
  * and one event, it returns the next entity. The runner decides from the returned doc whether
  * this was a write (doc changed: new seq and writtenAt) or only a state change.
  */

@@ -25,7 +25,7 @@ export type StoredDoc<D = unknown, S = unknown> = {
    * Only `get` and `getMany` read it; listings (`list`, `listKeyset`, `delta`) never fetch it and carry null.
    */
   state: S;
-  /** Global position of the event that last changed `doc` (DESIGN §4). */
+  /** Global position of the event that last changed `doc`. */
   seq: number;
   /** recordedAt of that event. */
   writtenAt: string;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Response schemas: the single source of truth for every public shape (spec §2).
+ * Response schemas: the single source of truth for every public shape.
  * Ingest messages, events, OpenAPI and MCP output schemas are derived from these.
  */
 
@@ -310,7 +310,7 @@ export const thesisStatusSchema = z
   })
   .strict();
 
-// ---- Asks (DESIGN §5)
+// ---- Asks
 
 export const askStatusSchema = z.enum(['queued', 'researching', 'answered', 'failed']);
 
@@ -352,7 +352,7 @@ export const thesisErrorSchema = z
   .object({ error: z.object({ code: z.string(), message: z.string() }).strict() })
   .strict();
 
-// ---- Envelopes (DESIGN §5)
+// ---- Envelopes
 
 export const BOARD_PAGE_SIZE = 50;
 export const SYNC_LIMIT_DEFAULT = 50;

@@ -9,7 +9,7 @@ import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import type { Caller } from './caller.ts';
 
-/** `pbk_` + 32 random bytes in base64url (DESIGN §6). */
+/** `pbk_` + 32 random bytes in base64url. */
 const KEY_PATTERN = /^pbk_[A-Za-z0-9_-]{43}$/;
 
 // The one-shot digest: about half the time of createHash().update().digest() on a key-sized input.

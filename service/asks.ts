@@ -28,7 +28,7 @@ const NOT_ALLOWLISTED = 'this operation is open to allowlisted key owners only; 
 export function createAsksService(deps: { log: EventLog; store: ReadStore; access: Access; projects: ProjectsService; now: () => Date }): AsksService {
   const { log, store, access, projects, now } = deps;
 
-  /** Re-checked on every call (spec §5.5): the owner's stream is folded per request. */
+  /** Re-checked on every call: the owner's stream is folded per request. */
   async function allowlisted(caller: Caller): Promise<boolean> {
     return (await access.ownerAccess(caller.owner)).allowlisted;
   }

@@ -32,7 +32,7 @@ import { parseParams } from './requests/params.ts';
 import { asValue, fromParts, rendered, spliced, type Rendered } from './spliced.ts';
 import { CALL_PAGE_BUDGET_MAX, callParamsSchema, callQuerySchema, callsQuerySchema } from './requests/calls.ts';
 
-/** The response budget of one call page (spec §8) when the request sets no `maxBytes`, in bytes of UTF-8. */
+/** The response budget of one call page when the request sets no `maxBytes`, in bytes of UTF-8. */
 export const CALL_PAGE_BUDGET_BYTES = CALL_PAGE_BUDGET_MAX;
 /** A contract filter may select at most this many calls; one more id is read to detect "more". */
 export const CONTRACT_CANDIDATES_MAX = 5000;

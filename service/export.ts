@@ -3,7 +3,7 @@ import type { EventLog, RecordedEvent } from '../eventstore/port.ts';
 /**
  * `pulseboard export`: the events of a time range as NDJSON, for offline analysis.
  *
- * Privacy (spec §2.9: thesis text never in public exports; DESIGN §6): without `includePrivate`,
+ * Privacy (thesis text never in public exports): without `includePrivate`,
  * whole event types that are private are left out, and private fields of other events are
  * replaced by WITHHELD. What is private is decided here, in these two tables, and nowhere else.
  */

@@ -54,7 +54,7 @@ function fieldChanges(before: Project | null, after: Project): ProjectFieldChang
 
 /**
  * The project's writes, oldest first: the events after which its public document differed from
- * the one before (DESIGN §4). The first write is the first sighting, listing every field with
+ * the one before. The first write is the first sighting, listing every field with
  * `before` null; events that changed nothing public (or happened before the first sighting) are
  * not writes. `seq` and `writtenAt` are those the live read model gave the same write.
  */

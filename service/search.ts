@@ -22,7 +22,7 @@ export type SearchService = {
   searchRendered(caller: Caller, query: unknown): Promise<Result<Rendered<ProjectSearchResult>>>;
 };
 
-/** What `q` was read as (DESIGN §5). */
+/** What `q` was read as. */
 export type SearchForm =
   | { kind: 'social'; handle: string }
   | { kind: 'website'; host: string }

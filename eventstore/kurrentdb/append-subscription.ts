@@ -1,5 +1,5 @@
 /**
- * One live subscription to the log per EventLog (DESIGN §3: "subscribe to the whole log"), fanned
+ * One live subscription to the log per EventLog ("subscribe to the whole log"), fanned
  * out to every waiter through an EventEmitter, instead of each waiter polling the head.
  *
  * It opens lazily (a process that never waits never subscribes). When the server drops it, it

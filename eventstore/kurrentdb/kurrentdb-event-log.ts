@@ -1,5 +1,5 @@
 /**
- * The EventLog port on KurrentDB (DESIGN §2, §3, §8), through @kurrent/kurrentdb-client.
+ * The EventLog port on KurrentDB, through @kurrent/kurrentdb-client.
  *
  * Positions. KurrentDB places every event in $all at {commit, prepare}, byte offsets in its
  * transaction log. Without explicit transactions (never available over gRPC, removed from the

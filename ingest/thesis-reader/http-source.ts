@@ -39,7 +39,7 @@ function statusOutcome(status: number): string {
 }
 
 /**
- * The provider adapter: one GET per read, never retried (spec §3 rule 3). Everything that can
+ * The provider adapter: one GET per read, never retried. Everything that can
  * go wrong becomes `{ok: false, outcome}` in this service's own words: the outcome never quotes
  * the body (a JSON.parse message would), so no thesis text can reach a status or a log.
  */

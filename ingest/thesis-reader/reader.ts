@@ -40,7 +40,7 @@ export type ThesisReaderDeps = {
 type ReadResult = { kind: 'saved'; snapshot: ThesisSnapshot; outcome: string } | { kind: 'failed'; outcome: string };
 
 /**
- * The thesis reader (DESIGN §2: in-process in the embedded default, its own process in the
+ * The thesis reader (in-process in the embedded default, its own process in the
  * distributed one). It takes open jobs from the ledger oldest first, starts each with an
  * expected-revision append (two readers never both start one job), reads the source exactly
  * once, appends the saved snapshot or the failure, and closes the job's slot. A failed job is

@@ -1,5 +1,5 @@
 /**
- * The generation-space port (DESIGN §7, `pulseboard replay`): where a read store keeps whole
+ * The generation-space port (`pulseboard replay`): where a read store keeps whole
  * generations of every read model side by side, and which one is live.
  *
  * A replay builds generation live+1 beside the live one, names it live with one compare-and-set on

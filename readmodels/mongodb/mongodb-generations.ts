@@ -1,5 +1,5 @@
 /**
- * The generation space on MongoDB (DESIGN §7): generation N of read model `projects` is the
+ * The generation space on MongoDB: generation N of read model `projects` is the
  * collection `projects_v<N>` (generation 0, from before any replay, is `projects`), with its
  * checkpoints in `_pulseboard_checkpoints_v<N>`. One client serves every generation.
  *

@@ -1,5 +1,5 @@
 /**
- * The ReadStore port on MongoDB (DESIGN §2, §4, §8), through the `mongodb` driver.
+ * The ReadStore port on MongoDB, through the `mongodb` driver.
  *
  * Layout. One MongoDB collection per read-model collection and generation, in the database the URL
  * names (e.g. mongodb://host/pulseboard?replicaSet=rs0): generation 0 uses the read model's own name,
@@ -23,8 +23,8 @@
  * depends on another's order), one read of the listing's chunk starts and one unordered bulk write of
  * chunk counts (`$inc`, only when the batch adds documents or moves one's sort key or facet), one read
  * of the chunks it grew past their bound (and, rarely, a cut of each: one read of its rows, one delete,
- * one insert), and the checkpoint advanced with a compare-and-set on the value read before the batch
- * (DESIGN §8). A crash leaves either the whole batch with its checkpoint and counts or none of
+ * one insert), and the checkpoint advanced with a compare-and-set on the value read before the batch.
+ * A crash leaves either the whole batch with its checkpoint and counts or none of
  * them, as the port promises and as the SQLite store (one transaction, triggers for the counts) does. Transactions need a replica set (a one-node one is
  * enough, as in docker-compose.yml); a commit against a standalone server fails with a message saying so.
  *

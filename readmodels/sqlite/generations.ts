@@ -5,7 +5,7 @@ import type { GenerationSpace, PointerRead } from '../generations/port.ts';
 import { createSqliteReadStore } from './sqlite-read-store.ts';
 
 /**
- * Generations of the embedded read models (DESIGN §7, `pulseboard replay`).
+ * Generations of the embedded read models (`pulseboard replay`).
  *
  * Generation 0 is `readmodels.sqlite`, the file every data directory starts with (so data
  * directories from before generations need no migration); generation N ≥ 1 is

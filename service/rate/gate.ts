@@ -3,7 +3,7 @@ import { errors, type ServiceError } from '../errors.ts';
 import type { RateDecision, RateLimiter } from './port.ts';
 
 /**
- * How an operation behaves when rate protection is unavailable (spec §1.10, §4, DESIGN §6):
+ * How an operation behaves when rate protection is unavailable:
  * `basic` reads (board, delta, plain project read, pulse) go on unlimited; `protected` ones
  * (call records, search, include=context, research submissions, thesis feed) answer 503.
  */
@@ -19,7 +19,7 @@ export type Budget = 'requests' | 'protocol';
 /** The protocol budget's bucket: keyed apart from the requests bucket of the same key id. */
 export const protocolBucket = (keyId: string): string => `${keyId}:protocol`;
 
-/** The budget's window (spec §8: 60 requests in 60 seconds); both limiters count over it. */
+/** The budget's window (60 requests in 60 seconds); both limiters count over it. */
 const WINDOW_SECONDS = 60;
 
 /**

@@ -1,13 +1,13 @@
 import type { Awaitable } from '../../readmodels/awaitable.ts';
 
 /**
- * Per-key rate protection shared by REST and MCP (spec §8, DESIGN §6): one budget per key id
+ * Per-key rate protection shared by REST and MCP: one budget per key id
  * over both surfaces together.
  */
 export type RateDecision =
   | { ok: true; limit: number; remaining: number; /** seconds until the window resets */ resetSeconds: number }
   | { ok: false; reason: 'limited'; limit: number; remaining: 0; resetSeconds: number; retryAfterSeconds: number }
-  /** The limiter's store (Redis) could not be reached: callers degrade per DESIGN §6. */
+  /** The limiter's store (Redis) could not be reached: basic reads go on unlimited, protected ones are refused with 503. */
   | { ok: false; reason: 'unavailable' };
 
 export interface RateLimiter {

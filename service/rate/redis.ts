@@ -6,7 +6,7 @@ import { wholeSeconds } from './window.ts';
 /*
  * Why this is written on ioredis rather than taken from @fastify/rate-limit: that plugin counts
  * per Fastify route, so it cannot put MCP tool calls and REST requests into one budget per key,
- * and it has a single failure mode where spec §1.10 needs two (basic reads go on unlimited,
+ * and it has a single failure mode where the service needs two (basic reads go on unlimited,
  * protected operations answer 503). The library does the hard part (connection, reconnection,
  * EVALSHA with EVAL fallback); the rule itself is one Lua script.
  */

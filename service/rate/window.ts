@@ -1,6 +1,6 @@
 /**
  * The window rule both limiters implement, so REST and MCP see one behaviour whichever store
- * counts (spec §8: "more than 60 requests in 60 seconds" gives 429).
+ * counts ("more than 60 requests in 60 seconds" gives 429).
  *
  * Sliding log: a request is counted at the millisecond it was allowed and stops counting exactly
  * `window` later. A request is allowed while fewer than `limit` counted requests are younger than

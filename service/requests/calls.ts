@@ -3,7 +3,7 @@ import { CALL_PAGE_DEFAULT, CALL_PAGE_MAX, CURSOR_MAX } from '../../readmodels/s
 import { intParam } from './params.ts';
 
 export const CONTRACT_FILTER_MAX = 100;
-/** The response budget of one call page (spec §8), in bytes of UTF-8: the default and the most `maxBytes` may ask for. */
+/** The response budget of one call page, in bytes of UTF-8: the default and the most `maxBytes` may ask for. */
 export const CALL_PAGE_BUDGET_MAX = 512 * 1024;
 /** The smallest `maxBytes`: room for a page's envelope and, on MCP, the JSON-RPC framing. */
 export const CALL_PAGE_BUDGET_MIN = 4096;

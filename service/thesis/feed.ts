@@ -65,7 +65,7 @@ function parseContract(input: unknown, where: 'query' | 'body'): Result<string> 
 }
 
 /**
- * The private thesis feed (spec §4.1, DESIGN §5). GET reads the stored status; POST appends a
+ * The private thesis feed. GET reads the stored status; POST appends a
  * request within the caps. Every cap is an optimistic append on a quota stream, so API processes
  * sharing one event log can never over-admit. A POST takes, in order, the member's daily slot,
  * a global daily start and an open-job slot, then appends the request with the contract

@@ -41,7 +41,7 @@ export function createInProcessHeartbeat(options: { ttlMs?: number; now?: () => 
 export const DEFAULT_HEARTBEAT_KEY = 'pulseboard:thesis-reader:heartbeat';
 
 /**
- * Fail-fast client options (DESIGN §8): a down Redis makes `isAlive()` false at once instead of
+ * Fail-fast client options: a down Redis makes `isAlive()` false at once instead of
  * stalling the request behind a reconnect loop.
  */
 export function createRedisHeartbeat(options: { url: string; key?: string; ttlMs?: number }): WorkerHeartbeat {

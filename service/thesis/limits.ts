@@ -1,4 +1,4 @@
-/** Thesis-feed limits (spec §3, §4.1, §8) and the choices DESIGN leaves to this module. */
+/** Thesis-feed limits, and the choices the API leaves to this module. */
 export const THESIS_CACHE_MS = 30 * 60_000;
 export const THESIS_KEEP_MS = 24 * 60 * 60_000;
 export const THESIS_MEMBER_DAILY_SUBMISSIONS = 20;

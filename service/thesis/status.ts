@@ -3,7 +3,7 @@ import type { ThesisStatus } from '../../readmodels/schemas.ts';
 import { THESIS_CACHE_MS, THESIS_KEEP_MS } from './limits.ts';
 
 /**
- * ThesisStatus of a stored record at the time of the read (DESIGN §5 transitions):
+ * ThesisStatus of a stored record at the time of the read (its transitions):
  * - no job → not_requested; a pending job → queued / running;
  * - a saved job → ready for 30 minutes after `fetchedAt`, then stale, then after 24 hours
  *   not_requested with the snapshot (and its outcome) dropped;

@@ -1,5 +1,5 @@
 /**
- * The EventLog contract (eventstore/port.ts, DESIGN §3): one suite, run unchanged against every adapter.
+ * The EventLog contract (eventstore/port.ts): one suite, run unchanged against every adapter.
  *
  * Most tests share one log and isolate themselves with fresh stream names and event-type prefixes,
  * so they also prove that nothing depends on the log being empty. Tests about an empty log open

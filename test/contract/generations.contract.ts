@@ -1,5 +1,5 @@
 /**
- * The GenerationSpace contract (readmodels/generations/port.ts, DESIGN §7): one suite, run unchanged
+ * The GenerationSpace contract (readmodels/generations/port.ts): one suite, run unchanged
  * against every adapter. Each test gets a space of its own (an empty data directory or database).
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * The ReadStore contract (readmodels/port.ts, DESIGN §4): one suite, run unchanged against every adapter.
+ * The ReadStore contract (readmodels/port.ts): one suite, run unchanged against every adapter.
  * Tests share one store and isolate themselves by collection name; `clear` gets a store of its own.
  */
 import assert from 'node:assert/strict';
@@ -345,7 +345,7 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.deepEqual(await store().findIds(collection, 'handle', 'new', 10), ['p']);
         await store().commit(collection, [doc('q', { keys: {}, seq: 3 })], 3);
         assert.deepEqual(await store().findIds(collection, 'handle', 'old', 10), []);
-        // A handle abandoned by one project and claimed by another (spec §1.8).
+        // A handle abandoned by one project and claimed by another.
         await store().commit(collection, [doc('q', { keys: { handle: ['new'] }, seq: 4 })], 4);
         assert.deepEqual(await store().findIds(collection, 'handle', 'new', 10), ['p', 'q']);
       });

@@ -51,7 +51,8 @@ describe('the repository links nothing outside it', () => {
   });
 
   it('no file names a document outside the repository or a path above it', () => {
-    const outside = /\.\.\/shared\b|\bshared\/(spec|DESIGN|INGEST)|\bINGEST\.md\b|\bDESIGN\.md\b|\bread-api\.md\b|\/work\//;
+    // Section marks of the documents the service was built from (`DESIGN §6`, `spec §4.1`) name them too.
+    const outside = /\.\.\/shared\b|\bshared\/(spec|DESIGN|INGEST)|\bINGEST\.md\b|\bDESIGN\.md\b|\bread-api\.md\b|\/work\/|\b(DESIGN|spec|INGEST) §/;
     const found: string[] = [];
     for (const file of textFiles) {
       if (file === relative(ROOT, import.meta.filename)) continue;

@@ -12,7 +12,7 @@ import { connectClient, postRpc, recordingGate, seedBoard, toolCall } from './su
 
 const NOW = new Date('2026-11-20T08:00:00.000Z');
 
-/** Exactly the eleven tools of spec §4.6. */
+/** Exactly the eleven tools the API guide lists. */
 const IMPLEMENTED = [
   'ask_researcher', 'get_calltracker_call', 'get_project', 'get_pulse', 'get_thesis_feed', 'list_calltracker_calls',
   'list_projects', 'request_thesis_feed', 'researcher_answers', 'search_projects', 'sync_projects',

@@ -31,7 +31,7 @@ export type GateMode = 'open' | 'protection_down' | 'rate_limited';
 
 /**
  * A gate that records what it was asked to count and refuses on demand: `protection_down`
- * refuses protected requests with 503 (basic ones go on, DESIGN §6), `rate_limited` refuses all.
+ * refuses protected requests with 503 (basic ones go on), `rate_limited` refuses all.
  */
 export function recordingGate(): Gate & { mode: GateMode; counted: { keyId: string; protection: Protection; budget: Budget }[] } {
   const headers = { 'ratelimit-limit': '60', 'ratelimit-remaining': '7', 'ratelimit-reset': '42' };

@@ -1,7 +1,7 @@
 /**
  * Servers for the adapters that need one (KurrentDB, MongoDB, Kafka), started through testcontainers.
  * Whether a Docker engine answers is probed once per process; tests that need one declare themselves
- * skipped with the reason when it does not (DESIGN §2), so a machine without Docker stays green
+ * skipped with the reason when it does not, so a machine without Docker stays green
  * without pretending those adapters were tested.
  */
 import { createServer } from 'node:net';

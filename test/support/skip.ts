@@ -8,7 +8,7 @@ import type { TestOptions } from 'vitest';
 
 declare module 'vitest' {
   interface TaskMeta {
-    /** Why the test was declared skipped (DESIGN §2: an honest skip names what could not run). */
+    /** Why the test was declared skipped (an honest skip names what could not run). */
     skipReason?: string;
   }
 }
