@@ -239,12 +239,14 @@ declare module 'fastify' {
   }
 }
 
+type OperationLabel = { readonly operation: string; readonly rpc?: { readonly method: string; readonly tool?: string } };
+
 /** Operation label of a request, from the route it matched (bounded: never the path as sent). */
 function operationLabeller(operations: readonly RestOperation[]) {
   const byRoute = new Map<string, string>(operations.map((op) => [`${op.method} ${op.path}`, op.operationId]));
   const fixed: Record<string, string> = { '/healthz': 'healthz', '/readyz': 'readyz', '/metrics': 'metrics', '/v1/openapi.json': 'openapi', '/docs': 'docs' };
-  const toolNames = new Set(mcpTools.map((t) => t.name));
-  return (request: FastifyRequest): { operation: string; rpc?: { method: string; tool?: string } } => {
+  const rpcLabelOf = rpcLabeller(mcpTools.map((t) => t.name));
+  return (request: FastifyRequest): OperationLabel => {
     if (request.operation !== '') return { operation: request.operation };
     // The common MCP call, known by its URL: the route options getter builds an object per call.
     const route = request.method === 'POST' && request.url === MCP_PATH ? MCP_PATH : request.routeOptions.url;
@@ -252,26 +254,34 @@ function operationLabeller(operations: readonly RestOperation[]) {
     if (request.method === 'OPTIONS') return { operation: 'preflight' };
     const rest = byRoute.get(`${request.method} ${route}`);
     if (rest) return { operation: rest };
-    if (route === MCP_PATH) {
-      const rpc = rpcOf(request.body, toolNames);
-      return { operation: rpc ? `mcp:${rpc.tool ?? rpc.method}` : 'mcp', ...(rpc ? { rpc } : {}) };
-    }
+    if (route === MCP_PATH) return rpcLabelOf(request.body);
     return { operation: fixed[route] ?? 'other' };
   };
 }
 
-const KNOWN_RPC_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call', 'notifications/initialized', 'notifications/cancelled', 'resources/list', 'prompts/list']);
+const KNOWN_RPC_METHODS = ['initialize', 'ping', 'tools/list', 'tools/call', 'notifications/initialized', 'notifications/cancelled', 'resources/list', 'prompts/list'];
 
-/** The JSON-RPC method (and tool) of an /mcp body, from a fixed set: caller text never becomes a label. */
-function rpcOf(body: unknown, toolNames: ReadonlySet<string>): { method: string; tool?: string } | null {
-  if (Array.isArray(body)) return { method: 'batch' };
-  if (typeof body !== 'object' || body === null) return null;
-  const { method, params } = body as { method?: unknown; params?: { name?: unknown } };
-  if (typeof method !== 'string') return null;
-  const known = KNOWN_RPC_METHODS.has(method) ? method : 'other';
-  if (known !== 'tools/call') return { method: known };
-  const name = typeof params === 'object' && params !== null ? params.name : undefined;
-  return { method: known, tool: typeof name === 'string' && toolNames.has(name) ? name : 'unknown_tool' };
+/**
+ * The label of an /mcp body: its JSON-RPC method (and tool) from a fixed set, so caller text never
+ * becomes a label. Every label is made once: a label string joined per request cost a hash of a new
+ * string at every metrics look-up.
+ */
+function rpcLabeller(toolNames: readonly string[]): (body: unknown) => OperationLabel {
+  const label = (method: string, tool?: string): OperationLabel =>
+    Object.freeze({ operation: `mcp:${tool ?? method}`, rpc: Object.freeze(tool === undefined ? { method } : { method, tool }) });
+  const byMethod = new Map([...KNOWN_RPC_METHODS.filter((m) => m !== 'tools/call'), 'other'].map((method) => [method, label(method)]));
+  const byTool = new Map([...toolNames, 'unknown_tool'].map((tool) => [tool, label('tools/call', tool)]));
+  const batch = label('batch');
+  const unreadable: OperationLabel = Object.freeze({ operation: 'mcp' });
+  return (body) => {
+    if (Array.isArray(body)) return batch;
+    if (typeof body !== 'object' || body === null) return unreadable;
+    const { method, params } = body as { method?: unknown; params?: { name?: unknown } };
+    if (typeof method !== 'string') return unreadable;
+    if (method !== 'tools/call') return byMethod.get(method) ?? byMethod.get('other')!;
+    const name = typeof params === 'object' && params !== null ? params.name : undefined;
+    return (typeof name === 'string' ? byTool.get(name) : undefined) ?? byTool.get('unknown_tool')!;
+  };
 }
 
 /** The id of the key a request presented, when it was accepted (never the key itself). */

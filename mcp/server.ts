@@ -60,7 +60,8 @@ export type McpEndpoint = {
 const JSONRPC_METHOD_NOT_FOUND = -32601;
 const JSONRPC_INVALID_PARAMS = -32602;
 
-const idJson = (id: RequestId): string => JSON.stringify(id);
+/** An id as JSON: a number is written as `String` writes it (the same text for every number JSON can carry). */
+const idJson = (id: RequestId): string => (typeof id === 'number' ? String(id) : JSON.stringify(id));
 
 /** The SDK's response layout, `{result, jsonrpc, id}`, so the bytes clients saw before stay the same. */
 const resultResponse = (id: RequestId, resultJson: string): string => `{"result":${resultJson},"jsonrpc":"2.0","id":${idJson(id)}}`;

@@ -128,6 +128,24 @@ describe('HTTP as an operator expects it', () => {
     assert.match(mcpLine.keyId, /^[0-9a-f]{24}$/);
     const unknownLine = lines.find((l) => l.reqId === 'mcp-call-2' && l.msg === 'request completed');
     assert.deepEqual(unknownLine.rpc, { method: 'tools/call', tool: 'unknown_tool' }, 'caller text never reaches a log field');
+    // Every other body gets a label from the fixed set too.
+    const labelled: [string, unknown, string, unknown][] = [
+      ['mcp-other', { jsonrpc: '2.0', id: 8, method: 'made/up<method>' }, 'mcp:other', { method: 'other' }],
+      ['mcp-proto', { jsonrpc: '2.0', id: 9, method: 'constructor' }, 'mcp:other', { method: 'other' }],
+      ['mcp-tool-proto', { ...rpc, params: { name: 'toString', arguments: {} } }, 'mcp:unknown_tool', { method: 'tools/call', tool: 'unknown_tool' }],
+      ['mcp-ping', { jsonrpc: '2.0', id: 10, method: 'ping' }, 'mcp:ping', { method: 'ping' }],
+      ['mcp-batch', [rpc, { jsonrpc: '2.0', id: 11, method: 'ping' }], 'mcp:batch', { method: 'batch' }],
+      ['mcp-none', 'null', 'mcp', undefined],
+    ];
+    for (const [reqId, payload] of labelled) {
+      await h.app.inject({ method: 'POST', url: '/mcp', headers: { ...mcpHeaders, 'x-request-id': reqId }, payload: typeof payload === 'string' ? payload : JSON.stringify(payload) });
+    }
+    const after = logLines.map((l) => JSON.parse(l));
+    for (const [reqId, , operation, rpcLabel] of labelled) {
+      const line = after.find((l) => l.reqId === reqId && l.msg === 'request completed');
+      assert.equal(line?.operation, operation, reqId);
+      assert.deepEqual(line?.rpc, rpcLabel, reqId);
+    }
   });
 
   it('sends nosniff everywhere, no X-Powered-By, and frame-ancestors none on the docs page', async () => {

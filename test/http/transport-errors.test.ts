@@ -119,6 +119,16 @@ describe('request bodies on /mcp, decoded by its JSON parser', () => {
         assert.equal(answered.statusCode, 200, `${encoding}: ${answered.body}`);
         assert.deepEqual(answered.json(), { result: {}, jsonrpc: '2.0', id: 7 }, encoding);
       }
+      // Taken as Fastify's own parser takes them: a leading byte order mark, and the risky names as values or inside other keys.
+      for (const body of [
+        '\ufeff{"jsonrpc":"2.0","id":7,"method":"ping"}',
+        '{"jsonrpc":"2.0","id":7,"method":"ping","params":{"note":"__proto__","other":"constructor"}}',
+        '{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x__proto__":1,"\\u0041":"\\u00e9"}}',
+      ]) {
+        const answered = await post('/mcp', undefined, body);
+        assert.equal(answered.statusCode, 200, `${body}: ${answered.body}`);
+        assert.deepEqual(answered.json(), { result: {}, jsonrpc: '2.0', id: 7 }, body);
+      }
       // Each refusal as the thesis feed's POST (decoded by @fastify/compress) gives it.
       const oversized = gzipSync(Buffer.from(`{"pad":"${' '.repeat(1024 * 1024 + 16)}"}`));
       const refusals: [string | undefined, string | Buffer, number][] = [
@@ -129,6 +139,13 @@ describe('request bodies on /mcp, decoded by its JSON parser', () => {
         ['gzip', gzipSync('{"__proto__":{"x":1}}'), 400],
         [undefined, '{"constructor":{"prototype":{"x":1}}}', 400],
         [undefined, '', 400],
+        // Keys that JSON.parse alone would take: escaped, nested, or after whitespace.
+        [undefined, '{"\\u005f_proto__":{"x":1}}', 400],
+        [undefined, '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":{"__proto__" :{"x":1}}}}', 400],
+        [undefined, '{"c\\u006fnstructor":{"prototype":{"x":1}}}', 400],
+        ['identity', '{"constructor":{"prototype":{"x":1}}}', 400],
+        [undefined, '  \n ', 400],
+        [undefined, '{"jsonrpc":"2.0","id":1,"method":"ping"', 400],
       ];
       for (const [encoding, payload, status] of refusals) {
         const mcp = await post('/mcp', encoding, payload);
