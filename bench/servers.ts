@@ -3,29 +3,11 @@
  * generator and the bench never share the server's event loop.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-
-const NO_WARNING = '--disable-warning=ExperimentalWarning';
+import { NO_WARNING, startCommand } from '../bin/start-command.ts';
 
 export type Server = { port: number; pid: number; stop(): Promise<void>; memory(): Promise<string> };
-
-/**
- * The environment assignments and Node flags of `npm start` (package.json), read from the script
- * itself so that the bench servers run as the service is started, without a second copy of them.
- */
-export function startCommand(): { env: Record<string, string>; flags: string[] } {
-  const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { scripts: { start: string } };
-  const env: Record<string, string> = {};
-  const flags: string[] = [];
-  for (const word of pkg.scripts.start.split(/\s+/)) {
-    const assignment = /^([A-Z][A-Z0-9_]*)=(\S*)$/.exec(word);
-    if (assignment) env[assignment[1]!] = assignment[2]!;
-    else if (word.startsWith('--') && word !== NO_WARNING) flags.push(word);
-  }
-  return { env, flags };
-}
 
 /**
  * `app DATA_DIR` or `bare BODIES_FILE` (see reads-server.ts), once it listens. Both run with the

@@ -10,7 +10,7 @@ import { describe, it } from 'vitest';
 import { parse } from 'yaml';
 import { configSchema, parseConfig } from '../../config/config.ts';
 import { images as testImages } from '../support/containers.ts';
-import { startCommand } from '../../bench/servers.ts';
+import { startCommand } from '../../bin/start-command.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const composeText = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
@@ -195,7 +195,7 @@ describe('Dockerfile', () => {
   });
 
   it('starts the service with the serve command and the Node flags of npm start', () => {
-    // npm start's flags, read from package.json as the read bench reads them, so the image cannot drift from what is measured.
+    // npm start's flags, read from package.json by bin/start-command.ts, as the read bench starts its servers, so the image cannot drift from what is measured.
     const { flags } = startCommand();
     assert.deepEqual(flags, ['--max-semi-space-size=8', '--heap-growing-percent=50']);
     assert.ok(lines.includes(`CMD ${JSON.stringify(['node', '--disable-warning=ExperimentalWarning', ...flags, 'bin/pulseboard.ts', 'serve'])}`));
