@@ -16,6 +16,8 @@ export type RestArguments = Record<RestPart, Record<string, unknown>>;
 export type ToolInput = {
   schema: z.ZodObject;
   toRest(args: Record<string, unknown>): RestArguments;
+  /** Whether every name in `args` is one of the tool's parameters (what the strict schema would check first). */
+  namesKnown(args: Record<string, unknown>): boolean;
   /** Rewrites quoted REST parameter names in a message (`'has_dossier'`) to the tool's names. */
   renameInMessage(message: string): string;
 };
@@ -45,6 +47,10 @@ export function toolInputFrom(request: RestRequest): ToolInput {
         if (o && value !== undefined) rest[o.part][o.name] = value;
       }
       return rest;
+    },
+    namesKnown(args) {
+      for (const name in args) if (!origin.has(name)) return false;
+      return true;
     },
     renameInMessage(message) {
       return renames.reduce((text, [camel, o]) => text.replaceAll(`'${o.name}'`, `'${camel}'`), message);

@@ -142,8 +142,11 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
         errors.badRequest(`params.arguments must be an object of named arguments, e.g. {"name": "${tool.name}", "arguments": {…}}; see the tool's inputSchema in tools/list`),
       );
     }
-    const parsed = parseParams(tool.input.schema, args);
-    if (!parsed.ok) return failure(errors.badRequest(tool.input.renameInMessage(parsed.message)));
+    // An unknown name is refused by the input's schema, with its message; the service checks the rest.
+    if (!tool.validatedByService || !tool.input.namesKnown(args)) {
+      const parsed = parseParams(tool.input.schema, args);
+      if (!parsed.ok) return failure(errors.badRequest(tool.input.renameInMessage(parsed.message)));
+    }
     try {
       // The service re-validates under the REST names; the caller's original values are passed on.
       const rest = tool.input.toRest(args);

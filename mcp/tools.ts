@@ -46,6 +46,13 @@ export type Tool = {
    */
   outputDetail?: { depth: number; note: string };
   readOnly: boolean;
+  /**
+   * Set where `callRendered` validates every argument under its REST name with the schemas the
+   * input is built from, part by part in the input's order: a call with only known names is then not
+   * validated twice, and a refusal is the service's, renamed, which is the one the input's schema gives
+   * (test/mcp/validated-once.test.ts checks every parameter of every such tool).
+   */
+  validatedByService?: true;
   /** Rate-protection class of a call with these arguments, as for the REST twin. */
   protection(services: Services, args: RestArguments): Protection;
   call(services: Services, caller: Caller, args: RestArguments): Promise<Result<Record<string, unknown>>>;
@@ -78,6 +85,7 @@ const projectAndPrivateTools: Tool[] = [
     protection: basic,
     call: (services, _caller, args) => services.projects.list(args.query),
     callRendered: (services, _caller, args) => services.projects.listRendered(args.query),
+    validatedByService: true,
   },
   {
     name: 'sync_projects',
@@ -97,6 +105,7 @@ const projectAndPrivateTools: Tool[] = [
     protection: basic,
     call: (services, _caller, args) => services.projects.sync(args.query),
     callRendered: (services, _caller, args) => services.projects.syncRendered(args.query),
+    validatedByService: true,
   },
   {
     name: 'get_project',
@@ -111,6 +120,7 @@ const projectAndPrivateTools: Tool[] = [
     protection: (services, args) => (services.projects.isEnriched(args.query) ? 'protected' : 'basic'),
     call: (services, caller, args) => services.projects.get(caller, args.params, args.query),
     callRendered: (services, caller, args) => services.projects.getRendered(caller, args.params, args.query),
+    validatedByService: true,
   },
   {
     name: 'get_thesis_feed',
@@ -190,6 +200,7 @@ const readTools: Tool[] = [
     protection: guarded,
     call: (services, caller, args) => services.search.search(caller, args.query),
     callRendered: (services, caller, args) => services.search.searchRendered(caller, args.query),
+    validatedByService: true,
   },
   {
     name: 'get_pulse',
