@@ -103,7 +103,7 @@ function anonymousMemoryOf(pid: number): string {
 }
 
 /** A key for the bench, issued once per cached data set (issuing appends to its log). */
-async function benchKey(dir: string): Promise<string> {
+export async function benchKey(dir: string): Promise<string> {
   const file = join(dir, 'bench-key.txt');
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   const stores = await openStores(benchConfig(dir));
