@@ -488,6 +488,9 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     // MCP against its REST twin, in rounds the same way.
     const rpcHeaders = { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     const rpc = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_project', arguments: { handle: projectId } } });
+    // Warm-up, not counted, as every read above had: the first round's MCP load otherwise pays for
+    // compiling the MCP path, which no earlier load ran (its REST twin was warmed with the reads).
+    await autocannon({ url: `http://127.0.0.1:${app.port}/mcp`, connections: CONNECTIONS, duration: 1, method: 'POST', headers: rpcHeaders, body: rpc });
     const pairs: { mcp: number; rest: number; mcpCpu: number; restCpu: number }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const viaMcp = () => loadOn(app, '/mcp', { method: 'POST', headers: rpcHeaders, body: rpc });
