@@ -24,8 +24,9 @@ export type McpPluginOptions = { services: Services; tools?: readonly Tool[] };
 
 type JsonRpcRequest = { method?: unknown; params?: { name?: unknown; arguments?: unknown } };
 
-const messagesOf = (body: unknown): JsonRpcRequest[] =>
-  (Array.isArray(body) ? body : [body]).filter((m): m is JsonRpcRequest => typeof m === 'object' && m !== null);
+const isObject = (m: unknown): m is JsonRpcRequest => typeof m === 'object' && m !== null;
+
+const messagesOf = (body: unknown): JsonRpcRequest[] => (Array.isArray(body) ? body.filter(isObject) : isObject(body) ? [body] : []);
 
 const isToolCall = (m: JsonRpcRequest): boolean => m.method === 'tools/call';
 
@@ -189,8 +190,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     // Notifications and responses only: accepted, nothing to answer.
     if (requests.length === 0) return reply.code(202).send();
 
-    const onUnexpected = (type: string) => request.log.error({ err: { type } }, 'mcp tool call failed');
-    const context: RequestContext = admitted.ok ? { caller: admitted.value.caller, onUnexpected } : { refusal: admitted.refused.error, onUnexpected };
+    const context: RequestContext = admitted.ok ? { caller: admitted.value.caller, log: request.log } : { refusal: admitted.refused.error, log: request.log };
     // A single message (not a batch) is one request here: answered without a Promise.all around it.
     const payload: Awaitable<SerializedResponse> = Array.isArray(body)
       ? Promise.all(requests.map(async (message) => endpoint.answer(message, context))).then(batchOf)

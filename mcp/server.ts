@@ -45,9 +45,12 @@ export type SerializedResponse = string | Buffer;
  * Who sent this HTTP request, or why the rate gate refused it after authenticating it: then every
  * tool call in it answers that error as a tool error, so an agent reads how long to wait.
  */
+/** The part of a request's logger a tool call uses. */
+export type ErrorLog = { error(fields: { err: { type: string } }, message: string): void };
+
 export type RequestContext = ({ caller: Caller; refusal?: undefined } | { refusal: ServiceError }) & {
-  /** Called with the name of an error a tool threw (never its message, which may hold input). */
-  onUnexpected?: (errorName: string) => void;
+  /** Where an error a tool threw is reported, by its name only (never its message, which may hold input). */
+  log?: ErrorLog;
 };
 
 export type McpEndpoint = {
@@ -74,6 +77,12 @@ const READ_AT_MARK = `readAt${randomBytes(12).toString('hex')}`;
 
 /** The response of a kept head for one request id (the same bytes as `resultResponse`). */
 const withId = (head: Buffer, id: RequestId): Buffer => joinedBytes([head], '', `${idJson(id)}}`);
+
+/** A tool error (never a JSON-RPC error). */
+const failureResponse = (id: RequestId, error: ServiceError): string => resultResponse(id, JSON.stringify(toolFailure(error)));
+
+/** The service's refusal of a tool call, its REST parameter names replaced by the tool's. */
+const renamedFailure = (id: RequestId, tool: Tool, error: ServiceError): string => failureResponse(id, { ...error, message: tool.input.renameInMessage(error.message) });
 
 const errorResponse = (id: RequestId, code: number, message: string, data?: unknown): string =>
   JSON.stringify({ jsonrpc: '2.0', id, error: { code, message, ...(data === undefined ? {} : { data }) } });
@@ -127,34 +136,32 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
 
   /** The response to a tools/call: a tool's result, or a tool error (never a JSON-RPC error). */
   function callTool(id: RequestId, params: unknown, context: RequestContext): Awaitable<SerializedResponse> {
-    const failure = (error: ServiceError) => resultResponse(id, JSON.stringify(toolFailure(error)));
-    if (context.refusal !== undefined) return failure(context.refusal);
+    if (context.refusal !== undefined) return failureResponse(id, context.refusal);
     const name = isPlainObject(params) ? params.name : undefined;
     if (typeof name !== 'string') {
-      return failure(errors.badRequest(`tools/call needs params.name, one of: ${toolNames}; and params.arguments, an object of named arguments`));
+      return failureResponse(id, errors.badRequest(`tools/call needs params.name, one of: ${toolNames}; and params.arguments, an object of named arguments`));
     }
     const tool = byName.get(name);
     // The name is not echoed: it is input, and the list of real names is what helps.
-    if (!tool) return failure(errors.notFound(`no such tool; the tools are: ${toolNames} (tools/list describes them)`));
+    if (!tool) return failureResponse(id, errors.notFound(`no such tool; the tools are: ${toolNames} (tools/list describes them)`));
     const args = (params as Record<string, unknown>).arguments ?? {};
     if (!isPlainObject(args)) {
-      return failure(
+      return failureResponse(id, 
         errors.badRequest(`params.arguments must be an object of named arguments, e.g. {"name": "${tool.name}", "arguments": {…}}; see the tool's inputSchema in tools/list`),
       );
     }
     // An unknown name is refused by the input's schema, with its message; the service checks the rest.
     if (!tool.validatedByService || !tool.input.namesKnown(args)) {
       const parsed = parseParams(tool.input.schema, args);
-      if (!parsed.ok) return failure(errors.badRequest(tool.input.renameInMessage(parsed.message)));
+      if (!parsed.ok) return failureResponse(id, errors.badRequest(tool.input.renameInMessage(parsed.message)));
     }
     try {
       // The service re-validates under the REST names; the caller's original values are passed on.
       const rest = tool.input.toRest(args);
-      const failed = (error: ServiceError) => failure({ ...error, message: tool.input.renameInMessage(error.message) });
       // A kept result is answered in the same turn (see readmodels/awaitable.ts).
       const answered: Awaitable<SerializedResponse> = tool.callRendered
-        ? andThen(tool.callRendered(services, context.caller, rest), (read) => (read.ok ? renderedSuccess(read.value, id) : failed(read.error)))
-        : andThen(tool.call(services, context.caller, rest), (result) => (result.ok ? resultResponse(id, serializedToolSuccess(result.value)) : failed(result.error)));
+        ? andThen(tool.callRendered(services, context.caller, rest), (read) => (read.ok ? renderedSuccess(read.value, id) : renamedFailure(id, tool, read.error)))
+        : andThen(tool.call(services, context.caller, rest), (result) => (result.ok ? resultResponse(id, serializedToolSuccess(result.value)) : renamedFailure(id, tool, result.error)));
       return answered instanceof Promise ? answered.catch((error: unknown) => unexpected(id, context, error)) : answered;
     } catch (error) {
       return unexpected(id, context, error);
@@ -163,7 +170,7 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
 
   /** A tool call that failed in a way no service result says: a tool error to retry, its type reported. */
   function unexpected(id: RequestId, context: RequestContext, error: unknown): SerializedResponse {
-    context.onUnexpected?.((error as Error)?.name ?? 'unknown');
+    context.log?.error({ err: { type: (error as Error)?.name ?? 'unknown' } }, 'mcp tool call failed');
     return resultResponse(id, JSON.stringify(toolFailure({ status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 })));
   }
 

@@ -54,12 +54,12 @@ describe('the endpoint on odd input', () => {
     const endpoint = createMcpEndpoint({} as never, [thrower]);
     const answer = JSON.parse(
       String(
-        await endpoint.answer({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'boom', arguments: {} } }, { caller: { keyId: 'k', owner: 'o' }, onUnexpected: (n) => reported.push(n) }),
+        await endpoint.answer({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'boom', arguments: {} } }, { caller: { keyId: 'k', owner: 'o' }, log: { error: (fields, message) => reported.push(`${fields.err.type}: ${message}`) } }),
       ),
     );
     assert.deepEqual(answer.result.structuredContent, { error: { code: 'unavailable', message: 'Unexpected failure; retry later. Wait 5 seconds before calling again.' } });
     assert.deepEqual(answer.result._meta, { retryAfterSeconds: 5 });
-    assert.deepEqual(reported, ['TypeError']);
+    assert.deepEqual(reported, ['TypeError: mcp tool call failed']);
     assert.ok(!JSON.stringify(answer).includes('secret'));
   });
 });
