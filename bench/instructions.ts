@@ -1,8 +1,8 @@
 /**
  * Instructions a request, counted by valgrind's callgrind in the server process: a one-project read
  * (GET /v1/projects/{id}) and MCP get_project of the same project, on the 10k data set. Unlike req/s and
- * CPU time, the count does not move with what else the machine runs (two runs of one build agree to
- * 0.01 %), so a change of a few hundred nanoseconds shows; it leaves out the kernel (the sends and
+ * CPU time, the count hardly moves with what else the machine runs (runs of one build agree within
+ * about 0.6 %), so a change of a few hundred nanoseconds shows; it leaves out the kernel (the sends and
  * receives), which the read bench's figures include. Not part of `npm run bench`: the server runs about
  * fifty times slower under valgrind (two minutes for both reads). Needs valgrind (Debian package valgrind):
  *   node bench/instructions.ts [REQUESTS]
