@@ -23,6 +23,7 @@ import { callOperations } from './routes/calls.ts';
 import { pulseOperations } from './routes/pulse.ts';
 import { searchOperations } from './routes/search.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
+import { pendingOnly } from '../transport/handler-result.ts';
 import { createTurnWrites } from '../transport/turn-writes.ts';
 import { BROTLI_QUALITY, COMPRESSION_THRESHOLD, GZIP_LEVEL, sendBody, sendParts } from '../transport/compression.ts';
 import { CACHE_NO_STORE, CACHE_REVALIDATE, etagOf, matchesIfNoneMatch } from './http/caching.ts';
@@ -151,7 +152,7 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
         reply.headers(admitted.value.headers);
         return andThen(op.run(new RequestInput(admitted.value.caller, request, reply)), (result) => answer(services, op, request, reply, result));
       });
-      return answered instanceof Promise ? answered : undefined;
+      return pendingOnly(answered);
     },
   });
 }

@@ -4,6 +4,7 @@ import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
 import { errorResponse, type ServiceError } from '../service/errors.ts';
 import { sendBody } from '../transport/compression.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
+import { pendingOnly } from '../transport/handler-result.ts';
 import { giveBackWhenClosed, sendBuffers } from '../transport/send-buffers.ts';
 import { useJsonBodies } from '../transport/json-body.ts';
 import type { Admission, Budget, Protection } from '../service/guard.ts';
@@ -134,8 +135,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
       budgetAmong(received),
       credentialMemoOf(request.raw.socket),
     );
-    const sent = andThen(admission, (admitted) => answerAdmitted(request, reply, admitted, received));
-    return sent instanceof Promise ? sent : undefined;
+    return pendingOnly(andThen(admission, (admitted) => answerAdmitted(request, reply, admitted, received)));
   });
 
   function answerAdmitted(request: FastifyRequest, reply: FastifyReply, admitted: Admission, received: readonly JsonRpcRequest[]): Awaitable<FastifyReply> {
