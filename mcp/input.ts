@@ -42,8 +42,11 @@ export function toolInputFrom(request: RestRequest): ToolInput {
     schema: z.object(shape).strict(),
     toRest(args) {
       const rest: RestArguments = { params: {}, query: {}, body: {} };
-      for (const [camel, value] of Object.entries(args)) {
+      // for-in over own names: Object.entries would make an array per name on every call.
+      for (const camel in args) {
+        if (!Object.hasOwn(args, camel)) continue;
         const o = origin.get(camel);
+        const value = args[camel];
         if (o && value !== undefined) rest[o.part][o.name] = value;
       }
       return rest;

@@ -98,7 +98,8 @@ const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
 export function isPlainRequest(raw: unknown): raw is JSONRPCRequest {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return false;
   const message = raw as Record<string, unknown>;
-  for (const key of Object.keys(message)) if (!REQUEST_MEMBERS.has(key)) return false;
+  // Inherited names count too (a stricter test, sent to the schema); a JSON body has none.
+  for (const key in message) if (!REQUEST_MEMBERS.has(key)) return false;
   const { jsonrpc, id, method, params } = message;
   if (jsonrpc !== '2.0' || typeof method !== 'string') return false;
   if (typeof id !== 'string' && !Number.isInteger(id)) return false;
