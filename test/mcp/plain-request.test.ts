@@ -32,3 +32,9 @@ it('every message the fast path takes is a request the schema accepts with the s
   }
   assert.equal(taken, 2);
 });
+
+it('a message with a member inherited from its prototype is left to the schema', () => {
+  const message = Object.assign(Object.create({ extra: true }) as Record<string, unknown>, { jsonrpc: '2.0', id: 1, method: 'ping' });
+  assert.equal(isPlainRequest(message), false);
+  assert.equal(isPlainRequest({ jsonrpc: '2.0', id: 1, method: 'ping' }), true);
+});
