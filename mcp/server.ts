@@ -41,13 +41,13 @@ export const INSTRUCTIONS =
  */
 export type SerializedResponse = string | Buffer;
 
+/** The part of a request's logger a tool call uses. */
+export type ErrorLog = { error(fields: { err: { type: string } }, message: string): void };
+
 /**
  * Who sent this HTTP request, or why the rate gate refused it after authenticating it: then every
  * tool call in it answers that error as a tool error, so an agent reads how long to wait.
  */
-/** The part of a request's logger a tool call uses. */
-export type ErrorLog = { error(fields: { err: { type: string } }, message: string): void };
-
 export type RequestContext = ({ caller: Caller; refusal?: undefined } | { refusal: ServiceError }) & {
   /** Where an error a tool threw is reported, by its name only (never its message, which may hold input). */
   log?: ErrorLog;
@@ -146,7 +146,8 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
     if (!tool) return failureResponse(id, errors.notFound(`no such tool; the tools are: ${toolNames} (tools/list describes them)`));
     const args = (params as Record<string, unknown>).arguments ?? {};
     if (!isPlainObject(args)) {
-      return failureResponse(id, 
+      return failureResponse(
+        id,
         errors.badRequest(`params.arguments must be an object of named arguments, e.g. {"name": "${tool.name}", "arguments": {…}}; see the tool's inputSchema in tools/list`),
       );
     }
