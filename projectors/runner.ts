@@ -27,6 +27,7 @@ export type RunnerOptions = {
    * sizes. Where a batch ends changes no document (seq and writtenAt come from the events).
    */
   maxHeapShare?: number;
+  /** The longest idle wait between two looks at the log when no append is signalled (default 30 s). */
   idleWaitMs?: number;
   /** After each collection's commit: its new checkpoint and how many events it folded. */
   onBatch?: (info: { collection: string; checkpoint: number; applied: number }) => void;
@@ -37,6 +38,26 @@ export const DEFAULT_MAX_PENDING_DOCS = 50_000;
 export const DEFAULT_MAX_HEAP_SHARE = 0.5;
 /** Below this many held documents the heap is not looked at (a batch always makes some progress). */
 const HEAP_CHECK_FROM_DOCS = 10_000;
+/**
+ * How long an idle runner sleeps when no append is signalled: a safety net only, since every
+ * adapter's waitForAppend is woken by appends (from any process) and by its own reconnects.
+ */
+export const DEFAULT_IDLE_WAIT_MS = 30_000;
+/** Before the log is read again after it answered short of its own head (a node catching up). */
+const LAGGED_RETRY_MS = 100;
+
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
 /** Log positions per read of the log. */
 const PAGE_SIZE = 10_000;
 /** After a full collection the held documents must leave at least this share of the guard free, or the batch ends. */
@@ -261,8 +282,11 @@ export function createProjectionRunner(
     return work.applied;
   }
 
-  /** One batch; `done` only when every collection had reached the head. */
-  function step(): Promise<{ done: boolean; applied: number; checkpoint: number }> {
+  /**
+   * One batch; `done` only when every collection had reached the head. `lagged`: the log answered
+   * short of the head it had reported (a node behind another), so the batch stopped at what it saw.
+   */
+  function step(): Promise<{ done: boolean; applied: number; checkpoint: number; lagged?: boolean }> {
     return exclusive(async () => {
       const afters = await Promise.all(projectors.map(async (p) => store.checkpoint(p.collection)));
       const from = Math.min(...afters);
@@ -278,6 +302,7 @@ export function createProjectionRunner(
         applied: 0,
       }));
       let position = from;
+      let lagged = false;
       for (;;) {
         const events = await log.readAll({
           afterPosition: position,
@@ -286,8 +311,14 @@ export function createProjectionRunner(
           ...(typePrefixes ? { typePrefixes } : {}),
         });
         // A short page means everything up to `head` was considered: checkpoints may move there
-        // even past events of other types, so idle projectors do not rescan them.
-        position = events.length < pageSize ? head : events[events.length - 1]!.position;
+        // even past events of other types, so idle projectors do not rescan them. Unfiltered, such a
+        // page must hold the event at `head` itself; one that does not came from a node that lags,
+        // and the checkpoint then moves no further than the last event seen.
+        const last = events.at(-1)?.position;
+        if (events.length < pageSize && typePrefixes === undefined && last !== head) {
+          lagged = true;
+          position = last ?? position;
+        } else position = events.length < pageSize ? head : last!;
         const perProjector: RecordedEvent[][] = projectors.map(() => []);
         for (const event of events) {
           const wanted = wants(event.type);
@@ -297,12 +328,12 @@ export function createProjectionRunner(
         }
         await Promise.all(work.map((w, i) => fold(w, perProjector[i]!)));
         const held = work.reduce((sum, w) => sum + w.changed.size + w.read.size, 0);
-        if (position >= head || position - from >= batchSize || held >= maxPendingDocs) break;
+        if (lagged || position >= head || position - from >= batchSize || held >= maxPendingDocs) break;
         if (held >= HEAP_CHECK_FROM_DOCS && heapFull(maxHeapBytes)) break;
       }
       const checkpoint = position;
       const applied = await Promise.all(work.map((w) => (w.after < checkpoint ? commit(w, checkpoint) : Promise.resolve(0))));
-      return { done: false, applied: applied.reduce((sum, n) => sum + n, 0), checkpoint };
+      return { done: false, applied: applied.reduce((sum, n) => sum + n, 0), checkpoint, lagged };
     });
   }
 
@@ -313,13 +344,15 @@ export function createProjectionRunner(
         const result = await step();
         if (result.done) return applied;
         applied += result.applied;
+        if (result.lagged) await pause(LAGGED_RETRY_MS);
       }
     },
 
     async run(signal: AbortSignal) {
       while (!signal.aborted) {
         const result = await step();
-        if (result.done) await log.waitForAppend(result.checkpoint, options.idleWaitMs ?? 250, signal);
+        if (result.done) await log.waitForAppend(result.checkpoint, options.idleWaitMs ?? DEFAULT_IDLE_WAIT_MS, signal);
+        else if (result.lagged) await pause(LAGGED_RETRY_MS, signal);
       }
     },
   };

@@ -153,22 +153,32 @@ const SETTLE_BATCH = 1000;
  * (or another command) advanced the collection meanwhile, the commit is refused and the loop looks
  * again, so nothing is applied twice and the checkpoint never moves back.
  */
-async function settle(stores: AccessStores, projector: Projector, position: number): Promise<void> {
+async function settle(stores: AccessStores, projector: Projector, position: number, target: 'event' | 'head'): Promise<void> {
   const { log, store } = stores;
   for (;;) {
     const after = await store.checkpoint(projector.collection);
     if (after >= position) return;
     const events = await log.readAll({ afterPosition: after, toPosition: position, typePrefixes: projector.typePrefixes, limit: SETTLE_BATCH });
-    const checkpoint = events.length < SETTLE_BATCH ? position : events[events.length - 1]!.position;
-    const ids = [...new Set(events.map((e) => projector.keyOf(e)).filter((id): id is string => id !== null))];
-    const existing = ids.length > 0 ? await store.getMany(projector.collection, ids) : new Map<string, StoredDoc>();
-    await store.commit(projector.collection, [...foldEvents(projector, existing, events).values()], checkpoint, after);
+    const last = events.at(-1)?.position;
+    // When `position` is the command's own event (of the projector's types), a short page must hold
+    // it: one that does not came from a node that lags, and moves the checkpoint only to what it saw.
+    const lagged = events.length < SETTLE_BATCH && target === 'event' && last !== position;
+    const checkpoint = lagged ? (last ?? after) : events.length < SETTLE_BATCH ? position : last!;
+    if (checkpoint > after) {
+      const ids = [...new Set(events.map((e) => projector.keyOf(e)).filter((id): id is string => id !== null))];
+      const existing = ids.length > 0 ? await store.getMany(projector.collection, ids) : new Map<string, StoredDoc>();
+      await store.commit(projector.collection, [...foldEvents(projector, existing, events).values()], checkpoint, after);
+    }
+    if (lagged) await new Promise((resolve) => setTimeout(resolve, LAGGED_RETRY_MS));
   }
 }
 
+/** Before the log is read again after it answered without the command's own event (a node catching up). */
+const LAGGED_RETRY_MS = 50;
+
 /** Brings the keys read model up to everything the log holds now (`keys list`), without the other projections. */
 export async function settleKeys(stores: AccessStores): Promise<void> {
-  await settle(stores, keysProjector, await stores.log.headPosition());
+  await settle(stores, keysProjector, await stores.log.headPosition(), 'head');
 }
 
 /**
@@ -208,7 +218,7 @@ export async function issueKey(stores: AccessStores, owner: string, options: { e
     'no_stream',
   );
   if (!result.ok) throw new Error('key id collision; issue again');
-  await settle(stores, keysProjector, positionOf(result));
+  await settle(stores, keysProjector, positionOf(result), 'event');
   return { key, keyId, owner, expiresAt };
 }
 
@@ -220,7 +230,7 @@ export async function revokeKey(stores: AccessStores, keyId: string, now = new D
   const revision = await log.streamRevision(streams.key(keyId));
   if (revision === null) return { ok: false, reason: `no key with id ${keyId}` };
   const appended = await log.append(streams.key(keyId), [{ id: commandEventId(), type: 'key.revoked', data: { keyId, revokedAt: now.toISOString() } }]);
-  await settle(stores, keysProjector, positionOf(appended));
+  await settle(stores, keysProjector, positionOf(appended), 'event');
   return { ok: true };
 }
 
@@ -236,5 +246,5 @@ const ownerEventType: Record<OwnerChange, string> = {
 /** Appends the owner change and returns once the owners read model reflects it. */
 export async function changeOwner(stores: AccessStores, owner: string, change: OwnerChange, now = new Date()): Promise<void> {
   const appended = await stores.log.append(streams.owner(owner), [{ id: commandEventId(), type: ownerEventType[change], data: { owner, at: now.toISOString() } }]);
-  await settle(stores, ownersProjector, positionOf(appended));
+  await settle(stores, ownersProjector, positionOf(appended), 'event');
 }

@@ -26,6 +26,9 @@
  * System events ($-prefixed types or streams) are never returned. The archive id is a custom property
  * of the metadata of the stream `pulseboard-archive`, written once with expected state NO_STREAM.
  * `recordedAt` is the server's `created` time for the event (the leader's clock).
+ * Every read requires the leader (the client's default lets a follower answer): a follower that lags
+ * would answer a page short of an event the leader has already acknowledged, and a runner or `settle`
+ * that trusts the short page moves its checkpoint past that event for good.
  * Event ids must be UUIDs (KurrentDB stores them as such); event data must be a JSON object, array or string.
  */
 import { randomUUID } from 'node:crypto';
@@ -305,7 +308,7 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
   // One filtered $all subscription from the end, shared by every waiter of this log.
   const source: SubscriptionSource = {
     open(handlers) {
-      const subscription = client.subscribeToAll({ fromPosition: END, filter: excludeSystemEvents() });
+      const subscription = client.subscribeToAll({ fromPosition: END, filter: excludeSystemEvents(), requiresLeader: true });
       let over = false;
       const fail = (error: unknown) => {
         if (over) return;
@@ -404,7 +407,7 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
     for (;;) {
       let seen = 0;
       let last: { commit: bigint; prepare: bigint } | undefined;
-      for await (const resolved of client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: HEAD_PAGE, filter: excludeSystemEvents() })) {
+      for await (const resolved of client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: HEAD_PAGE, filter: excludeSystemEvents(), requiresLeader: true })) {
         seen += 1;
         const event = resolved.event;
         if (!event) continue;
@@ -423,7 +426,7 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
   }
 
   async function readArchiveId(): Promise<string | null> {
-    const result = await client.getStreamMetadata(ARCHIVE_STREAM);
+    const result = await client.getStreamMetadata(ARCHIVE_STREAM, { requiresLeader: true });
     const value = result.metadata?.[ARCHIVE_KEY];
     return typeof value === 'string' && value.length > 0 ? value : null;
   }
@@ -468,7 +471,7 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
     async readStream(stream: string, options: ReadStreamOptions = {}) {
       const events: RecordedEvent[] = [];
       try {
-        for await (const resolved of client.readStream(stream)) {
+        for await (const resolved of client.readStream(stream, { requiresLeader: true })) {
           const event = resolved.event;
           if (!event) continue;
           const position = portPosition(event.position, event);
@@ -496,7 +499,7 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
         const want = limit - events.length + 1;
         let seen = 0;
         let done = false;
-        for await (const resolved of client.readAll({ direction: FORWARDS, fromPosition: readPositionAfter(cursor), maxCount: want, filter })) {
+        for await (const resolved of client.readAll({ direction: FORWARDS, fromPosition: readPositionAfter(cursor), maxCount: want, filter, requiresLeader: true })) {
           seen += 1;
           const event = resolved.event;
           if (!event) continue;
@@ -541,7 +544,13 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
       let backwardFrom: ReadPosition = END;
       for (;;) {
         let seen = 0;
-        for await (const resolved of client.readAll({ direction: FORWARDS, fromPosition: readPositionAfter(forwardCursor), maxCount: SEEK_PAGE, filter: excludeSystemEvents() })) {
+        for await (const resolved of client.readAll({
+          direction: FORWARDS,
+          fromPosition: readPositionAfter(forwardCursor),
+          maxCount: SEEK_PAGE,
+          filter: excludeSystemEvents(),
+          requiresLeader: true,
+        })) {
           seen += 1;
           const event = resolved.event;
           if (!event) continue;
@@ -556,7 +565,13 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
 
         seen = 0;
         let oldest: Position | undefined;
-        for await (const resolved of client.readAll({ direction: BACKWARDS, fromPosition: backwardFrom, maxCount: SEEK_PAGE, filter: excludeSystemEvents() })) {
+        for await (const resolved of client.readAll({
+          direction: BACKWARDS,
+          fromPosition: backwardFrom,
+          maxCount: SEEK_PAGE,
+          filter: excludeSystemEvents(),
+          requiresLeader: true,
+        })) {
           seen += 1;
           const event = resolved.event;
           if (!event) continue;

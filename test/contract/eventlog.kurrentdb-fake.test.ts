@@ -21,10 +21,13 @@ import { eventLogContract } from './eventlog.contract.ts';
 const URL = 'kurrentdb://in-memory:2113?tls=false';
 
 // A 25.1+ server (marker writes joined in multi-stream appends), an older one, and one whose
-// multi-stream appends do not read back as written (the adapter must notice and write markers one by one).
+// multi-stream appends do not read back as written (the adapter must notice and write markers one by one);
+// each a cluster whose followers lag (the adapter must read from the leader).
 for (const mode of ['atomic', 'unsupported', 'garbled'] as const) {
 eventLogContract(`kurrentdb (in-memory client, multiStreamAppend ${mode})`, async () => {
   const server = createFakeKurrentDbServer({ multiStreamAppend: mode });
+  // Every read the adapter lets a follower answer misses the three newest records.
+  server.followerLag = 3;
   const log = createKurrentDbEventLog(URL, { client: server.client() });
   const connections: EventLog[] = [];
   return {

@@ -44,6 +44,14 @@ export type FakeKurrentDbServer = {
   calls: Map<string, number>;
   records: StoredRecord[];
   resetCounts(): void;
+  /**
+   * A lagging follower: a read that does not require the leader (requiresLeader unset or false, the
+   * client's default) is served by a node missing this many of the newest records (0: none missing).
+   * A function is asked per read (several followers, the connection moving between them).
+   */
+  followerLag: number | ((method: string) => number);
+  /** Reads served per node: how many went to the leader and to a follower. */
+  servedBy: { leader: number; follower: number };
 };
 
 function commandError<T extends Error>(prototype: T, message: string): T {
@@ -76,6 +84,20 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
   appended.setMaxListeners(0);
   const calls = new Map<string, number>();
   let position = 1000n;
+  const servedBy = { leader: 0, follower: 0 };
+  let server!: FakeKurrentDbServer;
+
+  /** The newest position the node serving this read has: the leader has every record, a follower may lag. */
+  const horizon = (method: string, requiresLeader: boolean | undefined): bigint => {
+    if (requiresLeader === true) {
+      servedBy.leader += 1;
+      return position;
+    }
+    servedBy.follower += 1;
+    const lag = typeof server.followerLag === 'function' ? server.followerLag(method) : server.followerLag;
+    const seen = records.length - Math.max(0, lag);
+    return seen <= 0 ? 0n : records[seen - 1]!.position;
+  };
 
   const step = async (method: string) => {
     calls.set(method, (calls.get(method) ?? 0) + 1);
@@ -159,10 +181,11 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
         return { position, responses };
       },
 
-      readStream(stream: string, options: { fromRevision?: bigint | string; maxCount?: number | bigint; direction?: string } = {}) {
+      readStream(stream: string, options: { fromRevision?: bigint | string; maxCount?: number | bigint; direction?: string; requiresLeader?: boolean } = {}) {
         return (async function* () {
           await step('readStream');
-          const list = streams.get(stream);
+          const upTo = horizon('readStream', options.requiresLeader);
+          const list = streams.get(stream)?.filter((record) => record.position <= upTo);
           if (!list || list.length === 0) throw commandError(StreamNotFoundError.prototype, `${stream} not found`);
           const max = Number(options.maxCount ?? Number.MAX_SAFE_INTEGER);
           let chosen: StoredRecord[];
@@ -177,16 +200,19 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
         })();
       },
 
-      readAll(options: { fromPosition?: Position | string; maxCount?: number | bigint; direction?: string; filter?: Filter } = {}) {
+      readAll(options: { fromPosition?: Position | string; maxCount?: number | bigint; direction?: string; filter?: Filter; requiresLeader?: boolean } = {}) {
         return (async function* () {
-          await step(options.direction === BACKWARDS ? 'readAll backwards' : 'readAll');
+          const method = options.direction === BACKWARDS ? 'readAll backwards' : 'readAll';
+          await step(method);
+          const upTo = horizon(method, options.requiresLeader);
+          const held = records.filter((r) => r.position <= upTo);
           const max = Number(options.maxCount ?? Number.MAX_SAFE_INTEGER);
           const from = options.fromPosition;
           let chosen: StoredRecord[];
           if (options.direction === BACKWARDS) {
-            chosen = (from === undefined || from === END ? records : records.filter((r) => r.position < (from as Position).commit)).slice().reverse();
+            chosen = (from === undefined || from === END ? held : held.filter((r) => r.position < (from as Position).commit)).slice().reverse();
           } else {
-            chosen = from === undefined || from === START ? records.slice() : records.filter((r) => r.position >= (from as Position).commit);
+            chosen = from === undefined || from === START ? held : held.filter((r) => r.position >= (from as Position).commit);
           }
           let sent = 0;
           for (const record of chosen) {
@@ -226,12 +252,15 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
     return fake as unknown as KurrentDBClient;
   }
 
-  return {
+  server = {
     client,
     calls,
     records,
     resetCounts() {
       calls.clear();
     },
+    followerLag: 0,
+    servedBy,
   };
+  return server;
 }
