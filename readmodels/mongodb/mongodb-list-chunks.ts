@@ -3,9 +3,14 @@
  * `_pulseboard_chunks` (`…_v<N>`), {collection, startKey, startId, total, facets: {<facet>: n}},
  * kept by each commit in its transaction from the rows whose sort key or facet it changed (one `$inc`
  * per chunk touched), and cut again by the same commit when one passes CHUNK_ROWS_MAX.
+ *
+ * A collection written before the chunks existed is cut once, at upgrade, in bounded steps outside any
+ * transaction (ensureChunked): a walk of a large listing takes longer than MongoDB's 60 s transaction
+ * limit, and a transaction past it restarts for ever. Nothing else writes the listing meanwhile: every
+ * commit (and every page read) of this version waits for the first chunk, which the cut writes last.
  */
 import type { ClientSession, Collection, Filter } from 'mongodb';
-import { CHUNK_ROWS_MAX, consultsChunks, FIRST_CHUNK, pageFinder, pieceCutter, type ChunkStart, type PageStart, type Piece } from '../list-chunks.ts';
+import { CHUNK_ROWS_CUT, CHUNK_ROWS_MAX, consultsChunks, FIRST_CHUNK, pageFinder, pieceCutter, type ChunkStart, type PageStart, type Piece } from '../list-chunks.ts';
 
 export type ChunkDoc = { _id: string; collection: string; startKey: string; startId: string; total: number; facets: Record<string, number> };
 
@@ -16,6 +21,12 @@ type ListedRow = { _id: string; sortKey: string; facet: string };
 export type RowMove = { from?: { key: string; id: string; facet: string }; to: { key: string; id: string; facet: string } };
 
 const chunkId = (collection: string, start: ChunkStart) => JSON.stringify([collection, start.key, start.id]);
+
+/** Chunks written per step of an upgrade-time cut: each step reads 8 × 2,048 rows and writes them in a short transaction. */
+export const CUT_STEP_CHUNKS = 8;
+/** The index of the chunks' order (and of the listing's own order, in every read-model collection). */
+const CHUNK_ORDER = 'chunk_order';
+const LISTING = 'listing';
 
 /** A facet as a field name: facets are the projectors' words, but a `.` or `$` in one must not become a path. */
 const facetField = (facet: string) => `f${Buffer.from(facet, 'utf8').toString('hex')}`;
@@ -68,9 +79,16 @@ export function boundFilter(bound: ChunkStart, ascending: boolean): Filter<Liste
     : { sortKey: { $lte: bound.key }, $or: [{ sortKey: { $lt: bound.key } }, { _id: { $lt: bound.id } }] };
 }
 
+/** A chunk starting at `start` holding `rows`. */
+function pieceOf(start: ChunkStart, rows: readonly ListedRow[]): Piece {
+  const facets = new Map<string, number>();
+  for (const row of rows) facets.set(row.facet, (facets.get(row.facet) ?? 0) + 1);
+  return { start, total: rows.length, facets };
+}
+
 export type MongoChunks = {
   ensureIndex(): Promise<void>;
-  /** Cuts a collection written before the chunks existed into chunks, once per process (in a transaction). */
+  /** Cuts a collection written before the chunks existed into chunks, once per process (in resumable steps). */
   ensureChunked(collection: string, rows: Collection<ListedRow>, inTransaction: (work: (session: ClientSession) => Promise<void>) => Promise<void>): Promise<void>;
   /** Counts a commit's moved rows in their chunks and cuts any chunk that passes its bound (inside the commit's transaction, after its documents are written). */
   apply(collection: string, moves: readonly RowMove[], rows: Collection<ListedRow>, session: ClientSession): Promise<void>;
@@ -84,7 +102,10 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
   const chunked = new Map<string, Promise<void>>();
 
   async function startsOf(collection: string, session: ClientSession): Promise<ChunkStart[]> {
-    const docs = await chunks.find({ collection }, { projection: { startKey: 1, startId: 1 }, session }).sort({ startKey: 1, startId: 1 }).toArray();
+    const docs = await chunks
+      .find({ collection }, { projection: { startKey: 1, startId: 1 }, hint: CHUNK_ORDER, session })
+      .sort({ startKey: 1, startId: 1 })
+      .toArray();
     return docs.map((doc) => ({ key: doc.startKey, id: doc.startId }));
   }
 
@@ -101,7 +122,7 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
   async function cut(collection: string, start: ChunkStart, next: ChunkStart | null, total: number, rows: Collection<ListedRow>, session: ClientSession): Promise<void> {
     const cutter = pieceCutter(start, total);
     const pieces: ChunkDoc[] = [];
-    const cursor = rows.find(rowsBetween(start, next), { projection: { sortKey: 1, facet: 1 }, session }).sort({ sortKey: 1, _id: 1 });
+    const cursor = rows.find(rowsBetween(start, next), { projection: { sortKey: 1, facet: 1 }, hint: LISTING, session }).sort({ sortKey: 1, _id: 1 });
     for await (const row of cursor) {
       const closed = cutter.add(row.sortKey, row._id, row.facet);
       if (closed) pieces.push(pieceDoc(collection, closed));
@@ -111,24 +132,76 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
     await chunks.insertMany(pieces, { session });
   }
 
+  /**
+   * Cuts a whole listing into chunks of CHUNK_ROWS_CUT rows, oldest first, CUT_STEP_CHUNKS per step: the
+   * rows of a step are read outside any transaction, and its chunks written in a short one that first
+   * checks the first chunk is still absent (another process may have finished the cut and committed
+   * since). A cut that stops half way resumes from its last chunk written. The first chunk, even empty,
+   * marks the collection as chunked, so it is written last, from the rows before the second chunk.
+   */
+  async function cutWhole(
+    collection: string,
+    rows: Collection<ListedRow>,
+    inTransaction: (work: (session: ClientSession) => Promise<void>) => Promise<void>,
+  ): Promise<void> {
+    const first = chunkId(collection, FIRST_CHUNK);
+    if (await chunks.findOne({ _id: first }, { projection: { _id: 1 } })) return;
+    const absent = async (session: ClientSession) => (await chunks.findOne({ _id: first }, { projection: { _id: 1 }, session })) === null;
+    const [resume] = await chunks
+      .find({ collection }, { projection: { startKey: 1, startId: 1 }, hint: CHUNK_ORDER })
+      .sort({ startKey: -1, startId: -1 })
+      .limit(1)
+      .toArray();
+    let from: ChunkStart = resume ? { key: resume.startKey, id: resume.startId } : FIRST_CHUNK;
+    const stepRows = CUT_STEP_CHUNKS * CHUNK_ROWS_CUT;
+    for (;;) {
+      const read = await rows
+        .find(rowsBetween(from, null), { projection: { sortKey: 1, facet: 1 }, hint: LISTING })
+        .sort({ sortKey: 1, _id: 1 })
+        .limit(stepRows + 1)
+        .toArray();
+      const pieces: ChunkDoc[] = [];
+      for (let i = 0; i < Math.min(read.length, stepRows); i += CHUNK_ROWS_CUT) {
+        const start = i === 0 ? from : { key: read[i]!.sortKey, id: read[i]!._id };
+        // The first chunk is written last (it marks the cut as done).
+        if (start === FIRST_CHUNK) continue;
+        pieces.push(pieceDoc(collection, pieceOf(start, read.slice(i, Math.min(i + CHUNK_ROWS_CUT, stepRows)))));
+      }
+      if (pieces.length > 0) {
+        await inTransaction(async (session) => {
+          if (!(await absent(session))) return;
+          await chunks.bulkWrite(
+            pieces.map((piece) => ({ replaceOne: { filter: { _id: piece._id }, replacement: piece, upsert: true } })),
+            { ordered: false, session },
+          );
+        });
+      }
+      if (read.length <= stepRows) break;
+      from = { key: read[stepRows]!.sortKey, id: read[stepRows]!._id };
+    }
+    const [second] = await chunks
+      .find({ collection }, { projection: { startKey: 1, startId: 1 }, hint: CHUNK_ORDER })
+      .sort({ startKey: 1, startId: 1 })
+      .limit(1)
+      .toArray();
+    const head = await rows
+      .find(rowsBetween(FIRST_CHUNK, second ? { key: second.startKey, id: second.startId } : null), { projection: { sortKey: 1, facet: 1 }, hint: LISTING })
+      .toArray();
+    const firstDoc = pieceDoc(collection, pieceOf(FIRST_CHUNK, head));
+    await inTransaction(async (session) => {
+      if (await absent(session)) await chunks.insertMany([firstDoc], { session });
+    });
+  }
+
   return {
     async ensureIndex() {
-      await chunks.createIndex({ collection: 1, startKey: 1, startId: 1 }, { name: 'chunk_order', unique: true });
+      await chunks.createIndex({ collection: 1, startKey: 1, startId: 1 }, { name: CHUNK_ORDER, unique: true });
     },
 
     async ensureChunked(collection, rows, inTransaction) {
       let pending = chunked.get(collection);
       if (!pending) {
-        pending = (async () => {
-          const first = chunkId(collection, FIRST_CHUNK);
-          if (await chunks.findOne({ _id: first }, { projection: { _id: 1 } })) return;
-          await inTransaction(async (session) => {
-            if (await chunks.findOne({ _id: first }, { projection: { _id: 1 }, session })) return;
-            // The first chunk, even empty, marks the collection as chunked.
-            const total = await rows.countDocuments({}, { session });
-            await cut(collection, FIRST_CHUNK, null, total, rows, session);
-          });
-        })();
+        pending = cutWhole(collection, rows, inTransaction);
         chunked.set(collection, pending);
         pending.catch(() => chunked.delete(collection));
       }
@@ -179,7 +252,9 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
       const fields = facets?.map(facetField);
       const finder = pageFinder(ascending, skip);
       // Read up to the page's chunk only (leaving the loop closes the cursor).
-      const cursor = chunks.find({ collection }, { projection: { startKey: 1, startId: 1, total: 1, facets: 1 }, session }).sort({ startKey: direction, startId: direction });
+      const cursor = chunks
+        .find({ collection }, { projection: { startKey: 1, startId: 1, total: 1, facets: 1 }, hint: CHUNK_ORDER, session })
+        .sort({ startKey: direction, startId: direction });
       for await (const doc of cursor) {
         const n = fields === undefined ? doc.total : fields.reduce((sum, field) => sum + (doc.facets[field] ?? 0), 0);
         const found = finder.feed({ key: doc.startKey, id: doc.startId }, n);

@@ -74,7 +74,12 @@ export function generationOfCollection(name: string): number | null {
   return match ? Number(match[1]) : 0;
 }
 
-const INDEXES = [
+/**
+ * The indexes of a read-model collection. Every query that sorts names the one matching its shape in
+ * a hint (equality on facet first, then the sort), so a plan the server cached for other bounds (a
+ * keyset `$or`, a short page) can never turn a deep page into a scan of the collection.
+ */
+export const INDEXES = [
   { key: { sortKey: -1, _id: -1 }, name: 'listing' },
   { key: { facet: 1, sortKey: -1, _id: -1 }, name: 'listing_facet' },
   { key: { seq: 1, _id: 1 }, name: 'delta' },
@@ -106,6 +111,11 @@ function toMongo(write: DocWrite): MongoDoc {
     lookup: [...new Set(Object.entries(write.keys).flatMap(([key, values]) => values.map((value) => lookupEntry(key, value))))],
   };
 }
+
+/** The listing index matching a facet filter (none: every facet). */
+const listingHint = (facets: readonly string[] | undefined) => (facets === undefined ? 'listing' : 'listing_facet');
+/** The delta index matching a facet filter: `delta_facet` starts with the facet, so a filtered delta reads only its facets' rows. */
+const deltaHint = (facets: readonly string[] | undefined) => (facets === undefined ? 'delta' : 'delta_facet');
 
 /** What listings fetch: never the projector-private state, nor the lookup array. */
 const LISTED = { projection: { state: 0, lookup: 0 } } as const;
@@ -243,8 +253,11 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
   }
 
   /**
-   * A collection written before the counters existed is counted once, in a transaction (a concurrent
-   * commit conflicts and retries), and marked as counted by a zero counter with facet ''.
+   * A collection written before the counters existed is counted once and marked as counted by a zero
+   * counter with facet ''. The count runs outside any transaction (over a large collection it takes
+   * longer than MongoDB's 60 s transaction limit): nothing writes the collection meanwhile, since every
+   * commit of this version waits for the marker. The counters are then written in a short transaction
+   * that first checks the marker is still absent (another process may have counted and committed since).
    */
   const counted = new Map<string, Promise<void>>();
   async function ensureCounted(name: string): Promise<void> {
@@ -254,11 +267,11 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
         const marker = counterId(name, '');
         if (await counters.findOne({ _id: marker }, { projection: { _id: 1 } })) return;
         await checkTransactions();
+        const groups = await collectionOf(name)
+          .aggregate<{ _id: string; n: number }>([{ $group: { _id: '$facet', n: { $sum: 1 } } }])
+          .toArray();
         await inTransaction(async (session) => {
           if (await counters.findOne({ _id: marker }, { projection: { _id: 1 }, session })) return;
-          const groups = await collectionOf(name)
-            .aggregate<{ _id: string; n: number }>([{ $group: { _id: '$facet', n: { $sum: 1 } } }], { session })
-            .toArray();
           const rows: CounterDoc[] = [{ _id: marker, collection: name, facet: '', n: 0 }, ...groups.map((g) => ({ _id: counterId(name, g._id), collection: name, facet: g._id, n: g.n }))];
           await counters.bulkWrite(
             rows.map((row) => ({ replaceOne: { filter: { _id: row._id }, replacement: row, upsert: true } })),
@@ -356,7 +369,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       // MongoDB reads limit 0 as "no limit".
       if (limit <= 0) return [];
       const rows = await collectionOf(collection)
-        .find({ lookup: lookupEntry(key, value) }, { projection: { _id: 1 } })
+        .find({ lookup: lookupEntry(key, value) }, { projection: { _id: 1 }, hint: 'lookup' })
         .sort({ _id: 1 })
         .limit(limit)
         .toArray();
@@ -366,7 +379,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
     async findDocs<D, S>(collection: string, key: string, value: string, limit: number) {
       // MongoDB reads limit 0 as "no limit". One query: each document matches the value as it is read.
       if (limit <= 0) return [];
-      const rows = await collectionOf(collection).find({ lookup: lookupEntry(key, value) }).sort({ _id: 1 }).limit(limit).toArray();
+      const rows = await collectionOf(collection).find({ lookup: lookupEntry(key, value) }, { hint: 'lookup' }).sort({ _id: 1 }).limit(limit).toArray();
       return rows.map((row) => fromMongo<D, S>(row));
     },
 
@@ -377,7 +390,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       // One query for every value; the per-value limit is applied here, so a value held by many documents
       // reads them all (ids only). Lookup values name few documents each (a chain:contract, a handle).
       const rows = await collectionOf(collection)
-        .find({ lookup: { $in: [...wanted.keys()] } }, { projection: { _id: 1, lookup: 1 } })
+        .find({ lookup: { $in: [...wanted.keys()] } }, { projection: { _id: 1, lookup: 1 }, hint: 'lookup' })
         .sort({ _id: 1 })
         .toArray();
       for (const row of rows) {
@@ -411,7 +424,11 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
         const direction = reversed ? 1 : -1;
         const start = await chunks.locate(collection, query.facets, reversed, reversed ? fromEnd : query.offset, session);
         const rows = await target
-          .find({ ...facetFilter(query.facets), ...(start.bound ? boundFilter(start.bound, reversed) : {}) } as Filter<MongoDoc>, { ...LISTED, session })
+          .find({ ...facetFilter(query.facets), ...(start.bound ? boundFilter(start.bound, reversed) : {}) } as Filter<MongoDoc>, {
+            ...LISTED,
+            hint: listingHint(query.facets),
+            session,
+          })
           .sort({ sortKey: direction, _id: direction })
           .skip(start.skip)
           .limit(limit)
@@ -435,7 +452,11 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
         filter.sortKey = { $lte: sortKey };
         filter.$or = [{ sortKey: { $lt: sortKey } }, { _id: { $lt: id } }];
       }
-      const rows = await collectionOf(collection).find(filter, LISTED).sort({ sortKey: -1, _id: -1 }).limit(query.limit).toArray();
+      const rows = await collectionOf(collection)
+        .find(filter, { ...LISTED, hint: listingHint(query.facets) })
+        .sort({ sortKey: -1, _id: -1 })
+        .limit(query.limit)
+        .toArray();
       return rows.map((row) => fromMongo<D, unknown>(row));
     },
 
@@ -450,14 +471,14 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       } else {
         // writtenAt never decreases with seq (both come from the log): a time maps to a first seq.
         const first = await target
-          .find({ writtenAt: { $gte: query.start.fromWrittenAt } }, { projection: { seq: 1 } })
+          .find({ writtenAt: { $gte: query.start.fromWrittenAt } }, { projection: { seq: 1 }, hint: 'written_seq' })
           .sort({ writtenAt: 1, seq: 1 })
           .limit(1)
           .next();
         if (!first) return [];
         filter = { seq: { $gte: first.seq, $lte: query.upToSeq }, ...facetFilter(query.facets) };
       }
-      const rows = await target.find(filter, { ...LISTED, hint: 'delta' }).sort({ seq: 1, _id: 1 }).limit(query.limit).toArray();
+      const rows = await target.find(filter, { ...LISTED, hint: deltaHint(query.facets) }).sort({ seq: 1, _id: 1 }).limit(query.limit).toArray();
       return rows.map((row) => fromMongo<D, unknown>(row));
     },
 

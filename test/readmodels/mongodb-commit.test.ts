@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'vitest';
 import { BSON, type MongoClient } from 'mongodb';
-import { mongoReadStoreOn } from '../../readmodels/mongodb/mongodb-read-store.ts';
+import { INDEXES, mongoReadStoreOn } from '../../readmodels/mongodb/mongodb-read-store.ts';
 import type { DocWrite } from '../../readmodels/port.ts';
 import { expectedPage, listingWrites, type ListingState } from '../support/flipping-listing.ts';
 
@@ -68,14 +68,30 @@ function applyUpdate(row: Row | undefined, id: string, update: Record<string, Re
 }
 
 /** A session of the stand-in: a snapshot one reads every table as it was at its first read (as a server's snapshot session reads at one cluster time). */
-type FakeSession = { snapshot: boolean; view?: Map<string, Map<string, Row>> };
-type ReadOptions = { projection?: Record<string, 0 | 1>; session?: FakeSession };
+type FakeSession = { snapshot: boolean; view?: Map<string, Map<string, Row>>; inTransaction?: boolean; transactionRows?: number };
+type ReadOptions = { projection?: Record<string, 0 | 1>; session?: FakeSession; hint?: string };
+/** A query as the store sent it: what the index hint is checked against. */
+type SentFind = { collection: string; filter: Filter; sort: [string, number][]; hint: string | undefined };
 
 /** Just enough of MongoClient for the store's commit, get, getMany, count and checkpoint; every call counted as `collection.method`. */
 function fakeMongo() {
   const data = new Map<string, Map<string, Row>>();
   /** Runs after each read that returns documents (findOne, a find's first batch): a test's way to commit between two reads. */
-  const hooks: { afterRead?: () => Promise<void> } = {};
+  const hooks: { afterRead?: () => Promise<void>; beforeBulkWrite?: (collection: string) => void } = {};
+  /**
+   * Rows a transaction may read before it fails as a server's transaction past its 60 s limit does
+   * (every attempt, as a restart reads the same rows again); unlimited unless a test sets it.
+   */
+  const limits = { transactionRows: Number.POSITIVE_INFINITY, rowsRead: 0 };
+  const finds: SentFind[] = [];
+  const readInTransaction = (session: FakeSession | undefined, n: number) => {
+    limits.rowsRead += n;
+    if (!session?.inTransaction) return;
+    session.transactionRows = (session.transactionRows ?? 0) + n;
+    if (session.transactionRows > limits.transactionRows) {
+      throw Object.assign(new Error('Transaction exceeded the transactionLifetimeLimitSeconds (injected)'), { errorLabels: ['TransientTransactionError'] });
+    }
+  };
   /**
    * What majority reads and snapshot sessions see: every write at once (null), or, between `lag()`
    * and `catchUp()`, the data as it was at `lag()` (commits applied on the primary that too few
@@ -119,6 +135,8 @@ function fakeMongo() {
         let limit = 0;
         const results = () => {
           const found = findAll(filter, options.session);
+          finds.push({ collection: name, filter, sort, hint: options.hint });
+          readInTransaction(options.session, found.length);
           if (sort.length > 0) {
             found.sort((a, b) => {
               for (const [field, direction] of sort) {
@@ -143,6 +161,12 @@ function fakeMongo() {
             limit = n;
             return cursor;
           },
+          async next() {
+            call('find');
+            const [found] = results();
+            await hooks.afterRead?.();
+            return found ?? null;
+          },
           async toArray() {
             call('find');
             const found = results();
@@ -158,9 +182,11 @@ function fakeMongo() {
         };
         return cursor;
       },
-      async countDocuments(filter: Filter) {
+      async countDocuments(filter: Filter, options: ReadOptions = {}) {
         call('countDocuments');
-        return findAll(filter).length;
+        const n = findAll(filter).length;
+        readInTransaction(options.session, n);
+        return n;
       },
       async createIndex() {
         call('createIndex');
@@ -180,10 +206,11 @@ function fakeMongo() {
         }
         return { insertedCount: docs.length };
       },
-      aggregate() {
+      aggregate(_pipeline: unknown, options: ReadOptions = {}) {
         return {
           async toArray() {
             call('aggregate');
+            readInTransaction(options.session, rows.size);
             const groups = new Map<string, number>();
             for (const row of rows.values()) groups.set(row.facet as string, (groups.get(row.facet as string) ?? 0) + 1);
             return [...groups].map(([facet, n]) => ({ _id: facet, n }));
@@ -206,6 +233,7 @@ function fakeMongo() {
       },
       async bulkWrite(operations: Record<string, { filter: Filter; replacement?: Row; update?: Record<string, Record<string, unknown>> }>[], options: { ordered?: boolean }) {
         call('bulkWrite');
+        hooks.beforeBulkWrite?.(name);
         bulkOptions.push({ collection: name, ordered: options.ordered, operations: operations.length });
         for (const operation of operations) {
           const [kind, spec] = Object.entries(operation)[0]!;
@@ -227,15 +255,26 @@ function fakeMongo() {
         },
       }),
     }),
-    startSession: (options: { snapshot?: boolean } = {}) => ({
-      snapshot: options.snapshot === true,
-      async withTransaction(work: () => Promise<void>) {
-        calls.push('startTransaction');
-        await work();
-        calls.push('commitTransaction');
-      },
-      async endSession() {},
-    }),
+    startSession(options: { snapshot?: boolean } = {}) {
+      const session = {
+        snapshot: options.snapshot === true,
+        inTransaction: false,
+        transactionRows: 0,
+        async withTransaction(work: () => Promise<void>) {
+          calls.push('startTransaction');
+          session.inTransaction = true;
+          session.transactionRows = 0;
+          try {
+            await work();
+          } finally {
+            session.inTransaction = false;
+          }
+          calls.push('commitTransaction');
+        },
+        async endSession() {},
+      };
+      return session;
+    },
   };
   return {
     client: client as unknown as MongoClient,
@@ -243,6 +282,8 @@ function fakeMongo() {
     bulkOptions,
     data,
     hooks,
+    limits,
+    finds,
     lag: () => void (majority = copyOf(data)),
     catchUp: () => void (majority = null),
   };
@@ -471,6 +512,118 @@ describe('MongoDB read store commit (in-memory driver stand-in)', () => {
       assert.equal(stored.json, text, `${id}: json`);
       assert.deepEqual(stored.doc, value, `${id}: doc`);
     }
+    await store.close();
+  });
+});
+
+/** The index keys a hint names: the read-model collections' indexes and the chunks' order. */
+const HINTED: Record<string, [string, number][]> = {
+  ...Object.fromEntries(INDEXES.map((index) => [index.name, Object.entries(index.key)])),
+  chunk_order: [
+    ['collection', 1],
+    ['startKey', 1],
+    ['startId', 1],
+  ],
+};
+
+/** Why a sorted query's hint does not match its shape (equality fields first, then the sort, one direction), or null. */
+function hintMismatch(find: SentFind): string | null {
+  if (find.hint === undefined) return 'no hint';
+  const keys = HINTED[find.hint];
+  if (!keys) return `unknown index ${find.hint}`;
+  // Fields compared for equality (a value or $in) lead the index; the sort follows in one direction.
+  const equal = Object.entries(find.filter)
+    .filter(([field, condition]) => !field.startsWith('$') && field !== '_id' && (typeof condition !== 'object' || (condition !== null && '$in' in condition)))
+    .map(([field]) => field);
+  const leading = keys.slice(0, equal.length).map(([field]) => field);
+  if ([...leading].sort().join() !== [...equal].sort().join()) return `equality on ${equal.join() || 'nothing'}, index starts ${leading.join()}`;
+  const rest = keys.slice(equal.length);
+  if (rest.length !== find.sort.length) return `sort ${JSON.stringify(find.sort)}, index continues ${JSON.stringify(rest)}`;
+  const flip = rest[0]![1] === find.sort[0]![1] ? 1 : -1;
+  const same = rest.every(([field, direction], i) => find.sort[i]![0] === field && find.sort[i]![1] === direction * flip);
+  return same ? null : `sort ${JSON.stringify(find.sort)}, index continues ${JSON.stringify(rest)}`;
+}
+
+/** Rows as a version before the counters and chunks wrote them: documents only. */
+function oldRows(n: number): Row[] {
+  const facets = ['visible', 'suppressed', 'pending'];
+  return Array.from({ length: n }, (_, i) => {
+    const id = `d${String(i).padStart(6, '0')}`;
+    return {
+      _id: id,
+      doc: JSON.stringify({ id }),
+      state: '{}',
+      seq: i + 1,
+      writtenAt: '2026-11-22T00:00:00.000Z',
+      sortKey: `k${String((i * 7919) % 4001).padStart(5, '0')}`,
+      facet: facets[(i * 31) % 3]!,
+      keys: '{}',
+      lookup: [],
+    };
+  });
+}
+
+describe('MongoDB read store query shapes and upgrade steps (in-memory driver stand-in)', () => {
+  it('every query that sorts names the index matching its shape: a delta with facets uses delta_facet, keyset bounds and chunk reads are hinted', async () => {
+    const mongo = fakeMongo();
+    const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
+    const writes = Array.from({ length: 9000 }, (_, i) => write(`d${String(i).padStart(5, '0')}`, ['visible', 'suppressed', 'pending'][i % 3]!, i + 1));
+    await store.commit('boards', writes, 9000, 0);
+    mongo.finds.length = 0;
+    for (const facets of [undefined, ['visible'], ['visible', 'pending']]) {
+      const filtered = facets ? { facets } : {};
+      for (const offset of [0, 2500, 4000, 8000]) await store.list('boards', { ...filtered, offset, limit: 20 });
+      await store.listKeyset('boards', { ...filtered, limit: 20 });
+      await store.listKeyset('boards', { ...filtered, limit: 20, before: { sortKey: '004000', id: 'd03999' } });
+      await store.delta('boards', { ...filtered, start: { after: { seq: 100, id: 'd00099' } }, upToSeq: 9000, limit: 20 });
+      await store.delta('boards', { ...filtered, start: { fromWrittenAt: '2026-11-21T00:00:00.000Z' }, upToSeq: 9000, limit: 20 });
+    }
+    await store.findIds('boards', 'handle', 'h-d00001', 5);
+    await store.findDocs('boards', 'handle', 'h-d00001', 5);
+    await store.findIdsMany('boards', 'handle', ['h-d00001', 'h-d00002'], 5);
+    // A commit that grows a chunk past its bound cuts it: its rows are read in listing order.
+    await store.commit('boards', Array.from({ length: 3000 }, (_, i) => ({ ...write(`e${i}`, 'visible', 9001 + i), sortKey: '000001' })), 12000, 9000);
+    const sorted = mongo.finds.filter((find) => find.sort.length > 0);
+    assert.ok(sorted.some((find) => find.hint === 'delta_facet'), 'a delta with facets reads delta_facet');
+    assert.ok(sorted.some((find) => find.collection === '_pulseboard_chunks'), 'chunk reads were made');
+    const wrong = sorted.map((find) => [find, hintMismatch(find)] as const).filter(([, why]) => why !== null);
+    assert.deepEqual(wrong.map(([find, why]) => `${find.collection} ${JSON.stringify(find.filter)}: ${why}`), []);
+    await store.close();
+  });
+
+  it('counts and cuts a collection written by an earlier version in steps no transaction of which passes the limit, and resumes a cut stopped half way', async () => {
+    const mongo = fakeMongo();
+    const rows = oldRows(20_000);
+    const table = new Map(rows.map((row) => [row._id, row]));
+    mongo.data.set('boards', table);
+    // A transaction reading more than 5,000 rows fails as one past MongoDB's 60 s limit does.
+    mongo.limits.transactionRows = 5000;
+    // The cut stops at its second write of chunks (a process stopped, a failover).
+    let chunkWrites = 0;
+    mongo.hooks.beforeBulkWrite = (collection) => {
+      if (collection === '_pulseboard_chunks' && ++chunkWrites === 2) throw new Error('injected: connection lost');
+    };
+    const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
+    await assert.rejects(store.list('boards', { offset: 10_000, limit: 50 }), /injected/);
+    const readBefore = mongo.limits.rowsRead;
+    const page = await store.list('boards', { offset: 10_000, limit: 50 });
+    const rowsReadByResume = mongo.limits.rowsRead - readBefore;
+    assert.ok(rowsReadByResume < 20_000, `the cut resumed from its last chunk (read ${rowsReadByResume} rows)`);
+    const listing = [...table.values()].sort((a, b) => order(b.sortKey, a.sortKey) || order(b._id, a._id));
+    assert.equal(page.total, 20_000);
+    assert.deepEqual(page.docs.map((doc) => doc.id), listing.slice(10_000, 10_050).map((row) => row._id));
+    for (const facet of ['visible', 'suppressed', 'pending']) {
+      const ids = listing.filter((row) => row.facet === facet).map((row) => row._id);
+      const facetPage = await store.list('boards', { facets: [facet], offset: 3000, limit: 30 });
+      assert.equal(facetPage.total, ids.length, `${facet}: total`);
+      assert.deepEqual(facetPage.docs.map((doc) => doc.id), ids.slice(3000, 3030), `${facet}: page`);
+    }
+    const chunks = [...mongo.data.get('_pulseboard_chunks')!.values()];
+    assert.equal(chunks.reduce((sum, chunk) => sum + (chunk.total as number), 0), 20_000, 'the chunks count every row once');
+    assert.ok(chunks.every((chunk) => (chunk.total as number) <= 2048));
+    // Commits go on from there, within the same limit.
+    assert.deepEqual(await store.commit('boards', [write('new', 'visible', 20_001)], 20_001, 0), { ok: true });
+    assert.equal(await store.count('boards'), 20_001);
     await store.close();
   });
 });
