@@ -23,8 +23,10 @@ export type ProjectorThread = {
  */
 export const WORKER_MAX_OLD_GENERATION_MB = 1024;
 
-/** How long a stopping worker may take to finish its batch before it is terminated. */
+/** How long a stopping worker may take to finish its batch before it is told to abort. */
 const STOP_GRACE_MS = 5_000;
+/** How long an aborting worker may take to abort its transactions and exit before it is terminated. */
+const ABORT_GRACE_MS = 3_000;
 
 export type ProjectorThreadOptions = {
   /** The worker module (tests pass stand-ins); by default projector-worker.ts. */
@@ -32,6 +34,7 @@ export type ProjectorThreadOptions = {
   /** Handed to the worker as its workerData (tests). */
   workerData?: unknown;
   stopGraceMs?: number;
+  abortGraceMs?: number;
   /** Called with each state the worker posts, after it is recorded. */
   onChange?: (name: string, status: LoopStatus) => void;
   /** Called with each commit the worker's projectors made (collection, its new checkpoint). */
@@ -41,12 +44,16 @@ export type ProjectorThreadOptions = {
 /**
  * The projectors in a worker thread (see projector-worker.ts). A worker that stops is an ordinary
  * failure of this loop, so the serving thread's supervisor restarts it with backoff. On stop the worker
- * is asked to finish its batch; one that is still catching up (its thread busy folding) is terminated
- * after a grace period, which is harmless: each batch commits documents and checkpoint together.
+ * is asked to finish its batch; one that has not after a grace period is told to abort, which closes
+ * its stores and so aborts a transaction under way (a worker terminated in the middle of a MongoDB
+ * commit would leave its transaction holding locks for 60 s). One that does not exit then (its thread
+ * busy folding, so nothing was under way in a transaction) is terminated, which is harmless: each
+ * batch commits documents and checkpoint together.
  */
 export function createProjectorThread(options: ProjectorThreadOptions = {}): ProjectorThread {
   const workerUrl = options.workerUrl ?? new URL('./projector-worker.ts', import.meta.url);
   const stopGraceMs = options.stopGraceMs ?? STOP_GRACE_MS;
+  const abortGraceMs = options.abortGraceMs ?? ABORT_GRACE_MS;
   let states: Record<string, LoopStatus> = {};
 
   return {
@@ -58,7 +65,10 @@ export function createProjectorThread(options: ProjectorThreadOptions = {}): Pro
         let grace: NodeJS.Timeout | null = null;
         const onAbort = () => {
           worker.postMessage('stop');
-          grace = setTimeout(() => void worker.terminate(), stopGraceMs);
+          grace = setTimeout(() => {
+            worker.postMessage('abort');
+            grace = setTimeout(() => void worker.terminate(), abortGraceMs);
+          }, stopGraceMs);
         };
         let failure: unknown = null;
         worker.on('message', (message: WorkerMessage) => {

@@ -234,16 +234,38 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
     await transactionsChecked;
   }
 
+  /** Sessions with a transaction under way: `close` aborts them. */
+  const open = new Set<ClientSession>();
+  let closing = false;
+
   async function inTransaction(work: (session: ClientSession) => Promise<void>): Promise<void> {
+    if (closing) throw new Error('the MongoDB read store is closed');
     const session = client.startSession();
+    open.add(session);
     try {
       await session.withTransaction(() => work(session), {
         readConcern: { level: 'snapshot' },
         writeConcern: { w: 'majority' },
       });
     } finally {
+      open.delete(session);
       await session.endSession();
     }
+  }
+
+  /**
+   * Aborts every transaction still under way (a worker stopped mid-commit): left open, its locks on the
+   * checkpoint, counter and chunk documents would hold every other writer until MongoDB's 60 s limit.
+   */
+  async function abortOpen(): Promise<void> {
+    closing = true;
+    await Promise.all(
+      [...open].map(async (session) => {
+        open.delete(session);
+        await session.abortTransaction().catch(() => undefined);
+        await session.endSession().catch(() => undefined);
+      }),
+    );
   }
 
   /** A transaction, after the check that the server can run one (its message says what to do when not). */
@@ -494,6 +516,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
     },
 
     async close() {
+      await abortOpen();
       if (options.ownsClient) await client.close();
     },
   };

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'vitest';
 import { createProjectorThread, WORKER_MAX_OLD_GENERATION_MB } from '../../bin/commands/projector-thread.ts';
 import { createSupervisor } from '../../service/background.ts';
@@ -10,7 +13,7 @@ const standIn = new URL('./fixtures/worker-stand-in.ts', import.meta.url);
 function thread(mode: string, stopGraceMs = 5_000) {
   let posted: () => void = () => undefined;
   const firstState = new Promise<void>((resolve) => (posted = resolve));
-  const projectorThread = createProjectorThread({ workerUrl: standIn, workerData: { mode }, stopGraceMs, onChange: () => posted() });
+  const projectorThread = createProjectorThread({ workerUrl: standIn, workerData: { mode }, stopGraceMs, abortGraceMs: 20, onChange: () => posted() });
   return { projectorThread, firstState };
 }
 
@@ -81,5 +84,37 @@ describe('the projector thread of serve', () => {
       await running;
     }
     assert.deepEqual(projectorThread.status(), {});
+  });
+});
+
+describe('a projector worker stopped in the middle of a MongoDB commit', () => {
+  it('aborts its transaction and ends its session before it exits, rather than being terminated with the transaction open', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pb-mid-commit-'));
+    const posted: string[] = [];
+    let started: () => void = () => undefined;
+    const commitStarted = new Promise<void>((resolve) => (started = resolve));
+    const projectorThread = createProjectorThread({
+      workerUrl: new URL('./fixtures/worker-mid-commit.ts', import.meta.url),
+      workerData: { dir },
+      stopGraceMs: 50,
+      abortGraceMs: 10_000,
+      onCommit: (collection) => {
+        posted.push(collection);
+        if (collection === 'commit-started') started();
+      },
+    });
+    const stop = new AbortController();
+    const running = projectorThread.run(stop.signal);
+    try {
+      await commitStarted;
+    } finally {
+      stop.abort();
+      await running;
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // Earlier sessions (the upgrade-time checks' short transactions) ended normally; the commit's was aborted.
+    assert.equal(posted.length, 2, posted.join(' | '));
+    assert.equal(posted[0], 'commit-started');
+    assert.match(posted[1]!, /^sessions:(endSession,)*abortTransaction,endSession$/);
   });
 });
