@@ -1,3 +1,5 @@
+import { storageFaultOf, type StorageFaultKind } from '../config/storage-fault.ts';
+import { EventLogUnavailableError } from '../eventstore/port.ts';
 import { errorFields } from './thesis/logger.ts';
 
 /**
@@ -16,7 +18,21 @@ export type LoopStatus = {
   failures: number;
   /** When it entered this state (ISO 8601). */
   since: string;
+  /**
+   * While `retrying`: why, in fixed words (never the error's message): a storage fault's kind
+   * (`disk_full`, `io_error` …), `unavailable` for an event log that does not answer, else `error`.
+   */
+  reason?: LoopFailure;
 };
+
+export type LoopFailure = StorageFaultKind | 'unavailable' | 'error';
+
+/** What a failed attempt is reported as; the newest attempt's cause wins (a disk can fill meanwhile). */
+export function loopFailureOf(error: unknown): LoopFailure {
+  const fault = storageFaultOf(error);
+  if (fault !== null) return fault;
+  return error instanceof EventLogUnavailableError ? 'unavailable' : 'error';
+}
 
 /** Time as the supervisor sees it; tests pass a manual clock and drive it by hand. */
 export type BackgroundClock = {
@@ -103,8 +119,8 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
   const { signal } = options;
   const statuses = new Map<string, LoopStatus>();
 
-  function record(name: string, state: LoopState, failures: number): void {
-    const status: LoopStatus = { state, failures, since: new Date(clock.now()).toISOString() };
+  function record(name: string, state: LoopState, failures: number, reason?: LoopFailure): void {
+    const status: LoopStatus = { state, failures, since: new Date(clock.now()).toISOString(), ...(reason ? { reason } : {}) };
     statuses.set(name, status);
     options.onChange?.(name, status);
   }
@@ -139,13 +155,22 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
         }
         if (signal.aborted) break;
         failures += 1;
-        if (failures === 1) {
+        const reason = outcome.kind === 'failed' ? loopFailureOf(outcome.error) : 'error';
+        const previous = statuses.get(name)!;
+        if (failures === 1 || reason !== previous.reason) {
+          // Logged again only when the cause changes (a store that was unreachable now has a full disk).
           const cause = outcome.kind === 'failed' ? errorFields(outcome.error) : { errorName: 'ended without being stopped' };
-          logger.warn({ loop: name, ...cause }, 'background loop failed; retrying with backoff');
-          record(name, 'retrying', failures);
+          logger.warn({ loop: name, reason, ...cause }, 'background loop failed; retrying with backoff');
+        }
+        if (failures === 1) record(name, 'retrying', failures, reason);
+        else if (reason !== previous.reason) {
+          // A new cause is a change worth passing on (a worker thread's statuses reach /readyz that way).
+          const status: LoopStatus = { ...previous, failures, reason };
+          statuses.set(name, status);
+          options.onChange?.(name, status);
         } else {
-          // Still failing: counted for /readyz, not logged again.
-          statuses.set(name, { ...statuses.get(name)!, failures });
+          // Still failing the same way: counted for /readyz, not logged again.
+          statuses.set(name, { ...previous, failures });
         }
         await clock.sleep(backoffDelay(failures, policy, random), signal);
       }

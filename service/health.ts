@@ -31,6 +31,12 @@ export type Readiness = {
   background: Record<string, LoopStatus>;
   /** Head position minus each collection's checkpoint; null when either side could not be read. */
   lag: Record<string, number | null>;
+  /**
+   * Why the status is not `ready`, in fixed words (empty when it is): `readStore: unreachable`,
+   * `eventLog: unreachable`, `rateLimiter: degraded`, or a retrying loop and its reason
+   * (`projector:projects: disk_full`).
+   */
+  reasons: string[];
 };
 
 export type Health = {
@@ -103,7 +109,11 @@ export function createHealth(options: HealthOptions): Health {
           : checks.eventLog !== 'ok' || checks.rateLimiter === 'degraded' || Object.values(background).some((loop) => loop.state === 'retrying')
             ? 'degraded'
             : 'ready';
-      return { ready: status !== 'not_ready', status, checks, background, lag };
+      const reasons = [
+        ...(['readStore', 'eventLog', 'rateLimiter'] as const).filter((c) => checks[c] !== undefined && checks[c] !== 'ok').map((c) => `${c}: ${checks[c]}`),
+        ...Object.entries(background).filter(([, loop]) => loop.state === 'retrying').map(([name, loop]) => `${name}: ${loop.reason ?? 'error'}`),
+      ];
+      return { ready: status !== 'not_ready', status, checks, background, lag, reasons };
     },
   };
 }

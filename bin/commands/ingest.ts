@@ -160,6 +160,11 @@ export async function run(args: string[]): Promise<number> {
     if (rejected > 0) process.stderr.write(`pulseboard ingest: ${rejected} rejected; see ${deadLetterPath}\n`);
     if (!result.ok) {
       process.stderr.write(`pulseboard ingest: stopped at ${result.file}:${result.line}: event log failed: ${result.reason}\n`);
+      // Each batch is stored whole or not at all, so what the failure cost is exact (a full disk included).
+      process.stderr.write(
+        `pulseboard ingest: nothing from ${result.file}:${result.line} on was stored, every batch before it was; ` +
+          'once the event log can write again, run the same command: what was stored counts as duplicate.\n',
+      );
       return 1;
     }
     return rejected > 0 ? 1 : 0;

@@ -34,6 +34,7 @@
 import { Binary, MongoClient, type AnyBulkWriteOperation, type ClientSession, type Collection, type Db, type Filter } from 'mongodb';
 import type { CommitOutcome, DocWrite, DeltaQuery, KeysetQuery, ListPage, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
+import { namedMongoError } from './mongodb-faults.ts';
 import { boundFilter, createMongoChunks, type ChunkDoc, type RowMove } from './mongodb-list-chunks.ts';
 
 type MongoDoc = {
@@ -247,6 +248,9 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
         readConcern: { level: 'snapshot' },
         writeConcern: { w: 'majority' },
       });
+    } catch (error) {
+      // A full disk or an unconfirmed write is named by its code for the projector's log and /readyz.
+      throw namedMongoError(error);
     } finally {
       open.delete(session);
       await session.endSession();

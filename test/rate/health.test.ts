@@ -55,6 +55,7 @@ describe('health', () => {
         checks: { eventLog: 'ok', readStore: 'ok', rateLimiter: 'ok' },
         background: {},
         lag: { projects: 0, pulse: head - pulseCheckpoint, calls: head },
+        reasons: [],
       });
     } finally {
       await limiter.close();
@@ -105,6 +106,7 @@ describe('health', () => {
       checks: { eventLog: 'ok', readStore: 'unreachable', rateLimiter: 'ok' },
       background: {},
       lag: { projects: null },
+      reasons: ['readStore: unreachable'],
     });
     await log.close();
   });
@@ -119,6 +121,7 @@ describe('health', () => {
       checks: { eventLog: 'unreachable', readStore: 'ok' },
       background: {},
       lag: { projects: null },
+      reasons: ['eventLog: unreachable'],
     });
     await store.close();
   });
@@ -133,6 +136,7 @@ describe('health', () => {
       checks: { eventLog: 'ok', readStore: 'ok', rateLimiter: 'degraded' },
       background: {},
       lag: {},
+      reasons: ['rateLimiter: degraded'],
     });
     await log.close();
     await store.close();

@@ -81,7 +81,7 @@ describe('background supervisor', () => {
       ['warn', 'background loop failed; retrying with backoff'],
       ['info', 'background loop recovered'],
     ]);
-    assert.deepEqual(logger.lines[0]!.fields, { loop: 'demo', errorName: 'Error' });
+    assert.deepEqual(logger.lines[0]!.fields, { loop: 'demo', reason: 'error', errorName: 'Error' });
     assert.ok(!JSON.stringify(logger.lines).includes('SECRET'), 'error messages are never logged');
   });
 
