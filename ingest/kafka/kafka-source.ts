@@ -308,6 +308,7 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
   let state: KafkaSourceState = { status: 'idle', restarts: 0, since: new Date().toISOString(), lastError: null };
   let failures = 0;
   let cancelRestart: (() => void) | undefined;
+  const stoppedNow = () => state.status === 'stopped';
 
   // onState hears of status changes only (one log line per outage, not one per attempt); state()
   // always has the latest restart count and error.
@@ -393,6 +394,8 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
         try {
           await launch();
         } catch (error) {
+          // A launch that stop() cut short is not a failure to retry (stop() may have run meanwhile).
+          if (stoppedNow()) return;
           setState({ status: 'restarting', lastError: describeError(error) });
           restartLater();
         }

@@ -42,7 +42,9 @@ export async function produce(brokers: readonly string[], topic: string, message
         const partition = partitioner({ topic, partitionMetadata: partitions, message: { key: message.key, value: message.value } });
         const offset = next.get(partition)!;
         next.set(partition, offset + 1n);
-        byPartition.set(partition, [...(byPartition.get(partition) ?? []), { offset, id: message.id }]);
+        const list = byPartition.get(partition) ?? [];
+        list.push({ offset, id: message.id });
+        byPartition.set(partition, list);
       }
     }
   } finally {

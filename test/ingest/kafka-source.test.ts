@@ -367,7 +367,7 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 type Listener = (event: { payload: { error: Error; groupId: string; restart: boolean } }) => void;
 
 /** kafkajs consumers as the source sees them, recording what it asked of each. */
-function fakeClients(options: { failConnect?: (n: number) => boolean; connectGate?: Promise<void> } = {}) {
+function fakeClients(options: { failConnect?: (n: number) => boolean; connectGate?: Promise<void> | ((n: number) => Promise<void> | undefined) } = {}) {
   const consumers: { listeners: Map<string, Listener[]>; runConfig?: ConsumerRunConfig; disconnected: boolean; emit(event: string, payload?: unknown): void }[] = [];
   const scheduled: { run: () => void; delayMs: number; cancelled: boolean }[] = [];
   const sent: ProducerRecord[] = [];
@@ -391,7 +391,7 @@ function fakeClients(options: { failConnect?: (n: number) => boolean; connectGat
           return () => undefined;
         }) as unknown as SourceConsumer['on'],
         connect: async () => {
-          await options.connectGate;
+          await (typeof options.connectGate === 'function' ? options.connectGate(n) : options.connectGate);
           if (options.failConnect?.(n)) throw new Error('broker unreachable');
         },
         subscribe: async () => undefined,
@@ -546,6 +546,24 @@ describe('Kafka source: consumer supervision', () => {
     await assert.rejects(plain.start(), /broker unreachable/);
     assert.equal(once.scheduled.length, 0);
     await plain.stop();
+  });
+
+  it('a restart still connecting when the source stops stays stopped when that connect fails', async () => {
+    const gate = deferred<void>();
+    const fake = fakeClients({ connectGate: (n) => (n === 1 ? gate.promise : undefined), failConnect: (n) => n === 1 });
+    const states: KafkaSourceState['status'][] = [];
+    const source = createKafkaSource({ brokers: ['unused:9092'], ingestor: ingestorNeverCalled, clients: fake.clients, schedule: fake.schedule, onState: (s) => states.push(s.status) });
+    await source.start();
+    fake.consumers[0]!.emit(fake.events.CRASH, { error: new Error('boom'), groupId: 'g', restart: false });
+    fake.scheduled[0]!.run();
+    await settle();
+    await source.stop();
+    gate.resolve();
+    await settle();
+    await settle();
+    assert.equal(source.state().status, 'stopped');
+    assert.equal(fake.scheduled.length, 1, 'no restart scheduled after stop');
+    assert.deepEqual(states, ['starting', 'running', 'restarting', 'stopped']);
   });
 
   it('bounds the restart delay for any number of crashes', () => {
