@@ -7,11 +7,11 @@ import { buildApp, buildMetricsApp, buildWorkerApp, metricsFor } from '../../api
 import { meteredIngestor } from '../../api/metrics.ts';
 import { trackOpenRequests } from '../../api/http/open-requests.ts';
 import { loadConfig, type Config } from '../../config/config.ts';
-import { createKafkaSource, type KafkaSource } from '../../ingest/kafka/kafka-source.ts';
+import { createKafkaSource, type KafkaSource, type KafkaSourceState } from '../../ingest/kafka/kafka-source.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
 import { changeOwner, issueKey, settleKeys } from '../../service/access.ts';
 import { KEYS_COLLECTION } from '../../projectors/access.ts';
-import { createSupervisor } from '../../service/background.ts';
+import { createSupervisor, type LoopStatus } from '../../service/background.ts';
 import { createRateLimiter } from '../../service/rate/create.ts';
 import { createServices } from '../../service/services.ts';
 import { createThesisReader } from '../../ingest/thesis-reader/reader.ts';
@@ -35,7 +35,10 @@ background (/readyz shows the lag). With the embedded stores, the first start lo
 sample (300 projects) and prints an API key for the local owner once it listens; later starts print
 how to issue another. Roles split one deployment: api (REST + MCP), projectors, thesis-reader,
 ingest (Kafka); all (the default) runs every one in this process.
-Exit status: 0 stopped by SIGINT/SIGTERM, 1 cannot start (port in use, a store unreachable), 2 usage error.
+A store, or (for --role ingest) Kafka, that cannot be reached at start ends it within 30 s with one
+line naming the server; with --role all a Kafka outage only delays ingest (retried in the background,
+/readyz says degraded meanwhile).
+Exit status: 0 stopped by SIGINT/SIGTERM, 1 cannot start (port in use, a server unreachable), 2 usage error.
 `;
 
 type ServeArgs = { ok: true; role: Role; help: boolean } | { ok: false; reason: string };
@@ -100,89 +103,227 @@ async function firstLocalKey(stores: Stores): Promise<string | null> {
   return (await issueKey(stores, LOCAL_OWNER)).key;
 }
 
+/** Servers touched at start must answer within this, so every start-up failure exits well within 30 s. */
+export const START_DEADLINE_MS = 15_000;
+/** After a failed start the process exits this long after closing began, whatever still holds it. */
+const FORCED_EXIT_MS = 3_000;
+
+/** A server's URL without its credentials, to name it in one line. */
+function where(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//');
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+type Outcome<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/** `work`'s value, or why it failed or did not answer before `deadline` (ms since the epoch). */
+async function byDeadline<T>(deadline: number, work: () => Promise<T>): Promise<Outcome<T>> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<Outcome<T>>((resolve) => {
+    timer = setTimeout(() => resolve({ ok: false, reason: `no answer within ${START_DEADLINE_MS / 1000} s` }), Math.max(0, deadline - Date.now()));
+  });
+  const settled = Promise.resolve()
+    .then(work)
+    .then(
+      (value): Outcome<T> => ({ ok: true, value }),
+      (error: unknown): Outcome<T> => ({ ok: false, reason: messageOf(error) }),
+    );
+  try {
+    return await Promise.race([settled, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The Kafka source's state as a background loop in /readyz: anything but consuming is `retrying` (degraded). */
+function kafkaLoopStatus(state: KafkaSourceState): LoopStatus {
+  if (state.status === 'running') return { state: 'running', failures: 0, since: state.since };
+  if (state.status === 'stopped') return { state: 'stopped', failures: 0, since: state.since };
+  return { state: 'retrying', failures: state.restarts, since: state.since };
+}
+
+/** What a start has opened so far: the one shutdown sequence closes exactly these, in this order. */
+type Opened = {
+  stop: AbortController;
+  app?: FastifyInstance;
+  metricsApp?: FastifyInstance;
+  kafka?: KafkaSource;
+  background: Promise<unknown>[];
+  loops: () => string[];
+  limiter?: { close(): Promise<void> };
+  heartbeat?: { close(): Promise<void> };
+  stores?: Stores;
+};
+
+/**
+ * The one shutdown sequence, for a signal and for a failed start alike: stop taking requests, stop
+ * Kafka, let the projectors finish their batch, then close the limiter, heartbeat and stores. With
+ * `log` (a signal) each step logs what it waited for and how long, so a slow stop can be told apart
+ * from a hung one; a failed step does not keep the later ones from running.
+ */
+async function shutdown(opened: Opened, log: FastifyInstance['log'] | null, signal: string | null): Promise<void> {
+  const started = performance.now();
+  const since = (from: number) => Math.round(performance.now() - from);
+  const step = async (close: (() => Promise<unknown>) | undefined) => {
+    if (close) await close().catch((error: unknown) => log?.warn({ err: messageOf(error) }, 'shutdown: a close failed'));
+  };
+  const loops = opened.loops();
+  const inFlight = opened.app ? openRequestsOf(opened.app) : 0;
+  log?.info({ signal, openRequests: inFlight, backgroundLoops: loops }, 'shutdown: stopping; no new connections');
+  opened.stop.abort();
+  const backgroundDone = Promise.allSettled(opened.background).then(() => since(started));
+  let at = performance.now();
+  await step(opened.app && (() => opened.app!.close()));
+  await step(opened.metricsApp && (() => opened.metricsApp!.close()));
+  log?.info({ openRequests: inFlight, waitedMs: since(at) }, 'shutdown: open requests answered, HTTP server closed');
+  if (opened.kafka) {
+    at = performance.now();
+    await step(() => opened.kafka!.stop());
+    log?.info({ waitedMs: since(at) }, 'shutdown: Kafka consumer stopped');
+  }
+  const backgroundMs = await backgroundDone;
+  log?.info({ backgroundLoops: loops, waitedMs: backgroundMs }, 'shutdown: projector batch and background loops finished');
+  at = performance.now();
+  await step(opened.limiter && (() => opened.limiter!.close()));
+  await step(opened.heartbeat && (() => opened.heartbeat!.close()));
+  await step(opened.stores && (() => opened.stores!.close()));
+  log?.info({ waitedMs: since(at), totalMs: since(started) }, 'shutdown: stores closed; exiting');
+}
+
+const openRequestCounters = new WeakMap<FastifyInstance, { count(): number }>();
+function openRequestsOf(app: FastifyInstance): number {
+  return openRequestCounters.get(app)?.count() ?? 0;
+}
+
+/**
+ * A start that cannot go on: one line naming what failed, everything opened so far closed by the
+ * shutdown sequence, and a forced exit should a client still hold the process (a MongoDB monitor, a
+ * Redis reconnect timer, a connect still pending past the deadline).
+ */
+async function failStart(opened: Opened, line: string, code: number): Promise<number> {
+  process.stderr.write(`pulseboard serve: ${line}\n`);
+  setTimeout(() => process.exit(code), FORCED_EXIT_MS).unref();
+  await shutdown(opened, null, null);
+  return code;
+}
+
 export async function run(args: string[]): Promise<number> {
   const parsed = parse(args);
   if (!parsed.ok) return usageError('serve', parsed.reason);
   if (parsed.help) return printHelp(USAGE);
   const { role } = parsed;
   const config = loadConfig();
+  const deadline = Date.now() + START_DEADLINE_MS;
+  // Settings checked before anything is opened, so these exits leave nothing behind.
   const problem = await listenProblem(config.HOST, config.PORT);
   if (problem) {
     process.stderr.write(`pulseboard serve: ${problem}\n`);
     return 1;
   }
-  const stores = await openStores(config);
+  const ingestsKafka = (role === 'all' || role === 'ingest') && config.KAFKA_BROKERS !== undefined;
+  if (role === 'ingest' && !ingestsKafka) {
+    process.stderr.write('ingest role: KAFKA_BROKERS is not set; use `pulseboard ingest FILE` for NDJSON\n');
+    return 2;
+  }
+  const readsTheses = (role === 'all' || role === 'thesis-reader') && config.PULSEBOARD_THESIS_FEED === 'on';
+  const thesisChoice = readsTheses ? createThesisSource(config) : null;
+  if (thesisChoice && !thesisChoice.ok) {
+    process.stderr.write(`${thesisChoice.reason}\n`);
+    return 2;
+  }
+
+  const stop = new AbortController();
+  const supervisor = createSupervisor({ signal: stop.signal });
+  let projectorThread: ReturnType<typeof createProjectorThread> | null = null;
+  const opened: Opened = { stop, background: [], loops: () => Object.keys(backgroundStatus()) };
+  const backgroundStatus = (): Record<string, LoopStatus> => ({
+    ...supervisor.status(),
+    ...projectorThread?.status(),
+    ...(opened.kafka ? { 'kafka-ingest': kafkaLoopStatus(opened.kafka.state()) } : {}),
+  });
+
+  const readStoreName = config.MONGODB_URL !== undefined ? `MongoDB at ${where(config.MONGODB_URL)}` : `SQLite in ${config.PULSEBOARD_DATA_DIR}`;
+  const eventLogName = config.EVENTSTORE_URL !== undefined ? `KurrentDB at ${where(config.EVENTSTORE_URL)}` : `SQLite in ${config.PULSEBOARD_DATA_DIR}`;
+  const storesOpened = await byDeadline(deadline, () => openStores(config));
+  if (!storesOpened.ok) return failStart(opened, `cannot open the read store (${readStoreName}): ${storesOpened.reason}`, 1);
+  const stores = storesOpened.value;
+  opened.stores = stores;
+  const logAnswers = await byDeadline(deadline, () => stores.log.headPosition());
+  if (!logAnswers.ok) return failStart(opened, `cannot reach the event log (${eventLogName}): ${logAnswers.reason}`, 1);
+  if (role === 'all' || role === 'projectors') projectorThread = createProjectorThread({ onCommit: stores.commits.emit });
+
   const embedded = config.EVENTSTORE_URL === undefined && config.MONGODB_URL === undefined;
   const local = role === 'all' && embedded;
   if (local) await loadSample(stores, config);
   const limiter = createRateLimiter(config);
+  opened.limiter = limiter;
   const heartbeat = createWorkerHeartbeat(config);
-  const stop = new AbortController();
+  opened.heartbeat = heartbeat;
   // Every background loop survives store failures: restarted with backoff, its state in /readyz.
-  const supervisor = createSupervisor({ signal: stop.signal });
-  const projectorThread = role === 'all' || role === 'projectors' ? createProjectorThread({ onCommit: stores.commits.emit }) : null;
-  const backgroundStatus = () => ({ ...supervisor.status(), ...projectorThread?.status() });
   const services = createServices({ config, stores, limiter, heartbeat, background: backgroundStatus });
-  const background: Promise<unknown>[] = [];
   // One set of metrics per process: the API's requests, this process's ingest, the stores' state.
   const metrics = metricsFor(services);
 
-  if ((role === 'all' || role === 'thesis-reader') && config.PULSEBOARD_THESIS_FEED === 'on') {
-    const choice = createThesisSource(config);
-    if (!choice.ok) {
-      process.stderr.write(`${choice.reason}\n`);
-      return 2;
-    }
-    if (choice.kind === 'sample') process.stderr.write('thesis feed: using the bundled SAMPLE source (set PULSEBOARD_THESIS_SOURCE_URL for the provider)\n');
-    const reader = createThesisReader({ log: stores.log, store: stores.store, source: choice.source, heartbeat });
-    background.push(supervisor.supervise('thesis-reader', (signal) => reader.run(signal)));
+  if (thesisChoice?.ok) {
+    if (thesisChoice.kind === 'sample') process.stderr.write('thesis feed: using the bundled SAMPLE source (set PULSEBOARD_THESIS_SOURCE_URL for the provider)\n');
+    const reader = createThesisReader({ log: stores.log, store: stores.store, source: thesisChoice.source, heartbeat });
+    opened.background.push(supervisor.supervise('thesis-reader', (signal) => reader.run(signal)));
   }
 
-  let kafka: KafkaSource | null = null;
-  if ((role === 'all' || role === 'ingest') && config.KAFKA_BROKERS !== undefined) {
+  if (ingestsKafka) {
+    const brokers = config.KAFKA_BROKERS!;
     const ingestor = createIngestor(stores.log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER });
-    kafka = createKafkaSource({ brokers: config.KAFKA_BROKERS.split(',').map((b) => b.trim()), ingestor: meteredIngestor(ingestor, metrics) });
-    await kafka.start();
-    process.stderr.write(`ingest: consuming Kafka at ${config.KAFKA_BROKERS}\n`);
-  } else if (role === 'ingest') {
-    process.stderr.write('ingest role: KAFKA_BROKERS is not set; use `pulseboard ingest FILE` for NDJSON\n');
-    return 2;
+    let markRunning = () => {};
+    const firstRunning = new Promise<void>((resolve) => (markRunning = resolve));
+    const kafka = createKafkaSource({
+      brokers: brokers.split(',').map((b) => b.trim()),
+      ingestor: meteredIngestor(ingestor, metrics),
+      // Its own log stays quiet: one line per change between consuming and retrying, with the cause.
+      logLevel: 'nothing',
+      onState: (state) => {
+        if (state.status === 'running') markRunning();
+        if (state.status !== 'running' && state.status !== 'restarting') return;
+        const level = state.status === 'restarting' ? 'warn' : 'info';
+        const error = state.status === 'restarting' ? { error: state.lastError } : {};
+        process.stderr.write(`${JSON.stringify({ level, msg: `ingest: Kafka source ${state.status}`, brokers, ...error })}\n`);
+      },
+    });
+    opened.kafka = kafka;
+    // An ingest-only process has nothing to do without Kafka: it must reach it by the deadline.
+    // With the API in the process (--role all) ingest keeps retrying in the background instead.
+    if (role === 'ingest') {
+      const running = await byDeadline(deadline, async () => {
+        void kafka.start({ retry: true });
+        await firstRunning;
+      });
+      if (!running.ok) return failStart(opened, `cannot reach Kafka at ${brokers}: ${kafka.state().lastError ?? running.reason}`, 1);
+      process.stderr.write(`ingest: consuming Kafka at ${brokers}\n`);
+    }
   }
 
   const logger = config.PULSEBOARD_LOG_LEVEL === 'silent' ? false : { level: config.PULSEBOARD_LOG_LEVEL };
-  let app: FastifyInstance;
   const metricsOn = config.PULSEBOARD_METRICS === 'on';
-  if (role === 'all' || role === 'api') {
-    app = buildApp(services, { logger, metrics });
-  } else {
-    // Worker roles answer only /healthz, /readyz (and /metrics), with the API's envelope and request ids.
-    app = buildWorkerApp(services, { logger, metrics });
-  }
-  const close = async () => {
-    // Graceful: stop taking requests, let the projectors finish their batch, then close the stores.
-    stop.abort();
-    await app.close();
-    await kafka?.stop();
-    await Promise.allSettled(background);
-    await limiter.close();
-    await heartbeat.close();
-    await stores.close();
-  };
-  const openRequests = trackOpenRequests(app.server);
+  // Worker roles answer only /healthz, /readyz (and /metrics), with the API's envelope and request ids.
+  const app = role === 'all' || role === 'api' ? buildApp(services, { logger, metrics }) : buildWorkerApp(services, { logger, metrics });
+  opened.app = app;
+  openRequestCounters.set(app, trackOpenRequests(app.server));
   try {
     await app.listen({ port: config.PORT, host: config.HOST });
   } catch (error) {
-    process.stderr.write(`pulseboard serve: ${describeListenError(error, config.HOST, config.PORT)}\n`);
-    // Whatever hangs on closing must not keep a server that never listened alive.
-    setTimeout(() => process.exit(1), 3000).unref();
-    await close();
-    return 1;
+    return failStart(opened, describeListenError(error, config.HOST, config.PORT), 1);
   }
   // PULSEBOARD_METRICS_PORT: /metrics alone on its own listener (e.g. reachable only from the scraper's network).
-  let metricsApp: FastifyInstance | null = null;
   if (metricsOn && config.PULSEBOARD_METRICS_PORT !== undefined) {
-    metricsApp = buildMetricsApp(services, metrics);
-    await metricsApp.listen({ port: config.PULSEBOARD_METRICS_PORT, host: config.HOST });
+    const metricsApp = buildMetricsApp(services, metrics);
+    opened.metricsApp = metricsApp;
+    try {
+      await metricsApp.listen({ port: config.PULSEBOARD_METRICS_PORT, host: config.HOST });
+    } catch (error) {
+      return failStart(opened, `metrics: ${describeListenError(error, config.HOST, config.PULSEBOARD_METRICS_PORT)}`, 1);
+    }
     const bound = metricsApp.server.address();
     process.stdout.write(`metrics on http://${config.HOST}:${typeof bound === 'object' && bound ? bound.port : config.PULSEBOARD_METRICS_PORT}/metrics\n`);
   }
@@ -191,7 +332,11 @@ export async function run(args: string[]): Promise<number> {
   const url = `http://${config.HOST}:${port}`;
   // Listen first, then catch up: a process restarted behind a backlog answers /healthz at once and
   // reports its lag in /readyz, and reads serve up to each collection's committed checkpoint meanwhile.
-  if (projectorThread) background.push(supervisor.supervise('projectors', (signal) => projectorThread.run(signal)));
+  if (projectorThread) opened.background.push(supervisor.supervise('projectors', (signal) => projectorThread.run(signal)));
+  if (role === 'all' && opened.kafka) {
+    void opened.kafka.start({ retry: true });
+    process.stderr.write(`ingest: consuming Kafka at ${config.KAFKA_BROKERS} (retried in the background while unreachable)\n`);
+  }
   process.stdout.write(`pulseboard (${role}) listening on ${url}/v1  (MCP: ${url}/mcp, docs: ${url}/docs)\n`);
   const localKey = local ? await firstLocalKey(stores) : null;
   if (localKey) {
@@ -205,30 +350,6 @@ export async function run(args: string[]): Promise<number> {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
   });
-  // Graceful: stop taking requests, let the projectors finish their batch, then close the stores.
-  // Each step logs what it waited for and how long, so a slow stop can be told apart from a hung one.
-  const started = performance.now();
-  const since = (from: number) => Math.round(performance.now() - from);
-  const loops = Object.keys(backgroundStatus());
-  app.log.info({ signal, openRequests: openRequests.count(), backgroundLoops: loops }, 'shutdown: stopping; no new connections');
-  stop.abort();
-  const backgroundDone = Promise.allSettled(background).then(() => since(started));
-  let step = performance.now();
-  const inFlight = openRequests.count();
-  await app.close();
-  await metricsApp?.close();
-  app.log.info({ openRequests: inFlight, waitedMs: since(step) }, 'shutdown: open requests answered, HTTP server closed');
-  if (kafka) {
-    step = performance.now();
-    await kafka.stop();
-    app.log.info({ waitedMs: since(step) }, 'shutdown: Kafka consumer stopped');
-  }
-  const backgroundMs = await backgroundDone;
-  app.log.info({ backgroundLoops: loops, waitedMs: backgroundMs }, 'shutdown: projector batch and background loops finished');
-  step = performance.now();
-  await limiter.close();
-  await heartbeat.close();
-  await stores.close();
-  app.log.info({ waitedMs: since(step), totalMs: since(started) }, 'shutdown: stores closed; exiting');
+  await shutdown(opened, app.log, signal);
   return 0;
 }

@@ -23,9 +23,13 @@
  * `message` is the parsed original with every `thesisText` withheld (thesis text never leaves the
  * call-record reads).
  *
- * kafkajs is no longer maintained: it is used against Kafka 3.x brokers (KRaft), which still speak the
- * protocol versions it uses; docker-compose.yml pins apache/kafka:3.9.0. Its two Node 24 warnings are
- * dealt with here: producers name their partitioner, and its negative timer delays are kept quiet.
+ * kafkajs heartbeats only when called, so the handler calls heartbeat() every heartbeat interval while
+ * a part is being appended: a slow event log cannot hold a member past its session timeout.
+ *
+ * kafkajs is no longer maintained, but 2.2.4 negotiates protocol versions Kafka 4 still serves; the
+ * tests run it against a real Kafka 4.4.0 broker (KRaft), the version docker-compose.yml pins. Its two
+ * Node 24 warnings are dealt with here: producers name their partitioner, and its negative timer
+ * delays are kept quiet.
  */
 import { Kafka, Partitioners, logLevel as kafkaLogLevel, type Consumer, type EachBatchPayload, type KafkaMessage, type Producer } from 'kafkajs';
 import type { BatchIngestor, IngestOutcome } from '../pipeline.ts';
@@ -47,6 +51,8 @@ export const DEFAULT_PARTITIONS_CONCURRENTLY = 4;
  * default batch: a kafkajs batch (1 MiB per partition by default) rarely holds more.
  */
 export const DEFAULT_MAX_MESSAGES_PER_APPEND = 4000;
+/** kafkajs's own default heartbeat interval; its session timeout defaults to 30 s. */
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 3000;
 const WITHHELD = '[withheld]';
 
 export type HandledMessage = { topic: string; partition: number; offset: string; outcome: IngestOutcome };
@@ -66,6 +72,12 @@ export type KafkaSourceOptions = {
   partitionsConsumedConcurrently?: number;
   /** Most messages per ingestBatch call (default DEFAULT_MAX_MESSAGES_PER_APPEND). */
   maxMessagesPerAppend?: number;
+  /** The group membership timings (kafkajs defaults: 30 s session, 3 s heartbeats, 60 s rebalance). */
+  sessionTimeoutMs?: number;
+  heartbeatIntervalMs?: number;
+  rebalanceTimeoutMs?: number;
+  /** kafkajs's connection retries (its defaults when absent): how long one start keeps trying. */
+  retry?: { retries?: number; initialRetryTime?: number; maxRetryTime?: number };
   /** Called once per change of status (e.g. to log it). */
   onState?: (state: KafkaSourceState) => void;
   /** Replaced in tests: the kafkajs clients, the restart timer and the jitter. */
@@ -93,8 +105,12 @@ export type KafkaSourceState = {
 };
 
 export type KafkaSource = {
-  /** Connects, subscribes and starts consuming; resolves once the consumer runs. */
-  start(): Promise<void>;
+  /**
+   * Connects, subscribes and starts consuming; resolves once the consumer runs, or rejects when it
+   * cannot. With `retry` it never rejects: a failed first start is retried like a crash (status
+   * `restarting`, with backoff) until a consumer runs or stop() is called.
+   */
+  start(options?: { retry?: boolean }): Promise<void>;
   /** Stops consuming (messages in flight finish) and disconnects. */
   stop(): Promise<void>;
   /** What the consumer is doing now, for readiness reports. */
@@ -151,7 +167,22 @@ export type BatchHandlerOptions = {
   onMessage?: (handled: HandledMessage) => void;
   /** Most messages per ingestBatch call (default DEFAULT_MAX_MESSAGES_PER_APPEND). */
   maxMessagesPerAppend?: number;
+  /** How often heartbeat() is called while a part is appended (default DEFAULT_HEARTBEAT_INTERVAL_MS). */
+  heartbeatIntervalMs?: number;
 };
+
+/**
+ * Runs `work` calling `heartbeat` every `intervalMs` until it settles. A failed heartbeat (e.g. a
+ * rebalance began) is not fatal here: the part is still stored, and the heartbeat after it reports it.
+ */
+async function heartbeating<T>(work: () => Promise<T>, heartbeat: () => Promise<void>, intervalMs: number): Promise<T> {
+  const timer = setInterval(() => void heartbeat().catch(() => undefined), intervalMs);
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
+}
 
 /**
  * The per-batch work of the source, apart from kafkajs so its offset handling can be tested: the
@@ -160,6 +191,7 @@ export type BatchHandlerOptions = {
  */
 export function createBatchHandler(options: BatchHandlerOptions): (payload: EachBatchPayload) => Promise<void> {
   const maxPerAppend = Math.max(1, options.maxMessagesPerAppend ?? DEFAULT_MAX_MESSAGES_PER_APPEND);
+  const heartbeatMs = Math.max(1, options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS);
 
   return async function eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale } = payload;
@@ -186,7 +218,8 @@ export function createBatchHandler(options: BatchHandlerOptions): (payload: Each
       const values = raws.filter((raw): raw is string => raw !== null);
       let outcomes: IngestOutcome[];
       try {
-        const stored = values.length > 0 ? await options.ingestor.ingestBatch(values, 'kafka') : [];
+        const append = () => options.ingestor.ingestBatch(values, 'kafka');
+        const stored = values.length > 0 ? await heartbeating(append, heartbeat, heartbeatMs) : [];
         if (stored.length !== values.length) throw new Error(`ingestBatch answered ${stored.length} outcomes for ${values.length} messages`);
         let next = 0;
         outcomes = raws.map((raw) => (raw === null ? { status: 'rejected', path: '', reason: 'message has no value' } : stored[next++]!));
@@ -211,7 +244,7 @@ export function createBatchHandler(options: BatchHandlerOptions): (payload: Each
       });
       if (letters.length > 0) {
         try {
-          await options.deadLetters(letters);
+          await heartbeating(() => options.deadLetters(letters), heartbeat, heartbeatMs);
         } catch (error) {
           // The part is stored; only the messages before its first reject are fully handled.
           for (let index = 0; index < part.length && outcomes[index]!.status !== 'rejected'; index += 1) resolve(part[index]!, outcomes[index]!);
@@ -245,9 +278,15 @@ function kafkajsClients(options: KafkaSourceOptions): KafkaClients {
     clientId: options.clientId ?? 'pulseboard-ingest',
     brokers: [...options.brokers],
     logLevel: levels[options.logLevel ?? 'warn'],
+    ...(options.retry ? { retry: options.retry } : {}),
   });
+  const timings = {
+    ...(options.sessionTimeoutMs === undefined ? {} : { sessionTimeout: options.sessionTimeoutMs }),
+    ...(options.heartbeatIntervalMs === undefined ? {} : { heartbeatInterval: options.heartbeatIntervalMs }),
+    ...(options.rebalanceTimeoutMs === undefined ? {} : { rebalanceTimeout: options.rebalanceTimeoutMs }),
+  };
   return {
-    consumer: () => kafka.consumer({ groupId: options.groupId ?? defaultGroupId }),
+    consumer: () => kafka.consumer({ groupId: options.groupId ?? defaultGroupId, ...timings }),
     producer: () => kafka.producer({ maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner }),
   };
 }
@@ -269,6 +308,7 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
   let state: KafkaSourceState = { status: 'idle', restarts: 0, since: new Date().toISOString(), lastError: null };
   let failures = 0;
   let cancelRestart: (() => void) | undefined;
+  const stoppedNow = () => state.status === 'stopped';
 
   // onState hears of status changes only (one log line per outage, not one per attempt); state()
   // always has the latest restart count and error.
@@ -295,6 +335,7 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
     deadLetters,
     onMessage: options.onMessage,
     maxMessagesPerAppend: options.maxMessagesPerAppend ?? DEFAULT_MAX_MESSAGES_PER_APPEND,
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS,
   });
 
   /** A new consumer, in the group and running; a crash it does not recover from schedules the next. */
@@ -318,6 +359,9 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
       await own.disconnect().catch(() => undefined);
       return true;
     };
+    // The producer (dead letters) is connected with each consumer: a source whose first start
+    // failed has none yet, and connecting a connected kafkajs producer again does nothing.
+    await producer.connect();
     await own.connect();
     if (await stopped()) return;
     await own.subscribe({ topics, fromBeginning: options.fromBeginning ?? true });
@@ -350,6 +394,8 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
         try {
           await launch();
         } catch (error) {
+          // A launch that stop() cut short is not a failure to retry (stop() may have run meanwhile).
+          if (stoppedNow()) return;
           setState({ status: 'restarting', lastError: describeError(error) });
           restartLater();
         }
@@ -358,10 +404,16 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
   }
 
   return {
-    async start() {
+    async start(startOptions = {}) {
       setState({ status: 'starting' });
-      await producer.connect();
-      await launch();
+      if (!startOptions.retry) return launch();
+      try {
+        await launch();
+      } catch (error) {
+        if (state.status === 'stopped') return;
+        setState({ status: 'restarting', lastError: describeError(error) });
+        restartLater();
+      }
     },
 
     async stop() {

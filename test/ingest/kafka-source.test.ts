@@ -211,6 +211,60 @@ describe('Kafka source: batch handling', () => {
     assert.deepEqual(stopped.commits.map(committedOffset), ['1100']);
   });
 
+  it('heartbeats every interval while a slow part is appended, so a slow event log cannot outlast the session', async () => {
+    let appending = false;
+    let duringAppend = 0;
+    const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
+    const base = payload([message(0, 'a'), message(1, 'b')], recorded);
+    const slow: Pick<BatchIngestor, 'ingestBatch'> = {
+      async ingestBatch(raws) {
+        appending = true;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        appending = false;
+        return raws.map(() => ({ status: 'accepted' as const }));
+      },
+    };
+    const eachBatch = createBatchHandler({ ingestor: slow, deadLetters: async () => undefined, heartbeatIntervalMs: 20 });
+    await eachBatch({
+      ...base,
+      heartbeat: async () => {
+        if (appending) duringAppend += 1;
+        recorded.heartbeats += 1;
+      },
+    });
+    assert.ok(duringAppend >= 3, `heartbeats while the part was appended: ${duringAppend}`);
+    assert.deepEqual(recorded.commits.map(committedOffset), ['2']);
+  });
+
+  it('a heartbeat failing while a part is appended does not lose the part: it is stored and committed', async () => {
+    const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
+    const base = payload([message(7, 'a')], recorded);
+    let failed = 0;
+    const slow: Pick<BatchIngestor, 'ingestBatch'> = {
+      async ingestBatch(raws) {
+        await new Promise((resolve) => setTimeout(resolve, 80));
+        return raws.map(() => ({ status: 'accepted' as const }));
+      },
+    };
+    const eachBatch = createBatchHandler({ ingestor: slow, deadLetters: async () => undefined, heartbeatIntervalMs: 10 });
+    let appended = false;
+    await eachBatch({
+      ...base,
+      resolveOffset: (offset) => {
+        appended = true;
+        recorded.resolved.push(offset);
+      },
+      heartbeat: async () => {
+        if (appended) return;
+        failed += 1;
+        throw new Error('The group is rebalancing');
+      },
+    });
+    assert.ok(failed >= 2, 'heartbeats were tried during the append');
+    assert.deepEqual(recorded.resolved, ['7']);
+    assert.deepEqual(recorded.commits.map(committedOffset), ['8']);
+  });
+
   it('makes one ingestBatch call, one event-log appendBatch and at most one dead-letter send per batch (the real ingestor on SQLite)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pulseboard-kafka-'));
     const inner = createSqliteEventLog(join(dir, 'events.sqlite'));
@@ -313,7 +367,7 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 type Listener = (event: { payload: { error: Error; groupId: string; restart: boolean } }) => void;
 
 /** kafkajs consumers as the source sees them, recording what it asked of each. */
-function fakeClients(options: { failConnect?: (n: number) => boolean; connectGate?: Promise<void> } = {}) {
+function fakeClients(options: { failConnect?: (n: number) => boolean; connectGate?: Promise<void> | ((n: number) => Promise<void> | undefined) } = {}) {
   const consumers: { listeners: Map<string, Listener[]>; runConfig?: ConsumerRunConfig; disconnected: boolean; emit(event: string, payload?: unknown): void }[] = [];
   const scheduled: { run: () => void; delayMs: number; cancelled: boolean }[] = [];
   const sent: ProducerRecord[] = [];
@@ -337,7 +391,7 @@ function fakeClients(options: { failConnect?: (n: number) => boolean; connectGat
           return () => undefined;
         }) as unknown as SourceConsumer['on'],
         connect: async () => {
-          await options.connectGate;
+          await (typeof options.connectGate === 'function' ? options.connectGate(n) : options.connectGate);
           if (options.failConnect?.(n)) throw new Error('broker unreachable');
         },
         subscribe: async () => undefined,
@@ -472,6 +526,44 @@ describe('Kafka source: consumer supervision', () => {
     assert.equal(fake.consumers[0]!.runConfig, undefined, 'run was never called');
     assert.equal(fake.consumers[0]!.disconnected, true);
     assert.equal(source.state().status, 'stopped');
+  });
+
+  it('start({retry}) with the broker down never rejects: it reports restarting with the cause, and runs once a consumer connects', async () => {
+    const fake = fakeClients({ failConnect: (n) => n === 0 });
+    const source = createKafkaSource({ brokers: ['unused:9092'], ingestor: ingestorNeverCalled, clients: fake.clients, schedule: fake.schedule, random: () => 0 });
+    await source.start({ retry: true });
+    assert.equal(source.state().status, 'restarting');
+    assert.equal(source.state().lastError, 'Error: broker unreachable');
+    assert.equal(fake.scheduled.length, 1);
+    fake.scheduled[0]!.run();
+    await settle();
+    assert.equal(source.state().status, 'running');
+    assert.equal(source.state().restarts, 1);
+    await source.stop();
+    // Without retry the first failure is the caller's.
+    const once = fakeClients({ failConnect: () => true });
+    const plain = createKafkaSource({ brokers: ['unused:9092'], ingestor: ingestorNeverCalled, clients: once.clients, schedule: once.schedule });
+    await assert.rejects(plain.start(), /broker unreachable/);
+    assert.equal(once.scheduled.length, 0);
+    await plain.stop();
+  });
+
+  it('a restart still connecting when the source stops stays stopped when that connect fails', async () => {
+    const gate = deferred<void>();
+    const fake = fakeClients({ connectGate: (n) => (n === 1 ? gate.promise : undefined), failConnect: (n) => n === 1 });
+    const states: KafkaSourceState['status'][] = [];
+    const source = createKafkaSource({ brokers: ['unused:9092'], ingestor: ingestorNeverCalled, clients: fake.clients, schedule: fake.schedule, onState: (s) => states.push(s.status) });
+    await source.start();
+    fake.consumers[0]!.emit(fake.events.CRASH, { error: new Error('boom'), groupId: 'g', restart: false });
+    fake.scheduled[0]!.run();
+    await settle();
+    await source.stop();
+    gate.resolve();
+    await settle();
+    await settle();
+    assert.equal(source.state().status, 'stopped');
+    assert.equal(fake.scheduled.length, 1, 'no restart scheduled after stop');
+    assert.deepEqual(states, ['starting', 'running', 'restarting', 'stopped']);
   });
 
   it('bounds the restart delay for any number of crashes', () => {
