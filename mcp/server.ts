@@ -1,0 +1,107 @@
+import { McpServer, type CallToolResult, type McpRequestContext } from '@modelcontextprotocol/server';
+import type { Caller } from '../service/caller.ts';
+import type { ServiceError } from '../service/errors.ts';
+import type { Services } from '../service/services.ts';
+import { toolListing } from './listing.ts';
+import { registerResources } from './resources.ts';
+import { toolFailure, toolSuccess } from './results.ts';
+import { argumentsSchema, resultSchema } from './standard.ts';
+import type { Tool } from './tools.ts';
+
+export const SERVER_INFO = { name: 'pulseboard', version: '1.0.0' } as const;
+
+export const INSTRUCTIONS =
+  'A board of tracked crypto projects with research dossiers, and a research assistant to ask about them. ' +
+  'Every tool reads, except ask_researcher (appends a request) and request_thesis_feed. Match projects on id, never on handle. ' +
+  'Every field a result schema names is present in every result (null when unknown). ' +
+  'Failures are tool errors carrying {error: {code, message}} (codes: unauthorized, forbidden, rate_limited, bad_request, not_found, conflict, unavailable); ' +
+  'when waiting helps, the error says how long and carries _meta.retryAfterSeconds. ' +
+  'Each tools/call and resources/read counts once against the per-key budget (60 per 60 seconds by default) shared with the REST interface; ' +
+  'other protocol messages have a budget of their own. Keep results small with limit, view "summary" (list_projects, sync_projects) and maxBytes (list_calltracker_calls). ' +
+  'Resources pulseboard://projects/{id}, pulseboard://calls/{id} and pulseboard://pulse/{beat} hold the same JSON as get_project, get_calltracker_call and get_pulse.';
+
+/**
+ * Who sent this HTTP request, or why the rate gate refused it after authenticating it: then every
+ * tool call in it answers that error as a tool error, so an agent reads how long to wait.
+ */
+export type RequestContext = ({ caller: Caller; refusal?: undefined } | { refusal: ServiceError; caller?: undefined }) & {
+  /** Where an error a tool threw is reported, by its name only (never its message, which may hold input). */
+  log?: ErrorLog;
+};
+
+/** The part of a request's logger a tool call uses. */
+export type ErrorLog = { error(fields: { err: { type: string } }, message: string): void };
+
+/** The request context travels to the factory as the SDK's pass-through authInfo. */
+export const authInfoOf = (context: RequestContext) => ({
+  token: '',
+  clientId: context.caller?.keyId ?? '',
+  scopes: [],
+  extra: { context },
+});
+
+const contextOf = (ctx: McpRequestContext): RequestContext | undefined => ctx.authInfo?.extra?.context as RequestContext | undefined;
+
+/** A tool call that failed in a way no service result says: a tool error to retry, its type reported. */
+function unexpected(context: RequestContext, error: unknown): CallToolResult {
+  context.log?.error({ err: { type: (error as Error)?.name ?? 'unknown' } }, 'mcp tool call failed');
+  return toolFailure({ status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 });
+}
+
+/** Cacheable results (2026-07-28): what lists is fixed for a deployment; what reads is per key and live. */
+const CACHE_HINTS = {
+  'server/discover': { ttlMs: 3_600_000, cacheScope: 'public' },
+  'tools/list': { ttlMs: 3_600_000, cacheScope: 'public' },
+  'resources/list': { ttlMs: 3_600_000, cacheScope: 'public' },
+  'resources/templates/list': { ttlMs: 3_600_000, cacheScope: 'public' },
+  'resources/read': { ttlMs: 0, cacheScope: 'private' },
+} as const;
+
+/**
+ * The SDK's per-request server factory. What does not depend on the request (each tool's schemas,
+ * their JSON Schema) is made once here; a request gets a fresh McpServer with the tools registered
+ * in the table's order (tools/list keeps it), its caller closed over.
+ */
+export function createMcpServerFactory(services: Services, toolTable: readonly Tool[]) {
+  const prepared = toolTable.map((tool) => {
+    const listing = toolListing(tool);
+    return {
+      tool,
+      config: {
+        title: listing.title,
+        description: listing.description,
+        inputSchema: argumentsSchema(tool.input.schema, listing.inputSchema),
+        outputSchema: resultSchema(tool.outputSchema, listing.outputSchema),
+        annotations: listing.annotations,
+      },
+    };
+  });
+
+  async function callTool(tool: Tool, context: RequestContext | undefined, parsed: unknown): Promise<CallToolResult> {
+    if (context === undefined) return toolFailure({ status: 401, code: 'unauthorized', message: 'missing or invalid API key' });
+    if (context.refusal !== undefined) return toolFailure(context.refusal);
+    const args = parsed as { ok: true; value: Record<string, unknown> } | { ok: false; message: string };
+    if (!args.ok) return toolFailure({ status: 400, code: 'bad_request', message: args.message });
+    try {
+      const result = await tool.call(services, context.caller, tool.input.toRest(args.value));
+      return result.ok ? toolSuccess(result.value) : toolFailure(result.error);
+    } catch (error) {
+      return unexpected(context, error);
+    }
+  }
+
+  return (ctx: McpRequestContext): McpServer => {
+    const context = contextOf(ctx);
+    const modern = ctx.era === 'modern';
+    const server = new McpServer(SERVER_INFO, {
+      instructions: INSTRUCTIONS,
+      // Subscriptions need a stream that outlives the request: only the 2026-07-28 listen has one.
+      capabilities: { tools: { listChanged: false }, resources: modern ? { subscribe: true, listChanged: true } : { listChanged: false }, completions: {} },
+      cacheHints: CACHE_HINTS,
+      maxToolInputElements: 200,
+    });
+    for (const { tool, config } of prepared) server.registerTool(tool.name, config, (args) => callTool(tool, context, args));
+    registerResources(server, services, context);
+    return server;
+  };
+}
