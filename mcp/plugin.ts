@@ -3,6 +3,7 @@ import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } f
 import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
 import { errorResponse, type ServiceError } from '../service/errors.ts';
 import type { Admission, Budget, Protection } from '../service/guard.ts';
+import { HEARTBEAT_MS } from '../service/changes.ts';
 import type { Services } from '../service/services.ts';
 import { sendBody } from '../transport/compression.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
@@ -20,7 +21,12 @@ function sendError(reply: FastifyReply, error: ServiceError, headers: Record<str
   return reply.code(answer.status).headers(answer.headers).send(answer.body);
 }
 
-export type McpPluginOptions = { services: Services; tools?: readonly Tool[] };
+export type McpPluginOptions = {
+  services: Services;
+  tools?: readonly Tool[];
+  /** Listen streams' heartbeat (15 s) and key re-check (5 s) intervals; tests shorten them. */
+  listen?: { keepAliveMs?: number; recheckMs?: number };
+};
 
 type JsonRpcMessage = { method?: unknown; params?: { name?: unknown; arguments?: unknown; uri?: unknown } };
 
@@ -91,8 +97,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
   const tools = options.tools ?? toolTable;
   const byName = toolsByName(tools);
   const originCheck = createOriginCheck(services.config);
-  const handler = createMcpHandler(createMcpServerFactory(services, tools), { legacy: 'stateless', keepAliveMs: 15_000 });
-  const listens = createListenSlots(services, handler.notify);
+  const handler = createMcpHandler(createMcpServerFactory(services, tools), { legacy: 'stateless', keepAliveMs: options.listen?.keepAliveMs ?? HEARTBEAT_MS });
+  const listens = createListenSlots(services, handler.notify, options.listen?.recheckMs);
   app.addHook('onClose', async () => {
     listens.close();
     await handler.close();

@@ -33,7 +33,7 @@ type Entry = { keyId: string; authorization: string | undefined; abort: AbortCon
  * `resources/updated` for each project's URI and `resources/list_changed` for the board. Between
  * writes it re-checks the keys of the open listens, ending those whose key no longer authenticates.
  */
-export function createListenSlots(services: Services, notify: ServerNotifier): ListenSlots {
+export function createListenSlots(services: Services, notify: ServerNotifier, recheckMs = KEY_RECHECK_MS): ListenSlots {
   const open = new Set<Entry>();
   const perKey = new Map<string, number>();
   let pump: AbortController | null = null;
@@ -69,7 +69,8 @@ export function createListenSlots(services: Services, notify: ServerNotifier): L
       }
       await recheckKeys();
       if (open.size === 0) return;
-      await services.commits.waitPast(batch?.upToSeq ?? 0, { timeoutMs: KEY_RECHECK_MS, signal: ended });
+      // After a failed read, the next is tried once the interval has passed.
+      await services.commits.waitPast(batch?.upToSeq ?? Number.MAX_SAFE_INTEGER, { timeoutMs: recheckMs, signal: ended });
     }
   }
 
