@@ -14,6 +14,7 @@ import { sendError } from './errors.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import type { OperationInput, OperationReply, RestOperation } from './operation.ts';
 import type { Caller } from '../service/caller.ts';
+import { rpcLabeller, type OperationLabel } from '../mcp/labels.ts';
 import { MCP_PATH, mcpPlugin } from '../mcp/plugin.ts';
 import { askOperations } from './routes/asks.ts';
 import { historyOperations } from './routes/history.ts';
@@ -240,8 +241,6 @@ declare module 'fastify' {
   }
 }
 
-type OperationLabel = { readonly operation: string; readonly rpc?: { readonly method: string; readonly tool?: string } };
-
 /** Operation label of a request, from the route it matched (bounded: never the path as sent). */
 function operationLabeller(operations: readonly RestOperation[]) {
   const byRoute = new Map<string, string>(operations.map((op) => [`${op.method} ${op.path}`, op.operationId]));
@@ -257,31 +256,6 @@ function operationLabeller(operations: readonly RestOperation[]) {
     if (rest) return { operation: rest };
     if (route === MCP_PATH) return rpcLabelOf(request.body);
     return { operation: fixed[route] ?? 'other' };
-  };
-}
-
-const KNOWN_RPC_METHODS = ['initialize', 'ping', 'tools/list', 'tools/call', 'notifications/initialized', 'notifications/cancelled', 'resources/list', 'prompts/list'];
-
-/**
- * The label of an /mcp body: its JSON-RPC method (and tool) from a fixed set, so caller text never
- * becomes a label. Every label is made once: a label string joined per request cost a hash of a new
- * string at every metrics look-up.
- */
-function rpcLabeller(toolNames: readonly string[]): (body: unknown) => OperationLabel {
-  const label = (method: string, tool?: string): OperationLabel =>
-    Object.freeze({ operation: `mcp:${tool ?? method}`, rpc: Object.freeze(tool === undefined ? { method } : { method, tool }) });
-  const byMethod = new Map([...KNOWN_RPC_METHODS.filter((m) => m !== 'tools/call'), 'other'].map((method) => [method, label(method)]));
-  const byTool = new Map([...toolNames, 'unknown_tool'].map((tool) => [tool, label('tools/call', tool)]));
-  const batch = label('batch');
-  const unreadable: OperationLabel = Object.freeze({ operation: 'mcp' });
-  return (body) => {
-    if (Array.isArray(body)) return batch;
-    if (typeof body !== 'object' || body === null) return unreadable;
-    const { method, params } = body as { method?: unknown; params?: { name?: unknown } };
-    if (typeof method !== 'string') return unreadable;
-    if (method !== 'tools/call') return byMethod.get(method) ?? byMethod.get('other')!;
-    const name = typeof params === 'object' && params !== null ? params.name : undefined;
-    return (typeof name === 'string' ? byTool.get(name) : undefined) ?? byTool.get('unknown_tool')!;
   };
 }
 

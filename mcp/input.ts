@@ -16,10 +16,6 @@ export type RestArguments = Record<RestPart, Record<string, unknown>>;
 export type ToolInput = {
   schema: z.ZodObject;
   toRest(args: Record<string, unknown>): RestArguments;
-  /** Whether every name in `args` is one of the tool's parameters (what the strict schema would check first). */
-  namesKnown(args: Record<string, unknown>): boolean;
-  /** Rewrites quoted REST parameter names in a message (`'has_dossier'`) to the tool's names. */
-  renameInMessage(message: string): string;
 };
 
 export const camelCase = (name: string): string => name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
@@ -37,7 +33,6 @@ export function toolInputFrom(request: RestRequest): ToolInput {
       shape[camel] = field as z.ZodType;
     }
   }
-  const renames = [...origin].filter(([camel, o]) => camel !== o.name);
   return {
     schema: z.object(shape).strict(),
     toRest(args) {
@@ -50,13 +45,6 @@ export function toolInputFrom(request: RestRequest): ToolInput {
         if (o && value !== undefined) rest[o.part][o.name] = value;
       }
       return rest;
-    },
-    namesKnown(args) {
-      for (const name in args) if (!origin.has(name)) return false;
-      return true;
-    },
-    renameInMessage(message) {
-      return renames.reduce((text, [camel, o]) => text.replaceAll(`'${o.name}'`, `'${camel}'`), message);
     },
   };
 }

@@ -159,6 +159,14 @@ export function summarizeBelow(node: unknown, depth: number, note: string, level
   return copy;
 }
 
+/** The input schema with this surface's own defaults stated on its properties. */
+function withDefaults(schema: JsonSchema, defaults: Record<string, unknown> | undefined): JsonSchema {
+  if (defaults === undefined) return schema;
+  const properties = { ...(schema.properties as Record<string, JsonSchema>) };
+  for (const [name, value] of Object.entries(defaults)) properties[name] = { ...properties[name], default: value };
+  return { ...schema, properties };
+}
+
 /** One entry of the tools/list result. */
 export type ToolListing = {
   name: string;
@@ -181,7 +189,7 @@ export function toolListing(tool: Tool): ToolListing {
     name: tool.name,
     title: tool.title,
     description: tool.description,
-    inputSchema: shareDefinitions(jsonSchemaOf(tool.input.schema, 'input')),
+    inputSchema: shareDefinitions(withDefaults(jsonSchemaOf(tool.input.schema, 'input'), tool.inputDefaults)),
     outputSchema: shareDefinitions({ type: 'object', anyOf: [output, jsonSchemaOf(tool.errorSchema ?? errorSchema, 'output')] }),
     // destructiveHint and idempotentHint mean something only for a tool that writes.
     annotations: tool.readOnly

@@ -1,16 +1,16 @@
-import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { createMcpHandler } from '@modelcontextprotocol/server';
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
 import { errorResponse, type ServiceError } from '../service/errors.ts';
+import type { Admission, Budget, Protection } from '../service/guard.ts';
+import { HEARTBEAT_MS } from '../service/changes.ts';
+import type { Services } from '../service/services.ts';
 import { sendBody } from '../transport/compression.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
 import { pendingOnly } from '../transport/handler-result.ts';
-import { giveBackWhenClosed, sendBuffers } from '../transport/send-buffers.ts';
-import { useJsonBodies } from '../transport/json-body.ts';
-import type { Admission, Budget, Protection } from '../service/guard.ts';
-import type { Services } from '../service/services.ts';
 import { createOriginCheck } from './origin.ts';
-import { createMcpEndpoint, type RequestContext, type SerializedResponse } from './server.ts';
+import { authInfoOf, createMcpServerFactory, type RequestContext } from './server.ts';
+import { createListenSlots, type Listen } from './subscriptions.ts';
 import { tools as toolTable, type Tool } from './tools.ts';
 
 export const MCP_PATH = '/mcp';
@@ -21,30 +21,41 @@ function sendError(reply: FastifyReply, error: ServiceError, headers: Record<str
   return reply.code(answer.status).headers(answer.headers).send(answer.body);
 }
 
-export type McpPluginOptions = { services: Services; tools?: readonly Tool[] };
+export type McpPluginOptions = {
+  services: Services;
+  tools?: readonly Tool[];
+  /** Listen streams' heartbeat (15 s) and key re-check (5 s) intervals; tests shorten them. */
+  listen?: { keepAliveMs?: number; recheckMs?: number };
+};
 
-type JsonRpcRequest = { method?: unknown; params?: { name?: unknown; arguments?: unknown } };
+type JsonRpcMessage = { method?: unknown; params?: { name?: unknown; arguments?: unknown; uri?: unknown } };
 
-const isObject = (m: unknown): m is JsonRpcRequest => typeof m === 'object' && m !== null;
+const isObject = (m: unknown): m is JsonRpcMessage => typeof m === 'object' && m !== null;
 
-const messagesOf = (body: unknown): JsonRpcRequest[] => (Array.isArray(body) ? body.filter(isObject) : isObject(body) ? [body] : []);
+const messagesOf = (body: unknown): JsonRpcMessage[] => (Array.isArray(body) ? body.filter(isObject) : isObject(body) ? [body] : []);
 
-const isToolCall = (m: JsonRpcRequest): boolean => m.method === 'tools/call';
+/** Messages that read data: each counts against the requests budget shared with REST. */
+const readsData = (m: JsonRpcMessage): boolean => m.method === 'tools/call' || m.method === 'resources/read';
+
+const toolsByName = (tools: readonly Tool[]): ReadonlyMap<string, Tool> => new Map(tools.map((tool) => [tool.name, tool]));
 
 /**
  * The budget class of one HTTP request: a tools/call counts with its tool's class (computed from
- * its arguments as for the REST twin); anything else (initialize, tools/list, notifications) is
- * basic. A batch takes the strictest class of its members.
+ * its arguments as for the REST twin), a resources/read with its twin tool's; anything else
+ * (initialize, server/discover, lists, notifications) is basic. A batch takes the strictest class.
  */
 export function protectionOf(services: Services, tools: readonly Tool[], body: unknown): Protection {
   return protectionAmong(services, toolsByName(tools), messagesOf(body));
 }
 
-const toolsByName = (tools: readonly Tool[]): ReadonlyMap<string, Tool> => new Map(tools.map((tool) => [tool.name, tool]));
-
-function protectionAmong(services: Services, byName: ReadonlyMap<string, Tool>, messages: readonly JsonRpcRequest[]): Protection {
+function protectionAmong(services: Services, byName: ReadonlyMap<string, Tool>, messages: readonly JsonRpcMessage[]): Protection {
   for (const message of messages) {
-    if (!isToolCall(message)) continue;
+    if (message.method === 'resources/read') {
+      // A call record carries thesis text: read under get_calltracker_call's class.
+      if (typeof message.params?.uri === 'string' && message.params.uri.startsWith('pulseboard://calls/')) return 'protected';
+      continue;
+    }
+    if (message.method !== 'tools/call') continue;
     const name = message.params?.name;
     const tool = typeof name === 'string' ? byName.get(name) : undefined;
     const args = message.params?.arguments;
@@ -56,75 +67,56 @@ function protectionAmong(services: Services, byName: ReadonlyMap<string, Tool>, 
 }
 
 /**
- * Which budget one HTTP request spends: a request holding a tools/call spends the requests budget
- * shared with REST; one holding only protocol messages (initialize, notifications, tools/list,
- * ping, or anything else that reads no data) spends the protocol budget.
+ * Which budget one HTTP request spends: one holding a tools/call or resources/read spends the
+ * requests budget shared with REST; one holding only protocol messages spends the protocol budget.
  */
-const budgetAmong = (messages: readonly JsonRpcRequest[]): Budget => (messages.some(isToolCall) ? 'requests' : 'protocol');
+const budgetAmong = (messages: readonly JsonRpcMessage[]): Budget => (messages.some(readsData) ? 'requests' : 'protocol');
 
-/** The SDK transport's JSON-RPC error layout for transport-level refusals (same bytes as before). */
-function sendRpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
-  return reply.code(status).header('content-type', 'application/json').send(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
-}
+/** Request headers the SDK reads (content negotiation, protocol version, the 2026-07-28 routing headers). */
+const FORWARDED_HEADERS = ['content-type', 'accept', 'mcp-protocol-version', 'mcp-method', 'mcp-name'] as const;
 
-/** `application/json` with or without parameters (charset), as a parsed media type. */
-const isJsonContentType = (value: string | undefined): boolean =>
-  value === 'application/json' || value?.split(';')[0]?.trim().toLowerCase() === 'application/json';
-
-/** A batch's responses as one JSON array (a lent answer is copied into it and given back). */
-function batchOf(answers: readonly SerializedResponse[]): SerializedResponse {
-  if (answers.every((answer) => typeof answer === 'string')) return `[${answers.join(',')}]`;
-  const pieces: Buffer[] = [];
-  answers.forEach((answer, i) => pieces.push(Buffer.from(i === 0 ? '[' : ','), typeof answer === 'string' ? Buffer.from(answer, 'utf8') : answer));
-  pieces.push(Buffer.from(']'));
-  const joined = Buffer.concat(pieces);
-  for (const answer of answers) if (typeof answer !== 'string') sendBuffers.giveBack(answer);
-  return joined;
-}
-
-/** The SDK transport's batch bound. */
-const MAX_BATCH_SIZE = 100;
-
-const isRequest = (message: JSONRPCMessage): message is JSONRPCRequest => 'method' in message && 'id' in message;
-
-const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
-
-/**
- * The common message, a request without `_meta`, checked without the SDK's schema: only members of
- * a request, `jsonrpc` "2.0", an integer or string id, a string method and, if any, params that are
- * an object. What passes is what JSONRPCMessageSchema accepts as a request, unchanged; anything
- * else goes through the schema.
- */
-export function isPlainRequest(raw: unknown): raw is JSONRPCRequest {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return false;
-  const message = raw as Record<string, unknown>;
-  // Inherited names count too (a stricter test, sent to the schema); a JSON body has none.
-  for (const key in message) if (!REQUEST_MEMBERS.has(key)) return false;
-  const { jsonrpc, id, method, params } = message;
-  if (jsonrpc !== '2.0' || typeof method !== 'string') return false;
-  if (typeof id !== 'string' && !Number.isInteger(id)) return false;
-  if (params === undefined) return !('params' in message);
-  return typeof params === 'object' && params !== null && !Array.isArray(params) && !('_meta' in params);
+function webRequestOf(request: FastifyRequest, signal: AbortSignal): Request {
+  const headers = new Headers();
+  for (const name of FORWARDED_HEADERS) {
+    const value = request.headers[name];
+    if (typeof value === 'string') headers.set(name, value);
+  }
+  // The body is handed over parsed (Fastify's parser, with its prototype-poisoning checks): none here.
+  return new Request(`http://localhost${MCP_PATH}`, { method: 'POST', headers, signal });
 }
 
 /**
- * `/mcp`: stateless Streamable HTTP on the REST app's Fastify instance. Each POST is checked for
- * DNS rebinding, authenticated and counted by the same guard as REST (tool calls against the
- * requests budget, protocol messages against their own), then answered by the one endpoint built
- * at start-up. JSON responses only: nothing is ever streamed.
+ * `/mcp`: the SDK's handler for both protocol eras (2026-07-28 per request, 2025 through the stateless
+ * handshake) on the REST app's Fastify instance. Each POST is checked for DNS rebinding, then
+ * authenticated and counted by the same guard as REST (tool calls and resource reads against the
+ * requests budget, protocol messages against their own); the caller reaches the tools as the SDK's
+ * pass-through authInfo. Bodies are parsed by Fastify's own JSON parser.
  */
 export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, options) => {
   const { services } = options;
   const tools = options.tools ?? toolTable;
-  const endpoint = createMcpEndpoint(services, tools);
   const byName = toolsByName(tools);
   const originCheck = createOriginCheck(services.config);
+  const handler = createMcpHandler(createMcpServerFactory(services, tools), { legacy: 'stateless', keepAliveMs: options.listen?.keepAliveMs ?? HEARTBEAT_MS });
+  const listens = createListenSlots(services, handler.notify, options.listen?.recheckMs);
+  app.addHook('onClose', async () => {
+    listens.close();
+    await handler.close();
+  });
 
-  // Compressed by the handler (transport/compression.ts): the plugin's hooks would cost more than the rest of the send.
-  // A compressed request body is decoded by the JSON parser (transport/json-body.ts), not by the plugin's hook.
-  useJsonBodies(app);
-  // Not async: a call the service answers at once is sent in the same turn (see readmodels/awaitable.ts).
-  app.post(MCP_PATH, { compress: false, decompress: false }, (request, reply) => {
+  // A body Fastify's parser refuses (not JSON, or a __proto__ / constructor.prototype key) is a JSON-RPC parse error.
+  app.setErrorHandler((error: FastifyError, _request, reply) => {
+    const status = error.statusCode ?? 500;
+    if (status === 413 || status === 415) return sendError(reply, { status, code: 'bad_request', message: status === 413 ? 'request body is too large' : 'unsupported content type or encoding' });
+    if (status >= 400 && status < 500) {
+      const message = 'Parse error: the body is not valid JSON, or it carries a __proto__ or constructor.prototype key';
+      return reply.code(400).header('content-type', 'application/json').send(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message } }));
+    }
+    throw error;
+  });
+
+  // Compressed by the handler (transport/compression.ts) with the REST levels.
+  app.post(MCP_PATH, { compress: false }, (request, reply) => {
     reply.header('cache-control', 'private, no-store');
     const foreign = originCheck({ host: request.headers.host, origin: request.headers.origin });
     if (foreign) return sendError(reply, foreign);
@@ -139,68 +131,51 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     return pendingOnly(andThen(admission, (admitted) => answerAdmitted(request, reply, admitted, received)));
   });
 
-  function answerAdmitted(request: FastifyRequest, reply: FastifyReply, admitted: Admission, received: readonly JsonRpcRequest[]): Awaitable<FastifyReply> {
+  function answerAdmitted(request: FastifyRequest, reply: FastifyReply, admitted: Admission, received: readonly JsonRpcMessage[]): Awaitable<FastifyReply> {
+    let context: RequestContext;
     if (!admitted.ok) {
       const { error, headers } = admitted.refused;
-      // A refused tool call is answered as a tool error ("a tool error asking the
-      // caller to wait"); an authentication failure, or a refused message that is not a tool
-      // call, gets the same HTTP error REST gives.
-      if (error.status === 401 || received.length === 0 || !received.every(isToolCall)) return sendError(reply, error, headers);
+      // A refused tool call or resource read is answered in the protocol (a tool error asking the caller
+      // to wait); an authentication failure, or a refused protocol message, gets the same HTTP error REST gives.
+      if (error.status === 401 || received.length === 0 || !received.every(readsData)) return sendError(reply, error, headers);
       reply.headers(headers);
       if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(error.retryAfter))));
+      context = { refusal: error, log: request.log };
     } else {
       reply.headers(admitted.value.headers);
+      context = { caller: admitted.value.caller, log: request.log };
     }
 
-    const body = request.body;
-    const accept = request.headers.accept;
-    if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) {
-      return sendRpcError(reply, 406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
-    }
-    if (!isJsonContentType(request.headers['content-type'])) {
-      return sendRpcError(reply, 415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
-    }
-    if (Array.isArray(body) && body.length > MAX_BATCH_SIZE) {
-      return sendRpcError(reply, 400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
-    }
-    const messages: JSONRPCMessage[] = [];
-    for (const raw of Array.isArray(body) ? body : [body]) {
-      if (isPlainRequest(raw)) {
-        messages.push(raw);
-        continue;
-      }
-      const parsed = JSONRPCMessageSchema.safeParse(raw);
-      if (!parsed.success) return sendRpcError(reply, 400, -32700, 'Parse error: Invalid JSON-RPC message');
-      messages.push(parsed.data);
-    }
-    const initializing = messages.some((m) => isRequest(m) && m.method === 'initialize');
-    if (initializing && messages.length > 1) {
-      return sendRpcError(reply, 400, -32600, 'Invalid Request: Only one initialization request is allowed');
-    }
-    const version = request.headers['mcp-protocol-version'];
-    if (!initializing && typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
-      return sendRpcError(
-        reply,
-        400,
-        -32000,
-        `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
-      );
+    let listen: Listen | undefined;
+    let signal: AbortSignal;
+    if (!Array.isArray(request.body) && received[0]?.method === 'subscriptions/listen' && context.caller) {
+      const opened = listens.open(context.caller.keyId, request.headers.authorization);
+      if (!opened.ok) return sendError(reply, opened.error, opened.error.retryAfter === undefined ? {} : { 'retry-after': String(opened.error.retryAfter) });
+      listen = opened.value;
+      const gone = new AbortController();
+      reply.raw.once('close', () => {
+        gone.abort();
+        listen?.close();
+      });
+      signal = AbortSignal.any([gone.signal, listen.signal]);
+    } else {
+      signal = new AbortController().signal;
     }
 
-    const requests = messages.filter(isRequest);
-    // Notifications and responses only: accepted, nothing to answer.
-    if (requests.length === 0) return reply.code(202).send();
+    return handler.fetch(webRequestOf(request, signal), { parsedBody: request.body, authInfo: authInfoOf(context) }).then((response) => send(request, reply, response));
+  }
 
-    const context: RequestContext = admitted.ok ? { caller: admitted.value.caller, log: request.log } : { refusal: admitted.refused.error, log: request.log };
-    // A single message (not a batch) is one request here: answered without a Promise.all around it.
-    const payload: Awaitable<SerializedResponse> = Array.isArray(body)
-      ? Promise.all(requests.map(async (message) => endpoint.answer(message, context))).then(batchOf)
-      : endpoint.answer(requests[0]!, context);
-    return andThen(payload, (answer) => {
-      // A large result was joined into a lent buffer (transport/send-buffers.ts): back to the pool once the response is over.
-      if (typeof answer !== 'string') giveBackWhenClosed(reply.raw, answer);
-      return sendBody(request, reply.code(200).header('content-type', 'application/json'), answer);
+  async function send(request: FastifyRequest, reply: FastifyReply, response: Response): Promise<FastifyReply> {
+    reply.code(response.status);
+    response.headers.forEach((value, name) => {
+      // Ours stays: no response of /mcp may be stored by a cache on the way.
+      if (name !== 'content-length' && name !== 'cache-control') reply.header(name, value);
     });
+    if (response.body === null) return reply.send();
+    if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
+      return reply.header('cache-control', 'private, no-store, no-transform').send(response.body);
+    }
+    return sendBody(request, reply, await response.text());
   }
 
   // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
@@ -212,7 +187,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
       return sendError(reply, {
         status: 405,
         code: 'bad_request',
-        message: `method ${request.method} is not allowed on ${MCP_PATH}: this endpoint is stateless Streamable HTTP; send JSON-RPC messages with POST`,
+        message: `method ${request.method} is not allowed on ${MCP_PATH}: this endpoint is stateless Streamable HTTP; send JSON-RPC messages with POST (subscriptions/listen for change notifications)`,
       });
     },
   });

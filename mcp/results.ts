@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { ServiceError } from '../service/errors.ts';
 
 /** A successful tool result: the REST body as structured content and, byte for byte, as text. */
@@ -6,18 +6,9 @@ export function toolSuccess(body: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
 }
 
-/**
- * `JSON.stringify(toolSuccess(body))`, serializing the body once: structuredContent's JSON is the
- * very text the text block carries, so it is spliced in rather than produced a second time.
- */
-export function serializedToolSuccess(body: Record<string, unknown>): string {
-  return serializedToolSuccessText(JSON.stringify(body));
-}
-
-/** `serializedToolSuccess` of the body whose JSON text is `text` (made by the service). */
-export function serializedToolSuccessText(text: string): string {
-  return `{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}`;
-}
+/** The whole seconds to wait that a refusal states, at least 1; undefined when waiting does not help. */
+export const retryAfterSeconds = (error: ServiceError): number | undefined =>
+  error.retryAfter === undefined ? undefined : Math.max(1, Math.ceil(error.retryAfter));
 
 /**
  * A failed tool result carrying the spec's `{error: {code, message}}` in both blocks. A tool
@@ -26,11 +17,8 @@ export function serializedToolSuccessText(text: string): string {
  */
 export function toolFailure(error: ServiceError): CallToolResult {
   let message = error.message;
-  let seconds: number | undefined;
-  if (error.retryAfter !== undefined) {
-    seconds = Math.max(1, Math.ceil(error.retryAfter));
-    if (!message.includes(`${seconds} seconds`)) message = `${message} Wait ${seconds} seconds before calling again.`;
-  }
+  const seconds = retryAfterSeconds(error);
+  if (seconds !== undefined && !message.includes(`${seconds} seconds`)) message = `${message} Wait ${seconds} seconds before calling again.`;
   const body = { error: { code: error.code, message } };
   return {
     content: [{ type: 'text', text: JSON.stringify(body) }],

@@ -1,29 +1,14 @@
-import { randomBytes } from 'node:crypto';
-import {
-  InitializeRequestSchema,
-  LATEST_PROTOCOL_VERSION,
-  SUPPORTED_PROTOCOL_VERSIONS,
-  type JSONRPCRequest,
-  type RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
-import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
+import { McpServer, type CallToolResult, type McpRequestContext } from '@modelcontextprotocol/server';
 import type { Caller } from '../service/caller.ts';
-import { errors, type ServiceError } from '../service/errors.ts';
+import type { ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
-import { parseParams } from '../service/requests/params.ts';
-import { joinedBytes, type BodyParts, type Rendered } from '../service/spliced.ts';
-import { lentJoin } from '../transport/send-buffers.ts';
 import { toolListing } from './listing.ts';
-import { serializedToolSuccess, serializedToolSuccessText, toolFailure } from './results.ts';
+import { registerResources } from './resources.ts';
+import { toolFailure, toolSuccess } from './results.ts';
+import { argumentsSchema, resultSchema } from './standard.ts';
 import type { Tool } from './tools.ts';
 
 export const SERVER_INFO = { name: 'pulseboard', version: '1.0.0' } as const;
-
-/**
- * What the server can honour on a stateless POST-only endpoint: tools, and nothing it would have
- * to push later (no listChanged: there is no stream to announce a change on).
- */
-export const CAPABILITIES = { tools: {} } as const;
 
 export const INSTRUCTIONS =
   'A board of tracked crypto projects with research dossiers, and a research assistant to ask about them. ' +
@@ -31,176 +16,92 @@ export const INSTRUCTIONS =
   'Every field a result schema names is present in every result (null when unknown). ' +
   'Failures are tool errors carrying {error: {code, message}} (codes: unauthorized, forbidden, rate_limited, bad_request, not_found, conflict, unavailable); ' +
   'when waiting helps, the error says how long and carries _meta.retryAfterSeconds. ' +
-  'Each tools/call counts once against the per-key budget (60 per 60 seconds by default) shared with the REST interface; ' +
-  'initialize, tools/list, ping and notifications have a budget of their own. Keep results small with limit (and maxBytes on list_calltracker_calls).';
-
-/**
- * One JSON-RPC response, already serialized (the transport writes it as is): its text, or its UTF-8
- * bytes where the result was kept as bytes (a text with a character past Latin-1 is a two-byte
- * string, which would be measured and encoded again on every send).
- */
-export type SerializedResponse = string | Buffer;
-
-/** The part of a request's logger a tool call uses. */
-export type ErrorLog = { error(fields: { err: { type: string } }, message: string): void };
+  'Each tools/call and resources/read counts once against the per-key budget (60 per 60 seconds by default) shared with the REST interface; ' +
+  'other protocol messages have a budget of their own. Keep results small with limit, view "summary" (list_projects, sync_projects) and maxBytes (list_calltracker_calls). ' +
+  'Resources pulseboard://projects/{id}, pulseboard://calls/{id} and pulseboard://pulse/{beat} hold the same JSON as get_project, get_calltracker_call and get_pulse.';
 
 /**
  * Who sent this HTTP request, or why the rate gate refused it after authenticating it: then every
  * tool call in it answers that error as a tool error, so an agent reads how long to wait.
  */
-export type RequestContext = ({ caller: Caller; refusal?: undefined } | { refusal: ServiceError }) & {
+export type RequestContext = ({ caller: Caller; refusal?: undefined } | { refusal: ServiceError; caller?: undefined }) & {
   /** Where an error a tool threw is reported, by its name only (never its message, which may hold input). */
   log?: ErrorLog;
 };
 
-export type McpEndpoint = {
-  /** Answers one JSON-RPC request; notifications and responses get nothing back. */
-  answer(message: JSONRPCRequest, context: RequestContext): Awaitable<SerializedResponse>;
-  /** The serialized tools/list result (for tests and the size check). */
-  readonly toolsListResult: string;
-};
+/** The part of a request's logger a tool call uses. */
+export type ErrorLog = { error(fields: { err: { type: string } }, message: string): void };
 
-const JSONRPC_METHOD_NOT_FOUND = -32601;
-const JSONRPC_INVALID_PARAMS = -32602;
+/** The request context travels to the factory as the SDK's pass-through authInfo. */
+export const authInfoOf = (context: RequestContext) => ({
+  token: '',
+  clientId: context.caller?.keyId ?? '',
+  scopes: [],
+  extra: { context },
+});
 
-/** An id as JSON: a number is written as `String` writes it (the same text for every number JSON can carry). */
-const idJson = (id: RequestId): string => (typeof id === 'number' ? String(id) : JSON.stringify(id));
+const contextOf = (ctx: McpRequestContext): RequestContext | undefined => ctx.authInfo?.extra?.context as RequestContext | undefined;
 
-/** The SDK's response layout, `{result, jsonrpc, id}`, so the bytes clients saw before stay the same. */
-const resultResponse = (id: RequestId, resultJson: string): string => `{"result":${resultJson},"jsonrpc":"2.0","id":${idJson(id)}}`;
+/** A tool call that failed in a way no service result says: a tool error to retry, its type reported. */
+function unexpected(context: RequestContext, error: unknown): CallToolResult {
+  context.log?.error({ err: { type: (error as Error)?.name ?? 'unknown' } }, 'mcp tool call failed');
+  return toolFailure({ status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 });
+}
 
-/** A kept result's response up to its id, as bytes: `{"result":…,"jsonrpc":"2.0","id":`. */
-const responseHead = (resultJson: string): Buffer => Buffer.from(`{"result":${resultJson},"jsonrpc":"2.0","id":`, 'utf8');
-
-/** Where a kept body's readAt goes while its response is split into kept pieces: letters JSON writes as they are. */
-const READ_AT_MARK = `readAt${randomBytes(12).toString('hex')}`;
-
-/** The response of a kept head for one request id (the same bytes as `resultResponse`). */
-const withId = (head: Buffer, id: RequestId): Buffer => joinedBytes([head], '', `${idJson(id)}}`);
-
-/** A tool error (never a JSON-RPC error). */
-const failureResponse = (id: RequestId, error: ServiceError): string => resultResponse(id, JSON.stringify(toolFailure(error)));
-
-/** The service's refusal of a tool call, its REST parameter names replaced by the tool's. */
-const renamedFailure = (id: RequestId, tool: Tool, error: ServiceError): string => failureResponse(id, { ...error, message: tool.input.renameInMessage(error.message) });
-
-const errorResponse = (id: RequestId, code: number, message: string, data?: unknown): string =>
-  JSON.stringify({ jsonrpc: '2.0', id, error: { code, message, ...(data === undefined ? {} : { data }) } });
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+/** Cacheable results (2026-07-28): what lists is fixed for a deployment; what reads is per key and live. */
+const CACHE_HINTS = {
+  'server/discover': { ttlMs: 3_600_000, cacheScope: 'public' },
+  'tools/list': { ttlMs: 3_600_000, cacheScope: 'public' },
+  'resources/list': { ttlMs: 3_600_000, cacheScope: 'public' },
+  'resources/templates/list': { ttlMs: 3_600_000, cacheScope: 'public' },
+  'resources/read': { ttlMs: 0, cacheScope: 'private' },
+} as const;
 
 /**
- * The MCP server, built once: the tool listing and the initialize result are serialized at
- * start-up, and each request is answered by a table look-up and the tool's service call.
- * Stateless Streamable HTTP keeps nothing between requests, so one endpoint serves them all.
+ * The SDK's per-request server factory. What does not depend on the request (each tool's schemas,
+ * their JSON Schema) is made once here; a request gets a fresh McpServer with the tools registered
+ * in the table's order (tools/list keeps it), its caller closed over.
  */
-export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]): McpEndpoint {
-  const byName = new Map(toolTable.map((tool) => [tool.name, tool]));
-  const toolNames = toolTable.map((tool) => tool.name).join(', ');
-  const toolsListResult = JSON.stringify({ tools: toolTable.map(toolListing) });
-  const toolsListHead = responseHead(toolsListResult);
-  const initializeResults = new Map(
-    SUPPORTED_PROTOCOL_VERSIONS.map((version) => [
-      version,
-      JSON.stringify({ protocolVersion: version, capabilities: CAPABILITIES, serverInfo: SERVER_INFO, instructions: INSTRUCTIONS }),
-    ]),
-  );
+export function createMcpServerFactory(services: Services, toolTable: readonly Tool[]) {
+  const prepared = toolTable.map((tool) => {
+    const listing = toolListing(tool);
+    return {
+      tool,
+      config: {
+        title: listing.title,
+        description: listing.description,
+        inputSchema: argumentsSchema(tool.input.schema, listing.inputSchema),
+        outputSchema: resultSchema(tool.outputSchema, listing.outputSchema),
+        annotations: listing.annotations,
+      },
+    };
+  });
 
-  /**
-   * Responses up to their id for bodies kept by the service, by those kept bytes, as pieces between
-   * which the read's `readAt` goes (a body without one is one piece): while the service serves the same
-   * kept body, its result is not decoded, escaped, joined and encoded again; a request adds its readAt
-   * (which JSON writes as it is, inside the text too) and its id.
-   */
-  const keptPieces = new WeakMap<BodyParts, Buffer[] | null>();
-  function piecesOf(parts: BodyParts): Buffer[] | null {
-    let pieces = keptPieces.get(parts);
-    if (pieces === undefined) {
-      const text = parts.tail === null ? parts.head.toString('utf8') : `${parts.head.toString('utf8')}${READ_AT_MARK}${parts.tail.toString('utf8')}`;
-      const split = responseHead(serializedToolSuccessText(text)).toString('utf8').split(READ_AT_MARK);
-      // The mark stands in for readAt twice (the text, the structured content); found anywhere else, nothing is kept.
-      pieces = split.length === (parts.tail === null ? 1 : 3) ? split.map((piece) => Buffer.from(piece, 'utf8')) : null;
-      keptPieces.set(parts, pieces);
-    }
-    return pieces;
-  }
-  function renderedSuccess(rendered: Rendered<unknown>, id: RequestId): SerializedResponse {
-    // A body made for this request alone is sent as text: splitting it (bytes, a validator) would cost more.
-    const split = rendered.kept ? rendered.parts() : null;
-    const pieces = split === null ? null : piecesOf(split.parts);
-    if (split === null || pieces === null) return resultResponse(id, serializedToolSuccessText(rendered.json()));
-    const end = `${idJson(id)}}`;
-    // A large result (a page of projects or calls) is joined into a buffer lent until its response closes.
-    return lentJoin(pieces, split.readAt, end) ?? joinedBytes(pieces, split.readAt, end);
-  }
-
-  /** The response to a tools/call: a tool's result, or a tool error (never a JSON-RPC error). */
-  function callTool(id: RequestId, params: unknown, context: RequestContext): Awaitable<SerializedResponse> {
-    if (context.refusal !== undefined) return failureResponse(id, context.refusal);
-    const name = isPlainObject(params) ? params.name : undefined;
-    if (typeof name !== 'string') {
-      return failureResponse(id, errors.badRequest(`tools/call needs params.name, one of: ${toolNames}; and params.arguments, an object of named arguments`));
-    }
-    const tool = byName.get(name);
-    // The name is not echoed: it is input, and the list of real names is what helps.
-    if (!tool) return failureResponse(id, errors.notFound(`no such tool; the tools are: ${toolNames} (tools/list describes them)`));
-    const args = (params as Record<string, unknown>).arguments ?? {};
-    if (!isPlainObject(args)) {
-      return failureResponse(
-        id,
-        errors.badRequest(`params.arguments must be an object of named arguments, e.g. {"name": "${tool.name}", "arguments": {…}}; see the tool's inputSchema in tools/list`),
-      );
-    }
-    // An unknown name is refused by the input's schema, with its message; the service checks the rest.
-    if (!tool.validatedByService || !tool.input.namesKnown(args)) {
-      const parsed = parseParams(tool.input.schema, args);
-      if (!parsed.ok) return failureResponse(id, errors.badRequest(tool.input.renameInMessage(parsed.message)));
-    }
+  async function callTool(tool: Tool, context: RequestContext | undefined, parsed: unknown): Promise<CallToolResult> {
+    if (context === undefined) return toolFailure({ status: 401, code: 'unauthorized', message: 'missing or invalid API key' });
+    if (context.refusal !== undefined) return toolFailure(context.refusal);
+    const args = parsed as { ok: true; value: Record<string, unknown> } | { ok: false; message: string };
+    if (!args.ok) return toolFailure({ status: 400, code: 'bad_request', message: args.message });
     try {
-      // The service re-validates under the REST names; the caller's original values are passed on.
-      const rest = tool.input.toRest(args);
-      // A kept result is answered in the same turn (see readmodels/awaitable.ts).
-      const answered: Awaitable<SerializedResponse> = tool.callRendered
-        ? andThen(tool.callRendered(services, context.caller, rest), (read) => (read.ok ? renderedSuccess(read.value, id) : renamedFailure(id, tool, read.error)))
-        : andThen(tool.call(services, context.caller, rest), (result) => (result.ok ? resultResponse(id, serializedToolSuccess(result.value)) : renamedFailure(id, tool, result.error)));
-      return answered instanceof Promise ? answered.catch((error: unknown) => unexpected(id, context, error)) : answered;
+      const result = await tool.call(services, context.caller, tool.input.toRest(args.value));
+      return result.ok ? toolSuccess(result.value) : toolFailure(result.error);
     } catch (error) {
-      return unexpected(id, context, error);
+      return unexpected(context, error);
     }
   }
 
-  /** A tool call that failed in a way no service result says: a tool error to retry, its type reported. */
-  function unexpected(id: RequestId, context: RequestContext, error: unknown): SerializedResponse {
-    context.log?.error({ err: { type: (error as Error)?.name ?? 'unknown' } }, 'mcp tool call failed');
-    return resultResponse(id, JSON.stringify(toolFailure({ status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 })));
-  }
-
-  function protocolAnswer(id: RequestId, method: string, message: JSONRPCRequest): SerializedResponse {
-    switch (method) {
-      case 'initialize': {
-        const parsed = InitializeRequestSchema.safeParse(message);
-        if (!parsed.success) {
-          return errorResponse(id, JSONRPC_INVALID_PARAMS, 'initialize needs params.protocolVersion (a string), params.capabilities (an object) and params.clientInfo ({name, version})');
-        }
-        // The client's version when this server speaks it, else the newest one it does (the client then decides).
-        const requested = parsed.data.params.protocolVersion;
-        return resultResponse(id, initializeResults.get(requested) ?? initializeResults.get(LATEST_PROTOCOL_VERSION)!);
-      }
-      case 'ping':
-        return resultResponse(id, '{}');
-      case 'tools/list':
-        return withId(toolsListHead, id);
-      default:
-        return errorResponse(id, JSONRPC_METHOD_NOT_FOUND, 'Method not found');
-    }
-  }
-
-  return {
-    toolsListResult,
-    answer(message, context) {
-      const { id, method } = message;
-      if (method === 'tools/call') return callTool(id, message.params, context);
-      return protocolAnswer(id, method, message);
-    },
+  return (ctx: McpRequestContext): McpServer => {
+    const context = contextOf(ctx);
+    const modern = ctx.era === 'modern';
+    const server = new McpServer(SERVER_INFO, {
+      instructions: INSTRUCTIONS,
+      // Subscriptions need a stream that outlives the request: only the 2026-07-28 listen has one.
+      capabilities: { tools: { listChanged: false }, resources: modern ? { subscribe: true, listChanged: true } : { listChanged: false }, completions: {} },
+      cacheHints: CACHE_HINTS,
+      maxToolInputElements: 200,
+    });
+    for (const { tool, config } of prepared) server.registerTool(tool.name, config, (args) => callTool(tool, context, args));
+    registerResources(server, services, context);
+    return server;
   };
 }

@@ -7,23 +7,23 @@ import {
   projectSearchSchema,
   pulseListSchema,
   pulseOneSchema,
-  boardPageSchema,
+  boardPageInViewSchema,
   projectReadSchema,
-  syncPageSchema,
+  syncPageInViewSchema,
+  type Project,
   thesisErrorSchema,
   thesisStatusSchema,
 } from '../readmodels/schemas.ts';
-import type { Awaitable } from '../readmodels/awaitable.ts';
 import type { Caller } from '../service/caller.ts';
 import type { Result } from '../service/errors.ts';
-import type { Rendered } from '../service/spliced.ts';
 import type { Protection } from '../service/guard.ts';
 import { askListParamsSchema, askListQuerySchema, askResearcherSchema } from '../service/requests/asks.ts';
 import { thesisContractInputSchema } from '../service/requests/thesis.ts';
 import { callParamsSchema, callsQuerySchema } from '../service/requests/calls.ts';
 import { pulseParamsSchema } from '../service/requests/pulse.ts';
 import { searchQuerySchema } from '../service/requests/search.ts';
-import { projectParamsSchema, projectQuerySchema, projectsQuerySchema, syncQuerySchema } from '../service/requests/projects.ts';
+import { projectParamsSchema, projectQuerySchema, projectsQuerySchema, projectViewSchema, syncQuerySchema } from '../service/requests/projects.ts';
+import { summarize } from '../service/summary.ts';
 import type { Services } from '../service/services.ts';
 import { pick, toolInputFrom, type RestArguments, type ToolInput } from './input.ts';
 
@@ -46,24 +46,34 @@ export type Tool = {
    */
   outputDetail?: { depth: number; note: string };
   readOnly: boolean;
-  /**
-   * Set where `callRendered` validates every argument under its REST name with the schemas the
-   * input is built from, part by part in the input's order: a call with only known names is then not
-   * validated twice, and a refusal is the service's, renamed, which is the one the input's schema gives
-   * (test/mcp/validated-once.test.ts checks every parameter of every such tool).
-   */
-  validatedByService?: true;
+  /** Defaults this surface applies where the REST twin's differ (listed as the parameter's default). */
+  inputDefaults?: Record<string, unknown>;
   /** Rate-protection class of a call with these arguments, as for the REST twin. */
   protection(services: Services, args: RestArguments): Protection;
   call(services: Services, caller: Caller, args: RestArguments): Promise<Result<Record<string, unknown>>>;
-  /** `call` with the body as the service renders it (the same bytes as serialising `call`'s value). */
-  callRendered?(services: Services, caller: Caller, args: RestArguments): Awaitable<Result<Rendered<unknown>>>;
 };
 
 /** Tools that return projects among other things list each project's own fields; nested objects are detailed by get_project. */
-const PROJECT_DETAIL = { depth: 2, note: "Detailed in get_project's output schema." };
+const PROJECT_DETAIL = { depth: 2, note: 'See get_project.' };
 /** The call page lists each call's own fields; nested objects are detailed by get_calltracker_call. */
-const CALL_DETAIL = { depth: 2, note: "Detailed in get_calltracker_call's output schema." };
+const CALL_DETAIL = { depth: 2, note: 'See get_calltracker_call.' };
+
+/**
+ * The call page's default budget on this surface: the page travels twice (structured, and escaped
+ * as text), so 160 KiB keeps the text of a default page near 80 KB, about 20,000 tokens.
+ */
+export const MCP_CALL_PAGE_BYTES = 160 * 1024;
+
+/** A listing read in the view the arguments ask for (`view` is the tool's alone: the service never sees it). */
+async function inView<P extends { projects: Project[] }>(
+  services: Services,
+  query: Record<string, unknown>,
+  read: (query: Record<string, unknown>) => Promise<Result<P>>,
+): Promise<Result<Record<string, unknown>>> {
+  const { view, ...rest } = query;
+  const page = await read(rest);
+  return page.ok && view === 'summary' ? { ok: true, value: await summarize(services.stores.store, page.value) } : page;
+}
 
 const basic = (): Protection => 'basic';
 const guarded = (): Protection => 'protected';
@@ -76,16 +86,14 @@ const projectAndPrivateTools: Tool[] = [
     description:
       'The board of tracked projects, newest first (by when the board first saw each project, ties by id), 50 per page, with totals (total, totalPages). ' +
       'Browse with page (1-based; a page past the end is empty). Filter with hasDossier. To mirror the board and pick up changes later, use sync_projects instead. ' +
-      'To keep results small, read one project with get_project, or page with sync_projects and a small limit. ' +
+      'To keep results small, send view "summary", read one project with get_project, or page with sync_projects and a small limit. ' +
       'Match projects on id, never on handle: a handle can be reused by another account. Same rows as GET /v1/projects?page=N.',
-    input: toolInputFrom({ query: pick(projectsQuerySchema, ['page', 'has_dossier']) }),
-    outputSchema: boardPageSchema,
+    input: toolInputFrom({ query: pick(projectsQuerySchema, ['page', 'has_dossier']).extend({ view: projectViewSchema }).strict() }),
+    outputSchema: boardPageInViewSchema,
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
-    call: (services, _caller, args) => services.projects.list(args.query),
-    callRendered: (services, _caller, args) => services.projects.listRendered(args.query),
-    validatedByService: true,
+    call: (services, _caller, args) => inView(services, args.query, (query) => services.projects.list(query)),
   },
   {
     name: 'sync_projects',
@@ -94,18 +102,16 @@ const projectAndPrivateTools: Tool[] = [
       'Delta sync: the project rows the archive wrote since a point, oldest write first. With no arguments, from the beginning of the archive; or since an ISO 8601 time; ' +
       'since=now returns no rows, only a bookmark cursor for later writes. "Wrote" means stored (a follower-count refresh counts), not materially changed: compare with what you stored. ' +
       'Every reply has a cursor, also when empty: call again with it (and the same hasDossier) while hasMore is true, and keep the last one as a bookmark. Send since or cursor, not both. ' +
-      'Keep results small with limit (1 to 100, default 50). A cursor from another archive gives a conflict error: start again. ' +
+      'Keep results small with limit (1 to 100, default 50) and view "summary". A cursor from another archive gives a conflict error: start again. ' +
       'A row appears once per page sequence, at its latest write; match on id. ' +
       'To wait for the next write instead of calling again and again, send waitSeconds (1 to 30) with the cursor: an empty page is held until a write is committed, or answered empty with the same cursor after that many seconds (one call either way). ' +
       'Same rows as GET /v1/projects?since=… or ?cursor=… (waitSeconds is its wait).',
-    input: toolInputFrom({ query: syncQuerySchema }),
-    outputSchema: syncPageSchema,
+    input: toolInputFrom({ query: syncQuerySchema.extend({ view: projectViewSchema }).strict() }),
+    outputSchema: syncPageInViewSchema,
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
-    call: (services, _caller, args) => services.projects.sync(args.query),
-    callRendered: (services, _caller, args) => services.projects.syncRendered(args.query),
-    validatedByService: true,
+    call: (services, _caller, args) => inView(services, args.query, (query) => services.projects.sync(query)),
   },
   {
     name: 'get_project',
@@ -113,14 +119,12 @@ const projectAndPrivateTools: Tool[] = [
     description:
       'One project by its stable id or social handle (with or without @). An id always wins over a handle; a reused handle resolves to the project that claimed it most recently. ' +
       "include='context' adds vote counts, research status and freshness dates (voter names only for an allowlisted key owner, otherwise voters is null); " +
-      'that enriched read is rate-protected and, when protection is unavailable, answers an error asking you to wait 60 seconds. Same body as GET /v1/projects/{handle}.',
+      'that enriched read is rate-protected (an error says how long to wait). Same body as GET /v1/projects/{handle}.',
     input: toolInputFrom({ params: projectParamsSchema, query: projectQuerySchema }),
     outputSchema: projectReadSchema,
     readOnly: true,
     protection: (services, args) => (services.projects.isEnriched(args.query) ? 'protected' : 'basic'),
     call: (services, caller, args) => services.projects.get(caller, args.params, args.query),
-    callRendered: (services, caller, args) => services.projects.getRendered(caller, args.params, args.query),
-    validatedByService: true,
   },
   {
     name: 'get_thesis_feed',
@@ -145,7 +149,7 @@ const projectAndPrivateTools: Tool[] = [
       'no automatic retries. Read progress with get_thesis_feed. Linked allowlisted key owners only; only when the feature is enabled. Same body as POST /v1/thesisfeed/theses.',
     input: toolInputFrom({ body: thesisContractInputSchema }),
     outputSchema: thesisStatusSchema,
-    outputDetail: { depth: 1, note: "Detailed in get_thesis_feed's output schema." },
+    outputDetail: { depth: 1, note: 'See get_thesis_feed.' },
     errorSchema: thesisErrorSchema,
     readOnly: false,
     protection: guarded,
@@ -192,15 +196,13 @@ const readTools: Tool[] = [
     description:
       'Find a stored project by project id, contract (0x…, base58), chain-qualified contract (base:0x…), website (any URL or bare domain) or social profile (@name, name, x.com/name, https://twitter.com/name). ' +
       'Answers state found (with project and context), missing, ambiguous (several matches: narrow with a chain-qualified contract or a project id) or chain_required (a bare contract on several chains: add the chain). ' +
-      'A search never adds a project and never starts research. Rate-protected: when protection is unavailable it asks you to wait 60 seconds. Same body as GET /v1/search?q=….',
+      'A search never adds a project and never starts research. Rate-protected. Same body as GET /v1/search?q=….',
     input: toolInputFrom({ query: searchQuerySchema }),
     outputSchema: projectSearchSchema,
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: guarded,
     call: (services, caller, args) => services.search.search(caller, args.query),
-    callRendered: (services, caller, args) => services.search.searchRendered(caller, args.query),
-    validatedByService: true,
   },
   {
     name: 'get_pulse',
@@ -219,16 +221,17 @@ const readTools: Tool[] = [
     title: 'Stored call records',
     description:
       'Stored token-call records with their theses (an author\'s opinion, not a verified fact or a recommendation), newest first. limit is a maximum (1 to 30, default 20), not a promise: ' +
-      'pages also stop at maxBytes (default and most 512 KiB) and never cut a text. Keep results small with a small limit or maxBytes (e.g. 40000). Follow next, with the same contract and chain, until it is null. contract (up to 100 characters) filters on an exact token address; ' +
+      'pages also stop at maxBytes (default 160 KiB here, at most 512 KiB) and never cut a text. Keep results small with a small limit or maxBytes (e.g. 40000). Follow next, with the same contract and chain, until it is null. contract (up to 100 characters) filters on an exact token address; ' +
       'chain (up to 60 characters) is allowed only with contract; a contract on more than 5000 calls is refused: add chain or page without a filter. ' +
       'Paging is browsing, not a sync: re-read a call by id for its current version. Rate-protected. Same rows as GET /v1/calltracker/calls.',
     input: toolInputFrom({ query: callsQuerySchema }),
+    inputDefaults: { maxBytes: MCP_CALL_PAGE_BYTES },
     outputSchema: callPageSchema,
     outputDetail: CALL_DETAIL,
     readOnly: true,
     protection: guarded,
     // The page also travels as an escaped JSON string in the text block: the budget counts both.
-    call: (services, _caller, args) => services.calls.list(args.query, { surface: 'mcp' }),
+    call: (services, _caller, args) => services.calls.list({ maxBytes: MCP_CALL_PAGE_BYTES, ...args.query }, { surface: 'mcp' }),
   },
   {
     name: 'get_calltracker_call',

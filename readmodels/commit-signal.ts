@@ -47,6 +47,7 @@ export function signalCommits(store: ReadStore, onCommit: CommitListener): ReadS
     findIds: (collection, key, value, limit) => store.findIds(collection, key, value, limit),
     findDocs: (collection, key, value, limit) => store.findDocs(collection, key, value, limit),
     findIdsMany: (collection, key, values, limit) => store.findIdsMany(collection, key, values, limit),
+    findKeysByPrefix: (collection, key, prefix, limit) => store.findKeysByPrefix(collection, key, prefix, limit),
     list: (collection, query) => store.list(collection, query),
     count: (collection, facets) => store.count(collection, facets),
     listKeyset: (collection, query) => store.listKeyset(collection, query),

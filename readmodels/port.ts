@@ -95,6 +95,11 @@ export interface ReadStore {
   /** `findIds` for several values of one key in one read: value → ids (at most `limit` each, in id order); values without ids are absent. */
   findIdsMany(collection: string, key: string, values: readonly string[], limit: number): Promise<Map<string, string[]>>;
   /**
+   * Lookup values of `key` that start with `prefix`, each with a document holding it, at most `limit`
+   * pairs in (value, id) order: one range of the key's index (completion of a handle as it is typed).
+   */
+  findKeysByPrefix(collection: string, key: string, prefix: string, limit: number): Promise<{ value: string; id: string }[]>;
+  /**
    * A page of the listing and its total, both from one snapshot: a commit from another connection
    * lands before the read or after it, never between the total and the rows. Costs the page at any
    * depth (it is walked from the nearer end).

@@ -379,6 +379,28 @@ export const syncPageSchema = z
   })
   .strict();
 
+/**
+ * A project row in the compact view of a listing (the tools' `view: "summary"`): enough to tell
+ * projects apart and notice a change, about a tenth of the full row. `writtenAt` is when the archive
+ * last wrote the row.
+ */
+export const projectSummarySchema = z
+  .object({
+    id: str,
+    handle: nullableStr,
+    name: nullableStr,
+    fol: nullableNum,
+    firstSeenByUs: isoDateTime,
+    hasDossier: z.boolean(),
+    writtenAt: isoDateTime,
+  })
+  .strict();
+
+/** A board or delta page in either view (the listing tools'): every row full, or every row a summary. */
+const projectRowsSchema = (max: number) => z.union([z.array(projectSchema).max(max), z.array(projectSummarySchema).max(max)]);
+export const boardPageInViewSchema = boardPageSchema.extend({ projects: projectRowsSchema(BOARD_PAGE_SIZE) }).strict();
+export const syncPageInViewSchema = syncPageSchema.extend({ projects: projectRowsSchema(SYNC_LIMIT_MAX) }).strict();
+
 export const projectReadSchema = z
   .object({ project: projectSchema, context: projectContextSchema.optional() })
   .strict();

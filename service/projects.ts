@@ -60,6 +60,8 @@ export type ProjectsService = {
   getRendered(caller: Caller, params: unknown, query: unknown): Awaitable<Result<Rendered<ProjectRead>>>;
   /** Whether a get with this query is an enriched read (include=context or asOf; rate protection treats it as protected). */
   isEnriched(query: unknown): boolean;
+  /** Handles of public projects starting with `prefix` (lower-cased, without @), at most `limit`, in order: completion. */
+  handlesByPrefix(prefix: string, limit: number): Promise<string[]>;
   /** The public project behind an id or handle, or null. Used by other services (asks, search). */
   resolve(handleOrId: string): Promise<StoredDoc<Project, ProjectState> | null>;
   /** Context of a project as the caller may see it (voters only for an allowlisted owner). */
@@ -281,6 +283,16 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return candidates[0] ?? null;
   }
 
+  async function handlesByPrefix(prefix: string, limit: number): Promise<string[]> {
+    const wanted = prefix.replace(/^@/, '').toLowerCase().slice(0, 200);
+    // Bounded: a few times the answer, as a handle may be held by a project that is not served yet.
+    const pairs = await store.findKeysByPrefix(PROJECTS_COLLECTION, 'handle', wanted, limit * 3);
+    const docs = await store.getMany<Project, ProjectState>(PROJECTS_COLLECTION, [...new Set(pairs.map((pair) => pair.id))]);
+    const handles = new Set<string>();
+    for (const pair of pairs) if (handles.size < limit && isPublicProject(docs.get(pair.id) ?? null)) handles.add(pair.value);
+    return [...handles];
+  }
+
   async function contextFor(caller: Caller, project: Project, readAt: string): Promise<ProjectContext> {
     const stored = (await store.get<StoredContext>(CONTEXTS_COLLECTION, project.id))?.doc ?? emptyContext();
     return contextFrom(caller, project, stored, readAt);
@@ -399,6 +411,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     getRendered,
 
     resolve,
+    handlesByPrefix,
     contextFor,
   };
 }

@@ -193,6 +193,7 @@ export async function openGenerationalReadStore(space: GenerationSpace, options:
     findIds: (collection, key, value, limit) => serving.store.findIds(collection, key, value, limit),
     findDocs: <D, S>(collection: string, key: string, value: string, limit: number) => serving.store.findDocs<D, S>(collection, key, value, limit),
     findIdsMany: (collection, key, values, limit) => serving.store.findIdsMany(collection, key, values, limit),
+    findKeysByPrefix: (collection, key, prefix, limit) => serving.store.findKeysByPrefix(collection, key, prefix, limit),
     list: <D>(collection: string, query: ListQuery) => serving.store.list<D>(collection, query),
     count: (collection, facets) => serving.store.count(collection, facets),
     listKeyset: <D>(collection: string, query: KeysetQuery) => serving.store.listKeyset<D>(collection, query),

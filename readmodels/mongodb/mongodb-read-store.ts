@@ -409,6 +409,25 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       return rows.map((row) => fromMongo<D, S>(row));
     },
 
+    async findKeysByPrefix(collection, key, prefix, limit) {
+      if (limit <= 0) return [];
+      // Entries are JSON texts: an escaped value starts with the escaped prefix exactly when the value starts with the prefix.
+      const entry = lookupEntry(key, prefix);
+      const range = { $gte: entry.slice(0, -2), $lt: `${entry.slice(0, -2)}\u{10FFFF}` };
+      // The lookup index's range; the top-`limit` sort keeps at most `limit` rows in memory.
+      const rows = await collectionOf(collection)
+        .aggregate<{ _id: string; lookup: string }>([
+          { $match: { lookup: { $elemMatch: range } } },
+          { $project: { lookup: 1 } },
+          { $unwind: '$lookup' },
+          { $match: { lookup: range } },
+          { $sort: { lookup: 1, _id: 1 } },
+          { $limit: limit },
+        ])
+        .toArray();
+      return rows.map((row) => ({ value: (JSON.parse(row.lookup) as [string, string])[1], id: row._id }));
+    },
+
     async findIdsMany(collection, key, values, limit) {
       const found = new Map<string, string[]>();
       if (values.length === 0 || limit <= 0) return found;

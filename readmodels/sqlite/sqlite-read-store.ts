@@ -359,6 +359,9 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     ) WHERE n <= ? ORDER BY value, id`);
   const findIdsStatement = (limit: number) => prepared(`SELECT id FROM doc_keys WHERE collection = ? AND key = ? AND value = ? ORDER BY id LIMIT ${sqlLimit(limit)}`);
   const findDocsStatement = (limit: number) => documents(pageQueries.byKey(limit));
+  // A range of doc_keys' primary key: values from the prefix up to the prefix followed by the highest code point.
+  const findKeysByPrefixStatement = (limit: number) =>
+    prepared(`SELECT value, id FROM doc_keys WHERE collection = ? AND key = ? AND value >= ? AND value < ? ORDER BY value, id LIMIT ${sqlLimit(limit)}`);
   const firstWrittenAt = prepared('SELECT seq FROM docs WHERE collection = ? AND written_at >= ? ORDER BY written_at, seq LIMIT 1');
   const countAll = prepared('SELECT COALESCE(SUM(n), 0) AS n FROM doc_counts WHERE collection = ?');
 
@@ -432,6 +435,11 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     async findDocs<D, S>(collection: string, key: string, value: string, limit: number) {
       const rows = findDocsStatement(limit).all(collection, key, value) as unknown as DocRow[];
       return rows.map((row) => toStored<D, S>(row));
+    },
+
+    async findKeysByPrefix(collection, key, prefix, limit) {
+      const rows = findKeysByPrefixStatement(limit).all(collection, key, prefix, `${prefix}\u{10FFFF}`) as { value: string; id: string }[];
+      return rows.map((row) => ({ value: row.value, id: row.id }));
     },
 
     async findIdsMany(collection, key, values, limit) {

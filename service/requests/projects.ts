@@ -38,6 +38,12 @@ export const syncQuerySchema = projectsQuerySchema
   .extend({ wait_seconds: waitParam(0) })
   .strict();
 
+/** How much of each project a listing tool returns: every field (default), or the compact summary. */
+export const projectViewSchema = z
+  .enum(['full', 'summary'], { message: "must be 'full' or 'summary'" })
+  .optional()
+  .describe("'summary': only id, handle, name, fol, firstSeenByUs, hasDossier, writtenAt (a tenth of the bytes).");
+
 /** GET /v1/projects/changes: the event stream's starting point (or the Last-Event-ID header) and filter. */
 export const changesQuerySchema = projectsQuerySchema.pick({ since: true, cursor: true, has_dossier: true }).strict();
 

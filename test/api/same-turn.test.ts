@@ -6,8 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { createMcpEndpoint } from '../../mcp/server.ts';
-import { tools } from '../../mcp/tools.ts';
 import { andThen, settledOrRejected } from '../../readmodels/awaitable.ts';
 import { issueKey, revokeKey } from '../../service/access.ts';
 import { day } from '../support/events.ts';
@@ -55,7 +53,7 @@ describe('a kept read in the turn it arrived in (embedded stores)', () => {
   });
   afterAll(() => h.close());
 
-  it('admits a known key, and answers a kept project, board page and get_project, as values', async () => {
+  it('admits a known key, and answers a kept project and board page as values', async () => {
     // The first reads fetch the key document and keep the bodies (a body is kept from its second read).
     for (let i = 0; i < 2; i++) {
       assert.equal((await h.get('/v1/projects/p1', key)).status, 200);
@@ -77,12 +75,6 @@ describe('a kept read in the turn it arrived in (embedded stores)', () => {
     assert.ok(board.ok);
     assert.equal(JSON.parse(board.value.json()).total, 1);
 
-    const endpoint = createMcpEndpoint(h.services, tools);
-    const answer = endpoint.answer({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'get_project', arguments: { handle: 'p1' } } }, { caller });
-    assert.ok(!(answer instanceof Promise), 'a kept MCP result is a value');
-    const response = JSON.parse(String(answer));
-    assert.equal(response.id, 9);
-    assert.equal(response.result.structuredContent.project.id, 'p1');
   });
 
   it('reads the store again after a commit: the next read is a promise with the new bytes', async () => {

@@ -324,6 +324,29 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
         assert.equal((await store().findIdsMany(collection, 'other', ['base:0x1'], 5)).size, 0, 'values are per key');
       });
 
+      it(`${adapterName}: findKeysByPrefix answers the values of one key from a prefix, in (value, id) order, at most limit`, skipFor(skip), async () => {
+        const collection = freshCollection();
+        await store().commit(
+          collection,
+          [
+            doc('c', { keys: { handle: ['alpha', 'beta'] } }),
+            doc('a', { keys: { handle: ['alpine'], site: ['alps.example'] } }),
+            doc('b', { keys: { handle: ['alpha'] } }),
+            doc('d', { keys: { handle: ['al"quote', 'zeta'] } }),
+          ],
+          1,
+        );
+        const pairs = async (prefix: string, limit = 10) => (await store().findKeysByPrefix(collection, 'handle', prefix, limit)).map((p) => `${p.value}/${p.id}`);
+        assert.deepEqual(await pairs('alp'), ['alpha/b', 'alpha/c', 'alpine/a']);
+        assert.deepEqual(await pairs('al'), ['al"quote/d', 'alpha/b', 'alpha/c', 'alpine/a']);
+        assert.deepEqual(await pairs('al', 2), ['al"quote/d', 'alpha/b']);
+        assert.deepEqual(await pairs('al"'), ['al"quote/d'], 'a quote in the prefix is a character like any other');
+        assert.deepEqual(await pairs(''), ['al"quote/d', 'alpha/b', 'alpha/c', 'alpine/a', 'beta/c', 'zeta/d']);
+        assert.deepEqual(await pairs('alps'), [], 'values are per key');
+        assert.deepEqual(await pairs('x'), []);
+        assert.deepEqual(await pairs('alp', 0), []);
+      });
+
       it(`${adapterName}: a rewrite with unchanged keys keeps them, one that drops a key loses only that`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, [doc('p', { keys: { handle: ['one', 'two'], site: ['x.example'] } })], 1);

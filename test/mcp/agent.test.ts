@@ -6,7 +6,7 @@ import addFormatsModule from 'ajv-formats';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { card, makeCall, publishCard, recordCall } from '../support/calls-fixtures.ts';
-import { connectClient, postRpc, seedBoard, toolCall } from './support.ts';
+import { connectClient, postRpc, rpcMessage, seedBoard, toolCall } from './support.ts';
 
 /** ajv-formats is CommonJS: its default export arrives wrapped under Node's ESM loader. */
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
@@ -69,28 +69,28 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
       const body = (await refused.json()) as any;
       assert.equal(body.error.code, 'rate_limited');
       // Tool calls spend the other budget.
-      const call = (await (await postRpc(url, key, toolCall('list_projects', {}))).json()) as any;
+      const call = await rpcMessage(await postRpc(url, key, toolCall('list_projects', {})));
       assert.equal(call.result.isError ?? false, false);
     } finally {
       await limited.close();
     }
   });
 
-  it('advertises only the tools capability on this stateless endpoint', async () => {
+  it('advertises tools, resources and completions to a 2025 client, without subscriptions (no stream outlives a request)', async () => {
     const res = await postRpc(base, alice, {
       jsonrpc: '2.0',
       id: 1,
       method: 'initialize',
       params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
     });
-    const body = (await res.json()) as any;
-    assert.deepEqual(body.result.capabilities, { tools: {} });
+    const body = await rpcMessage(res);
+    assert.deepEqual(body.result.capabilities, { tools: { listChanged: false }, resources: { listChanged: false }, completions: {} });
     assert.equal(body.result.protocolVersion, '2025-06-18');
   });
 
   it('tools/list is at most 30 KB, with formats instead of regexes and typed paging parameters', async () => {
     const res = await postRpc(base, alice, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
-    const text = await res.text();
+    const text = JSON.stringify(await rpcMessage(res));
     console.log(`tools/list: ${bytes(text)} bytes`);
     assert.ok(bytes(text) <= 30_000, `tools/list is ${bytes(text)} bytes`);
     const listed = (JSON.parse(text) as any).result.tools as ListedTool[];
@@ -113,7 +113,7 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
     assert.deepEqual(bare(input('list_projects', 'page')), { type: 'integer', minimum: 1, maximum: 1_000_000, default: 1 });
     assert.deepEqual(bare(input('sync_projects', 'limit')), { type: 'integer', minimum: 1, maximum: 100, default: 50 });
     assert.deepEqual(bare(input('list_calltracker_calls', 'limit')), { type: 'integer', minimum: 1, maximum: 30, default: 20 });
-    assert.deepEqual(bare(input('list_calltracker_calls', 'maxBytes')), { type: 'integer', minimum: 4096, maximum: 524288, default: 524288 });
+    assert.deepEqual(bare(input('list_calltracker_calls', 'maxBytes')), { type: 'integer', minimum: 4096, maximum: 524288, default: 163840 });
     assert.deepEqual(bare(input('list_projects', 'hasDossier')), { type: 'boolean' });
     assert.deepEqual(bare(input('get_project', 'include')), { type: 'string', enum: ['context'] });
     assert.equal(input('get_pulse', 'beat').enum.length, 8);
@@ -126,7 +126,7 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
   });
 
   it('every result of every tool validates against its listed output schema (ajv)', async () => {
-    const listed = ((await (await postRpc(base, alice, { jsonrpc: '2.0', id: 1, method: 'tools/list' })).json()) as any).result.tools as ListedTool[];
+    const listed = (await rpcMessage(await postRpc(base, alice, { jsonrpc: '2.0', id: 1, method: 'tools/list' }))).result.tools as ListedTool[];
     const ajv = addFormats(new Ajv({ allErrors: true, strict: false }));
     const validators = new Map(listed.map((t) => [t.name, ajv.compile(t.outputSchema)]));
     const first = (await h.get('/v1/calltracker/calls?limit=1', alice)).json().calls[0].id as string;
@@ -134,6 +134,8 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
       ['list_projects', {}],
       ['list_projects', { page: 2, hasDossier: true }],
       ['list_projects', { page: 0 }],
+      ['list_projects', { view: 'summary' }],
+      ['sync_projects', { view: 'summary', limit: 5 }],
       ['sync_projects', {}],
       ['sync_projects', { since: 'now' }],
       ['sync_projects', { since: '2026-01-01T00:00:00Z', limit: 3 }],
@@ -159,40 +161,38 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
     ];
     const seen = new Set<string>();
     for (const [i, [name, args]] of calls.entries()) {
-      const body = (await (await postRpc(base, alice, toolCall(name, args, i))).json()) as any;
+      const body = await rpcMessage(await postRpc(base, alice, toolCall(name, args, i)));
       const validate = validators.get(name)!;
       assert.ok(validate(body.result.structuredContent), `${name} ${JSON.stringify(args)}: ${ajv.errorsText(validate.errors)}`);
       seen.add(name);
     }
     assert.deepEqual([...seen].sort(), listed.map((t) => t.name).sort(), 'every tool was called');
     // The schemas have teeth: a wrong type or an unknown enum value is refused.
-    const project = ((await (await postRpc(base, alice, toolCall('get_project', { handle: 'h1' }))).json()) as any).result.structuredContent;
+    const project = (await rpcMessage(await postRpc(base, alice, toolCall('get_project', { handle: 'h1' })))).result.structuredContent;
     assert.equal(validators.get('get_project')!({ ...project, project: { ...project.project, fol: 'many' } }), false);
-    const pulse = ((await (await postRpc(base, alice, toolCall('get_pulse', { beat: 'launches' }))).json()) as any).result.structuredContent;
+    const pulse = (await rpcMessage(await postRpc(base, alice, toolCall('get_pulse', { beat: 'launches' })))).result.structuredContent;
     assert.equal(validators.get('get_pulse')!({ ...pulse, beat: { ...pulse.beat, card: { ...pulse.beat.card, status: 'loud' } } }), false);
   });
 
-  it('an unknown tool and wrong argument types answer tool errors carrying the envelope and saying what to send', async () => {
-    const unknown = (await (await postRpc(base, alice, toolCall('get_projects', { handle: 'h1' }))).json()) as any;
-    assert.equal(unknown.result.isError, true);
-    assert.equal(unknown.result.structuredContent.error.code, 'not_found');
-    assert.match(unknown.result.structuredContent.error.message, /the tools are: list_projects, .*get_project,/);
-    assert.deepEqual(unknown.result.content, [{ type: 'text', text: JSON.stringify(unknown.result.structuredContent) }]);
+  it('an unknown tool and arguments that are not an object are protocol errors; wrong argument types are tool errors in the envelope', async () => {
+    const unknown = await rpcMessage(await postRpc(base, alice, toolCall('get_projects', { handle: 'h1' })));
+    assert.equal(unknown.error.code, -32602);
+    assert.match(unknown.error.message, /not found/);
 
-    const notAnObject = (await (await postRpc(base, alice, toolCall('get_project', 'str' as unknown as Record<string, unknown>))).json()) as any;
-    assert.equal(notAnObject.error, undefined, 'not a JSON-RPC error');
-    assert.equal(notAnObject.result.isError, true);
-    assert.equal(notAnObject.result.structuredContent.error.code, 'bad_request');
-    assert.match(notAnObject.result.structuredContent.error.message, /params\.arguments must be an object/);
+    const notAnObject = await rpcMessage(await postRpc(base, alice, toolCall('get_project', 'str' as unknown as Record<string, unknown>)));
+    assert.equal(notAnObject.error.code, -32602);
 
-    const noName = (await (await postRpc(base, alice, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: {} })).json()) as any;
-    assert.equal(noName.result.structuredContent.error.code, 'bad_request');
-    assert.match(noName.result.structuredContent.error.message, /needs params\.name/);
+    const noName = await rpcMessage(await postRpc(base, alice, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: {} }));
+    assert.equal(noName.error.code, -32602);
 
-    const wrongType = (await (await postRpc(base, alice, toolCall('list_projects', { page: 'two' }))).json()) as any;
+    const wrongType = await rpcMessage(await postRpc(base, alice, toolCall('list_projects', { page: 'two' })));
+    assert.equal(wrongType.result.isError, true);
     assert.deepEqual(wrongType.result.structuredContent, { error: { code: 'bad_request', message: "parameter 'page' must be a whole number from 1 to 1000000" } });
+    assert.deepEqual(wrongType.result.content, [{ type: 'text', text: JSON.stringify(wrongType.result.structuredContent) }]);
+    const unknownArgument = await rpcMessage(await postRpc(base, alice, toolCall('list_projects', { pages: 2 })));
+    assert.deepEqual(unknownArgument.result.structuredContent, { error: { code: 'bad_request', message: "unknown parameter 'pages'" } });
     // Numeric strings are still accepted, as on REST, though not advertised.
-    const numeric = (await (await postRpc(base, alice, toolCall('list_projects', { page: '2' }))).json()) as any;
+    const numeric = await rpcMessage(await postRpc(base, alice, toolCall('list_projects', { page: '2' })));
     assert.equal(numeric.result.structuredContent.page, 2);
   });
 });

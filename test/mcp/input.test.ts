@@ -36,7 +36,6 @@ describe('tool inputs derived from REST request schemas', () => {
     // Only the arguments' own names: one inherited from a prototype is not an argument.
     const inherited = Object.assign(Object.create({ includeAll: true }) as Record<string, unknown>, { handle: 'h' });
     assert.deepEqual(input.toRest(inherited), { params: { handle: 'h' }, query: {}, body: {} });
-    assert.equal(input.renameInMessage("parameter 'include_all' and 'the_text' but not 'handle_x'"), "parameter 'includeAll' and 'theText' but not 'handle_x'");
   });
 
   it('refuses two parts declaring the same parameter name', () => {

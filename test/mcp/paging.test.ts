@@ -7,7 +7,7 @@ import { makeCall, recordCall, thesisText, type CallPayload } from '../support/c
 import { day } from '../support/events.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { createCheckedClient } from '../support/openapi-validator.ts';
-import { connectClient, postRpc, seedBoard, toolCall } from './support.ts';
+import { connectClient, postRpc, rpcMessage, seedBoard, toolCall } from './support.ts';
 
 const bytes = (text: string) => Buffer.byteLength(text, 'utf8');
 
@@ -138,7 +138,8 @@ describe('maxBytes on call pages, REST and MCP', () => {
     let cursor: string | undefined;
     for (let id = 1; ; id++) {
       const res = await postRpc(base, key, toolCall('list_calltracker_calls', { limit: 30, maxBytes: MAX, ...(cursor ? { cursor } : {}) }, id));
-      const text = await res.text();
+      // The JSON-RPC message (a 2025-era answer travels as one SSE event around it).
+      const text = JSON.stringify(await rpcMessage(res));
       const page = JSON.parse(text).result.structuredContent;
       if (page.calls.length > 1) assert.ok(bytes(text) <= MAX, `response of ${bytes(text)} bytes`);
       assert.equal(JSON.parse(text).result.content[0].text, JSON.stringify(page));
@@ -162,7 +163,7 @@ describe('maxBytes on call pages, REST and MCP', () => {
       const rest = await h.get(`/v1/calltracker/calls?maxBytes=${value}`, key);
       assert.equal(rest.status, 400);
       assert.deepEqual(rest.json(), { error: { code: 'bad_request', message: "parameter 'maxBytes' must be a whole number from 4096 to 524288" } });
-      const tool = (await (await postRpc(base, key, toolCall('list_calltracker_calls', { maxBytes: value === 'lots' ? value : Number(value) }))).json()) as any;
+      const tool = await rpcMessage(await postRpc(base, key, toolCall('list_calltracker_calls', { maxBytes: value === 'lots' ? value : Number(value) })));
       assert.equal(tool.result.isError, true);
       assert.deepEqual(tool.result.structuredContent, rest.json());
     }

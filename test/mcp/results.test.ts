@@ -1,16 +1,21 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'vitest';
-import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { z } from 'zod';
 import { toolInputFrom } from '../../mcp/input.ts';
-import { serializedToolSuccess, toolFailure, toolSuccess } from '../../mcp/results.ts';
-import { createMcpEndpoint } from '../../mcp/server.ts';
+import { toolFailure, toolSuccess } from '../../mcp/results.ts';
+import { mcpPlugin } from '../../mcp/plugin.ts';
+import type { Tool } from '../../mcp/tools.ts';
+import { createHarness, type Harness } from '../support/harness.ts';
+import { postRpc, rpcMessage, toolCall } from './support.ts';
 import { errors } from '../../service/errors.ts';
 
 describe('tool results', () => {
-  it('a success serialized once is byte for byte the result serialized whole', () => {
-    const bodies = [{}, { a: 1 }, { text: 'quote " backslash \\ newline \n control \u0001 emoji 🚀 价格', nested: { list: [null, true, 1.5] } }];
-    for (const body of bodies) assert.equal(serializedToolSuccess(body), JSON.stringify(toolSuccess(body)));
+  it('a success carries the body as structured content and, byte for byte, as text', () => {
+    const body = { text: 'quote " backslash \\ newline \n control \u0001 emoji 🚀 价格', nested: { list: [null, true, 1.5] } };
+    const result = toolSuccess(body);
+    assert.equal(result.structuredContent, body);
+    assert.deepEqual(result.content, [{ type: 'text', text: JSON.stringify(body) }]);
   });
 
   it('a failure with a wait says it in the message and in _meta.retryAfterSeconds; one without has no _meta', () => {
@@ -25,20 +30,16 @@ describe('tool results', () => {
 });
 
 describe('the endpoint on odd input', () => {
-  it('answers an initialize without its parameters with -32602 saying what to send, and an unknown version with the newest one', async () => {
-    const endpoint = createMcpEndpoint({} as never, []);
-    const context = { caller: { keyId: 'k', owner: 'o' } };
-    const bare = JSON.parse(String(await endpoint.answer({ jsonrpc: '2.0', id: 1, method: 'initialize' }, context)));
-    assert.equal(bare.error.code, -32602);
-    assert.match(bare.error.message, /params\.protocolVersion/);
-    const params = { protocolVersion: '1999-01-01', capabilities: {}, clientInfo: { name: 'x', version: '1' } };
-    const old = JSON.parse(String(await endpoint.answer({ jsonrpc: '2.0', id: 2, method: 'initialize', params }, context)));
-    assert.equal(old.result.protocolVersion, LATEST_PROTOCOL_VERSION);
-    assert.deepEqual(old.result.capabilities, { tools: {} });
-  });
+  let h: Harness;
+  let app: FastifyInstance;
+  let base: string;
+  let key: string;
+  const reported: string[] = [];
 
-  it('answers a tool that throws as an unavailable tool error with a wait, reporting only the error name', async () => {
-    const thrower = {
+  beforeAll(async () => {
+    h = await createHarness();
+    key = await h.key('odd');
+    const thrower: Tool = {
       name: 'boom',
       title: 'Boom',
       description: 'Throws.',
@@ -50,16 +51,31 @@ describe('the endpoint on odd input', () => {
         throw new TypeError('secret input echoed here');
       },
     };
-    const reported: string[] = [];
-    const endpoint = createMcpEndpoint({} as never, [thrower]);
-    const answer = JSON.parse(
-      String(
-        await endpoint.answer({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'boom', arguments: {} } }, { caller: { keyId: 'k', owner: 'o' }, log: { error: (fields, message) => reported.push(`${fields.err.type}: ${message}`) } }),
-      ),
-    );
+    app = Fastify({ logger: { level: 'error', stream: { write: (line: string) => void reported.push(line) } } });
+    await app.register(mcpPlugin, { services: h.services, tools: [thrower] });
+    base = await app.listen({ host: '127.0.0.1', port: 0 });
+  });
+  afterAll(async () => {
+    await app.close();
+    await h.close();
+  });
+
+  it('answers an initialize without its parameters with a JSON-RPC error, and an unknown version with the newest one', async () => {
+    const bare = await rpcMessage(await postRpc(base, key, { jsonrpc: '2.0', id: 1, method: 'initialize' }));
+    assert.equal(bare.result, undefined);
+    assert.ok(Number.isInteger(bare.error.code) && bare.error.code < 0, JSON.stringify(bare));
+    const params = { protocolVersion: '1999-01-01', capabilities: {}, clientInfo: { name: 'x', version: '1' } };
+    const old = await rpcMessage(await postRpc(base, key, { jsonrpc: '2.0', id: 2, method: 'initialize', params }));
+    assert.equal(old.result.protocolVersion, '2025-11-25');
+  });
+
+  it('answers a tool that throws as an unavailable tool error with a wait, reporting only the error name', async () => {
+    const answer = await rpcMessage(await postRpc(base, key, toolCall('boom', {})));
     assert.deepEqual(answer.result.structuredContent, { error: { code: 'unavailable', message: 'Unexpected failure; retry later. Wait 5 seconds before calling again.' } });
     assert.deepEqual(answer.result._meta, { retryAfterSeconds: 5 });
-    assert.deepEqual(reported, ['TypeError: mcp tool call failed']);
+    assert.equal(reported.length, 1);
+    assert.equal(JSON.parse(reported[0]!).err.type, 'TypeError');
+    assert.ok(!reported[0]!.includes('secret'));
     assert.ok(!JSON.stringify(answer).includes('secret'));
   });
 });

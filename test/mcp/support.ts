@@ -25,6 +25,29 @@ export async function postRpc(baseUrl: string, key: string | null, body: unknown
   });
 }
 
+/**
+ * The JSON-RPC messages of a /mcp response: a JSON body, or the `data:` lines of an SSE stream
+ * (the SDK answers a 2025-era request on a stream of one message).
+ */
+export async function rpcMessages(res: Response): Promise<any[]> {
+  const text = await res.text();
+  if (!res.headers.get('content-type')?.startsWith('text/event-stream')) {
+    const parsed = JSON.parse(text) as unknown;
+    return Array.isArray(parsed) ? parsed : [parsed];
+  }
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => JSON.parse(line.slice('data: '.length)) as unknown);
+}
+
+/** The one JSON-RPC message a /mcp response carries. */
+export async function rpcMessage(res: Response): Promise<any> {
+  const messages = await rpcMessages(res);
+  if (messages.length !== 1) throw new Error(`expected one message, got ${messages.length}`);
+  return messages[0];
+}
+
 export const toolCall = (name: string, args: Record<string, unknown>, id = 1) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 
 export type GateMode = 'open' | 'protection_down' | 'rate_limited';

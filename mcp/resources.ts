@@ -1,0 +1,83 @@
+import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate, type McpServer, type ReadResourceResult } from '@modelcontextprotocol/server';
+import { BEATS } from '../config/beats.ts';
+import type { Caller } from '../service/caller.ts';
+import type { Result, ServiceError } from '../service/errors.ts';
+import type { Services } from '../service/services.ts';
+import { retryAfterSeconds } from './results.ts';
+import type { RequestContext } from './server.ts';
+
+/** Handles offered by completion at most (the spec's cap is 100; an agent needs a short list). */
+export const COMPLETION_MAX = 20;
+
+export const PROJECT_TEMPLATE = 'pulseboard://projects/{id}';
+export const CALL_TEMPLATE = 'pulseboard://calls/{id}';
+export const PULSE_TEMPLATE = 'pulseboard://pulse/{beat}';
+
+export const projectUri = (id: string): string => `pulseboard://projects/${encodeURIComponent(id)}`;
+export const pulseUri = (beat: string): string => `pulseboard://pulse/${beat}`;
+
+/**
+ * A refused read as a JSON-RPC error (resources/read has no tool-error form): the spec's envelope
+ * and, when waiting helps, the seconds to wait travel in `data`.
+ */
+function readFailure(uri: string, error: ServiceError): ProtocolError {
+  const seconds = retryAfterSeconds(error);
+  const data = { error: { code: error.code, message: error.message }, ...(seconds === undefined ? {} : { retryAfterSeconds: seconds }) };
+  if (error.code === 'not_found') return new ResourceNotFoundError(uri, error.message);
+  const code = error.code === 'bad_request' ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError;
+  return new ProtocolError(code, error.message, data);
+}
+
+const single = (value: string | string[] | undefined): string => (Array.isArray(value) ? (value[0] ?? '') : (value ?? ''));
+
+/**
+ * Resource templates whose contents are the twin tools' results as JSON text (the same service
+ * calls, so the same access rules), a listing of the eight pulse beats, and completions for a beat
+ * and for a project handle by prefix. Reads are admitted and counted by the plugin like tool calls.
+ */
+export function registerResources(server: McpServer, services: Services, context: RequestContext | undefined): void {
+  async function read(uri: URL, call: (caller: Caller) => Promise<Result<unknown>>): Promise<ReadResourceResult> {
+    if (context === undefined) throw readFailure(uri.href, { status: 401, code: 'unauthorized', message: 'missing or invalid API key' });
+    if (context.refusal !== undefined) throw readFailure(uri.href, context.refusal);
+    const result = await call(context.caller);
+    if (!result.ok) throw readFailure(uri.href, result.error);
+    return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(result.value) }] };
+  }
+
+  server.registerResource(
+    'project',
+    new ResourceTemplate(PROJECT_TEMPLATE, {
+      list: undefined,
+      complete: { id: async (prefix) => services.projects.handlesByPrefix(prefix, COMPLETION_MAX) },
+    }),
+    {
+      title: 'One project',
+      description: "A project by its stable id (or a handle), the same JSON as get_project. Subscribe to the id's URI for its writes.",
+      mimeType: 'application/json',
+    },
+    (uri, variables) => read(uri, (caller) => services.projects.get(caller, { handle: single(variables.id) }, {})),
+  );
+
+  server.registerResource(
+    'call',
+    new ResourceTemplate(CALL_TEMPLATE, { list: undefined }),
+    {
+      title: 'One call record',
+      description: 'A stored call record by its id (a uuid), with its thesis text: the same JSON, access and budget as get_calltracker_call.',
+      mimeType: 'application/json',
+    },
+    (uri, variables) => read(uri, () => services.calls.get({ id: single(variables.id) }, {})),
+  );
+
+  server.registerResource(
+    'pulse',
+    new ResourceTemplate(PULSE_TEMPLATE, {
+      list: () => ({
+        resources: BEATS.map((beat) => ({ uri: pulseUri(beat.id), name: `pulse-${beat.id}`, title: `Pulse: ${beat.label}`, description: beat.blurb, mimeType: 'application/json' })),
+      }),
+      complete: { beat: (prefix) => BEATS.map((beat) => beat.id).filter((id) => id.startsWith(prefix)) },
+    }),
+    { title: 'Pulse card', description: 'The current card of one beat, the same JSON as get_pulse with beat.', mimeType: 'application/json' },
+    (uri, variables) => read(uri, () => services.pulse.one({ beat: single(variables.beat) }, {})),
+  );
+}

@@ -1,0 +1,131 @@
+import type { ServerNotifier } from '@modelcontextprotocol/server';
+import { errors, type ServiceError } from '../service/errors.ts';
+import { MAX_OPEN_STREAMS_PER_KEY } from '../service/changes.ts';
+import type { Services } from '../service/services.ts';
+import { projectUri } from './resources.ts';
+
+/** How often an open listen's key is checked again while no write wakes the pump (revocation, expiry). */
+export const KEY_RECHECK_MS = 5_000;
+/** Rows read per store read while catching up with the writes. */
+const READ_BATCH = 500;
+
+export type Listen = {
+  /** Aborts when the key is revoked or the instance shuts down; the SDK then closes the stream. */
+  signal: AbortSignal;
+  /** Gives the key's slot back (idempotent); call when the connection ends. */
+  close(): void;
+};
+
+export type ListenSlots = {
+  /** Takes one of the key's listen slots, or says why not (2 open per key per instance, as SSE). */
+  open(keyId: string, authorization: string | undefined): { ok: true; value: Listen } | { ok: false; error: ServiceError };
+  /** Open listens in this instance (tests). */
+  openCount(): number;
+  close(): void;
+};
+
+type Entry = { keyId: string; authorization: string | undefined; abort: AbortController };
+
+/**
+ * subscriptions/listen fed by the commit signal the long-poll and the SSE stream wait on: while a
+ * listen is open, one pump per instance reads the project rows written since it started (the delta,
+ * so it sees commits of projectors in another process as the long-poll does) and publishes
+ * `resources/updated` for each project's URI and `resources/list_changed` for the board. Between
+ * writes it re-checks the keys of the open listens, ending those whose key no longer authenticates.
+ */
+export function createListenSlots(services: Services, notify: ServerNotifier, recheckMs = KEY_RECHECK_MS): ListenSlots {
+  const open = new Set<Entry>();
+  const perKey = new Map<string, number>();
+  let pump: AbortController | null = null;
+
+  function startPump(): void {
+    if (pump !== null) return;
+    const stop = new AbortController();
+    pump = stop;
+    void run(stop.signal).finally(() => {
+      if (pump === stop) pump = null;
+      // A listen opened while this pump was ending needs one of its own.
+      if (open.size > 0 && !services.commits.closed.aborted) startPump();
+    });
+  }
+
+  async function run(signal: AbortSignal): Promise<void> {
+    const started = await services.projects.changes({ since: 'now' });
+    if (!started.ok) return;
+    const feed = started.value;
+    const ended = AbortSignal.any([signal, services.commits.closed]);
+    while (!ended.aborted) {
+      let batch;
+      try {
+        batch = await feed.next(READ_BATCH);
+      } catch {
+        // A store that does not answer now is read again after the next wait.
+        batch = null;
+      }
+      if (batch && batch.rows.length > 0) {
+        for (const row of batch.rows) notify.resourceUpdated(projectUri((JSON.parse(row.json) as { id: string }).id));
+        notify.resourcesChanged();
+        if (batch.hasMore) continue;
+      }
+      await recheckKeys();
+      if (open.size === 0) return;
+      // After a failed read, the next is tried once the interval has passed.
+      await services.commits.waitPast(batch?.upToSeq ?? Number.MAX_SAFE_INTEGER, { timeoutMs: recheckMs, signal: ended });
+    }
+  }
+
+  async function recheckKeys(): Promise<void> {
+    for (const entry of open) {
+      const caller = await Promise.resolve()
+        .then(() => services.access.authenticate(entry.authorization))
+        .catch(() => undefined);
+      // null: revoked, expired or unknown; undefined: the key store did not answer (kept until it does).
+      if (caller === null) entry.abort.abort();
+    }
+  }
+
+  return {
+    open(keyId, authorization) {
+      if (services.commits.closed.aborted) return { ok: false, error: errors.unavailable('The service is shutting down; reconnect shortly.', 1) };
+      const count = perKey.get(keyId) ?? 0;
+      if (count >= MAX_OPEN_STREAMS_PER_KEY) {
+        return {
+          ok: false,
+          error: errors.rateLimited(
+            5,
+            `At most ${MAX_OPEN_STREAMS_PER_KEY} subscriptions/listen streams may be open per API key; close one (or listen again once it has ended) and retry.`,
+          ),
+        };
+      }
+      perKey.set(keyId, count + 1);
+      const abort = new AbortController();
+      const entry: Entry = { keyId, authorization, abort };
+      open.add(entry);
+      const onShutdown = () => abort.abort();
+      services.commits.closed.addEventListener('abort', onShutdown, { once: true });
+      startPump();
+      let closed = false;
+      return {
+        ok: true,
+        value: {
+          signal: abort.signal,
+          close() {
+            if (closed) return;
+            closed = true;
+            open.delete(entry);
+            services.commits.closed.removeEventListener('abort', onShutdown);
+            const left = (perKey.get(keyId) ?? 1) - 1;
+            if (left > 0) perKey.set(keyId, left);
+            else perKey.delete(keyId);
+            if (open.size === 0) pump?.abort();
+          },
+        },
+      };
+    },
+    openCount: () => open.size,
+    close() {
+      for (const entry of open) entry.abort.abort();
+      pump?.abort();
+    },
+  };
+}
