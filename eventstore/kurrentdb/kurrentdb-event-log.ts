@@ -198,6 +198,7 @@ function namingTheServer(log: EventLog, connectionString: string): EventLog {
     headPosition: () => log.headPosition().catch(translate),
     positionBefore: (time) => log.positionBefore(time).catch(translate),
     waitForAppend: (afterPosition, timeoutMs, signal) => log.waitForAppend(afterPosition, timeoutMs, signal).catch(translate),
+    subscriptionState: () => log.subscriptionState?.() ?? 'idle',
     close: () => log.close().catch(translate),
   };
 }
@@ -608,6 +609,8 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
       if (remaining <= 0) return;
       await sleepUntilAppend(signals, afterPosition, remaining, signal);
     },
+
+    subscriptionState: () => subscription.state(),
 
     async close() {
       closed = true;

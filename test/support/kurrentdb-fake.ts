@@ -52,6 +52,13 @@ export type FakeKurrentDbServer = {
   followerLag: number | ((method: string) => number);
   /** Reads served per node: how many went to the leader and to a follower. */
   servedBy: { leader: number; follower: number };
+  /**
+   * While true, every open $all subscription fails (as on a lost connection or a leader change) and
+   * every new one fails instead of being confirmed.
+   */
+  subscriptionsDown: boolean;
+  /** Fails every open subscription now. */
+  dropSubscriptions(): void;
 };
 
 function commandError<T extends Error>(prototype: T, message: string): T {
@@ -85,6 +92,8 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
   const calls = new Map<string, number>();
   let position = 1000n;
   const servedBy = { leader: 0, follower: 0 };
+  const subscriptions = new Set<EventEmitter>();
+  const unavailable = () => Object.assign(new Error('injected: subscription lost'), { code: 14 });
   let server!: FakeKurrentDbServer;
 
   /** The newest position the node serving this read has: the leader has every record, a follower may lag. */
@@ -231,10 +240,15 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
           if (passes(options.filter, record)) subscription.emit('data', { event: recorded(record) });
         };
         appended.on('record', listener);
+        subscriptions.add(subscription);
         subscription.unsubscribe = async () => {
           appended.off('record', listener);
+          subscriptions.delete(subscription);
         };
-        setImmediate(() => subscription.emit('confirmation'));
+        setImmediate(() => {
+          if (server.subscriptionsDown) subscription.emit('error', unavailable());
+          else subscription.emit('confirmation');
+        });
         return subscription;
       },
 
@@ -261,6 +275,10 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
     },
     followerLag: 0,
     servedBy,
+    subscriptionsDown: false,
+    dropSubscriptions() {
+      for (const subscription of [...subscriptions]) subscription.emit('error', unavailable());
+    },
   };
   return server;
 }
