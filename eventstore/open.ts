@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Config } from '../config/config.ts';
-import type { EventLog } from './port.ts';
+import type { EventLog, SubscriptionState } from './port.ts';
 import { createKurrentDbEventLog } from './kurrentdb/kurrentdb-event-log.ts';
 import { createSqliteEventLog } from './sqlite/sqlite-event-log.ts';
 
@@ -12,10 +12,21 @@ export function embeddedEventLogPath(config: Config): string {
 }
 
 /**
+ * One log line per change of the KurrentDB append subscription's state that an operator acts on (it
+ * is lost, or back); /readyz reports the state itself (service/health.ts).
+ */
+function logSubscriptionState(state: SubscriptionState, error?: unknown): void {
+  if (state !== 'reconnecting' && state !== 'live') return;
+  const cause = error instanceof Error ? { error: error.name, reason: error.message } : {};
+  const msg = state === 'live' ? 'event log subscription live' : 'event log subscription lost; reconnecting with backoff';
+  process.stderr.write(`${JSON.stringify({ level: state === 'live' ? 'info' : 'warn', msg, ...cause })}\n`);
+}
+
+/**
  * The event log the configuration selects: KurrentDB when EVENTSTORE_URL is set, otherwise the
  * embedded SQLite file in the data directory.
  */
 export function openEventLog(config: Config): EventLog {
-  if (config.EVENTSTORE_URL !== undefined) return createKurrentDbEventLog(config.EVENTSTORE_URL);
+  if (config.EVENTSTORE_URL !== undefined) return createKurrentDbEventLog(config.EVENTSTORE_URL, { onSubscriptionState: logSubscriptionState });
   return createSqliteEventLog(embeddedEventLogPath(config));
 }

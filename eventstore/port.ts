@@ -85,8 +85,16 @@ export interface EventLog {
    * decreases in log order. Lets a time range start without reading the log before it.
    */
   positionBefore(time: string): Promise<number>;
+  /**
+   * The state of the live subscription behind waitForAppend, where the log has one (KurrentDB):
+   * `idle` until something first waits, `live` while appends are delivered, `reconnecting` while
+   * they are not (waiters then sleep until it is back). Absent: appends are signalled without one.
+   */
+  subscriptionState?(): SubscriptionState;
   close(): Promise<void>;
 }
+
+export type SubscriptionState = 'idle' | 'connecting' | 'live' | 'reconnecting' | 'closed';
 
 /**
  * Thrown by any EventLog call when the log's server cannot be reached (gRPC UNAVAILABLE): the one

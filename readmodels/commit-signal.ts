@@ -4,31 +4,128 @@ import type { ReadStore } from './port.ts';
 export type CommitListener = (collection: string, checkpoint: number) => void;
 
 /**
+ * A store-wide feed of commits, whichever process made them (MongoDB: a change stream on the
+ * checkpoints). `live` once every later commit will be delivered; `failed` when it delivers no more.
+ */
+export type CommitFeed = {
+  open(handlers: { live(): void; commit: CommitListener; failed(error: unknown): void }): { close(): Promise<void> };
+};
+
+export type CommitFeedState = 'none' | 'idle' | 'connecting' | 'live' | 'reconnecting' | 'closed';
+
+/**
  * A process's commit signals: the projectors' commits (in this thread, or posted by the projector
  * worker) are emitted here once, and every subscriber (the live waits of the service) hears each.
+ * Where the store has a store-wide feed, it is opened on the first `follow` and its commits are
+ * emitted here too; while it is live, `complete` is true and waiters need not poll the store.
  */
 export type CommitSignals = {
   emit: CommitListener;
   /** Returns the unsubscribe function. */
   subscribe(listener: CommitListener): () => void;
+  /** Whether every commit of every process is signalled now (a live store-wide feed). */
+  complete(): boolean;
+  /** Opens the store-wide feed (once; nothing where there is none); `listener` hears each change of `complete`. */
+  follow(listener: (complete: boolean) => void): () => void;
+  /** The store-wide feed's state ('none' without one), for readiness reports. */
+  feedState(): CommitFeedState;
+  close(): Promise<void>;
 };
 
-export function createCommitSignals(): CommitSignals {
+export type CommitSignalOptions = {
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** Schedules a reopen; replaced in tests. The returned function cancels it. */
+  schedule?: (run: () => void, delayMs: number) => () => void;
+};
+
+const defaultSchedule = (run: () => void, delayMs: number): (() => void) => {
+  const timer = setTimeout(run, delayMs);
+  timer.unref();
+  return () => clearTimeout(timer);
+};
+
+export function createCommitSignals(feed?: CommitFeed, options: CommitSignalOptions = {}): CommitSignals {
   const listeners = new Set<CommitListener>();
-  return {
-    emit(collection, checkpoint) {
-      for (const listener of listeners) {
-        // A listener's failure is its own; the commit has applied whatever it does.
-        try {
-          listener(collection, checkpoint);
-        } catch {
-          /* ignored on purpose */
-        }
+  const followers = new Set<(complete: boolean) => void>();
+  const schedule = options.schedule ?? defaultSchedule;
+  const baseDelayMs = options.baseDelayMs ?? 100;
+  const maxDelayMs = options.maxDelayMs ?? 10_000;
+  let state: CommitFeedState = feed ? 'idle' : 'none';
+  let current: { close(): Promise<void> } | undefined;
+  let cancelReopen: (() => void) | undefined;
+  let failures = 0;
+
+  const emit: CommitListener = (collection, checkpoint) => {
+    for (const listener of listeners) {
+      // A listener's failure is its own; the commit has applied whatever it does.
+      try {
+        listener(collection, checkpoint);
+      } catch {
+        /* ignored on purpose */
       }
-    },
+    }
+  };
+
+  const setState = (next: CommitFeedState) => {
+    const was = state === 'live';
+    state = next;
+    if (was !== (next === 'live')) for (const follower of followers) follower(next === 'live');
+  };
+
+  function open(): void {
+    if (!feed || state === 'closed') return;
+    setState(state === 'reconnecting' ? 'reconnecting' : 'connecting');
+    let ended = false;
+    const handlers = {
+      live() {
+        if (ended || state === 'closed') return;
+        failures = 0;
+        setState('live');
+      },
+      commit(collection: string, checkpoint: number) {
+        if (!ended && state !== 'closed') emit(collection, checkpoint);
+      },
+      failed(_error: unknown) {
+        if (ended || state === 'closed') return;
+        ended = true;
+        current = undefined;
+        setState('reconnecting');
+        const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(failures, 30));
+        failures += 1;
+        cancelReopen = schedule(() => {
+          cancelReopen = undefined;
+          open();
+        }, Math.round(ceiling / 2 + (ceiling / 2) * Math.random()));
+      },
+    };
+    try {
+      current = feed.open(handlers);
+    } catch (error) {
+      handlers.failed(error);
+    }
+  }
+
+  return {
+    emit,
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
+    },
+    complete: () => state === 'live',
+    follow(listener) {
+      followers.add(listener);
+      if (state === 'idle') open();
+      return () => followers.delete(listener);
+    },
+    feedState: () => state,
+    async close() {
+      if (state === 'none' || state === 'closed') return;
+      setState('closed');
+      cancelReopen?.();
+      const closing = current;
+      current = undefined;
+      await closing?.close().catch(() => undefined);
     },
   };
 }

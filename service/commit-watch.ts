@@ -2,9 +2,10 @@
  * Waiting for the next commit of one collection, at no cost per waiter while idle. Every waiter
  * registers a threshold; one check per process (one checkpoint read) wakes every waiter the
  * serving checkpoint has passed. A check runs when a commit is signalled (the projectors of this
- * process or its worker thread) and, while anyone waits, at most every `pollMs`: commits made
- * elsewhere (another process's projectors, MongoDB shared by several instances, a replay whose
- * generation the reads move to) are seen that way. Checks never overlap; a signal arriving during
+ * process or its worker thread, and, where the store has one, a store-wide feed of every process's
+ * commits: MongoDB's change stream) and, while anyone waits and no store-wide feed is live, at most
+ * every `pollMs`: commits made elsewhere (another process's projectors, MongoDB shared by several
+ * instances, a replay whose generation the reads move to) are seen that way. Checks never overlap; a signal arriving during
  * one runs exactly one more. Every signal is read even with no waiter (one read per commit, not
  * per waiter), so a waiter registering just after a commit finds it already known and passes at once.
  */
@@ -33,7 +34,17 @@ export const DEFAULT_POLL_MS = 250;
 
 type Waiter = { after: number; settle(outcome: WaitOutcome): void };
 
-export function createCommitWatch(deps: { readCheckpoint: () => Promise<number>; pollMs?: number }): CommitWatch {
+export type CommitWatchDeps = {
+  readCheckpoint: () => Promise<number>;
+  pollMs?: number;
+  /**
+   * The process's commit signals where they can cover every process (commit-signal.ts): followed from
+   * the first wait on, and while `complete()` no poll runs; a feed that goes down brings polling back.
+   */
+  coverage?: { complete(): boolean; follow(listener: (complete: boolean) => void): () => void };
+};
+
+export function createCommitWatch(deps: CommitWatchDeps): CommitWatch {
   const pollMs = deps.pollMs ?? DEFAULT_POLL_MS;
   const waiters = new Set<Waiter>();
   const closing = new AbortController();
@@ -42,6 +53,7 @@ export function createCommitWatch(deps: { readCheckpoint: () => Promise<number>;
   let checking = false;
   let again = false;
   let poll: NodeJS.Timeout | null = null;
+  let unfollow: (() => void) | undefined;
 
   function wake(checkpoint: number): void {
     for (const waiter of waiters) if (checkpoint > waiter.after) waiter.settle('passed');
@@ -71,10 +83,18 @@ export function createCommitWatch(deps: { readCheckpoint: () => Promise<number>;
   }
 
   function updatePolling(): void {
-    if (waiters.size > 0 && !poll && !closing.signal.aborted) {
+    if (waiters.size > 0 && deps.coverage && !unfollow && !closing.signal.aborted) {
+      // A commit made while the feed was down or opening is found by one check when it turns live.
+      unfollow = deps.coverage.follow(() => {
+        void check();
+        updatePolling();
+      });
+    }
+    const covered = deps.coverage?.complete() === true;
+    if (waiters.size > 0 && !covered && !poll && !closing.signal.aborted) {
       poll = setInterval(() => void check(), pollMs);
       poll.unref();
-    } else if (waiters.size === 0 && poll) {
+    } else if ((waiters.size === 0 || covered) && poll) {
       clearInterval(poll);
       poll = null;
     }
@@ -112,6 +132,7 @@ export function createCommitWatch(deps: { readCheckpoint: () => Promise<number>;
 
     close() {
       closing.abort();
+      unfollow?.();
       for (const waiter of waiters) waiter.settle('closed');
       updatePolling();
     },

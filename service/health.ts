@@ -1,4 +1,5 @@
-import type { EventLog } from '../eventstore/port.ts';
+import type { EventLog, SubscriptionState } from '../eventstore/port.ts';
+import type { CommitFeedState } from '../readmodels/commit-signal.ts';
 import type { ReadStore } from '../readmodels/port.ts';
 import type { LoopStatus } from './background.ts';
 
@@ -26,6 +27,16 @@ export type Readiness = {
     readStore: CheckStatus;
     /** Present when a limiter was handed over; `degraded` while its Redis cannot be reached. */
     rateLimiter?: 'ok' | 'degraded';
+    /**
+     * The event log's live subscription (KurrentDB), which wakes waiting projectors and reads:
+     * `reconnecting` makes the instance degraded (waits end only at their timeouts meanwhile).
+     */
+    eventLogSubscription?: SubscriptionState;
+    /**
+     * The read store's feed of every process's commits (MongoDB change stream), which wakes
+     * long-polls: while it is `reconnecting` they poll the store instead (not degraded).
+     */
+    commitFeed?: Exclude<CommitFeedState, 'none'>;
   };
   /** The background loops this process runs (projectors, thesis reader …) and their states. */
   background: Record<string, LoopStatus>;
@@ -52,6 +63,8 @@ export type HealthOptions = {
   limiter?: { ping(): Promise<boolean> };
   /** The states of this process's supervised background loops (none when not given). */
   background?: () => Record<string, LoopStatus>;
+  /** The state of the read store's store-wide commit feed ('none' or absent: it has none). */
+  commitFeed?: () => CommitFeedState;
   /** A probe that has not answered by then counts as unreachable, so /readyz itself never hangs. */
   probeTimeoutMs?: number;
 };
@@ -100,13 +113,20 @@ export function createHealth(options: HealthOptions): Health {
         readStore: checkpoints.ok ? 'ok' : 'unreachable',
       };
       if (limiterUp !== undefined) checks.rateLimiter = limiterUp.ok && limiterUp.value ? 'ok' : 'degraded';
+      const subscription = log.subscriptionState?.();
+      if (subscription !== undefined) checks.eventLogSubscription = subscription;
+      const feed = options.commitFeed?.();
+      if (feed !== undefined && feed !== 'none') checks.commitFeed = feed;
       const background = options.background?.() ?? {};
 
       // Reads and access come from the read store, so only its loss takes the instance out of rotation.
       const status: ReadinessStatus =
         checks.readStore !== 'ok'
           ? 'not_ready'
-          : checks.eventLog !== 'ok' || checks.rateLimiter === 'degraded' || Object.values(background).some((loop) => loop.state === 'retrying')
+          : checks.eventLog !== 'ok' ||
+              checks.rateLimiter === 'degraded' ||
+              checks.eventLogSubscription === 'reconnecting' ||
+              Object.values(background).some((loop) => loop.state === 'retrying')
             ? 'degraded'
             : 'ready';
       const reasons = [

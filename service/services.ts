@@ -64,7 +64,7 @@ export function createServices(deps: ServiceDeps): Services {
   const access = createAccess(store, now);
   // One watch per process: every long-poll and change stream waits on it; commits of this process wake it.
   // Fresh: a signalled commit (this process's projector worker writes through its own connection) is read now.
-  const commits = createCommitWatch({ readCheckpoint: async () => store.checkpoint(PROJECTS_COLLECTION, { fresh: true }) });
+  const commits = createCommitWatch({ readCheckpoint: async () => store.checkpoint(PROJECTS_COLLECTION, { fresh: true }), coverage: deps.stores.commits });
   const unsubscribe = deps.stores.commits.subscribe((collection) => {
     if (collection === PROJECTS_COLLECTION) commits.notify();
   });
@@ -88,7 +88,14 @@ export function createServices(deps: ServiceDeps): Services {
     stores: deps.stores,
     access,
     guard: createGuard(access, deps.gate ?? createRateGate(deps.limiter, { protocolLimit: deps.config.PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT })),
-    health: createHealth({ log, store, collections: projectors.map((p) => p.collection), limiter: deps.limiter, ...(deps.background ? { background: deps.background } : {}) }),
+    health: createHealth({
+      log,
+      store,
+      collections: projectors.map((p) => p.collection),
+      limiter: deps.limiter,
+      commitFeed: () => deps.stores.commits.feedState(),
+      ...(deps.background ? { background: deps.background } : {}),
+    }),
     projects,
     bodies,
     commits,

@@ -66,7 +66,8 @@ export function openGenerationSpace(config: Config): GenerationSpace {
  */
 export async function openStores(config: Config, options: { pollMs?: number } = {}): Promise<Stores> {
   const log = openEventLog(config);
-  const opened = await openGenerationalReadStore(openGenerationSpace(config), {
+  const space = openGenerationSpace(config);
+  const opened = await openGenerationalReadStore(space, {
     collections: projectors.map((p) => p.collection),
     ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
   });
@@ -75,7 +76,8 @@ export async function openStores(config: Config, options: { pollMs?: number } = 
     throw new Error(opened.reason);
   }
   const generational = opened.value;
-  const commits = createCommitSignals();
+  // The store-wide feed opens only when something waits for commits (commit-watch.ts), not in every command.
+  const commits = createCommitSignals(space.commitFeed?.());
   const runner = generationFollowingRunner(log, generational, projectors, projectionLimits(config, 'live'), commits);
   return {
     log,
@@ -89,6 +91,7 @@ export async function openStores(config: Config, options: { pollMs?: number } = 
     generations: () => generational.generations(),
     refreshGenerations: () => generational.refresh(),
     async close() {
+      await commits.close();
       await generational.close();
       await log.close();
     },

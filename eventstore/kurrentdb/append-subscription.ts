@@ -9,6 +9,7 @@
  * are tested with a fake source and a fake timer (test/contract/eventlog.kurrentdb.test.ts).
  */
 import type { EventEmitter } from 'node:events';
+import type { SubscriptionState } from '../port.ts';
 
 export type SubscriptionHandlers = {
   /** The server accepted the subscription: every later append will be delivered. */
@@ -23,7 +24,7 @@ export type SubscriptionSource = {
   open(handlers: SubscriptionHandlers): { close(): Promise<void> };
 };
 
-export type AppendSubscriptionState = 'idle' | 'connecting' | 'live' | 'reconnecting' | 'closed';
+export type AppendSubscriptionState = SubscriptionState;
 
 export type AppendSubscriptionOptions = {
   /** Receives ('append', position) for every delivered event, and a wake-up for all after a reconnect. */

@@ -8,8 +8,8 @@
  * it was first stored (calls-collector, pulse-<beat> grow forever) would be stored twice.
  *
  * How, without reading the stream. Every event is preceded by an id marker: a small event in the
- * stream `pulseboard-id-<event id>` naming the stream and the exact revision the event is about to
- * take (an append with the expected revision r puts its events at r+1, r+2, … or fails). An append:
+ * id's marker bucket stream (`pulseboard-ids-<bucket>`, below) naming the id, the stream and the exact
+ * revision the event is about to take (an append with the expected revision r puts its events at r+1, r+2, … or fails). An append:
  *   1. reads the stream's current revision r;
  *   2. then reads the markers of its ids (one short stream per id, read in parallel) and checks each
  *      marker at or below r by reading that one revision: the id there means the event is stored;
@@ -25,13 +25,29 @@
  * positions): n parallel small marker reads, and the n marker writes in one call (n parallel writes
  * on a server without multi-stream appends); a retry of stored ids costs three.
  */
+import { createHash } from 'node:crypto';
 import type { AppendResult, AppendedEvent, EventLog, ExpectedRevision, NewEvent } from '../port.ts';
 
 /** The event type of id markers; `$`-prefixed, so every $all read and subscription filters them out. */
 export const ID_MARKER_TYPE = '$pulseboard-id';
 
+/**
+ * Marker streams: 2^18 buckets, an id's by a hash of it. Each bucket stream carries `$maxAge` (the
+ * dedupe window) in its metadata, so the server drops a marker from reads once it is older than the
+ * window and a scavenge removes it from the log: markers no longer double the log for ever, they add
+ * only the last window's ids (and one metadata record per bucket). A bucket holds the window's
+ * markers of about 1/262,144 of all ids: a few at most at a million events a day.
+ */
+export const MARKER_BUCKETS = 2 ** 18;
+/** How long an id is recognised after it was stored: 7 days (docs/decisions.md). */
+export const DEFAULT_DEDUPE_WINDOW_SECONDS = 7 * 24 * 3600;
+
+export function markerBucket(eventId: string): number {
+  return createHash('sha256').update(eventId.toLowerCase()).digest().readUInt32BE(0) % MARKER_BUCKETS;
+}
+
 export function markerStream(eventId: string): string {
-  return `pulseboard-id-${eventId.toLowerCase()}`;
+  return `pulseboard-ids-${markerBucket(eventId).toString(16).padStart(5, '0')}`;
 }
 
 export type IdMarker = { stream: string; revision: number };
@@ -41,7 +57,7 @@ export type StoredRef = { id: string; position: number; revision: number };
 export type IdempotencyServer = {
   /** The stream's last revision, null when it does not exist. */
   lastRevision(stream: string): Promise<number | null>;
-  /** Every marker written for this event id (a few at most: one per attempt to store it). */
+  /** Every marker written for this event id within the dedupe window (a few at most: one per attempt to store it). */
   readMarkers(eventId: string): Promise<IdMarker[]>;
   /** The event at exactly this revision, or null. */
   readAt(stream: string, revision: number): Promise<StoredRef | null>;

@@ -36,6 +36,7 @@ import { EventEmitter } from 'node:events';
 import { sleepUntilAppend } from '../append-signals.ts';
 import { createAppendSubscription, type AppendSubscriptionState, type SubscriptionSource } from './append-subscription.ts';
 import {
+  DEFAULT_DEDUPE_WINDOW_SECONDS,
   ID_MARKER_TYPE,
   appendIdempotent,
   backfillIdMarkers,
@@ -198,16 +199,21 @@ function namingTheServer(log: EventLog, connectionString: string): EventLog {
     headPosition: () => log.headPosition().catch(translate),
     positionBefore: (time) => log.positionBefore(time).catch(translate),
     waitForAppend: (afterPosition, timeoutMs, signal) => log.waitForAppend(afterPosition, timeoutMs, signal).catch(translate),
+    subscriptionState: () => log.subscriptionState?.() ?? 'idle',
     close: () => log.close().catch(translate),
   };
 }
 
+/** A marker as stored in its bucket: the id it stands for, and where that id's event goes. */
+type StoredMarker = IdMarker & { id: string };
+
 async function readMarkers(client: KurrentDBClient, eventId: string): Promise<IdMarker[]> {
+  const id = eventId.toLowerCase();
   const markers: IdMarker[] = [];
   try {
-    for await (const resolved of client.readStream(markerStream(eventId), { requiresLeader: true })) {
-      const marker = resolved.event?.type === ID_MARKER_TYPE ? (resolved.event.data as Partial<IdMarker>) : undefined;
-      if (marker && typeof marker.stream === 'string' && Number.isSafeInteger(marker.revision)) {
+    for await (const resolved of client.readStream(markerStream(id), { requiresLeader: true })) {
+      const marker = resolved.event?.type === ID_MARKER_TYPE ? (resolved.event.data as Partial<StoredMarker>) : undefined;
+      if (marker && marker.id === id && typeof marker.stream === 'string' && Number.isSafeInteger(marker.revision)) {
         markers.push({ stream: marker.stream, revision: marker.revision! });
       }
     }
@@ -217,8 +223,24 @@ async function readMarkers(client: KurrentDBClient, eventId: string): Promise<Id
   return markers;
 }
 
-async function writeMarker(client: KurrentDBClient, eventId: string, marker: IdMarker): Promise<void> {
-  await client.appendToStream(markerStream(eventId), jsonEvent({ type: ID_MARKER_TYPE, data: marker }), { requiresLeader: true });
+const markerEvent = (eventId: string, marker: IdMarker) => jsonEvent({ type: ID_MARKER_TYPE, data: { id: eventId.toLowerCase(), ...marker } });
+
+/**
+ * The metadata giving a marker bucket its lifetime, written by a process the first time it writes to
+ * the bucket (the server keeps only a metastream's last record, so repeats cost nothing after a scavenge).
+ */
+function bucketLifetime(windowSeconds: number): { written: Set<string>; metadata: () => ReturnType<typeof jsonEvent> } {
+  return { written: new Set(), metadata: () => jsonEvent({ type: '$metadata', data: { $maxAge: windowSeconds } }) };
+}
+type BucketLifetime = ReturnType<typeof bucketLifetime>;
+
+async function writeMarker(client: KurrentDBClient, lifetime: BucketLifetime, eventId: string, marker: IdMarker): Promise<void> {
+  const bucket = markerStream(eventId);
+  if (!lifetime.written.has(bucket)) {
+    await client.appendToStream(`$$${bucket}`, lifetime.metadata(), { requiresLeader: true });
+    lifetime.written.add(bucket);
+  }
+  await client.appendToStream(bucket, markerEvent(eventId, marker), { requiresLeader: true });
 }
 
 /** Markers per multi-stream append: a server transaction has a size limit. */
@@ -233,21 +255,24 @@ const MARKERS_PER_MULTI_APPEND = 500;
  * a repeated one changes nothing) one append each. So the worst case is the one-by-one cost, never a
  * marker that is missed.
  */
-function markerWriter(client: KurrentDBClient): (markers: readonly { eventId: string; marker: IdMarker }[]) => Promise<void> {
+function markerWriter(client: KurrentDBClient, lifetime: BucketLifetime): (markers: readonly { eventId: string; marker: IdMarker }[]) => Promise<void> {
   let multi: 'untried' | 'verified' | 'off' = 'untried';
   const oneByOne = (markers: readonly { eventId: string; marker: IdMarker }[]) =>
-    Promise.all(markers.map(({ eventId, marker }) => writeMarker(client, eventId, marker))).then(() => undefined);
+    Promise.all(markers.map(({ eventId, marker }) => writeMarker(client, lifetime, eventId, marker))).then(() => undefined);
   return async (markers) => {
     if (markers.length < 2 || multi === 'off') return oneByOne(markers);
+    const lifetimesSent: string[] = [];
     try {
       for (let i = 0; i < markers.length; i += MARKERS_PER_MULTI_APPEND) {
-        await client.multiStreamAppend(
-          markers.slice(i, i + MARKERS_PER_MULTI_APPEND).map(({ eventId, marker }) => ({
-            streamName: markerStream(eventId),
-            expectedState: ANY,
-            events: [jsonEvent({ type: ID_MARKER_TYPE, data: marker })],
-          })),
-        );
+        const part = markers.slice(i, i + MARKERS_PER_MULTI_APPEND);
+        // A bucket's lifetime rides in the same call the first time this process writes to it.
+        const fresh = [...new Set(part.map(({ eventId }) => markerStream(eventId)).filter((bucket) => !lifetime.written.has(bucket)))];
+        await client.multiStreamAppend([
+          ...fresh.map((bucket) => ({ streamName: `$$${bucket}`, expectedState: ANY as AppendStreamState, events: [lifetime.metadata()] })),
+          ...part.map(({ eventId, marker }) => ({ streamName: markerStream(eventId), expectedState: ANY as AppendStreamState, events: [markerEvent(eventId, marker)] })),
+        ]);
+        for (const bucket of fresh) lifetime.written.add(bucket);
+        lifetimesSent.push(...fresh);
       }
       if (multi === 'verified') return;
       const [{ eventId, marker }] = markers as [{ eventId: string; marker: IdMarker }];
@@ -261,6 +286,8 @@ function markerWriter(client: KurrentDBClient): (markers: readonly { eventId: st
       if (isUnavailable(error)) throw error;
     }
     multi = 'off';
+    // What the multi-stream path wrote is not trusted: the buckets get their lifetime again one by one.
+    for (const bucket of lifetimesSent) lifetime.written.delete(bucket);
     return oneByOne(markers);
   };
 }
@@ -275,8 +302,11 @@ export async function backfillKurrentDbIdMarkers(
 ): Promise<BackfillProgress> {
   const client = KurrentDBClient.connectionString(connectionString);
   const log = createKurrentDbEventLog(connectionString);
+  const lifetime = bucketLifetime(DEFAULT_DEDUPE_WINDOW_SECONDS);
   try {
-    return await backfillIdMarkers({ readMarkers: (id) => readMarkers(client, id), writeMarker: (id, m) => writeMarker(client, id, m) }, log, { onProgress });
+    return await backfillIdMarkers({ readMarkers: (id) => readMarkers(client, id), writeMarker: (id, m) => writeMarker(client, lifetime, id, m) }, log, {
+      onProgress,
+    });
   } finally {
     await log.close();
     await client.dispose();
@@ -291,6 +321,8 @@ export type KurrentDbEventLogOptions = {
   onSubscriptionState?: (state: AppendSubscriptionState, error?: unknown) => void;
   /** The client to use instead of one opened from the connection string (tests: an in-memory stand-in). */
   client?: KurrentDBClient;
+  /** How long a stored id is recognised (the marker buckets' `$maxAge`); 7 days unless given. */
+  dedupeWindowSeconds?: number;
 };
 
 export function createKurrentDbEventLog(connectionString: string, options: KurrentDbEventLogOptions = {}): EventLog {
@@ -340,7 +372,8 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
   };
   const subscription = createAppendSubscription(source, { signals, ...(options.onSubscriptionState ? { onState: options.onSubscriptionState } : {}) });
 
-  const writeMarkers = markerWriter(client);
+  const lifetime = bucketLifetime(options.dedupeWindowSeconds ?? DEFAULT_DEDUPE_WINDOW_SECONDS);
+  const writeMarkers = markerWriter(client, lifetime);
 
   /** The idempotency protocol's server calls (idempotent-append.ts), each one round trip. */
   function idempotencyServer(payloads: ReadonlyMap<NewEvent, JSONType>): IdempotencyServer {
@@ -359,7 +392,7 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
       async readRange(stream, fromRevision, count) {
         return (await readRevisions(stream, fromRevision, count)).map(ref);
       },
-      writeMarker: (eventId, marker) => writeMarker(client, eventId, marker),
+      writeMarker: (eventId, marker) => writeMarker(client, lifetime, eventId, marker),
       writeMarkers,
       async appendExpecting(stream, events, expected) {
         const streamState: AppendStreamState = expected === null ? NO_STREAM : BigInt(expected);
@@ -608,6 +641,8 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
       if (remaining <= 0) return;
       await sleepUntilAppend(signals, afterPosition, remaining, signal);
     },
+
+    subscriptionState: () => subscription.state(),
 
     async close() {
       closed = true;

@@ -9,6 +9,7 @@
  * SQLite files in the data directory, or `<collection>_v<N>` collections in MongoDB.
  * Every adapter passes test/contract/generations.contract.ts.
  */
+import type { CommitFeed } from '../commit-signal.ts';
 import type { ReadStore } from '../port.ts';
 
 export type Refusal = { ok: false; reason: string };
@@ -45,6 +46,8 @@ export type GenerationSpace = {
    * leaves it whole and durable (the embedded store writes it without a journal and syncs it on close).
    */
   open(generation: number, purpose?: 'build'): ReadStore;
+  /** Every commit of every process, where the store can tell (MongoDB: a change stream); absent: none. */
+  commitFeed?(): CommitFeed;
   /** Removes everything a generation holds. */
   remove(generation: number): Promise<void>;
   /** One replay at a time per space; the lock of a replay that is gone is taken over. */

@@ -18,6 +18,7 @@ import { hostname } from 'node:os';
 import { MongoClient, MongoServerError } from 'mongodb';
 import type { GenerationSpace, PointerRead, ReplayLock } from '../generations/port.ts';
 import { GENERATIONS_COLLECTION, generationOfCollection, mongoReadStoreOn } from './mongodb-read-store.ts';
+import { mongoCommitFeed } from './mongodb-commit-feed.ts';
 
 type MetaDoc = {
   _id: string;
@@ -165,6 +166,7 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
     list: async () => [...(await collectionsByGeneration()).keys()].sort((a, b) => a - b),
     exists: async (generation) => (await collectionsByGeneration()).has(generation),
     open: (generation) => mongoReadStoreOn(client, generation, { ownsClient: false }),
+    commitFeed: () => mongoCommitFeed(db),
 
     async remove(generation) {
       for (const name of (await collectionsByGeneration()).get(generation) ?? []) {

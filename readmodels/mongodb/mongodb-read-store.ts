@@ -53,7 +53,7 @@ type MongoDoc = {
 type CheckpointDoc = { _id: string; position: number };
 type CounterDoc = { _id: string; collection: string; facet: string; n: number };
 
-const CHECKPOINTS = '_pulseboard_checkpoints';
+export const CHECKPOINTS = '_pulseboard_checkpoints';
 const COUNTS = '_pulseboard_counts';
 /** Listing chunks (mongodb-list-chunks.ts): where a board page by number starts, without a skip to it. */
 const CHUNKS = '_pulseboard_chunks';

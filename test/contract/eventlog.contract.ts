@@ -579,6 +579,23 @@ export function eventLogContract(adapterName: string, open: () => Promise<EventL
       });
     });
 
+    describe(`${adapterName}: a page never ends short of the head it was read up to`, () => {
+      // The runner and settle move a checkpoint to the head after a short page: the page must then hold
+      // every event up to it, on whichever node answers (a clustered log reads from its leader).
+      it(`${adapterName}: right after an append, headPosition and readAll up to it hold it, from this connection and another`, { ...skipFor(skip), timeout: 60_000 }, async () => {
+        const other = await connect();
+        const tag = `head${randomUUID().slice(0, 8)}`;
+        const positions: number[] = [];
+        for (let i = 0; i < 4; i += 1) positions.push(expectOk(await log().append(freshStream(), [newEvent(`${tag}.seen`)])).events[0]!.position);
+        const last = positions.at(-1)!;
+        for (const reader of [log(), other]) {
+          assert.ok((await reader.headPosition()) >= last, 'the head is at least the last append');
+          const page = await reader.readAll({ afterPosition: positions[0]! - 1, toPosition: last, limit: 100 });
+          assert.equal(page.at(-1)?.position, last, 'the page ends with the last append');
+        }
+      });
+    });
+
     describe(`${adapterName}: waiting for appends`, () => {
       it(`${adapterName}: waitForAppend resolves at once when a later event already exists`, { ...skipFor(skip), timeout: 60_000 }, async () => {
         expectOk(await log().append(freshStream(), [newEvent('contract.wait')]));

@@ -52,6 +52,20 @@ export type FakeKurrentDbServer = {
   followerLag: number | ((method: string) => number);
   /** Reads served per node: how many went to the leader and to a follower. */
   servedBy: { leader: number; follower: number };
+  /**
+   * While true, every open $all subscription fails (as on a lost connection or a leader change) and
+   * every new one fails instead of being confirmed.
+   */
+  subscriptionsDown: boolean;
+  /** Fails every open subscription now. */
+  dropSubscriptions(): void;
+  /** The server's clock (ms): events are created at it, and `$maxAge` is measured by it. */
+  now: () => number;
+  /**
+   * A scavenge: removes from the log every event older than its stream's `$maxAge`, and every
+   * metadata event but the last of its metastream (the server keeps one). Returns how many it removed.
+   */
+  scavenge(): number;
 };
 
 function commandError<T extends Error>(prototype: T, message: string): T {
@@ -85,7 +99,17 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
   const calls = new Map<string, number>();
   let position = 1000n;
   const servedBy = { leader: 0, follower: 0 };
+  const subscriptions = new Set<EventEmitter>();
+  const unavailable = () => Object.assign(new Error('injected: subscription lost'), { code: 14 });
   let server!: FakeKurrentDbServer;
+
+  /** The `$maxAge` (seconds) in a stream's metadata, if any. */
+  const maxAgeOf = (stream: string): number | undefined => {
+    const last = streams.get(`$$${stream}`)?.at(-1);
+    const value = last ? (JSON.parse(last.data) as { $maxAge?: unknown }).$maxAge : undefined;
+    return typeof value === 'number' ? value : undefined;
+  };
+  const expired = (record: StoredRecord, maxAgeSeconds: number) => server.now() - record.created.getTime() > maxAgeSeconds * 1000;
 
   /** The newest position the node serving this read has: the leader has every record, a follower may lag. */
   const horizon = (method: string, requiresLeader: boolean | undefined): bigint => {
@@ -142,7 +166,7 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
         type: event.type,
         data: JSON.stringify(event.data),
         metadata: event.metadata === undefined ? undefined : JSON.stringify(event.metadata),
-        created: new Date(),
+        created: new Date(server.now()),
         position,
       };
       list.push(record);
@@ -185,7 +209,9 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
         return (async function* () {
           await step('readStream');
           const upTo = horizon('readStream', options.requiresLeader);
-          const list = streams.get(stream)?.filter((record) => record.position <= upTo);
+          // Events past the stream's $maxAge are no longer read, even before a scavenge removes them.
+          const maxAge = maxAgeOf(stream);
+          const list = streams.get(stream)?.filter((record) => record.position <= upTo && (maxAge === undefined || !expired(record, maxAge)));
           if (!list || list.length === 0) throw commandError(StreamNotFoundError.prototype, `${stream} not found`);
           const max = Number(options.maxCount ?? Number.MAX_SAFE_INTEGER);
           let chosen: StoredRecord[];
@@ -231,10 +257,15 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
           if (passes(options.filter, record)) subscription.emit('data', { event: recorded(record) });
         };
         appended.on('record', listener);
+        subscriptions.add(subscription);
         subscription.unsubscribe = async () => {
           appended.off('record', listener);
+          subscriptions.delete(subscription);
         };
-        setImmediate(() => subscription.emit('confirmation'));
+        setImmediate(() => {
+          if (server.subscriptionsDown) subscription.emit('error', unavailable());
+          else subscription.emit('confirmation');
+        });
         return subscription;
       },
 
@@ -261,6 +292,21 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
     },
     followerLag: 0,
     servedBy,
+    subscriptionsDown: false,
+    now: () => Date.now(),
+    scavenge() {
+      const removed = new Set<StoredRecord>();
+      for (const [stream, list] of streams) {
+        const maxAge = maxAgeOf(stream);
+        for (const record of list) if (maxAge !== undefined && expired(record, maxAge)) removed.add(record);
+        if (stream.startsWith('$$')) for (const record of list.slice(0, -1)) removed.add(record);
+      }
+      for (let i = records.length - 1; i >= 0; i -= 1) if (removed.has(records[i]!)) records.splice(i, 1);
+      return removed.size;
+    },
+    dropSubscriptions() {
+      for (const subscription of [...subscriptions]) subscription.emit('error', unavailable());
+    },
   };
   return server;
 }

@@ -1,0 +1,41 @@
+/**
+ * Every commit of every process, from MongoDB itself: a change stream on the database, matching the
+ * checkpoint collections of every generation (`_pulseboard_checkpoints`, `…_v<N>`), so a process that
+ * serves long-polls hears another process's commits without reading the checkpoint every 250 ms.
+ * It is live once the server has opened the cursor (the driver reports the first resume token); the
+ * driver resumes it by itself after a transient error, and anything else ends it (commit-signal.ts then
+ * reopens it after a backoff, and waiters poll meanwhile).
+ */
+import type { Db } from 'mongodb';
+import type { CommitFeed } from '../commit-signal.ts';
+import { CHECKPOINTS } from './mongodb-read-store.ts';
+
+export function mongoCommitFeed(db: Db): CommitFeed {
+  return {
+    open(handlers) {
+      const stream = db.watch<{ _id: string; position?: number }>(
+        [{ $match: { 'ns.coll': { $regex: `^${CHECKPOINTS}(_v[1-9][0-9]*)?$` }, operationType: { $in: ['insert', 'update', 'replace'] } } }],
+        { fullDocument: 'updateLookup' },
+      );
+      let live = false;
+      stream.on('resumeTokenChanged', () => {
+        if (live) return;
+        live = true;
+        handlers.live();
+      });
+      stream.on('change', (change) => {
+        if (!('documentKey' in change)) return;
+        const position = 'fullDocument' in change ? change.fullDocument?.position : undefined;
+        handlers.commit(String(change.documentKey._id), typeof position === 'number' ? position : -1);
+      });
+      stream.on('error', (error) => handlers.failed(error));
+      stream.on('close', () => handlers.failed(new Error('the MongoDB change stream closed')));
+      return {
+        async close() {
+          stream.removeAllListeners();
+          await stream.close();
+        },
+      };
+    },
+  };
+}
