@@ -23,14 +23,17 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function healthzPerSecond(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [AUTOCANNON, '-j', '-c', '10', '-d', '3', `http://127.0.0.1:${port}/healthz`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const args = [AUTOCANNON, '-j', '-c', '10', '-d', '3', `http://127.0.0.1:${port}/healthz`];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.on('error', reject);
     child.on('close', (code) => {
       if (code !== 0) return reject(new Error(`autocannon exited ${code}`));
       const result = JSON.parse(out) as { requests: { average: number }; non2xx: number; errors: number };
-      if (result.non2xx + result.errors > 0) return reject(new Error(`/healthz: ${result.non2xx} non-2xx, ${result.errors} errors`));
+      if (result.non2xx + result.errors > 0) {
+        return reject(new Error(`/healthz: ${result.non2xx} non-2xx, ${result.errors} errors`));
+      }
       resolve(result.requests.average);
     });
   });
@@ -92,8 +95,10 @@ async function measure(label: string, server: Server, size: number): Promise<voi
   await sleep(2_000);
   const after = await rss(server);
   process.stdout.write(
-    `${label.padEnd(34)} ${String(size + SLOW_CLIENTS).padStart(5)} sockets: held by the server after ${HELD_AFTER_MS / 1000} s ${String(stillOpen).padStart(5)}; ` +
-      `RSS MiB before ${before}, held ${whileHeld}, after ${after}; /healthz ${Math.round(loaded)} req/s, ${(loaded / idle).toFixed(2)} of unloaded (${Math.round(idle)})\n`,
+    `${label.padEnd(34)} ${String(size + SLOW_CLIENTS).padStart(5)} sockets: ` +
+      `held by the server after ${HELD_AFTER_MS / 1000} s ${String(stillOpen).padStart(5)}; ` +
+      `RSS MiB before ${before}, held ${whileHeld}, after ${after}; ` +
+      `/healthz ${Math.round(loaded)} req/s, ${(loaded / idle).toFixed(2)} of unloaded (${Math.round(idle)})\n`,
   );
 }
 
@@ -102,7 +107,9 @@ export async function main(): Promise<void> {
   const sizes = sizesArg > 0 ? process.argv[sizesArg + 1]!.split(',').map(Number) : [1000, 4000];
   const dir = mkdtempSync(join(tmpdir(), 'pb-slow-clients-'));
   const bodies = join(dir, 'bodies.json');
-  writeFileSync(bodies, JSON.stringify([{ method: 'GET', url: '/healthz', contentType: 'application/json; charset=utf-8', body: '{"status":"ok"}' }]));
+  const type = 'application/json; charset=utf-8';
+  const healthz = { method: 'GET', url: '/healthz', contentType: type, body: '{"status":"ok"}' };
+  writeFileSync(bodies, JSON.stringify([healthz]));
   try {
     for (const size of sizes) {
       for (const [label, args] of [

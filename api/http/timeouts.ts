@@ -6,7 +6,7 @@
  * balancer's usual 60 s, so the balancer always closes first and never reuses a socket we closed.
  */
 
-/** Whole request head (request line and headers), counted from the connection or the previous response. */
+/** Whole request head (request line and headers): from the connection, or a kept-alive one's next first byte. */
 export const HEAD_TIMEOUT_MS = 10_000;
 
 /** Whole request, head and body (bodies are at most 1 MiB); the response's own time is not counted. */
@@ -26,5 +26,9 @@ export const serverTimeouts = {
   keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
   requestTimeout: REQUEST_TIMEOUT_MS,
   connectionTimeout: 0,
-  http: { headersTimeout: HEAD_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
+  http: {
+    headersTimeout: HEAD_TIMEOUT_MS,
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
+  },
 } as const;
