@@ -29,6 +29,7 @@ import { createTurnWrites } from '../transport/turn-writes.ts';
 import { BROTLI_QUALITY, COMPRESSION_THRESHOLD, GZIP_LEVEL, sendBody, sendParts } from '../transport/compression.ts';
 import { CACHE_NO_STORE, CACHE_REVALIDATE, etagOf, matchesIfNoneMatch } from './http/caching.ts';
 import { requestIdOf } from './http/request-id.ts';
+import { serverTimeouts } from './http/timeouts.ts';
 import { createClientErrorHandler } from './http/transport-errors.ts';
 import { createMetrics, meteredGuard, METRICS_CONTENT_TYPE, type Metrics } from './metrics.ts';
 import { tools as mcpTools } from '../mcp/tools.ts';
@@ -290,6 +291,7 @@ const CORS_EXPOSED_HEADERS = ['ETag', 'Retry-After', 'X-Request-Id', 'WWW-Authen
  */
 function httpServer(services: Services, options: AppOptions, metrics: Metrics, operations: readonly RestOperation[]): FastifyInstance {
   const app = Fastify({
+    ...serverTimeouts,
     logger: options.logger ?? false,
     // Query strings are parsed into plain strings (or arrays when repeated); zod decides validity.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },

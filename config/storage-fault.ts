@@ -12,8 +12,6 @@
  */
 export type StorageFaultKind = 'disk_full' | 'read_only' | 'io_error' | 'corrupt' | 'write_unconfirmed';
 
-export const STORAGE_FAULT_KINDS: readonly StorageFaultKind[] = ['disk_full', 'read_only', 'io_error', 'corrupt', 'write_unconfirmed'];
-
 /** What an operator reads first in the message of each kind. */
 const HEADLINES: Record<StorageFaultKind, string> = {
   disk_full: 'disk full',

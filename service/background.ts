@@ -120,7 +120,8 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
   const statuses = new Map<string, LoopStatus>();
 
   function record(name: string, state: LoopState, failures: number, reason?: LoopFailure): void {
-    const status: LoopStatus = { state, failures, since: new Date(clock.now()).toISOString(), ...(reason ? { reason } : {}) };
+    const since = new Date(clock.now()).toISOString();
+    const status: LoopStatus = { state, failures, since, ...(reason ? { reason } : {}) };
     statuses.set(name, status);
     options.onChange?.(name, status);
   }

@@ -129,10 +129,13 @@ export function createHealth(options: HealthOptions): Health {
               Object.values(background).some((loop) => loop.state === 'retrying')
             ? 'degraded'
             : 'ready';
-      const reasons = [
-        ...(['readStore', 'eventLog', 'rateLimiter'] as const).filter((c) => checks[c] !== undefined && checks[c] !== 'ok').map((c) => `${c}: ${checks[c]}`),
-        ...Object.entries(background).filter(([, loop]) => loop.state === 'retrying').map(([name, loop]) => `${name}: ${loop.reason ?? 'error'}`),
-      ];
+      const reasons: string[] = [];
+      for (const check of ['readStore', 'eventLog', 'rateLimiter'] as const) {
+        if (checks[check] !== undefined && checks[check] !== 'ok') reasons.push(`${check}: ${checks[check]}`);
+      }
+      for (const [name, loop] of Object.entries(background)) {
+        if (loop.state === 'retrying') reasons.push(`${name}: ${loop.reason ?? 'error'}`);
+      }
       return { ready: status !== 'not_ready', status, checks, background, lag, reasons };
     },
   };

@@ -31,7 +31,8 @@ function codesOf(error: MongoServerError): number[] {
 export function namedMongoError(error: unknown): unknown {
   if (!(error instanceof MongoServerError)) return error;
   const kinds = codesOf(error).map((code) => FAULT_OF_CODE.get(code));
-  const kind = kinds.includes('disk_full') ? 'disk_full' : (kinds.find((k) => k !== undefined) ?? (error instanceof MongoWriteConcernError ? 'write_unconfirmed' : undefined));
+  const unconfirmed = error instanceof MongoWriteConcernError ? 'write_unconfirmed' : undefined;
+  const kind = kinds.includes('disk_full') ? 'disk_full' : (kinds.find((k) => k !== undefined) ?? unconfirmed);
   if (kind === undefined) return error;
   const name = typeof error.codeName === 'string' ? error.codeName : `code ${String(error.code)}`;
   return new StorageFaultError(kind, `MongoDB read store refused the write (${name})`, { cause: error });

@@ -31,7 +31,9 @@ function mountTmpfs(dir: string, size: string): string | null {
   }
 }
 
-const resize = (dir: string, size: string) => execFileSync('mount', ['-o', `remount,size=${size}`, dir], { stdio: 'pipe' });
+const resize = (dir: string, size: string) => {
+  execFileSync('mount', ['-o', `remount,size=${size}`, dir], { stdio: 'pipe' });
+};
 
 /** Whether this machine lets the test mount a tmpfs (root, or a container allowed to mount). */
 function mountProblem(): string | false {
@@ -53,7 +55,8 @@ function eventRows(file: string): unknown[] {
   const db = new DatabaseSync(file, { readOnly: true });
   try {
     assert.equal((db.prepare('PRAGMA integrity_check').get() as { integrity_check: string }).integrity_check, 'ok');
-    return db.prepare('SELECT position, id, stream, revision, type, data, metadata FROM events ORDER BY position').all();
+    const columns = 'position, id, stream, revision, type, data, metadata';
+    return db.prepare(`SELECT ${columns} FROM events ORDER BY position`).all();
   } finally {
     db.close();
   }
@@ -96,7 +99,8 @@ describe('a full disk (a small tmpfs)', skipFor(problem), () => {
     assert.doesNotMatch(full.stderr, /rollback|no transaction/i);
     const accepted = Number(/^accepted (\d+), duplicate 0, rejected 0$/m.exec(full.stdout)?.[1]);
     assert.ok(accepted > 0 && accepted < 9955, full.stdout);
-    assert.match(full.stderr, new RegExp(`nothing from \\S+sample\\.ndjson:${accepted + 1} on was stored, every batch before it was`));
+    const cost = `nothing from \\S+sample\\.ndjson:${accepted + 1} on was stored, every batch before it was`;
+    assert.match(full.stderr, new RegExp(cost));
 
     // What was stored is intact and is exactly the reference log's first events.
     const kept = eventRows(join(data, 'events.sqlite'));
@@ -118,9 +122,12 @@ describe('a full disk (a small tmpfs)', skipFor(problem), () => {
     const lines: Record<string, unknown>[] = [];
     const logger = { info() {}, warn: (fields: Record<string, unknown>) => void lines.push(fields) };
     const stop = new AbortController();
-    const supervisor = createSupervisor({ signal: stop.signal, logger, backoff: { baseMs: 20, capMs: 100, recoveredAfterMs: 300 } });
-    const health = createHealth({ log, store, collections: projectors.map((p) => p.collection), background: supervisor.status });
-    const running = supervisor.supervise('projectors', (signal) => createProjectionRunner(log, store, projectors, { batchSize: 1000, idleWaitMs: 20 }).run(signal));
+    const backoff = { baseMs: 20, capMs: 100, recoveredAfterMs: 300 };
+    const supervisor = createSupervisor({ signal: stop.signal, logger, backoff });
+    const collections = projectors.map((p) => p.collection);
+    const health = createHealth({ log, store, collections, background: supervisor.status });
+    const runner = createProjectionRunner(log, store, projectors, { batchSize: 1000, idleWaitMs: 20 });
+    const running = supervisor.supervise('projectors', (signal) => runner.run(signal));
     try {
       for (let attempt = 0; ; attempt++) {
         assert.ok(attempt < 600, 'the projectors never reported the full disk');
@@ -132,7 +139,9 @@ describe('a full disk (a small tmpfs)', skipFor(problem), () => {
         }
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      assert.ok(lines.some((f) => f['loop'] === 'projectors' && f['reason'] === 'disk_full' && f['errorCode'] === 'STORAGE_DISK_FULL'), JSON.stringify(lines));
+      const named = (f: Record<string, unknown>) =>
+        f['reason'] === 'disk_full' && f['errorCode'] === 'STORAGE_DISK_FULL';
+      assert.ok(lines.some((f) => f['loop'] === 'projectors' && named(f)), JSON.stringify(lines));
       const head = await log.headPosition();
       const committed = await Promise.all(projectors.map(async (p) => store.checkpoint(p.collection)));
       assert.ok(committed.some((c) => c < head), 'the disk filled before the projectors reached the head');

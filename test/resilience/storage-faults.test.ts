@@ -108,14 +108,25 @@ describe('background loops and /readyz name the cause', () => {
     const manual = manualClock();
     const states = stateLog();
     const lines: { fields: Record<string, unknown>; message: string }[] = [];
-    const logger = { info() {}, warn: (fields: Record<string, unknown>, message: string) => void lines.push({ fields, message }) };
+    const logger = {
+      info() {},
+      warn: (fields: Record<string, unknown>, message: string) => void lines.push({ fields, message }),
+    };
     const stop = new AbortController();
-    const supervisor = createSupervisor({ signal: stop.signal, clock: manual.clock, logger, random: () => 0.5, onChange: states.onChange });
+    const supervisor = createSupervisor({
+      signal: stop.signal,
+      clock: manual.clock,
+      logger,
+      random: () => 0.5,
+      onChange: states.onChange,
+    });
     let attempts = 0;
     const loop = async () => {
       attempts += 1;
       // First the event log does not answer, then the store's disk fills: each cause is logged once.
-      if (attempts <= 2) throw new EventLogUnavailableError('KurrentDB at kurrentdb://SECRET-HOST:2113 does not answer');
+      if (attempts <= 2) {
+        throw new EventLogUnavailableError('KurrentDB at kurrentdb://SECRET-HOST:2113 does not answer');
+      }
       inTransaction(db, () => fill(db));
     };
     const supervised = supervisor.supervise('projector:projects', loop);
@@ -134,7 +145,12 @@ describe('background loops and /readyz name the cause', () => {
       lines.map((line) => line.fields),
       [
         { loop: 'projector:projects', reason: 'unavailable', errorName: 'EventLogUnavailableError' },
-        { loop: 'projector:projects', reason: 'disk_full', errorName: 'StorageFaultError', errorCode: 'STORAGE_DISK_FULL' },
+        {
+          loop: 'projector:projects',
+          reason: 'disk_full',
+          errorName: 'StorageFaultError',
+          errorCode: 'STORAGE_DISK_FULL',
+        },
       ],
     );
     assert.doesNotMatch(JSON.stringify(lines), /SECRET|capped\.sqlite/);
@@ -163,12 +179,16 @@ describe('MongoDB errors are named by their codes', () => {
 
     // A bulk write's own code may be another one: the per-document write errors are looked at too.
     const writeError = { code: 14031, index: 0, errmsg: 'anything' };
-    const bulk = new MongoBulkWriteError({ message: 'write failed', code: 65, writeErrors: [writeError] } as never, {} as never);
+    const bulkError = { message: 'write failed', code: 65, writeErrors: [writeError] };
+    const bulk = new MongoBulkWriteError(bulkError as never, {} as never);
     assert.equal(storageFaultOf(namedMongoError(bulk)), 'disk_full');
   });
 
   it('an unconfirmed write concern is typed; text that merely mentions a full disk is not', () => {
-    const concern = new MongoWriteConcernError({ writeConcernError: { code: 64, codeName: 'WriteConcernFailed', errmsg: 'waiting for replication timed out' }, ok: 1 });
+    const concern = new MongoWriteConcernError({
+      writeConcernError: { code: 64, codeName: 'WriteConcernFailed', errmsg: 'waiting for replication timed out' },
+      ok: 1,
+    });
     assert.equal(storageFaultOf(namedMongoError(concern)), 'write_unconfirmed');
     const text = new MongoServerError({ message: 'No space left on device; disk full', code: 2, codeName: 'BadValue' });
     assert.equal(namedMongoError(text), text);
