@@ -149,6 +149,7 @@ function kafkaLoopStatus(state: KafkaSourceState): LoopStatus {
 type Opened = {
   stop: AbortController;
   app?: FastifyInstance;
+  openRequests?: { count(): number };
   metricsApp?: FastifyInstance;
   kafka?: KafkaSource;
   background: Promise<unknown>[];
@@ -171,7 +172,7 @@ async function shutdown(opened: Opened, log: FastifyInstance['log'] | null, sign
     if (close) await close().catch((error: unknown) => log?.warn({ err: messageOf(error) }, 'shutdown: a close failed'));
   };
   const loops = opened.loops();
-  const inFlight = opened.app ? openRequestsOf(opened.app) : 0;
+  const inFlight = opened.openRequests?.count() ?? 0;
   log?.info({ signal, openRequests: inFlight, backgroundLoops: loops }, 'shutdown: stopping; no new connections');
   opened.stop.abort();
   const backgroundDone = Promise.allSettled(opened.background).then(() => since(started));
@@ -191,11 +192,6 @@ async function shutdown(opened: Opened, log: FastifyInstance['log'] | null, sign
   await step(opened.heartbeat && (() => opened.heartbeat!.close()));
   await step(opened.stores && (() => opened.stores!.close()));
   log?.info({ waitedMs: since(at), totalMs: since(started) }, 'shutdown: stores closed; exiting');
-}
-
-const openRequestCounters = new WeakMap<FastifyInstance, { count(): number }>();
-function openRequestsOf(app: FastifyInstance): number {
-  return openRequestCounters.get(app)?.count() ?? 0;
 }
 
 /**
@@ -309,7 +305,7 @@ export async function run(args: string[]): Promise<number> {
   // Worker roles answer only /healthz, /readyz (and /metrics), with the API's envelope and request ids.
   const app = role === 'all' || role === 'api' ? buildApp(services, { logger, metrics }) : buildWorkerApp(services, { logger, metrics });
   opened.app = app;
-  openRequestCounters.set(app, trackOpenRequests(app.server));
+  opened.openRequests = trackOpenRequests(app.server);
   try {
     await app.listen({ port: config.PORT, host: config.HOST });
   } catch (error) {

@@ -117,7 +117,7 @@ describe('Kafka source on a real broker: a group of processes and crashes', () =
     const topic = 'pb-broker-crash';
     const groupId = 'pb-broker-crash-ingest';
     await broker!.createTopics([{ topic, partitions: 3 }]);
-    const messages = voteMessages('b', 30_000);
+    const messages = voteMessages('b', 15_000);
     const order = await produce(broker!.brokers, topic, messages);
     const log = createSqliteEventLog(join(dir, 'crash-events.sqlite'));
     const reader = createLogReader(log);
@@ -142,7 +142,7 @@ describe('Kafka source on a real broker: a group of processes and crashes', () =
       await broker!.kill();
       const storedAtKill = (await reader.read()).size;
       assert.ok(storedAtKill < messages.length, 'the broker died mid-ingest');
-      await new Promise((resolve) => setTimeout(resolve, 3000));
+      await new Promise((resolve) => setTimeout(resolve, 2000));
       await broker!.start();
       const stored = await until('every message in the log after the broker came back', 180_000, async () => {
         const now = await reader.read();

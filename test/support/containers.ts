@@ -11,8 +11,8 @@ import { GenericContainer, Wait, getContainerRuntimeClient, type StartedTestCont
 export const images = {
   kurrentdb: 'kurrentplatform/kurrentdb:25.1.3',
   mongodb: 'mongo:8.0.12',
-  // kafkajs 2.x is unmaintained and speaks protocol versions Kafka 4 removed: stay on 3.x (KRaft).
-  kafka: 'apache/kafka:3.9.0',
+  // The version test/support/kafka-broker.ts runs from Maven Central (kafkajs 2.2.4 tested against it).
+  kafka: 'apache/kafka:4.4.0',
 } as const;
 
 const PROBE_TIMEOUT_MS = 5_000;
@@ -132,7 +132,7 @@ async function freePort(): Promise<number> {
 }
 
 /**
- * A single-node Kafka 3.x broker in KRaft mode. Clients must reach the address the broker advertises,
+ * A single-node Kafka broker in KRaft mode. Clients must reach the address the broker advertises,
  * so the container port is bound to a host port chosen before start and advertised as such.
  */
 export async function startKafka(): Promise<Running<{ brokers: string[] }>> {

@@ -152,8 +152,8 @@ process.once('exit', () => {
 
 export type KafkaBrokerOptions = {
   version?: string;
-  /** Extra JVM flags (the default set favours a quick start over peak throughput). */
-  jvmFlags?: readonly string[];
+  /** JVM flags favouring a quick start over peak throughput (default true; a bench turns it off). */
+  quickStart?: boolean;
 };
 
 const QUICK_START_FLAGS = ['-Xms128m', '-Xmx512m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'];
@@ -195,7 +195,7 @@ export async function startKafkaBroker(options: KafkaBrokerOptions = {}): Promis
   const properties = join(dir, 'server.properties');
   writeFileSync(properties, serverProperties(dir, port, controllerPort));
   const classpath = `${libs}/*`;
-  const flags = [...QUICK_START_FLAGS, ...(options.jvmFlags ?? [])];
+  const flags = options.quickStart === false ? ['-Xms512m', '-Xmx1g'] : QUICK_START_FLAGS;
   const brokers = [`127.0.0.1:${port}`];
   let child: ChildProcess | null = null;
   let stopped = false;

@@ -1,0 +1,105 @@
+/**
+ * Kafka ingest from a real broker (test/support/kafka-broker.ts: Kafka 4.4.0, KRaft, one node on
+ * loopback): messages per second through the service's ingest (the Kafka source, the real ingestor,
+ * the embedded event log, offsets committed after each append) against a raw kafkajs consumer that
+ * only reads the same topic, measured in the same run. Goal: at least 0.5 of the raw consumer.
+ * Each figure runs from the first message handed over to the last (the group join is left out), on a
+ * 6-partition topic of vote.cast messages, at two sizes. Needs java and mvn (the broker's jars).
+ * Run: node --disable-warning=ExperimentalWarning bench/kafka-ingest.bench.ts [SIZE…]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSqliteEventLog } from '../eventstore/sqlite/sqlite-event-log.ts';
+import { createKafkaSource } from '../ingest/kafka/kafka-source.ts';
+import { createIngestor } from '../ingest/pipeline.ts';
+import { kafkaClient, produce, voteMessages } from '../test/ingest/kafka-real.ts';
+import { startKafkaBroker, type KafkaBroker } from '../test/support/kafka-broker.ts';
+
+const PARTITIONS = 6;
+const DEFAULT_SIZES = [20_000, 100_000];
+
+type Figure = { messages: number; seconds: number; perSecond: number };
+
+function figure(messages: number, first: bigint, last: bigint): Figure {
+  const seconds = Number(last - first) / 1e9;
+  return { messages, seconds, perSecond: messages / seconds };
+}
+
+/** A raw kafkajs consumer in a group of its own: counts what it is handed, commits as kafkajs does by default. */
+async function rawConsumer(broker: KafkaBroker, topic: string, count: number): Promise<Figure> {
+  const consumer = kafkaClient(broker.brokers, 'pb-bench-raw').consumer({ groupId: `${topic}-raw` });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  let seen = 0;
+  let first = 0n;
+  const done = new Promise<bigint>((resolve) => {
+    void consumer.run({
+      partitionsConsumedConcurrently: 4,
+      eachBatch: async ({ batch }) => {
+        if (seen === 0) first = process.hrtime.bigint();
+        seen += batch.messages.length;
+        if (seen >= count) resolve(process.hrtime.bigint());
+      },
+    });
+  });
+  const last = await done;
+  await consumer.disconnect();
+  return figure(count, first, last);
+}
+
+/** The service's Kafka ingest into a fresh embedded event log. */
+async function serviceIngest(broker: KafkaBroker, topic: string, count: number, dir: string): Promise<Figure> {
+  const log = createSqliteEventLog(join(dir, `${topic}.sqlite`));
+  let handled = 0;
+  let rejected = 0;
+  let first = 0n;
+  let resolveDone: (at: bigint) => void = () => undefined;
+  const done = new Promise<bigint>((resolve) => (resolveDone = resolve));
+  const source = createKafkaSource({
+    brokers: broker.brokers,
+    ingestor: createIngestor(log, { followerProvider: 'followerscope' }),
+    topics: [topic],
+    groupId: `${topic}-ingest`,
+    logLevel: 'nothing',
+    onMessage: ({ outcome }) => {
+      if (handled === 0) first = process.hrtime.bigint();
+      handled += 1;
+      if (outcome.status === 'rejected') rejected += 1;
+      if (handled === count) resolveDone(process.hrtime.bigint());
+    },
+  });
+  await source.start();
+  const last = await done;
+  await source.stop();
+  await log.close();
+  if (rejected > 0) throw new Error(`${rejected} messages were rejected; the figure would be meaningless`);
+  return figure(count, first, last);
+}
+
+export async function main(sizes = DEFAULT_SIZES): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'pulseboard-bench-kafka-ingest-'));
+  const broker = await startKafkaBroker({ quickStart: false });
+  try {
+    console.log(`Kafka ingest from a real broker (Kafka ${broker.version}, ${PARTITIONS} partitions), messages/s from the first message to the last`);
+    for (const size of sizes) {
+      const topic = `bench-${size}`;
+      await broker.createTopics([{ topic, partitions: PARTITIONS }]);
+      await produce(broker.brokers, topic, voteMessages(`bench${size}`, size));
+      const raw = await rawConsumer(broker, topic, size);
+      const ingest = await serviceIngest(broker, topic, size, dir);
+      const row = (name: string, f: Figure) =>
+        `${name.padEnd(34)} ${String(f.messages).padStart(7)} messages  ${f.seconds.toFixed(2).padStart(7)} s  ${Math.round(f.perSecond).toLocaleString('en-US').padStart(9)}/s`;
+      console.log(row('raw kafkajs consumer (baseline)', raw));
+      console.log(`${row('service ingest (embedded log)', ingest)}  ratio ${(ingest.perSecond / raw.perSecond).toFixed(3)} (goal >= 0.5)`);
+    }
+  } finally {
+    await broker.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.main) {
+  const sizes = process.argv.slice(2).map(Number).filter((n) => Number.isInteger(n) && n > 0);
+  await main(sizes.length > 0 ? sizes : DEFAULT_SIZES);
+}
