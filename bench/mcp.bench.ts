@@ -19,6 +19,7 @@ import { createServices } from '../service/services.ts';
 import { openStores } from '../service/stores.ts';
 import { benchConfig, dataSetSpec, ensureDataSet } from './dataset.ts';
 import { median } from './median.ts';
+import { cpuTimes, stolenSince } from './steal.ts';
 
 const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 /** REST and MCP are measured in alternating rounds, so load from elsewhere on the machine hits both alike. */
@@ -132,6 +133,7 @@ async function benchSize(projects: number): Promise<void> {
       body: call('get_project', { handle: id }, true),
     };
     process.stdout.write(`\n${projects} projects: ${CONNECTIONS} connections, ${DURATION_SECONDS} s per measurement after a 1 s warm-up, ${ROUNDS} rounds\n`);
+    const loadsStarted = cpuTimes();
     const rounds: { rest: number; legacy: number; modern: number; restCpu: number; legacyCpu: number; modernCpu: number }[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const r = await measure(base, rest);
@@ -147,6 +149,7 @@ async function benchSize(projects: number): Promise<void> {
     const ratio = (pick: (r: (typeof rounds)[number]) => number) => median(rounds.map(pick)).toFixed(3);
     process.stdout.write(`  get_project / REST twin, req/s, median: 2025-11-25 ${ratio((r) => r.legacy / r.rest)}, 2026-07-28 ${ratio((r) => r.modern / r.rest)} (goal >= 0.5)\n`);
     process.stdout.write(`  REST CPU/req / MCP CPU/req, median: 2025-11-25 ${ratio((r) => r.restCpu / r.legacyCpu)}, 2026-07-28 ${ratio((r) => r.restCpu / r.modernCpu)}\n`);
+    process.stdout.write(`  (${stolenSince(loadsStarted)}, over the rounds)\n`);
 
     // What an agent pays in context.
     const list = await rpc(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), legacyHeaders);
