@@ -1,47 +1,34 @@
 /**
- * MCP throughput over real HTTP (autocannon, in a process of its own, against this process's
- * listening server), printed as ratios to figures measured in the same run: `tools/call get_project`
- * against its REST twin `GET /v1/projects/{id}` (goal: at least 0.7), and everything against GET /healthz.
- * Beside it, the same ratio for bare Fastify (in a process of its own) answering the same two requests
- * with the same response bytes and headers: what the two exchanges allow before the service does
- * anything (an MCP call is a POST whose JSON body is parsed, and its result carries the body twice).
+ * MCP on the official SDK over real HTTP (autocannon, in a process of its own): `tools/call
+ * get_project` against its REST twin `GET /v1/projects/{id}` in alternating rounds, in both protocol
+ * eras (2025-11-25 through the stateless handshake, answered as one SSE event; 2026-07-28 with the
+ * per-request envelope, answered as JSON), at two data set sizes, as ratios measured in the same run
+ * (goal: at least 0.5). Then what an agent pays in context: tools/list bytes (goal: at most 30 KB),
+ * and every tool's text at its defaults on the largest documents of the data set, in tokens
+ * (bytes / 4; goal: under 25,000), with the summary view of list_projects and sync_projects beside.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildApp } from '../api/app.ts';
-import { parseConfig } from '../config/config.ts';
-import { generateLines } from '../ingest/generate/generate.ts';
-import { createIngestor } from '../ingest/pipeline.ts';
-import { issueKey } from '../service/access.ts';
+import { changeOwner, issueKey } from '../service/access.ts';
 import { createRateLimiter } from '../service/rate/create.ts';
 import { createServices } from '../service/services.ts';
 import { openStores } from '../service/stores.ts';
-import type { RecordedBody } from './reads-server.ts';
-import { replayable, startServer } from './servers.ts';
+import { benchConfig, dataSetSpec, ensureDataSet } from './dataset.ts';
 import { median } from './median.ts';
 import { cpuTimes, stolenSince } from './steal.ts';
 
 const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 /** REST and MCP are measured in alternating rounds, so load from elsewhere on the machine hits both alike. */
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONNECTIONS = 10;
-const BARE_ROUNDS = Math.min(ROUNDS, 5);
+const SIZES = (process.env.BENCH_MCP_SIZES ?? '1000,10000').split(',').map(Number);
 
 type Target = { label: string; method?: 'GET' | 'POST'; path: string; headers?: Record<string, string>; body?: string };
-
-
-type Measured = { perSecond: number; cpuMicrosPerRequest: number };
-
-type AutocannonResult = {
-  requests: { average: number; total: number };
-  latency: { p99: number };
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-};
+type AutocannonResult = { requests: { average: number; total: number }; non2xx: number; errors: number; timeouts: number };
 
 const AUTOCANNON = fileURLToPath(import.meta.resolve('autocannon'));
 
@@ -62,145 +49,170 @@ function autocannon(url: string, target: Target, duration: number): Promise<Auto
   });
 }
 
-/** CPU time of this process so far, in microseconds. */
 const ownCpuMicros = (): number => {
   const { user, system } = process.cpuUsage();
   return user + system;
 };
 
-/** CPU time of another process so far, in microseconds (Linux /proc; utime and stime in clock ticks of 1/100 s). */
-const cpuMicrosOf = (pid: number) => (): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-};
-
-/**
- * Requests per second, and the server's CPU time per request (this process's unless `cpu` reads
- * another's), which moves far less with other load on a shared machine than requests per second do.
- */
-async function measure(base: string, target: Target, quiet = false, cpu: () => number = ownCpuMicros): Promise<Measured> {
-  const run = (duration: number) => autocannon(`${base}${target.path}`, target, duration);
-  await run(1); // warm-up: JIT, caches, connections
-  const cpuBefore = cpu();
-  const result = await run(DURATION_SECONDS);
-  const cpuMicros = cpu() - cpuBefore;
+/** Requests per second and this process's (the server's) CPU time per request. */
+async function measure(base: string, target: Target): Promise<{ perSecond: number; cpuMicros: number }> {
+  await autocannon(`${base}${target.path}`, target, 1); // warm-up
+  const before = ownCpuMicros();
+  const result = await autocannon(`${base}${target.path}`, target, DURATION_SECONDS);
+  const cpu = ownCpuMicros() - before;
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0) throw new Error(`${target.label}: ${failed} of ${result.requests.total} requests failed`);
-  const perSecond = result.requests.average;
-  const cpuMicrosPerRequest = cpuMicros / result.requests.total;
-  if (!quiet) {
-    process.stdout.write(
-      `${target.label.padEnd(40)} ${perSecond.toFixed(0).padStart(8)} req/s  p99 ${String(result.latency.p99).padStart(4)} ms  ${cpuMicrosPerRequest.toFixed(0).padStart(5)} µs server CPU/req\n`,
-    );
-  }
-  return { perSecond, cpuMicrosPerRequest };
+  return { perSecond: result.requests.average, cpuMicros: cpu / result.requests.total };
 }
 
-export async function main(): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'pulseboard-bench-mcp-'));
-  try {
-    const parsed = parseConfig({
-      PULSEBOARD_DATA_DIR: dir,
-      PULSEBOARD_RATE_LIMIT: '100000000',
-      PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT: '100000000',
-      PULSEBOARD_LOG_LEVEL: 'silent',
-    });
-    if (!parsed.ok) throw new Error(parsed.reason);
-    const config = parsed.config;
-    const stores = await openStores(config);
-    const ingestor = createIngestor(stores.log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER });
-    const options = { projects: 500, seed: 5, calls: 100, days: 30, hotContractCalls: 0, followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER };
-    for (const line of generateLines(options)) await ingestor.ingest(line, 'ndjson');
-    await stores.catchUp();
+/** The 2026-07-28 envelope a modern client puts in every request's `_meta`. */
+const MODERN_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
 
-    const limiter = createRateLimiter(config);
-    const services = createServices({ config, stores, limiter });
-    const app = buildApp(services);
+/** The JSON-RPC message of a /mcp response (JSON, or the data line of a one-event SSE stream). */
+function messageOf(text: string, contentType: string | null): any {
+  if (!contentType?.startsWith('text/event-stream')) return JSON.parse(text);
+  const line = text.split('\n').find((l) => l.startsWith('data: '));
+  if (line === undefined) throw new Error('no message in the stream');
+  return JSON.parse(line.slice('data: '.length));
+}
+
+const tokens = (bytes: number): number => Math.round(bytes / 4);
+
+async function benchSize(projects: number): Promise<void> {
+  const cached = await ensureDataSet(dataSetSpec(projects));
+  // A copy: issuing the bench's key writes to the store.
+  const dir = mkdtempSync(join(tmpdir(), 'pulseboard-bench-mcp-'));
+  cpSync(cached, dir, { recursive: true });
+  const config = { ...benchConfig(dir), PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT: 1_000_000_000 };
+  const stores = await openStores(config);
+  const limiter = createRateLimiter(config);
+  const services = createServices({ config, stores, limiter });
+  const app = buildApp(services);
+  try {
     const base = await app.listen({ host: '127.0.0.1', port: 0 });
     const { key } = await issueKey(stores, 'bench');
+    // researcher_answers is open to allowlisted owners only.
+    await changeOwner(stores, 'bench', 'allow');
     const auth = { authorization: `Bearer ${key}` };
-    const mcpHeaders = { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
-    const rpc = (method: string, params?: unknown) => JSON.stringify({ jsonrpc: '2.0', id: 1, method, ...(params === undefined ? {} : { params }) });
-    const id = 'prj-s5-000042';
+    const legacyHeaders = { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+    const modernHeaders = (method: string, name?: string) => ({
+      ...auth,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      ...(name === undefined ? {} : { 'mcp-name': name }),
+    });
+    const call = (name: string, args: Record<string, unknown>, modern = false) =>
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, ...(modern ? { _meta: MODERN_META } : {}) } });
+    const rpc = async (body: string, headers: Record<string, string>) => {
+      const res = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...headers, 'accept-encoding': 'identity' }, body });
+      return messageOf(await res.text(), res.headers.get('content-type'));
+    };
 
-    // The two bodies must be the same before their rates are compared. Read uncompressed, as autocannon reads them.
-    const plain = { 'accept-encoding': 'identity' };
-    const restResponse = await fetch(`${base}/v1/projects/${id}`, { headers: { ...auth, ...plain } });
-    const restBody = await restResponse.text();
-    const mcpCall = rpc('tools/call', { name: 'get_project', arguments: { handle: id } });
-    const mcpResponse = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...mcpHeaders, ...plain }, body: mcpCall });
-    const mcpText = await mcpResponse.text();
-    const mcpAnswer = JSON.parse(mcpText) as { result: { content: { text: string }[] } };
-    if (mcpAnswer.result.content[0]!.text !== restBody) throw new Error('get_project and GET /v1/projects/{id} answered different bodies');
-    const recorded: RecordedBody[] = [
-      { method: 'GET', url: `/v1/projects/${id}`, contentType: restResponse.headers.get('content-type')!, body: restBody, headers: replayable(restResponse.headers) },
-      { method: 'POST', url: '/mcp', contentType: mcpResponse.headers.get('content-type')!, body: mcpText, headers: replayable(mcpResponse.headers) },
-    ];
-    const bodiesFile = join(dir, 'bodies.json');
-    writeFileSync(bodiesFile, JSON.stringify(recorded));
+    const first = (await (await fetch(`${base}/v1/projects?page=1`, { headers: auth })).json()) as { projects: { id: string }[] };
+    const id = first.projects[0]!.id;
+    // The bodies must be the same before their rates are compared.
+    const restBody = await (await fetch(`${base}/v1/projects/${id}`, { headers: { ...auth, 'accept-encoding': 'identity' } })).text();
+    for (const modern of [false, true]) {
+      const answer = await rpc(call('get_project', { handle: id }, modern), modern ? modernHeaders('tools/call', 'get_project') : legacyHeaders);
+      if (answer.result?.content?.[0]?.text !== restBody) throw new Error(`get_project (${modern ? '2026-07-28' : '2025-11-25'}) and its REST twin answered different bodies`);
+    }
 
-    process.stdout.write(`over HTTP: ${CONNECTIONS} connections, ${DURATION_SECONDS} s per measurement after a 1 s warm-up\n`);
-    const baseline = (await measure(base, { label: 'baseline: GET /healthz', path: '/healthz' })).perSecond;
-    const restTarget: Target = { label: 'REST GET /v1/projects/{id}', path: `/v1/projects/${id}`, headers: auth };
-    const mcpTarget: Target = {
-      label: 'MCP tools/call get_project',
+    const rest: Target = { label: 'REST GET /v1/projects/{id}', path: `/v1/projects/${id}`, headers: auth };
+    const legacy: Target = { label: 'MCP 2025-11-25 get_project', method: 'POST', path: '/mcp', headers: legacyHeaders, body: call('get_project', { handle: id }) };
+    const modern: Target = {
+      label: 'MCP 2026-07-28 get_project',
       method: 'POST',
       path: '/mcp',
-      headers: mcpHeaders,
-      body: rpc('tools/call', { name: 'get_project', arguments: { handle: id } }),
+      headers: modernHeaders('tools/call', 'get_project'),
+      body: call('get_project', { handle: id }, true),
     };
-    const pairs: { rest: Measured; mcp: Measured }[] = [];
+    process.stdout.write(`\n${projects} projects: ${CONNECTIONS} connections, ${DURATION_SECONDS} s per measurement after a 1 s warm-up, ${ROUNDS} rounds\n`);
     const loadsStarted = cpuTimes();
+    const rounds: { rest: number; legacy: number; modern: number; restCpu: number; legacyCpu: number; modernCpu: number }[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
-      const pair = { rest: await measure(base, restTarget, true), mcp: await measure(base, mcpTarget, true) };
-      pairs.push(pair);
+      const r = await measure(base, rest);
+      const l = await measure(base, legacy);
+      const m = await measure(base, modern);
+      rounds.push({ rest: r.perSecond, legacy: l.perSecond, modern: m.perSecond, restCpu: r.cpuMicros, legacyCpu: l.cpuMicros, modernCpu: m.cpuMicros });
       process.stdout.write(
-        `round ${round}: REST ${pair.rest.perSecond.toFixed(0)} req/s ${pair.rest.cpuMicrosPerRequest.toFixed(0)} µs server CPU/req, ` +
-          `MCP get_project ${pair.mcp.perSecond.toFixed(0)} req/s ${pair.mcp.cpuMicrosPerRequest.toFixed(0)} µs server CPU/req, ratio ${(pair.mcp.perSecond / pair.rest.perSecond).toFixed(3)}\n`,
+        `  round ${round}: REST ${r.perSecond.toFixed(0)} req/s (${r.cpuMicros.toFixed(0)} µs CPU/req), ` +
+          `MCP 2025 ${l.perSecond.toFixed(0)} (${l.cpuMicros.toFixed(0)} µs), MCP 2026 ${m.perSecond.toFixed(0)} (${m.cpuMicros.toFixed(0)} µs); ` +
+          `ratios ${(l.perSecond / r.perSecond).toFixed(3)} / ${(m.perSecond / r.perSecond).toFixed(3)}\n`,
       );
     }
-    const bare = await startServer(['bare', bodiesFile]);
-    const bareBase = `http://127.0.0.1:${bare.port}`;
-    const barePairs: { rest: Measured; mcp: Measured }[] = [];
-    try {
-      for (let round = 1; round <= BARE_ROUNDS; round++) {
-        const pair = { rest: await measure(bareBase, restTarget, true, cpuMicrosOf(bare.pid)), mcp: await measure(bareBase, mcpTarget, true, cpuMicrosOf(bare.pid)) };
-        barePairs.push(pair);
-        process.stdout.write(
-          `bare Fastify, same requests and response bytes, round ${round}: REST ${pair.rest.perSecond.toFixed(0)} req/s ${pair.rest.cpuMicrosPerRequest.toFixed(0)} µs CPU/req, ` +
-            `MCP ${pair.mcp.perSecond.toFixed(0)} req/s ${pair.mcp.cpuMicrosPerRequest.toFixed(0)} µs CPU/req, ratio ${(pair.mcp.perSecond / pair.rest.perSecond).toFixed(3)}\n`,
-        );
-      }
-    } finally {
-      await bare.stop();
-    }
-    const rest = median(pairs.map((p) => p.rest.perSecond));
-    const mcpGet = median(pairs.map((p) => p.mcp.perSecond));
-    const mcpList = (await measure(base, { label: 'MCP tools/list', method: 'POST', path: '/mcp', headers: mcpHeaders, body: rpc('tools/list') })).perSecond;
-    const mcpPing = (await measure(base, { label: 'MCP ping', method: 'POST', path: '/mcp', headers: mcpHeaders, body: rpc('ping') })).perSecond;
+    const ratio = (pick: (r: (typeof rounds)[number]) => number) => median(rounds.map(pick)).toFixed(3);
+    process.stdout.write(`  get_project / REST twin, req/s, median: 2025-11-25 ${ratio((r) => r.legacy / r.rest)}, 2026-07-28 ${ratio((r) => r.modern / r.rest)} (goal >= 0.5)\n`);
+    process.stdout.write(`  REST CPU/req / MCP CPU/req, median: 2025-11-25 ${ratio((r) => r.restCpu / r.legacyCpu)}, 2026-07-28 ${ratio((r) => r.restCpu / r.modernCpu)}\n`);
+    process.stdout.write(`  (${stolenSince(loadsStarted)}, over the rounds)\n`);
 
-    process.stdout.write('\nratios:\n');
-    process.stdout.write(
-      `  MCP get_project / REST GET /v1/projects/{id}   ${median(pairs.map((p) => p.mcp.perSecond / p.rest.perSecond)).toFixed(3)}  req/s, median of ${ROUNDS} rounds (goal >= 0.7)\n`,
-    );
-    process.stdout.write(
-      `  REST server CPU/req / MCP get_project server CPU/req ${median(pairs.map((p) => p.rest.cpuMicrosPerRequest / p.mcp.cpuMicrosPerRequest)).toFixed(3)}  (the req/s ratio a CPU-bound process reaches)\n`,
-    );
-    process.stdout.write(`  (${stolenSince(loadsStarted)}, over the service's and bare Fastify's rounds)\n`);
-    const bareRatio = median(barePairs.map((p) => p.mcp.perSecond / p.rest.perSecond));
-    process.stdout.write(`  bare Fastify: the same MCP exchange / the same REST exchange ${bareRatio.toFixed(3)}  req/s, median of ${BARE_ROUNDS} rounds (the most the two exchanges allow)\n`);
-    process.stdout.write(
-      `  bare Fastify: REST CPU/req / MCP CPU/req ${median(barePairs.map((p) => p.rest.cpuMicrosPerRequest / p.mcp.cpuMicrosPerRequest)).toFixed(3)}\n`,
-    );
-    for (const [label, value] of Object.entries({ 'REST project read': rest, 'MCP get_project': mcpGet, 'MCP tools/list': mcpList, 'MCP ping': mcpPing })) {
-      process.stdout.write(`  ${label.padEnd(18)} / GET /healthz           ${(value / baseline).toFixed(3)}\n`);
+    // What an agent pays in context.
+    const list = await rpc(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), legacyHeaders);
+    process.stdout.write(`  tools/list: ${Buffer.byteLength(JSON.stringify(list))} bytes (goal <= 30 KB)\n`);
+    const textOf = async (name: string, args: Record<string, unknown>): Promise<{ bytes: number; result: any }> => {
+      const answer = await rpc(call(name, args), legacyHeaders);
+      if (answer.result === undefined || answer.result.isError) throw new Error(`${name} ${JSON.stringify(args)}: ${JSON.stringify(answer).slice(0, 300)}`);
+      return { bytes: Buffer.byteLength(answer.result.content[0].text), result: answer.result.structuredContent };
+    };
+    const largest = new Map<string, number>();
+    const keep = (label: string, bytes: number) => largest.set(label, Math.max(largest.get(label) ?? 0, bytes));
+    // Every default page of the archive (board and delta), full and summary, and the largest single project.
+    let biggestProject = { id, bytes: 0 };
+    for (let cursor: string | undefined, more = true; more; ) {
+      const page = await textOf('sync_projects', cursor === undefined ? {} : { cursor });
+      keep('sync_projects {}', page.bytes);
+      const summary = await textOf('sync_projects', cursor === undefined ? { view: 'summary' } : { cursor, view: 'summary' });
+      keep('sync_projects {view: summary}', summary.bytes);
+      for (const project of page.result.projects as { id: string }[]) {
+        const size = Buffer.byteLength(JSON.stringify(project));
+        if (size > biggestProject.bytes) biggestProject = { id: project.id, bytes: size };
+      }
+      cursor = page.result.cursor as string;
+      more = page.result.hasMore as boolean;
     }
+    const pages = Math.min(20, Math.ceil(projects / 50));
+    for (let page = 1; page <= pages; page++) {
+      keep('list_projects {}', (await textOf('list_projects', { page })).bytes);
+      keep('list_projects {view: summary}', (await textOf('list_projects', { page, view: 'summary' })).bytes);
+    }
+    keep('get_project (largest)', (await textOf('get_project', { handle: biggestProject.id, include: 'context' })).bytes);
+    keep('search_projects (largest)', (await textOf('search_projects', { q: biggestProject.id })).bytes);
+    keep('researcher_answers (largest)', (await textOf('researcher_answers', { handle: biggestProject.id })).bytes);
+    keep('get_pulse {}', (await textOf('get_pulse', {})).bytes);
+    let biggestCall = { id: '', bytes: 0 };
+    for (let next: string | null | undefined; next !== null; ) {
+      const page = await textOf('list_calltracker_calls', next === undefined ? {} : { cursor: next });
+      keep('list_calltracker_calls {}', page.bytes);
+      for (const c of page.result.calls as { id: string }[]) {
+        const size = Buffer.byteLength(JSON.stringify(c));
+        if (size > biggestCall.bytes) biggestCall = { id: c.id, bytes: size };
+      }
+      next = page.result.next as string | null;
+    }
+    if (biggestCall.id !== '') keep('get_calltracker_call (largest)', (await textOf('get_calltracker_call', { id: biggestCall.id })).bytes);
+    process.stdout.write('  tool text at defaults, the largest over the data set (tokens = bytes / 4; goal < 25,000):\n');
+    for (const [label, bytes] of largest) process.stdout.write(`    ${label.padEnd(34)} ${String(bytes).padStart(8)} bytes  ${String(tokens(bytes)).padStart(6)} tokens\n`);
+    for (const tool of ['list_projects', 'sync_projects']) {
+      const full = largest.get(`${tool} {}`)!;
+      const summary = largest.get(`${tool} {view: summary}`)!;
+      process.stdout.write(`  ${tool} summary / full: ${(summary / full).toFixed(3)} of the bytes\n`);
+    }
+  } finally {
     await app.close();
     await limiter.close();
     await stores.close();
-  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+export async function main(): Promise<void> {
+  process.stdout.write('Measured on a shared machine: the absolute rates move with the other load; the ratios are of the same run.\n');
+  for (const projects of SIZES) await benchSize(projects);
 }
 
 if (import.meta.main) await main();

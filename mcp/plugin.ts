@@ -104,15 +104,12 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     await handler.close();
   });
 
-  // A body Fastify's parser refuses (not JSON, or a __proto__ / constructor.prototype key) is a JSON-RPC parse error.
+  // A body Fastify's parser refuses (not JSON, or a __proto__ / constructor.prototype key) is a JSON-RPC
+  // parse error; any other refusal (413, 415, …) is the app's, as on every POST route.
   app.setErrorHandler((error: FastifyError, _request, reply) => {
-    const status = error.statusCode ?? 500;
-    if (status === 413 || status === 415) return sendError(reply, { status, code: 'bad_request', message: status === 413 ? 'request body is too large' : 'unsupported content type or encoding' });
-    if (status >= 400 && status < 500) {
-      const message = 'Parse error: the body is not valid JSON, or it carries a __proto__ or constructor.prototype key';
-      return reply.code(400).header('content-type', 'application/json').send(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message } }));
-    }
-    throw error;
+    if (error.statusCode !== 400) throw error;
+    const message = 'Parse error: the body is not valid JSON, or it carries a __proto__ or constructor.prototype key';
+    return reply.code(400).header('content-type', 'application/json').send(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message } }));
   });
 
   // Compressed by the handler (transport/compression.ts) with the REST levels.

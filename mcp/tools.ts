@@ -64,6 +64,12 @@ const CALL_DETAIL = { depth: 2, note: 'See get_calltracker_call.' };
  */
 export const MCP_CALL_PAGE_BYTES = 160 * 1024;
 
+/**
+ * sync_projects' default page on this surface: 50 rows (REST's default) of the largest generated
+ * projects came within 300 tokens of the 25,000 an agent's context is given; 30 keep a wide margin.
+ */
+export const MCP_SYNC_LIMIT = 30;
+
 /** A listing read in the view the arguments ask for (`view` is the tool's alone: the service never sees it). */
 async function inView<P extends { projects: Project[] }>(
   services: Services,
@@ -102,16 +108,17 @@ const projectAndPrivateTools: Tool[] = [
       'Delta sync: the project rows the archive wrote since a point, oldest write first. With no arguments, from the beginning of the archive; or since an ISO 8601 time; ' +
       'since=now returns no rows, only a bookmark cursor for later writes. "Wrote" means stored (a follower-count refresh counts), not materially changed: compare with what you stored. ' +
       'Every reply has a cursor, also when empty: call again with it (and the same hasDossier) while hasMore is true, and keep the last one as a bookmark. Send since or cursor, not both. ' +
-      'Keep results small with limit (1 to 100, default 50) and view "summary". A cursor from another archive gives a conflict error: start again. ' +
+      'Keep results small with limit (1 to 100, default 30 here) and view "summary". A cursor from another archive gives a conflict error: start again. ' +
       'A row appears once per page sequence, at its latest write; match on id. ' +
       'To wait for the next write instead of calling again and again, send waitSeconds (1 to 30) with the cursor: an empty page is held until a write is committed, or answered empty with the same cursor after that many seconds (one call either way). ' +
       'Same rows as GET /v1/projects?since=… or ?cursor=… (waitSeconds is its wait).',
     input: toolInputFrom({ query: syncQuerySchema.extend({ view: projectViewSchema }).strict() }),
+    inputDefaults: { limit: MCP_SYNC_LIMIT },
     outputSchema: syncPageInViewSchema,
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
-    call: (services, _caller, args) => inView(services, args.query, (query) => services.projects.sync(query)),
+    call: (services, _caller, args) => inView(services, { limit: MCP_SYNC_LIMIT, ...args.query }, (query) => services.projects.sync(query)),
   },
   {
     name: 'get_project',

@@ -68,9 +68,20 @@ describe('HTTP as an operator expects it', () => {
     assert.equal(small.headers['content-encoding'], undefined);
     assert.equal(small.json().error.code, 'not_found');
 
-    // /mcp too: a tools/list answer (the tool schemas, well over 1 KB) travels compressed when accepted.
-    const rpcHeaders = { ...auth(), 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-    const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+    // /mcp too: a 2026-07-28 tools/list answer (JSON, the tool schemas, well over 1 KB) travels compressed when accepted.
+    const rpcHeaders = {
+      ...auth(),
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'tools/list',
+    };
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientInfo': { name: 'ops', version: '1' },
+      'io.modelcontextprotocol/clientCapabilities': {},
+    };
+    const list = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta } };
     const mcpPlain = await h.app.inject({ method: 'POST', url: '/mcp', headers: rpcHeaders, payload: list });
     assert.equal(mcpPlain.headers['content-encoding'], undefined);
     assert.ok(mcpPlain.rawPayload.length > 1024);

@@ -111,7 +111,7 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
     const input = (tool: string, name: string) => listed.find((t) => t.name === tool)!.inputSchema.properties[name];
     const bare = ({ description: _d, ...rest }: Record<string, unknown>) => rest;
     assert.deepEqual(bare(input('list_projects', 'page')), { type: 'integer', minimum: 1, maximum: 1_000_000, default: 1 });
-    assert.deepEqual(bare(input('sync_projects', 'limit')), { type: 'integer', minimum: 1, maximum: 100, default: 50 });
+    assert.deepEqual(bare(input('sync_projects', 'limit')), { type: 'integer', minimum: 1, maximum: 100, default: 30 });
     assert.deepEqual(bare(input('list_calltracker_calls', 'limit')), { type: 'integer', minimum: 1, maximum: 30, default: 20 });
     assert.deepEqual(bare(input('list_calltracker_calls', 'maxBytes')), { type: 'integer', minimum: 4096, maximum: 524288, default: 163840 });
     assert.deepEqual(bare(input('list_projects', 'hasDossier')), { type: 'boolean' });

@@ -139,3 +139,42 @@ describe('both protocol eras, with the v2 client, the v1 client and raw requests
     }
   });
 });
+
+describe('2026-07-28 requests by hand: the Mcp-Method / Mcp-Name headers must match the body', () => {
+  let h: Harness;
+  let base: string;
+  let key: string;
+  beforeAll(async () => {
+    h = await createHarness();
+    key = await h.key('headers');
+    await seedBoard(h);
+    base = await h.app.listen({ host: '127.0.0.1', port: 0 });
+  });
+  afterAll(() => h.close());
+
+  const META = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+    'io.modelcontextprotocol/clientCapabilities': {},
+  };
+  const post = (headers: Record<string, string>) =>
+    fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', ...headers },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_project', arguments: { handle: 'h1' }, _meta: META } }),
+    });
+
+  it('answers matching headers with the tool result as JSON, and refuses a mismatched name or method', async () => {
+    const matching = await post({ 'mcp-method': 'tools/call', 'mcp-name': 'get_project' });
+    assert.equal(matching.status, 200);
+    assert.match(matching.headers.get('content-type') ?? '', /application\/json/);
+    const body = (await matching.json()) as { result: { structuredContent: { project: { id: string } } } };
+    assert.equal(body.result.structuredContent.project.id, 'p001');
+    for (const headers of [{ 'mcp-method': 'tools/call', 'mcp-name': 'list_projects' }, { 'mcp-method': 'tools/list', 'mcp-name': 'get_project' }]) {
+      const refused = await post(headers);
+      assert.equal(refused.status, 400, JSON.stringify(headers));
+      const error = (await refused.json()) as { error: { code: number; message: string } };
+      assert.ok(error.error.code < 0, JSON.stringify(error));
+    }
+  });
+});

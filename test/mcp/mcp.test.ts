@@ -87,7 +87,7 @@ describe('MCP at /mcp with the official SDK client', () => {
     const sync = listed.find((t) => t.name === 'sync_projects')!;
     assert.match(sync.description!, /cursor/);
     assert.match(sync.description!, /not materially changed/);
-    assert.match(sync.description!, /1 to 100, default 50/);
+    assert.match(sync.description!, /1 to 100, default 30 here/);
     assert.match(sync.description!, /With no arguments, from the beginning of the archive/);
   });
 
@@ -106,7 +106,8 @@ describe('MCP at /mcp with the official SDK client', () => {
     assert.equal(page.hasMore, true);
     const second = await sameAsRest('sync_projects', { cursor: page.cursor, limit: 25 }, `/v1/projects?cursor=${page.cursor}&limit=25`);
     assert.notEqual((second.result.structuredContent as any).projects[0].id, page.projects[0].id);
-    await sameAsRest('sync_projects', { since: '2026-01-01T00:00:00Z', hasDossier: true }, '/v1/projects?since=2026-01-01T00:00:00Z&has_dossier=true');
+    // At its defaults the tool pages by 30 (REST by 50): the same rows as REST's page of 30.
+    await sameAsRest('sync_projects', { since: '2026-01-01T00:00:00Z', hasDossier: true }, '/v1/projects?since=2026-01-01T00:00:00Z&has_dossier=true&limit=30');
   });
 
   it('get_project returns the REST project read, with and without context', async () => {

@@ -51,17 +51,17 @@ describe('sync_projects without a starting point, and since=now', () => {
     assert.equal(all.length, 60);
     assert.equal(new Set(seen).size, seen.length, 'no project twice');
     assert.deepEqual([...seen].sort(), [...all].sort());
-    // And with no arguments at all: the first page of that same walk, at the default size.
+    // And with no arguments at all: the first page of that same walk, at the tool's default size (30).
     const first = await sync({});
-    assert.equal(first.limit, 50);
-    assert.deepEqual(first.projects.map((p) => p.id), seen.slice(0, 50));
+    assert.equal(first.limit, 30);
+    assert.deepEqual(first.projects.map((p) => p.id), seen.slice(0, 30));
   });
 
   it('since=now is an empty page whose cursor later yields only the writes after it, on REST and MCP alike', async () => {
     const now = await sync({ since: 'now' });
     assert.deepEqual(now.projects, []);
     assert.equal(now.hasMore, false);
-    const rest = await h.get('/v1/projects?since=now', key);
+    const rest = await h.get('/v1/projects?since=now&limit=30', key);
     assert.equal(rest.status, 200);
     assert.equal(rest.body, JSON.stringify(now));
     // Nothing new yet.
