@@ -10,6 +10,7 @@ export type HttpOptions = {
   key: string;
   fetch: typeof globalThis.fetch;
   maxWaitSeconds: number;
+  onWait?: (error: ClientError, seconds: number) => void;
 };
 
 export type HttpRequest = {
@@ -128,6 +129,7 @@ export async function call<T>(options: HttpOptions, request: HttpRequest, callOp
     if (result.retry.code === 'network_error') networkTries += 1;
     // A wait past the budget is not started: the caller gets the failure and the server's advice now.
     if (waitedMs + result.waitMs > budgetMs) return { ok: false, error: result.retry };
+    options.onWait?.(result.retry, result.waitMs / 1000);
     if (!(await pause(result.waitMs, signal))) return failure('aborted', 'the call was cancelled', null);
     waitedMs += result.waitMs;
   }

@@ -13,6 +13,7 @@ import type {
   CallOptions,
   CallPage,
   CallsQuery,
+  ClientError,
   DeltaQuery,
   HistoryQuery,
   ProjectHistory,
@@ -38,6 +39,8 @@ export type ClientOptions = {
   fetch?: typeof globalThis.fetch;
   /** Seconds one call may spend waiting out 429/503 and lost connections before it fails; default 120. */
   maxWaitSeconds?: number;
+  /** Told before each wait (a 429/503 or a lost connection about to be retried), e.g. to show it. */
+  onWait?: (error: ClientError, seconds: number) => void;
 };
 
 export type Client = ReturnType<typeof createClient>;
@@ -51,6 +54,7 @@ export function createClient(options: ClientOptions) {
     key: options.key,
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
     maxWaitSeconds: options.maxWaitSeconds ?? DEFAULT_MAX_WAIT_SECONDS,
+    ...(options.onWait ? { onWait: options.onWait } : {}),
   };
   const get = <T>(path: string, query: Record<string, unknown> | undefined, callOptions: CallOptions | undefined, holdSeconds?: number) =>
     call<T>(http, { method: 'GET', path, query: query as Record<string, string | number | boolean | undefined>, ...(holdSeconds ? { holdSeconds } : {}) }, callOptions);

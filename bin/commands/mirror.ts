@@ -31,6 +31,8 @@ Exit status: 0 caught up (--once) or stopped, 1 failed along the way, 2 usage er
 URL, key or store.
 `;
 
+const LONG_WAIT_SECONDS = 5;
+
 function whole(value: string | undefined, name: string, min: number, max: number, fallback: number): number | string {
   if (value === undefined) return fallback;
   const n = Number(value);
@@ -96,7 +98,14 @@ export async function run(args: string[]): Promise<number> {
       progress.line(`mirror: ${url} into ${store.name}, ${startState.cursor === null ? 'from the beginning' : 'from the stored cursor'}`);
     };
     const end = await follow({
-      client: createClient({ baseUrl: url, key }),
+      client: createClient({
+        baseUrl: url,
+        key,
+        // Short waits (a lost connection retried) pass silently; a long one is said, once.
+        onWait: (error, seconds) => {
+          if (seconds >= LONG_WAIT_SECONDS) progress.line(`mirror: ${error.code}; waiting ${Math.ceil(seconds)} s as the service asks`);
+        },
+      }),
       store,
       source: url,
       once: values.once === true,

@@ -41,12 +41,14 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
   for (;;) {
     if (signal.aborted) return { ok: true, end: 'stopped', state };
     const start = state.cursor === null ? { since: FROM_THE_BEGINNING } : { cursor: state.cursor };
+    // Until the service first answers, calls wait briefly; the feed is then opened again with the full budget.
+    const brief = !answered;
     const feed = client.projects.changes({
       ...start,
       limit: options.limit,
       ...(options.once ? {} : { wait: options.wait }),
       signal,
-      ...(answered ? {} : { maxWaitSeconds: FIRST_CALL_WAIT_SECONDS }),
+      ...(brief ? { maxWaitSeconds: FIRST_CALL_WAIT_SECONDS } : {}),
     });
     let failed: ClientError | null = null;
     for await (const step of feed) {
@@ -65,6 +67,7 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
       options.onPage?.({ rows: page.projects.length, caughtUp: step.caughtUp, state });
       if (step.caughtUp && options.once) return { ok: true, end: 'caught_up', state };
       if (signal.aborted) return { ok: true, end: 'stopped', state };
+      if (brief) break;
     }
     if (signal.aborted) return { ok: true, end: 'stopped', state };
     if (failed === null) continue;
