@@ -12,6 +12,12 @@ export type ChangesOptions = Pick<DeltaQuery, 'limit' | 'has_dossier'> &
     wait?: number;
     signal?: AbortSignal;
     maxWaitSeconds?: number;
+    /**
+     * Ask for the next page while the consumer handles this one (its cursor is known): the walk then
+     * takes about as long as the slower of the two instead of their sum. A page fetched ahead and not
+     * taken (the consumer stopped) has spent a request of the budget.
+     */
+    prefetch?: boolean;
   };
 
 /** One step: a page (and whether it reached the end of what was written), or the failure that ended the walk. */
@@ -31,20 +37,34 @@ export function changeFeed(delta: DeltaCall, options: ChangesOptions): ChangeFee
 
   async function* walk(): AsyncGenerator<ChangeStep> {
     let caughtUp = false;
-    for (;;) {
-      if (signal?.aborted) return;
+    // Cancels a page fetched ahead once the consumer stops.
+    const stopped = new AbortController();
+    const ownOptions = { ...callOptions, signal: signal ? AbortSignal.any([signal, stopped.signal]) : stopped.signal };
+    const request = () => {
       const start = cursor === null ? { since: options.since! } : { cursor };
       const query: DeltaQuery = { ...start, limit, has_dossier: hasDossier, ...(caughtUp && wait !== undefined ? { wait } : {}) };
-      const result = await delta(query, callOptions);
-      if (!result.ok) {
-        // A cancelled walk just ends: the consumer asked for it.
-        if (result.error.code !== 'aborted') yield result;
-        return;
+      return delta(query, ownOptions);
+    };
+    let ahead: Promise<Result<SyncPage>> | null = null;
+    try {
+      for (;;) {
+        if (signal?.aborted) return;
+        const result = await (ahead ?? request());
+        ahead = null;
+        if (!result.ok) {
+          // A cancelled walk just ends: the consumer asked for it.
+          if (result.error.code !== 'aborted') yield result;
+          return;
+        }
+        cursor = result.value.cursor;
+        caughtUp = !result.value.hasMore;
+        const last = caughtUp && wait === undefined;
+        if (options.prefetch && !last) ahead = request();
+        yield { ok: true, page: result.value, caughtUp };
+        if (last) return;
       }
-      cursor = result.value.cursor;
-      caughtUp = !result.value.hasMore;
-      yield { ok: true, page: result.value, caughtUp };
-      if (caughtUp && wait === undefined) return;
+    } finally {
+      stopped.abort();
     }
   }
 

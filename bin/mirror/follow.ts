@@ -48,6 +48,8 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
       limit: options.limit,
       ...(options.once ? {} : { wait: options.wait }),
       signal,
+      // The next page travels while this one is committed.
+      prefetch: !brief,
       ...(brief ? { maxWaitSeconds: FIRST_CALL_WAIT_SECONDS } : {}),
     });
     let failed: ClientError | null = null;

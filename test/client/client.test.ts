@@ -170,6 +170,20 @@ describe('pulseboard/client against a running server', () => {
     assert.equal(new Set(ids).size, ids.length);
     assert.ok(feed.cursor);
 
+    // Fetching ahead changes nothing in what is walked, and a consumer that stops early cancels the page in flight.
+    const ahead: string[] = [];
+    for await (const step of createClient({ baseUrl: url, key }).projects.changes({ since: EPOCH, limit: 40, prefetch: true })) {
+      assert.ok(step.ok);
+      ahead.push(...step.page.projects.map((p) => p.id));
+    }
+    assert.deepEqual(ahead, ids);
+    const early = createClient({ baseUrl: url, key }).projects.changes({ since: EPOCH, limit: 40, prefetch: true });
+    for await (const step of early) {
+      assert.ok(step.ok);
+      break;
+    }
+    assert.equal(early.cursor !== null, true);
+
     // Resume from the kept cursor with a long-poll: the next write arrives, nothing else.
     const follow = createClient({ baseUrl: url, key }).projects.changes({ cursor: feed.cursor, wait: 30 });
     const iterator = follow[Symbol.asyncIterator]();
