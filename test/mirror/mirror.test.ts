@@ -111,7 +111,7 @@ describe('pulseboard mirror while the server ingests, is replayed and restarted,
 
     // Everything is written; the followers catch up by themselves.
     let difference: (string | null)[] = targets.map(() => 'not compared yet');
-    for (let attempt = 0; attempt < 60 && difference.some((d) => d !== null); attempt++) {
+    for (let attempt = 0; attempt < 120 && difference.some((d) => d !== null); attempt++) {
       await sleep(1000);
       const walk = await freshWalk(url, serve.key);
       difference = await Promise.all(targets.map(async (t) => firstDifference(await t.snapshot(), await t.truth(walk))));
