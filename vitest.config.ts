@@ -29,7 +29,7 @@ export default defineConfig(({ mode }) => {
         // 1.5x as long, so a developer's `npm test` leaves it out (docs/decisions.md).
         enabled: table || Boolean(process.env.CI),
         provider: 'v8',
-        include: ['api/**/*.ts', 'bin/**/*.ts', 'config/**/*.ts', 'events/**/*.ts', 'eventstore/**/*.ts', 'ingest/**/*.ts', 'mcp/**/*.ts', 'projectors/**/*.ts', 'readmodels/**/*.ts', 'service/**/*.ts'],
+        include: ['api/**/*.ts', 'bin/**/*.ts', 'client/**/*.ts', 'config/**/*.ts', 'events/**/*.ts', 'eventstore/**/*.ts', 'ingest/**/*.ts', 'mcp/**/*.ts', 'projectors/**/*.ts', 'readmodels/**/*.ts', 'service/**/*.ts'],
         // The CLI, the server and the projector worker threads run in processes the tests spawn.
         autoAttachSubprocess: true,
         // npm test prints nothing after vitest's summary unless the floor is missed.

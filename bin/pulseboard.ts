@@ -17,6 +17,7 @@ const commands: Record<string, Command> = {
   replay: { summary: 'replay [--batch-size N] (rebuild every read model beside the live one, then switch)', load: () => import('./commands/replay.ts') },
   export: { summary: 'export --from ISO --to ISO [--types P,…] [--include-private] [--out FILE|-] (events as NDJSON)', load: () => import('./commands/export.ts') },
   generate: { summary: 'generate --projects N [--seed S] … (synthetic NDJSON)', load: () => import('./commands/generate.ts') },
+  mirror: { summary: 'mirror --url URL --key KEY --to sqlite:FILE|postgres://… [--once] (the board into your store)', load: () => import('./commands/mirror.ts') },
 };
 
 function usage(): string {

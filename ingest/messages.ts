@@ -78,12 +78,24 @@ function isAbsent(input: unknown, path: readonly PropertyKey[]): boolean {
   return typeof parent === 'object' && parent !== null && !Array.isArray(parent) && !Object.hasOwn(parent, path[path.length - 1]!);
 }
 
-function firstIssue(error: z.ZodError, input: unknown, prefix: readonly PropertyKey[]): Rejection {
-  const [issue] = error.issues;
-  if (!issue) return { path: pathText(prefix), reason: 'invalid' };
-  const rejection = issueToRejection(issue, input, prefix);
-  const more = error.issues.length - 1;
-  return more > 0 ? { ...rejection, reason: `${rejection.reason} (${more} more problem${more > 1 ? 's' : ''} in this message)` } : rejection;
+/** At most this many problems of one message are named; the rest are counted. */
+const NAMED_ISSUES_MAX = 10;
+
+/** Every problem zod found, each with its path: a line with two bad fields names both. */
+function issuesOf(error: z.ZodError, input: unknown, prefix: readonly PropertyKey[]): Rejection[] {
+  if (error.issues.length === 0) return [{ path: pathText(prefix), reason: 'invalid' }];
+  return error.issues.map((issue) => issueToRejection(issue, input, prefix));
+}
+
+/** One rejection: a single problem as it is; several as their paths, and each path with its reason. */
+function combined(rejections: Rejection[]): Rejection {
+  if (rejections.length === 1) return rejections[0]!;
+  const named = rejections.slice(0, NAMED_ISSUES_MAX);
+  const rest = rejections.length - named.length;
+  return {
+    path: named.map((r) => r.path).join(', '),
+    reason: named.map((r) => `${r.path}: ${r.reason}`).join('; ') + (rest > 0 ? `; and ${rest} more problem${rest > 1 ? 's' : ''}` : ''),
+  };
 }
 
 /** An empty handle would be stored as '' and could never be looked up; null says "no handle". */
@@ -122,12 +134,23 @@ export function parseMessage(value: unknown, rules: MessageRules): ParseResult {
     return { ok: false, path: WHOLE_MESSAGE, reason: 'must be a JSON object {type, id, at, data}' };
   }
   const envelope = envelopeSchema.safeParse(value);
-  if (!envelope.success) return { ok: false, ...firstIssue(envelope.error, value, []) };
+  if (!envelope.success) {
+    const problems = issuesOf(envelope.error, value, []);
+    // With a known type the payload is checked too, so that every bad field is named at once.
+    const type = (value as { type?: unknown }).type;
+    const payloadSchema = typeof type === 'string' && Object.hasOwn(sourcePayloads, type) ? (sourcePayloads[type as SourceType] as z.ZodType) : null;
+    if (payloadSchema && Object.hasOwn(value, 'data')) {
+      const data = (value as { data: unknown }).data;
+      const payload = payloadSchema.safeParse(data);
+      if (!payload.success) problems.push(...issuesOf(payload.error, data, ['data']));
+    }
+    return { ok: false, ...combined(problems) };
+  }
   if (!Object.hasOwn(value, 'data')) return { ok: false, path: 'data', reason: 'required field is missing (expected object)' };
   const { type, id, at, data } = envelope.data;
   const payloadSchema = sourcePayloads[type] as z.ZodType;
   const payload = payloadSchema.safeParse(data);
-  if (!payload.success) return { ok: false, ...firstIssue(payload.error, data, ['data']) };
+  if (!payload.success) return { ok: false, ...combined(issuesOf(payload.error, data, ['data'])) };
   const message = { type, id, at, data: payload.data } as SourceMessage;
   const broken = configuredRules(message, rules);
   if (broken) return { ok: false, ...broken };

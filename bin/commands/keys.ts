@@ -8,7 +8,8 @@ const USAGE = `usage: pulseboard keys issue --owner NAME [--expires ISO_DATE_TIM
        pulseboard keys list
 
 API keys ('pbk_' + 32 random bytes); only a SHA-256 of each key is stored.
-  issue   prints a new key for the owner, once (keep it: it cannot be shown again);
+  issue   prints a new key for the owner on stdout, once (keep it: it cannot be shown again),
+          and its key id on stderr (what revoke takes);
           a thesis-feed key also needs 'pulseboard owners allow NAME' and 'owners link NAME'
   revoke  refuses the key with that id from the next request on
   list    key id, owner, issue time and state, one key a line (keys are never shown)
@@ -33,6 +34,8 @@ export async function run(args: string[]): Promise<number> {
     try {
       const issued = await issueKey(stores, owner, { expiresAt: expires === undefined ? null : new Date(expires).toISOString() });
       process.stdout.write(`${issued.key}\n`);
+      // The id on stderr, so that KEY=$(pulseboard keys issue …) still captures the key alone.
+      process.stderr.write(`key id ${issued.keyId} (owner ${owner}); revoke it with: pulseboard keys revoke ${issued.keyId}\n`);
       return 0;
     } finally {
       await stores.close();

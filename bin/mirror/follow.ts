@@ -1,0 +1,87 @@
+import type { Client, ClientError } from '../../client/index.ts';
+import { pause } from '../../client/http.ts';
+import type { MirrorState, MirrorStore } from './store.ts';
+
+/**
+ * The mirror's walk: from the stored cursor (or the beginning), page by page, each page's rows and
+ * its cursor committed together; then, unless `once`, long-polls for the next writes. A lost server,
+ * 429 or 503 is waited out and the walk resumed from the stored cursor; anything else ends it.
+ */
+export type FollowOptions = {
+  client: Client;
+  store: MirrorStore;
+  /** Recorded with the cursor: which service the mirror follows. */
+  source: string;
+  once: boolean;
+  limit: number;
+  wait: number;
+  /** Aborting finishes the page in hand (its commit) and stops. */
+  signal: AbortSignal;
+  onPage?: (page: { rows: number; caughtUp: boolean; state: MirrorState }) => void;
+  onRetry?: (error: ClientError, seconds: number) => void;
+};
+
+export type FollowEnd =
+  | { ok: true; end: 'caught_up' | 'stopped'; state: MirrorState }
+  /** `beforeFirstPage`: nothing was ever answered (a wrong URL or key, rather than a failure along the way). */
+  | { ok: false; beforeFirstPage: boolean; message: string; status: number | null };
+
+/** The beginning of the archive: every row the service ever wrote, oldest write first. */
+export const FROM_THE_BEGINNING = '1970-01-01T00:00:00Z';
+/** Seconds before resuming after a lost connection that the client gave up on. */
+const RESUME_PAUSE_SECONDS = 5;
+/** Before the first answer a call waits this little: a wrong URL is reported at once, not after minutes of retries. */
+const FIRST_CALL_WAIT_SECONDS = 3;
+const TRANSIENT = new Set(['network_error', 'rate_limited', 'unavailable']);
+
+export async function follow(options: FollowOptions): Promise<FollowEnd> {
+  const { client, store, signal } = options;
+  let state = await store.state();
+  let answered = false;
+  for (;;) {
+    if (signal.aborted) return { ok: true, end: 'stopped', state };
+    const start = state.cursor === null ? { since: FROM_THE_BEGINNING } : { cursor: state.cursor };
+    // Until the service first answers, calls wait briefly; the feed is then opened again with the full budget.
+    const brief = !answered;
+    const feed = client.projects.changes({
+      ...start,
+      limit: options.limit,
+      ...(options.once ? {} : { wait: options.wait }),
+      signal,
+      // The next page travels while this one is committed.
+      prefetch: !brief,
+      ...(brief ? { maxWaitSeconds: FIRST_CALL_WAIT_SECONDS } : {}),
+    });
+    let failed: ClientError | null = null;
+    for await (const step of feed) {
+      if (!step.ok) {
+        failed = step.error;
+        break;
+      }
+      answered = true;
+      const { page } = step;
+      if (page.projects.length > 0 || page.cursor !== state.cursor) {
+        const rows = page.projects.map((project) => ({ id: project.id, json: JSON.stringify(project) }));
+        const committed = await store.commit(state, rows, page.cursor, options.source);
+        if (!committed.ok) return { ok: false, beforeFirstPage: false, message: committed.reason, status: null };
+        state = committed.state;
+      }
+      options.onPage?.({ rows: page.projects.length, caughtUp: step.caughtUp, state });
+      if (step.caughtUp && options.once) return { ok: true, end: 'caught_up', state };
+      if (signal.aborted) return { ok: true, end: 'stopped', state };
+      if (brief) break;
+    }
+    if (signal.aborted) return { ok: true, end: 'stopped', state };
+    if (failed === null) continue;
+    // A wrong URL answers nothing; a busy or restarting service is waited for, before and after the first page.
+    const transient = TRANSIENT.has(failed.code) && (answered || failed.code !== 'network_error');
+    if (!transient) return { ok: false, beforeFirstPage: !answered, message: describe(failed), status: failed.status };
+    const seconds = failed.retryAfterSeconds ?? RESUME_PAUSE_SECONDS;
+    options.onRetry?.(failed, seconds);
+    if (!(await pause(seconds * 1000, signal))) return { ok: true, end: 'stopped', state };
+  }
+}
+
+export function describe(error: ClientError): string {
+  return `${error.status === null ? '' : `HTTP ${error.status} `}${error.code}: ${error.message}`;
+}

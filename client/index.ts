@@ -1,0 +1,104 @@
+/**
+ * `pulseboard/client`: a typed client for the REST reads. Every method answers a Result (the value,
+ * or a ClientError with code, message, status and retryAfterSeconds); 429 and 503 are waited out as
+ * Retry-After says, within a budget per call and cancellable with an AbortSignal.
+ */
+import { changeFeed, type ChangeFeed, type ChangesOptions } from './changes.ts';
+import { call, type HttpOptions } from './http.ts';
+import type {
+  AskList,
+  BoardPage,
+  BoardQuery,
+  CallDetail,
+  CallOptions,
+  CallPage,
+  CallsQuery,
+  ClientError,
+  DeltaQuery,
+  HistoryQuery,
+  ProjectHistory,
+  ProjectQuery,
+  ProjectRead,
+  ProjectSearch,
+  PulseList,
+  PulseOne,
+  Result,
+  SyncPage,
+  ThesisStatus,
+} from './types.ts';
+
+export type * from './types.ts';
+export type { ChangeFeed, ChangeStep, ChangesOptions } from './changes.ts';
+
+export type ClientOptions = {
+  /** Where the service listens, e.g. http://127.0.0.1:8080 (without /v1). */
+  baseUrl: string;
+  /** An API key, pbk_…. */
+  key: string;
+  /** Another fetch (tests, proxies, instrumentation); default: the global one. */
+  fetch?: typeof globalThis.fetch;
+  /** Seconds one call may spend waiting out 429/503 and lost connections before it fails; default 120. */
+  maxWaitSeconds?: number;
+  /** Told before each wait (a 429/503 or a lost connection about to be retried), e.g. to show it. */
+  onWait?: (error: ClientError, seconds: number) => void;
+};
+
+export type Client = ReturnType<typeof createClient>;
+
+const DEFAULT_MAX_WAIT_SECONDS = 120;
+const segment = (value: string) => encodeURIComponent(value);
+
+export function createClient(options: ClientOptions) {
+  const http: HttpOptions = {
+    baseUrl: options.baseUrl,
+    key: options.key,
+    fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    maxWaitSeconds: options.maxWaitSeconds ?? DEFAULT_MAX_WAIT_SECONDS,
+    ...(options.onWait ? { onWait: options.onWait } : {}),
+  };
+  const get = <T>(path: string, query: Record<string, unknown> | undefined, callOptions: CallOptions | undefined, holdSeconds?: number) =>
+    call<T>(http, { method: 'GET', path, query: query as Record<string, string | number | boolean | undefined>, ...(holdSeconds ? { holdSeconds } : {}) }, callOptions);
+
+  const delta = (query: DeltaQuery, callOptions?: CallOptions): Promise<Result<SyncPage>> =>
+    get<SyncPage>('/v1/projects', query, callOptions, Number(query.wait ?? 0));
+
+  return {
+    projects: {
+      /** GET /v1/projects in board mode: 50 a page, newest first. */
+      board: (query: BoardQuery = {}, callOptions?: CallOptions) => get<BoardPage>('/v1/projects', query, callOptions),
+      /** GET /v1/projects in delta mode: one page from `since` or `cursor` (with `wait`, a long-poll). */
+      delta,
+      /** The delta as an async iterator of pages that keeps its place (see ChangeFeed). */
+      changes: (changesOptions: ChangesOptions): ChangeFeed => changeFeed(delta, changesOptions),
+      /** GET /v1/projects/{handle}: by id or handle; include=context, asOf. */
+      get: (handle: string, query: ProjectQuery = {}, callOptions?: CallOptions) =>
+        get<ProjectRead>(`/v1/projects/${segment(handle)}`, query, callOptions),
+      /** GET /v1/projects/{handle}/history: the project's writes, newest first, cursor-paged. */
+      history: (handle: string, query: HistoryQuery = {}, callOptions?: CallOptions) =>
+        get<ProjectHistory>(`/v1/projects/${segment(handle)}/history`, query, callOptions),
+      /** GET /v1/projects/{handle}/ask: research asks and answers (allowlisted owners). */
+      asks: (handle: string, callOptions?: CallOptions) => get<AskList>(`/v1/projects/${segment(handle)}/ask`, undefined, callOptions),
+    },
+    /** GET /v1/search?q=…: a project by id, contract, chain:contract, website or social profile. */
+    search: (q: string, callOptions?: CallOptions) => get<ProjectSearch>('/v1/search', { q }, callOptions),
+    calls: {
+      /** GET /v1/calltracker/calls: follow `next` with the same contract/chain until null. */
+      list: (query: CallsQuery = {}, callOptions?: CallOptions) => get<CallPage>('/v1/calltracker/calls', query, callOptions),
+      /** GET /v1/calltracker/calls/{id}. */
+      get: (id: string, callOptions?: CallOptions) => get<CallDetail>(`/v1/calltracker/calls/${segment(id)}`, undefined, callOptions),
+    },
+    pulse: {
+      /** GET /v1/pulse: the eight beats. */
+      list: (callOptions?: CallOptions) => get<PulseList>('/v1/pulse', undefined, callOptions),
+      /** GET /v1/pulse/{beat}. */
+      get: (beat: string, callOptions?: CallOptions) => get<PulseOne>(`/v1/pulse/${segment(beat)}`, undefined, callOptions),
+    },
+    thesisFeed: {
+      /** GET /v1/thesisfeed/theses?contract=…: status and snapshot, starting nothing. */
+      get: (contract: string, callOptions?: CallOptions) => get<ThesisStatus>('/v1/thesisfeed/theses', { contract }, callOptions),
+      /** POST /v1/thesisfeed/theses: 200 with a fresh result, or 202 queued (`status` tells which). */
+      request: (contract: string, callOptions?: CallOptions) =>
+        call<ThesisStatus>(http, { method: 'POST', path: '/v1/thesisfeed/theses', body: { contract } }, callOptions),
+    },
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * The client's shapes, inferred from the server's own zod schemas (type-only imports: nothing of the
+ * server is loaded at run time). Inputs are what the schemas accept, outputs what they produce.
+ */
+import type { z } from 'zod';
+import type {
+  ErrorCode,
+  projectReadSchema,
+  projectSearchSchema,
+  pulseListSchema,
+  pulseOneSchema,
+} from '../readmodels/schemas.ts';
+import type { callsQuerySchema } from '../service/requests/calls.ts';
+import type { historyQuerySchema } from '../service/requests/history.ts';
+import type { projectQuerySchema, projectsQuerySchema } from '../service/requests/projects.ts';
+
+export type { AskList, BoardPage, CallDetail, CallPage, Project, ProjectHistory, SyncPage, ThesisStatus } from '../readmodels/schemas.ts';
+export type ProjectRead = z.output<typeof projectReadSchema>;
+export type ProjectSearch = z.output<typeof projectSearchSchema>;
+export type PulseList = z.output<typeof pulseListSchema>;
+export type PulseOne = z.output<typeof pulseOneSchema>;
+
+type ProjectsInput = z.input<typeof projectsQuerySchema>;
+/** Board mode of GET /v1/projects. */
+export type BoardQuery = Pick<ProjectsInput, 'page' | 'has_dossier'>;
+/** Delta mode of GET /v1/projects: exactly one of `since` and `cursor`. */
+export type DeltaQuery = Pick<ProjectsInput, 'limit' | 'has_dossier' | 'wait'> &
+  ({ since: NonNullable<ProjectsInput['since']>; cursor?: never } | { cursor: string; since?: never });
+export type ProjectQuery = z.input<typeof projectQuerySchema>;
+export type HistoryQuery = z.input<typeof historyQuerySchema>;
+export type CallsQuery = z.input<typeof callsQuerySchema>;
+
+/**
+ * Codes the client itself reports, beside the service's: no answer, a cancelled call, an answer that
+ * is not the API's, a baseUrl that is not an http(s) URL.
+ */
+export type ClientOnlyCode = 'network_error' | 'aborted' | 'invalid_response' | 'invalid_url';
+
+/**
+ * A failed call as a value. `status` is the HTTP status (null when no answer came);
+ * `retryAfterSeconds` is the server's Retry-After when it sent one (a wait longer than the call's
+ * budget is returned rather than waited out). Thesis-feed operations may carry feed-specific codes.
+ */
+export type ClientError = {
+  code: ErrorCode | ClientOnlyCode | (string & {});
+  message: string;
+  status: number | null;
+  retryAfterSeconds: number | null;
+};
+
+export type Result<T> = { ok: true; value: T; status: number } | { ok: false; error: ClientError };
+
+/** Per call: cancel it, or change how long 429/503 answers and lost connections may be waited out. */
+export type CallOptions = {
+  signal?: AbortSignal;
+  /** Total seconds one call may spend waiting before retries (default: the client's, 120). 0: never wait. */
+  maxWaitSeconds?: number;
+};
+

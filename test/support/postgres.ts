@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+/**
+ * The PostgreSQL the machines run (127.0.0.1:5432, trust auth, database `test`). Each test run works
+ * in a schema of its own, dropped afterwards. Where none answers the tests skip with the reason,
+ * unless PULSEBOARD_REQUIRE_SERVERS=1 (CI), where they run and fail.
+ */
+export const POSTGRES_URL = process.env['PULSEBOARD_TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export async function postgresSkipReason(): Promise<false | string> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return false;
+  } catch (error) {
+    if (process.env['PULSEBOARD_REQUIRE_SERVERS'] === '1') return false;
+    return `needs PostgreSQL at ${POSTGRES_URL} (${error instanceof Error ? error.message : String(error)})`;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+export type ScratchSchema = {
+  name: string;
+  /** A connection URL whose search_path is the schema. */
+  url: string;
+  query<R extends pg.QueryResultRow>(sql: string, params?: unknown[]): Promise<R[]>;
+  drop(): Promise<void>;
+};
+
+export async function scratchSchema(prefix: string): Promise<ScratchSchema> {
+  const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  await client.query(`CREATE SCHEMA ${name}`);
+  await client.query(`SET search_path TO ${name}`);
+  return {
+    name,
+    url: `${POSTGRES_URL}?options=${encodeURIComponent(`-c search_path=${name}`)}`,
+    async query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []) {
+      return (await client.query<R>(sql, params)).rows;
+    },
+    async drop() {
+      await client.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`).catch(() => {});
+      await client.end().catch(() => {});
+    },
+  };
+}
