@@ -18,7 +18,7 @@ export function embeddedEventLogPath(config: Config): string {
 function logSubscriptionState(state: SubscriptionState, error?: unknown): void {
   if (state !== 'reconnecting' && state !== 'live') return;
   const cause = error instanceof Error ? { error: error.name, reason: error.message } : {};
-  const msg = state === 'live' ? 'event log subscription live' : 'event log subscription lost; reconnecting with backoff';
+  const msg = state === 'live' ? 'event log subscription live' : 'event log subscription lost; reconnecting';
   process.stderr.write(`${JSON.stringify({ level: state === 'live' ? 'info' : 'warn', msg, ...cause })}\n`);
 }
 
@@ -27,6 +27,8 @@ function logSubscriptionState(state: SubscriptionState, error?: unknown): void {
  * embedded SQLite file in the data directory.
  */
 export function openEventLog(config: Config): EventLog {
-  if (config.EVENTSTORE_URL !== undefined) return createKurrentDbEventLog(config.EVENTSTORE_URL, { onSubscriptionState: logSubscriptionState });
+  if (config.EVENTSTORE_URL !== undefined) {
+    return createKurrentDbEventLog(config.EVENTSTORE_URL, { onSubscriptionState: logSubscriptionState });
+  }
   return createSqliteEventLog(embeddedEventLogPath(config));
 }

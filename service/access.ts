@@ -153,7 +153,9 @@ const SETTLE_BATCH = 1000;
  * (or another command) advanced the collection meanwhile, the commit is refused and the loop looks
  * again, so nothing is applied twice and the checkpoint never moves back.
  */
-async function settle(stores: AccessStores, projector: Projector, position: number, target: 'event' | 'head'): Promise<void> {
+type SettleTarget = 'event' | 'head';
+
+async function settle(stores: AccessStores, projector: Projector, position: number, target: SettleTarget): Promise<void> {
   const { log, store } = stores;
   for (;;) {
     const after = await store.checkpoint(projector.collection);
@@ -167,7 +169,8 @@ async function settle(stores: AccessStores, projector: Projector, position: numb
     if (checkpoint > after) {
       const ids = [...new Set(events.map((e) => projector.keyOf(e)).filter((id): id is string => id !== null))];
       const existing = ids.length > 0 ? await store.getMany(projector.collection, ids) : new Map<string, StoredDoc>();
-      await store.commit(projector.collection, [...foldEvents(projector, existing, events).values()], checkpoint, after);
+      const writes = [...foldEvents(projector, existing, events).values()];
+      await store.commit(projector.collection, writes, checkpoint, after);
     }
     if (lagged) await new Promise((resolve) => setTimeout(resolve, LAGGED_RETRY_MS));
   }

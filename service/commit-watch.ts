@@ -5,8 +5,8 @@
  * process or its worker thread, and, where the store has one, a store-wide feed of every process's
  * commits: MongoDB's change stream) and, while anyone waits and no store-wide feed is live, at most
  * every `pollMs`: commits made elsewhere (another process's projectors, MongoDB shared by several
- * instances, a replay whose generation the reads move to) are seen that way. Checks never overlap; a signal arriving during
- * one runs exactly one more. Every signal is read even with no waiter (one read per commit, not
+ * instances, a replay whose generation the reads move to) are seen that way. Checks never overlap;
+ * a signal arriving during one runs exactly one more. Every signal is read even with no waiter (one read per commit, not
  * per waiter), so a waiter registering just after a commit finds it already known and passes at once.
  */
 

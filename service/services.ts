@@ -64,7 +64,11 @@ export function createServices(deps: ServiceDeps): Services {
   const access = createAccess(store, now);
   // One watch per process: every long-poll and change stream waits on it; commits of this process wake it.
   // Fresh: a signalled commit (this process's projector worker writes through its own connection) is read now.
-  const commits = createCommitWatch({ readCheckpoint: async () => store.checkpoint(PROJECTS_COLLECTION, { fresh: true }), coverage: deps.stores.commits });
+  const commits = createCommitWatch({
+    readCheckpoint: async () => store.checkpoint(PROJECTS_COLLECTION, { fresh: true }),
+    // MongoDB's change stream, where there is one: no poll while it is live.
+    coverage: deps.stores.commits,
+  });
   const unsubscribe = deps.stores.commits.subscribe((collection) => {
     if (collection === PROJECTS_COLLECTION) commits.notify();
   });

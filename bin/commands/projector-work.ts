@@ -1,6 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import { projectors } from '../../projectors/registry.ts';
-import { createSupervisor } from '../../service/background.ts';
+import { createSupervisor, type LoopStatus } from '../../service/background.ts';
 import type { Stores } from '../../service/stores.ts';
 import type { WorkerMessage } from './projector-thread.ts';
 
@@ -10,7 +10,11 @@ import type { WorkerMessage } from './projector-thread.ts';
  * the stores are closed at once, which aborts a MongoDB transaction under way (left open, it would
  * lock the checkpoint, counter and chunk documents for MongoDB's 60 s), and the thread exits.
  */
-export async function runProjectorWork(port: Pick<MessagePort, 'on' | 'postMessage' | 'close'>, open: () => Promise<Stores>, exit = () => process.exit(0)): Promise<void> {
+export async function runProjectorWork(
+  port: Pick<MessagePort, 'on' | 'postMessage' | 'close'>,
+  open: () => Promise<Stores>,
+  exit = () => process.exit(0),
+): Promise<void> {
   const post = (message: WorkerMessage) => port.postMessage(message);
   const stop = new AbortController();
   let stores: Stores | undefined;
@@ -29,9 +33,12 @@ export async function runProjectorWork(port: Pick<MessagePort, 'on' | 'postMessa
   }
   stores.commits.subscribe((collection, checkpoint) => post({ kind: 'committed', collection, checkpoint }));
   try {
-    const supervisor = createSupervisor({ signal: stop.signal, onChange: (name, status) => post({ kind: 'status', name, status }) });
+    const onChange = (name: string, status: LoopStatus) => post({ kind: 'status', name, status });
+    const supervisor = createSupervisor({ signal: stop.signal, onChange });
     await Promise.all(
-      stores.runners.map((runner, i) => supervisor.supervise(`projector:${projectors[i]!.collection}`, (signal) => runner.run(signal))),
+      stores.runners.map((runner, i) =>
+        supervisor.supervise(`projector:${projectors[i]!.collection}`, (signal) => runner.run(signal)),
+      ),
     );
   } finally {
     if (!aborting) {

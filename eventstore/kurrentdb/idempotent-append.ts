@@ -9,7 +9,8 @@
  *
  * How, without reading the stream. Every event is preceded by an id marker: a small event in the
  * id's marker bucket stream (`pulseboard-ids-<bucket>`, below) naming the id, the stream and the exact
- * revision the event is about to take (an append with the expected revision r puts its events at r+1, r+2, … or fails). An append:
+ * revision the event is about to take (an append with the expected revision r puts its events at
+ * r+1, r+2, … or fails). An append:
  *   1. reads the stream's current revision r;
  *   2. then reads the markers of its ids (one short stream per id, read in parallel) and checks each
  *      marker at or below r by reading that one revision: the id there means the event is stored;

@@ -64,6 +64,7 @@ import {
   type Filter,
   type JSONType,
   type Position,
+  type ReadAllOptions as KurrentReadAll,
   type ReadPosition,
   type RecordedEvent as KurrentRecordedEvent,
 } from '@kurrent/kurrentdb-client';
@@ -212,7 +213,8 @@ async function readMarkers(client: KurrentDBClient, eventId: string): Promise<Id
   const markers: IdMarker[] = [];
   try {
     for await (const resolved of client.readStream(markerStream(id), { requiresLeader: true })) {
-      const marker = resolved.event?.type === ID_MARKER_TYPE ? (resolved.event.data as Partial<StoredMarker>) : undefined;
+      const event = resolved.event;
+      const marker = event?.type === ID_MARKER_TYPE ? (event.data as Partial<StoredMarker>) : undefined;
       if (marker && marker.id === id && typeof marker.stream === 'string' && Number.isSafeInteger(marker.revision)) {
         markers.push({ stream: marker.stream, revision: marker.revision! });
       }
@@ -223,7 +225,8 @@ async function readMarkers(client: KurrentDBClient, eventId: string): Promise<Id
   return markers;
 }
 
-const markerEvent = (eventId: string, marker: IdMarker) => jsonEvent({ type: ID_MARKER_TYPE, data: { id: eventId.toLowerCase(), ...marker } });
+const markerEvent = (eventId: string, marker: IdMarker) =>
+  jsonEvent({ type: ID_MARKER_TYPE, data: { id: eventId.toLowerCase(), ...marker } });
 
 /**
  * The metadata giving a marker bucket its lifetime, written by a process the first time it writes to
@@ -234,7 +237,12 @@ function bucketLifetime(windowSeconds: number): { written: Set<string>; metadata
 }
 type BucketLifetime = ReturnType<typeof bucketLifetime>;
 
-async function writeMarker(client: KurrentDBClient, lifetime: BucketLifetime, eventId: string, marker: IdMarker): Promise<void> {
+async function writeMarker(
+  client: KurrentDBClient,
+  lifetime: BucketLifetime,
+  eventId: string,
+  marker: IdMarker,
+): Promise<void> {
   const bucket = markerStream(eventId);
   if (!lifetime.written.has(bucket)) {
     await client.appendToStream(`$$${bucket}`, lifetime.metadata(), { requiresLeader: true });
@@ -255,10 +263,13 @@ const MARKERS_PER_MULTI_APPEND = 500;
  * a repeated one changes nothing) one append each. So the worst case is the one-by-one cost, never a
  * marker that is missed.
  */
-function markerWriter(client: KurrentDBClient, lifetime: BucketLifetime): (markers: readonly { eventId: string; marker: IdMarker }[]) => Promise<void> {
+type MarkerWrite = { eventId: string; marker: IdMarker };
+
+function markerWriter(client: KurrentDBClient, lifetime: BucketLifetime): (markers: readonly MarkerWrite[]) => Promise<void> {
   let multi: 'untried' | 'verified' | 'off' = 'untried';
-  const oneByOne = (markers: readonly { eventId: string; marker: IdMarker }[]) =>
-    Promise.all(markers.map(({ eventId, marker }) => writeMarker(client, lifetime, eventId, marker))).then(() => undefined);
+  const oneByOne = async (markers: readonly MarkerWrite[]) => {
+    await Promise.all(markers.map(({ eventId, marker }) => writeMarker(client, lifetime, eventId, marker)));
+  };
   return async (markers) => {
     if (markers.length < 2 || multi === 'off') return oneByOne(markers);
     const lifetimesSent: string[] = [];
@@ -266,10 +277,16 @@ function markerWriter(client: KurrentDBClient, lifetime: BucketLifetime): (marke
       for (let i = 0; i < markers.length; i += MARKERS_PER_MULTI_APPEND) {
         const part = markers.slice(i, i + MARKERS_PER_MULTI_APPEND);
         // A bucket's lifetime rides in the same call the first time this process writes to it.
-        const fresh = [...new Set(part.map(({ eventId }) => markerStream(eventId)).filter((bucket) => !lifetime.written.has(bucket)))];
+        const buckets = part.map(({ eventId }) => markerStream(eventId));
+        const fresh = [...new Set(buckets.filter((bucket) => !lifetime.written.has(bucket)))];
+        const state = ANY as AppendStreamState;
         await client.multiStreamAppend([
-          ...fresh.map((bucket) => ({ streamName: `$$${bucket}`, expectedState: ANY as AppendStreamState, events: [lifetime.metadata()] })),
-          ...part.map(({ eventId, marker }) => ({ streamName: markerStream(eventId), expectedState: ANY as AppendStreamState, events: [markerEvent(eventId, marker)] })),
+          ...fresh.map((bucket) => ({ streamName: `$$${bucket}`, expectedState: state, events: [lifetime.metadata()] })),
+          ...part.map(({ eventId, marker }, k) => ({
+            streamName: buckets[k]!,
+            expectedState: state,
+            events: [markerEvent(eventId, marker)],
+          })),
         ]);
         for (const bucket of fresh) lifetime.written.add(bucket);
         lifetimesSent.push(...fresh);
@@ -304,9 +321,11 @@ export async function backfillKurrentDbIdMarkers(
   const log = createKurrentDbEventLog(connectionString);
   const lifetime = bucketLifetime(DEFAULT_DEDUPE_WINDOW_SECONDS);
   try {
-    return await backfillIdMarkers({ readMarkers: (id) => readMarkers(client, id), writeMarker: (id, m) => writeMarker(client, lifetime, id, m) }, log, {
-      onProgress,
-    });
+    const server = {
+      readMarkers: (id: string) => readMarkers(client, id),
+      writeMarker: (id: string, m: IdMarker) => writeMarker(client, lifetime, id, m),
+    };
+    return await backfillIdMarkers(server, log, { onProgress });
   } finally {
     await log.close();
     await client.dispose();
@@ -340,7 +359,11 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
   // One filtered $all subscription from the end, shared by every waiter of this log.
   const source: SubscriptionSource = {
     open(handlers) {
-      const subscription = client.subscribeToAll({ fromPosition: END, filter: excludeSystemEvents(), requiresLeader: true });
+      const subscription = client.subscribeToAll({
+        fromPosition: END,
+        filter: excludeSystemEvents(),
+        requiresLeader: true,
+      });
       let over = false;
       const fail = (error: unknown) => {
         if (over) return;
@@ -440,7 +463,14 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
     for (;;) {
       let seen = 0;
       let last: { commit: bigint; prepare: bigint } | undefined;
-      for await (const resolved of client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: HEAD_PAGE, filter: excludeSystemEvents(), requiresLeader: true })) {
+      const page: KurrentReadAll = {
+        direction: BACKWARDS,
+        fromPosition: from,
+        maxCount: HEAD_PAGE,
+        filter: excludeSystemEvents(),
+        requiresLeader: true,
+      };
+      for await (const resolved of client.readAll(page)) {
         seen += 1;
         const event = resolved.event;
         if (!event) continue;
@@ -532,7 +562,14 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
         const want = limit - events.length + 1;
         let seen = 0;
         let done = false;
-        for await (const resolved of client.readAll({ direction: FORWARDS, fromPosition: readPositionAfter(cursor), maxCount: want, filter, requiresLeader: true })) {
+        const page: KurrentReadAll = {
+          direction: FORWARDS,
+          fromPosition: readPositionAfter(cursor),
+          maxCount: want,
+          filter,
+          requiresLeader: true,
+        };
+        for await (const resolved of client.readAll(page)) {
           seen += 1;
           const event = resolved.event;
           if (!event) continue;

@@ -14,7 +14,14 @@ export function mongoCommitFeed(db: Db): CommitFeed {
   return {
     open(handlers) {
       const stream = db.watch<{ _id: string; position?: number }>(
-        [{ $match: { 'ns.coll': { $regex: `^${CHECKPOINTS}(_v[1-9][0-9]*)?$` }, operationType: { $in: ['insert', 'update', 'replace'] } } }],
+        [
+          {
+            $match: {
+              'ns.coll': { $regex: `^${CHECKPOINTS}(_v[1-9][0-9]*)?$` },
+              operationType: { $in: ['insert', 'update', 'replace'] },
+            },
+          },
+        ],
         { fullDocument: 'updateLookup' },
       );
       let live = false;

@@ -10,7 +10,17 @@
  * commit (and every page read) of this version waits for the first chunk, which the cut writes last.
  */
 import type { ClientSession, Collection, Filter } from 'mongodb';
-import { CHUNK_ROWS_CUT, CHUNK_ROWS_MAX, consultsChunks, FIRST_CHUNK, pageFinder, pieceCutter, type ChunkStart, type PageStart, type Piece } from '../list-chunks.ts';
+import {
+  CHUNK_ROWS_CUT,
+  CHUNK_ROWS_MAX,
+  consultsChunks,
+  FIRST_CHUNK,
+  pageFinder,
+  pieceCutter,
+  type ChunkStart,
+  type PageStart,
+  type Piece,
+} from '../list-chunks.ts';
 
 export type ChunkDoc = { _id: string; collection: string; startKey: string; startId: string; total: number; facets: Record<string, number> };
 
@@ -22,7 +32,7 @@ export type RowMove = { from?: { key: string; id: string; facet: string }; to: {
 
 const chunkId = (collection: string, start: ChunkStart) => JSON.stringify([collection, start.key, start.id]);
 
-/** Chunks written per step of an upgrade-time cut: each step reads 8 × 2,048 rows and writes them in a short transaction. */
+/** Chunks per step of an upgrade-time cut: a step reads 8 × 2,048 rows and writes them in a short transaction. */
 export const CUT_STEP_CHUNKS = 8;
 /** The index of the chunks' order (and of the listing's own order, in every read-model collection). */
 const CHUNK_ORDER = 'chunk_order';
@@ -122,7 +132,9 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
   async function cut(collection: string, start: ChunkStart, next: ChunkStart | null, total: number, rows: Collection<ListedRow>, session: ClientSession): Promise<void> {
     const cutter = pieceCutter(start, total);
     const pieces: ChunkDoc[] = [];
-    const cursor = rows.find(rowsBetween(start, next), { projection: { sortKey: 1, facet: 1 }, hint: LISTING, session }).sort({ sortKey: 1, _id: 1 });
+    const cursor = rows
+      .find(rowsBetween(start, next), { projection: { sortKey: 1, facet: 1 }, hint: LISTING, session })
+      .sort({ sortKey: 1, _id: 1 });
     for await (const row of cursor) {
       const closed = cutter.add(row.sortKey, row._id, row.facet);
       if (closed) pieces.push(pieceDoc(collection, closed));
@@ -146,7 +158,8 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
   ): Promise<void> {
     const first = chunkId(collection, FIRST_CHUNK);
     if (await chunks.findOne({ _id: first }, { projection: { _id: 1 } })) return;
-    const absent = async (session: ClientSession) => (await chunks.findOne({ _id: first }, { projection: { _id: 1 }, session })) === null;
+    const absent = async (session: ClientSession) =>
+      (await chunks.findOne({ _id: first }, { projection: { _id: 1 }, session })) === null;
     const [resume] = await chunks
       .find({ collection }, { projection: { startKey: 1, startId: 1 }, hint: CHUNK_ORDER })
       .sort({ startKey: -1, startId: -1 })
@@ -185,7 +198,10 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
       .limit(1)
       .toArray();
     const head = await rows
-      .find(rowsBetween(FIRST_CHUNK, second ? { key: second.startKey, id: second.startId } : null), { projection: { sortKey: 1, facet: 1 }, hint: LISTING })
+      .find(rowsBetween(FIRST_CHUNK, second ? { key: second.startKey, id: second.startId } : null), {
+        projection: { sortKey: 1, facet: 1 },
+        hint: LISTING,
+      })
       .toArray();
     const firstDoc = pieceDoc(collection, pieceOf(FIRST_CHUNK, head));
     await inTransaction(async (session) => {
@@ -253,7 +269,11 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
       const finder = pageFinder(ascending, skip);
       // Read up to the page's chunk only (leaving the loop closes the cursor).
       const cursor = chunks
-        .find({ collection }, { projection: { startKey: 1, startId: 1, total: 1, facets: 1 }, hint: CHUNK_ORDER, session })
+        .find({ collection }, {
+          projection: { startKey: 1, startId: 1, total: 1, facets: 1 },
+          hint: CHUNK_ORDER,
+          session,
+        })
         .sort({ startKey: direction, startId: direction });
       for await (const doc of cursor) {
         const n = fields === undefined ? doc.total : fields.reduce((sum, field) => sum + (doc.facets[field] ?? 0), 0);

@@ -115,7 +115,7 @@ function toMongo(write: DocWrite): MongoDoc {
 
 /** The listing index matching a facet filter (none: every facet). */
 const listingHint = (facets: readonly string[] | undefined) => (facets === undefined ? 'listing' : 'listing_facet');
-/** The delta index matching a facet filter: `delta_facet` starts with the facet, so a filtered delta reads only its facets' rows. */
+/** The delta index matching a facet filter: `delta_facet` leads with the facet, so a filtered delta reads only its rows. */
 const deltaHint = (facets: readonly string[] | undefined) => (facets === undefined ? 'delta' : 'delta_facet');
 
 /** What listings fetch: never the projector-private state, nor the lookup array. */
@@ -405,7 +405,11 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
     async findDocs<D, S>(collection: string, key: string, value: string, limit: number) {
       // MongoDB reads limit 0 as "no limit". One query: each document matches the value as it is read.
       if (limit <= 0) return [];
-      const rows = await collectionOf(collection).find({ lookup: lookupEntry(key, value) }, { hint: 'lookup' }).sort({ _id: 1 }).limit(limit).toArray();
+      const rows = await collectionOf(collection)
+        .find({ lookup: lookupEntry(key, value) }, { hint: 'lookup' })
+        .sort({ _id: 1 })
+        .limit(limit)
+        .toArray();
       return rows.map((row) => fromMongo<D, S>(row));
     },
 
@@ -468,8 +472,10 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
         const reversed = fromEnd < query.offset;
         const direction = reversed ? 1 : -1;
         const start = await chunks.locate(collection, query.facets, reversed, reversed ? fromEnd : query.offset, session);
+        const bound = start.bound ? boundFilter(start.bound, reversed) : {};
+        const pageFilter = { ...facetFilter(query.facets), ...bound } as Filter<MongoDoc>;
         const rows = await target
-          .find({ ...facetFilter(query.facets), ...(start.bound ? boundFilter(start.bound, reversed) : {}) } as Filter<MongoDoc>, {
+          .find(pageFilter, {
             ...LISTED,
             hint: listingHint(query.facets),
             session,
@@ -523,7 +529,11 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
         if (!first) return [];
         filter = { seq: { $gte: first.seq, $lte: query.upToSeq }, ...facetFilter(query.facets) };
       }
-      const rows = await target.find(filter, { ...LISTED, hint: deltaHint(query.facets) }).sort({ seq: 1, _id: 1 }).limit(query.limit).toArray();
+      const rows = await target
+        .find(filter, { ...LISTED, hint: deltaHint(query.facets) })
+        .sort({ seq: 1, _id: 1 })
+        .limit(query.limit)
+        .toArray();
       return rows.map((row) => fromMongo<D, unknown>(row));
     },
 
