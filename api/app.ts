@@ -281,7 +281,7 @@ function withFrameAncestors(policy: string | undefined): string {
 }
 
 /** Request headers a browser app may send, and response headers it may read. */
-const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id', 'Mcp-Protocol-Version', 'Accept'];
+const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id', 'Mcp-Protocol-Version', 'Mcp-Method', 'Mcp-Name', 'Accept'];
 const CORS_EXPOSED_HEADERS = ['ETag', 'Retry-After', 'X-Request-Id', 'WWW-Authenticate', 'RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'];
 
 /**
