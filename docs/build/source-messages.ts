@@ -215,7 +215,8 @@ turns it into one or more events and appends them to the event log; the projecto
 into the read models the API serves.
 
 A message that fails validation is rejected with its line (or topic, partition and offset), the
-field path and the reason; nothing of it is appended, and the rest of the input goes on. Rejects
+field path and the reason (with several bad fields, every path, comma-separated, and each path with
+its reason); nothing of it is appended, and the rest of the input goes on. Rejects
 go to a dead-letter file (\`<PULSEBOARD_DATA_DIR>/dead-letter.ndjson\`, or \`--dead-letter PATH\`) or
 the \`pulseboard.dead-letter\` topic, always with \`thesisText\` withheld, and \`pulseboard ingest\`
 exits 1 when any message was rejected. A reason never quotes the rejected input.
