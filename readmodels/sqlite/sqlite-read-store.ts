@@ -5,7 +5,6 @@ import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListPage, ListQu
 import { settledOrRejected } from '../awaitable.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
-import { watchWalHeader } from './wal-header.ts';
 
 /**
  * Documents: a rowid table with the small columns first and the large texts last, so a listing reads
@@ -302,18 +301,14 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     'INSERT INTO checkpoints (collection, position) VALUES (?, ?) ON CONFLICT (collection) DO UPDATE SET position = excluded.position',
   );
   const getCheckpoint = prepared('SELECT position FROM checkpoints WHERE collection = ?');
-  // One row, one JSON text: about 6 µs where a row per collection as objects takes 10 (one checkpoint alone, 4).
+  // Every checkpoint as one JSON text, in one statement.
   const allCheckpoints = prepared('SELECT json_group_object(collection, position) AS positions FROM checkpoints');
   // Changes when another connection (a projector thread or process) commits; this connection's own commits leave it.
   const dataVersion = prepared('PRAGMA data_version');
-  // Whether any connection has committed since the checkpoints were read, for one pread.
-  const walHeader = watchWalHeader(path);
   /**
    * Every checkpoint, read with one statement and kept while the database is unchanged by any other
-   * connection: once per event-loop turn (setImmediate) the WAL-index header (wal-header.ts), and
-   * only when it moved `PRAGMA data_version`, says whether another connection has committed since
-   * they were read, and only then are they read again (about 6 µs). A request asks for two or three
-   * checkpoints (key, owners, the read's own collection). Within one turn the kept values are as
+   * connection: once per event-loop turn (setImmediate) `PRAGMA data_version` says whether another
+   * connection has committed since they were read. Within one turn the kept values are as
    * current as a read at its start: a request sent after another process's commit returned is read in
    * a later turn, and this store's own commits (which data_version does not count) drop them.
    */
@@ -332,14 +327,12 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   };
   function checkpointsThisTurn(): Map<string, number> {
     if (checkedThisTurn && knownCheckpoints) return knownCheckpoints;
-    if (!knownCheckpoints || !walHeader.unchanged()) {
-      // The header and then the version are read before the checkpoints: a commit after either shows as a change next time.
-      walHeader.mark();
-      const version = (dataVersion.get() as { data_version: number }).data_version;
-      if (!knownCheckpoints || version !== knownVersion) {
-        knownCheckpoints = new Map(Object.entries(JSON.parse((allCheckpoints.get() as { positions: string }).positions) as Record<string, number>));
-        knownVersion = version;
-      }
+    // The version is read before the checkpoints: a commit after it shows as a change next time.
+    const version = (dataVersion.get() as { data_version: number }).data_version;
+    if (!knownCheckpoints || version !== knownVersion) {
+      const positions = (allCheckpoints.get() as { positions: string }).positions;
+      knownCheckpoints = new Map(Object.entries(JSON.parse(positions) as Record<string, number>));
+      knownVersion = version;
     }
     checkedThisTurn = true;
     if (!turnEndScheduled) {
@@ -510,7 +503,6 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     },
 
     async close() {
-      walHeader.close();
       if (options.bulkBuild && db.isOpen) {
         // Back to WAL (what every other connection expects), then every page on disk before a switch.
         db.exec('PRAGMA journal_mode = WAL');
