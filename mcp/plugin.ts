@@ -1,12 +1,7 @@
 import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
-import { errorResponse, type ServiceError } from '../service/errors.ts';
-import { sendBody } from '../transport/compression.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
-import { pendingOnly } from '../transport/handler-result.ts';
-import { giveBackWhenClosed, sendBuffers } from '../transport/send-buffers.ts';
-import { useJsonBodies } from '../transport/json-body.ts';
+import { sendError } from '../transport/send-error.ts';
 import type { Admission, Budget, Protection } from '../service/guard.ts';
 import type { Services } from '../service/services.ts';
 import { createOriginCheck } from './origin.ts';
@@ -14,12 +9,6 @@ import { createMcpEndpoint, type RequestContext, type SerializedResponse } from 
 import { tools as toolTable, type Tool } from './tools.ts';
 
 export const MCP_PATH = '/mcp';
-
-/** An HTTP-level refusal of /mcp, in the same envelope and headers as REST's. */
-function sendError(reply: FastifyReply, error: ServiceError, headers: Record<string, string> = {}): FastifyReply {
-  const answer = errorResponse(error, headers);
-  return reply.code(answer.status).headers(answer.headers).send(answer.body);
-}
 
 export type McpPluginOptions = { services: Services; tools?: readonly Tool[] };
 
@@ -71,15 +60,13 @@ function sendRpcError(reply: FastifyReply, status: number, code: number, message
 const isJsonContentType = (value: string | undefined): boolean =>
   value === 'application/json' || value?.split(';')[0]?.trim().toLowerCase() === 'application/json';
 
-/** A batch's responses as one JSON array (a lent answer is copied into it and given back). */
+/** A batch's responses as one JSON array. */
 function batchOf(answers: readonly SerializedResponse[]): SerializedResponse {
   if (answers.every((answer) => typeof answer === 'string')) return `[${answers.join(',')}]`;
   const pieces: Buffer[] = [];
   answers.forEach((answer, i) => pieces.push(Buffer.from(i === 0 ? '[' : ','), typeof answer === 'string' ? Buffer.from(answer, 'utf8') : answer));
   pieces.push(Buffer.from(']'));
-  const joined = Buffer.concat(pieces);
-  for (const answer of answers) if (typeof answer !== 'string') sendBuffers.giveBack(answer);
-  return joined;
+  return Buffer.concat(pieces);
 }
 
 /** The SDK transport's batch bound. */
@@ -120,26 +107,27 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
   const byName = toolsByName(tools);
   const originCheck = createOriginCheck(services.config);
 
-  // Compressed by the handler (transport/compression.ts): the plugin's hooks would cost more than the rest of the send.
-  // A compressed request body is decoded by the JSON parser (transport/json-body.ts), not by the plugin's hook.
-  useJsonBodies(app);
-  // Not async: a call the service answers at once is sent in the same turn (see readmodels/awaitable.ts).
-  app.post(MCP_PATH, { compress: false, decompress: false }, (request, reply) => {
+  app.post(MCP_PATH, async (request, reply) => {
     reply.header('cache-control', 'private, no-store');
     const foreign = originCheck({ host: request.headers.host, origin: request.headers.origin });
     if (foreign) return sendError(reply, foreign);
 
     const received = messagesOf(request.body);
-    const admission = services.guard.admit(
+    const admitted = await services.guard.admit(
       request.headers.authorization,
       protectionAmong(services, byName, received),
       budgetAmong(received),
       credentialMemoOf(request.raw.socket),
     );
-    return pendingOnly(andThen(admission, (admitted) => answerAdmitted(request, reply, admitted, received)));
+    return answerAdmitted(request, reply, admitted, received);
   });
 
-  function answerAdmitted(request: FastifyRequest, reply: FastifyReply, admitted: Admission, received: readonly JsonRpcRequest[]): Awaitable<FastifyReply> {
+  async function answerAdmitted(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    admitted: Admission,
+    received: readonly JsonRpcRequest[],
+  ): Promise<FastifyReply> {
     if (!admitted.ok) {
       const { error, headers } = admitted.refused;
       // A refused tool call is answered as a tool error ("a tool error asking the
@@ -192,15 +180,10 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     if (requests.length === 0) return reply.code(202).send();
 
     const context: RequestContext = admitted.ok ? { caller: admitted.value.caller, log: request.log } : { refusal: admitted.refused.error, log: request.log };
-    // A single message (not a batch) is one request here: answered without a Promise.all around it.
-    const payload: Awaitable<SerializedResponse> = Array.isArray(body)
-      ? Promise.all(requests.map(async (message) => endpoint.answer(message, context))).then(batchOf)
-      : endpoint.answer(requests[0]!, context);
-    return andThen(payload, (answer) => {
-      // A large result was joined into a lent buffer (transport/send-buffers.ts): back to the pool once the response is over.
-      if (typeof answer !== 'string') giveBackWhenClosed(reply.raw, answer);
-      return sendBody(request, reply.code(200).header('content-type', 'application/json'), answer);
-    });
+    const answer = Array.isArray(body)
+      ? batchOf(await Promise.all(requests.map(async (message) => endpoint.answer(message, context))))
+      : await endpoint.answer(requests[0]!, context);
+    return reply.code(200).header('content-type', 'application/json').send(answer);
   }
 
   // Stateless: no server-initiated stream (GET) and no session to end (DELETE).

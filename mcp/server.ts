@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import {
   InitializeRequestSchema,
   LATEST_PROTOCOL_VERSION,
@@ -6,15 +5,12 @@ import {
   type JSONRPCRequest,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
 import type { Caller } from '../service/caller.ts';
 import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { parseParams } from '../service/requests/params.ts';
-import { joinedBytes, type BodyParts, type Rendered } from '../service/spliced.ts';
-import { lentJoin } from '../transport/send-buffers.ts';
 import { toolListing } from './listing.ts';
-import { serializedToolSuccess, serializedToolSuccessText, toolFailure } from './results.ts';
+import { serializedToolSuccess, toolFailure } from './results.ts';
 import type { Tool } from './tools.ts';
 
 export const SERVER_INFO = { name: 'pulseboard', version: '1.0.0' } as const;
@@ -55,7 +51,7 @@ export type RequestContext = ({ caller: Caller; refusal?: undefined } | { refusa
 
 export type McpEndpoint = {
   /** Answers one JSON-RPC request; notifications and responses get nothing back. */
-  answer(message: JSONRPCRequest, context: RequestContext): Awaitable<SerializedResponse>;
+  answer(message: JSONRPCRequest, context: RequestContext): Promise<SerializedResponse>;
   /** The serialized tools/list result (for tests and the size check). */
   readonly toolsListResult: string;
 };
@@ -68,15 +64,6 @@ const idJson = (id: RequestId): string => (typeof id === 'number' ? String(id) :
 
 /** The SDK's response layout, `{result, jsonrpc, id}`, so the bytes clients saw before stay the same. */
 const resultResponse = (id: RequestId, resultJson: string): string => `{"result":${resultJson},"jsonrpc":"2.0","id":${idJson(id)}}`;
-
-/** A kept result's response up to its id, as bytes: `{"result":…,"jsonrpc":"2.0","id":`. */
-const responseHead = (resultJson: string): Buffer => Buffer.from(`{"result":${resultJson},"jsonrpc":"2.0","id":`, 'utf8');
-
-/** Where a kept body's readAt goes while its response is split into kept pieces: letters JSON writes as they are. */
-const READ_AT_MARK = `readAt${randomBytes(12).toString('hex')}`;
-
-/** The response of a kept head for one request id (the same bytes as `resultResponse`). */
-const withId = (head: Buffer, id: RequestId): Buffer => joinedBytes([head], '', `${idJson(id)}}`);
 
 /** A tool error (never a JSON-RPC error). */
 const failureResponse = (id: RequestId, error: ServiceError): string => resultResponse(id, JSON.stringify(toolFailure(error)));
@@ -98,7 +85,6 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
   const byName = new Map(toolTable.map((tool) => [tool.name, tool]));
   const toolNames = toolTable.map((tool) => tool.name).join(', ');
   const toolsListResult = JSON.stringify({ tools: toolTable.map(toolListing) });
-  const toolsListHead = responseHead(toolsListResult);
   const initializeResults = new Map(
     SUPPORTED_PROTOCOL_VERSIONS.map((version) => [
       version,
@@ -106,36 +92,8 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
     ]),
   );
 
-  /**
-   * Responses up to their id for bodies kept by the service, by those kept bytes, as pieces between
-   * which the read's `readAt` goes (a body without one is one piece): while the service serves the same
-   * kept body, its result is not decoded, escaped, joined and encoded again; a request adds its readAt
-   * (which JSON writes as it is, inside the text too) and its id.
-   */
-  const keptPieces = new WeakMap<BodyParts, Buffer[] | null>();
-  function piecesOf(parts: BodyParts): Buffer[] | null {
-    let pieces = keptPieces.get(parts);
-    if (pieces === undefined) {
-      const text = parts.tail === null ? parts.head.toString('utf8') : `${parts.head.toString('utf8')}${READ_AT_MARK}${parts.tail.toString('utf8')}`;
-      const split = responseHead(serializedToolSuccessText(text)).toString('utf8').split(READ_AT_MARK);
-      // The mark stands in for readAt twice (the text, the structured content); found anywhere else, nothing is kept.
-      pieces = split.length === (parts.tail === null ? 1 : 3) ? split.map((piece) => Buffer.from(piece, 'utf8')) : null;
-      keptPieces.set(parts, pieces);
-    }
-    return pieces;
-  }
-  function renderedSuccess(rendered: Rendered<unknown>, id: RequestId): SerializedResponse {
-    // A body made for this request alone is sent as text: splitting it (bytes, a validator) would cost more.
-    const split = rendered.kept ? rendered.parts() : null;
-    const pieces = split === null ? null : piecesOf(split.parts);
-    if (split === null || pieces === null) return resultResponse(id, serializedToolSuccessText(rendered.json()));
-    const end = `${idJson(id)}}`;
-    // A large result (a page of projects or calls) is joined into a buffer lent until its response closes.
-    return lentJoin(pieces, split.readAt, end) ?? joinedBytes(pieces, split.readAt, end);
-  }
-
   /** The response to a tools/call: a tool's result, or a tool error (never a JSON-RPC error). */
-  function callTool(id: RequestId, params: unknown, context: RequestContext): Awaitable<SerializedResponse> {
+  async function callTool(id: RequestId, params: unknown, context: RequestContext): Promise<SerializedResponse> {
     if (context.refusal !== undefined) return failureResponse(id, context.refusal);
     const name = isPlainObject(params) ? params.name : undefined;
     if (typeof name !== 'string') {
@@ -159,11 +117,8 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
     try {
       // The service re-validates under the REST names; the caller's original values are passed on.
       const rest = tool.input.toRest(args);
-      // A kept result is answered in the same turn (see readmodels/awaitable.ts).
-      const answered: Awaitable<SerializedResponse> = tool.callRendered
-        ? andThen(tool.callRendered(services, context.caller, rest), (read) => (read.ok ? renderedSuccess(read.value, id) : renamedFailure(id, tool, read.error)))
-        : andThen(tool.call(services, context.caller, rest), (result) => (result.ok ? resultResponse(id, serializedToolSuccess(result.value)) : renamedFailure(id, tool, result.error)));
-      return answered instanceof Promise ? answered.catch((error: unknown) => unexpected(id, context, error)) : answered;
+      const result = await tool.call(services, context.caller, rest);
+      return result.ok ? resultResponse(id, serializedToolSuccess(result.value)) : renamedFailure(id, tool, result.error);
     } catch (error) {
       return unexpected(id, context, error);
     }
@@ -189,7 +144,7 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
       case 'ping':
         return resultResponse(id, '{}');
       case 'tools/list':
-        return withId(toolsListHead, id);
+        return resultResponse(id, toolsListResult);
       default:
         return errorResponse(id, JSONRPC_METHOD_NOT_FOUND, 'Method not found');
     }
@@ -197,7 +152,7 @@ export function createMcpEndpoint(services: Services, toolTable: readonly Tool[]
 
   return {
     toolsListResult,
-    answer(message, context) {
+    async answer(message, context) {
       const { id, method } = message;
       if (method === 'tools/call') return callTool(id, message.params, context);
       return protocolAnswer(id, method, message);

@@ -13,10 +13,9 @@ import {
   thesisErrorSchema,
   thesisStatusSchema,
 } from '../readmodels/schemas.ts';
-import type { Awaitable } from '../readmodels/awaitable.ts';
 import type { Caller } from '../service/caller.ts';
 import type { Result } from '../service/errors.ts';
-import type { Rendered } from '../service/spliced.ts';
+import { asValue } from '../service/json-body.ts';
 import type { Protection } from '../service/guard.ts';
 import { askListParamsSchema, askListQuerySchema, askResearcherSchema } from '../service/requests/asks.ts';
 import { thesisContractInputSchema } from '../service/requests/thesis.ts';
@@ -47,7 +46,7 @@ export type Tool = {
   outputDetail?: { depth: number; note: string };
   readOnly: boolean;
   /**
-   * Set where `callRendered` validates every argument under its REST name with the schemas the
+   * Set where the service validates every argument under its REST name with the schemas the
    * input is built from, part by part in the input's order: a call with only known names is then not
    * validated twice, and a refusal is the service's, renamed, which is the one the input's schema gives
    * (test/mcp/validated-once.test.ts checks every parameter of every such tool).
@@ -56,8 +55,6 @@ export type Tool = {
   /** Rate-protection class of a call with these arguments, as for the REST twin. */
   protection(services: Services, args: RestArguments): Protection;
   call(services: Services, caller: Caller, args: RestArguments): Promise<Result<Record<string, unknown>>>;
-  /** `call` with the body as the service renders it (the same bytes as serialising `call`'s value). */
-  callRendered?(services: Services, caller: Caller, args: RestArguments): Awaitable<Result<Rendered<unknown>>>;
 };
 
 /** Tools that return projects among other things list each project's own fields; nested objects are detailed by get_project. */
@@ -83,8 +80,7 @@ const projectAndPrivateTools: Tool[] = [
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
-    call: (services, _caller, args) => services.projects.list(args.query),
-    callRendered: (services, _caller, args) => services.projects.listRendered(args.query),
+    call: async (services, _caller, args) => asValue(await services.projects.list(args.query)),
     validatedByService: true,
   },
   {
@@ -103,8 +99,7 @@ const projectAndPrivateTools: Tool[] = [
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
-    call: (services, _caller, args) => services.projects.sync(args.query),
-    callRendered: (services, _caller, args) => services.projects.syncRendered(args.query),
+    call: async (services, _caller, args) => asValue(await services.projects.sync(args.query)),
     validatedByService: true,
   },
   {
@@ -118,8 +113,7 @@ const projectAndPrivateTools: Tool[] = [
     outputSchema: projectReadSchema,
     readOnly: true,
     protection: (services, args) => (services.projects.isEnriched(args.query) ? 'protected' : 'basic'),
-    call: (services, caller, args) => services.projects.get(caller, args.params, args.query),
-    callRendered: (services, caller, args) => services.projects.getRendered(caller, args.params, args.query),
+    call: async (services, caller, args) => asValue(await services.projects.get(caller, args.params, args.query)),
     validatedByService: true,
   },
   {
@@ -198,8 +192,7 @@ const readTools: Tool[] = [
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: guarded,
-    call: (services, caller, args) => services.search.search(caller, args.query),
-    callRendered: (services, caller, args) => services.search.searchRendered(caller, args.query),
+    call: async (services, caller, args) => asValue(await services.search.search(caller, args.query)),
     validatedByService: true,
   },
   {
@@ -228,7 +221,7 @@ const readTools: Tool[] = [
     readOnly: true,
     protection: guarded,
     // The page also travels as an escaped JSON string in the text block: the budget counts both.
-    call: (services, _caller, args) => services.calls.list(args.query, { surface: 'mcp' }),
+    call: async (services, _caller, args) => asValue(await services.calls.list(args.query, { surface: 'mcp' })),
   },
   {
     name: 'get_calltracker_call',

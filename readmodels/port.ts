@@ -1,5 +1,3 @@
-import type { Awaitable } from './awaitable.ts';
-
 /**
  * The read-store port: collections of response-shaped documents written by one ordered projector
  * each. Every adapter passes test/contract/readstore.contract.ts unchanged.
@@ -75,7 +73,7 @@ export interface ReadStore {
    * (a commit signalled by another thread or connection, a generation switch deciding on it). The
    * embedded store answers at once, a server's adapter with a promise (see awaitable.ts).
    */
-  checkpoint(collection: string, options?: { fresh?: boolean }): Awaitable<number>;
+  checkpoint(collection: string, options?: { fresh?: boolean }): Promise<number>;
   /**
    * Writes documents and advances the checkpoint atomically (a crash replays the batch harmlessly).
    * With `expected`, the batch applies only if the stored checkpoint equals it at commit time

@@ -2,7 +2,6 @@ import { closeSync, fsyncSync, openSync } from 'node:fs';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inReadTransaction, inTransaction, openSqlite } from '../../config/sqlite.ts';
 import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListPage, ListQuery, ReadStore, StoredDoc } from '../port.ts';
-import { settledOrRejected } from '../awaitable.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
 
@@ -387,9 +386,9 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     });
 
   return {
-    checkpoint(collection, options) {
+    async checkpoint(collection, options) {
       if (options?.fresh) checkedThisTurn = false;
-      return settledOrRejected(() => checkpointsThisTurn().get(collection) ?? 0);
+      return checkpointsThisTurn().get(collection) ?? 0;
     },
 
     async commit(collection, writes, checkpoint, expected) {

@@ -1,4 +1,3 @@
-import { andThen, type Awaitable } from '../../readmodels/awaitable.ts';
 import { errors, type ServiceError } from '../errors.ts';
 import type { RateDecision, RateLimiter } from './port.ts';
 
@@ -44,28 +43,26 @@ export type GateResult =
   | { ok: true; headers: Record<string, string> }
   | { ok: false; error: ServiceError; headers: Record<string, string> };
 
-export type RateGate = { check(keyId: string, protection: Protection, budget?: Budget): Awaitable<GateResult> };
+export type RateGate = { check(keyId: string, protection: Protection, budget?: Budget): Promise<GateResult> };
 
 export type RateGateOptions = { /** Protocol messages per key per window; unset: the requests limit. */ protocolLimit?: number };
 
 /** The per-key budgets in front of every authenticated operation, REST and MCP alike. */
 export function createRateGate(limiter: RateLimiter, options: RateGateOptions = {}): RateGate {
   return {
-    check(keyId, protection, budget = 'requests') {
-      if (budget === 'protocol') return andThen(consumeSafely(protocolBucket(keyId), options.protocolLimit), protocolOutcome);
-      return andThen(consumeSafely(keyId), (decision) => requestsOutcome(decision, protection));
+    async check(keyId, protection, budget = 'requests') {
+      if (budget === 'protocol') return protocolOutcome(await consumeSafely(protocolBucket(keyId), options.protocolLimit));
+      return requestsOutcome(await consumeSafely(keyId), protection);
     },
   };
 
   /** The limiter's decision; a limiter that throws or rejects is read as unavailable (the port promises neither). */
-  function consumeSafely(bucket: string, limit?: number): Awaitable<RateDecision> {
-    let decision: Awaitable<RateDecision>;
+  async function consumeSafely(bucket: string, limit?: number): Promise<RateDecision> {
     try {
-      decision = limiter.consume(bucket, limit);
+      return await limiter.consume(bucket, limit);
     } catch {
       return UNAVAILABLE;
     }
-    return decision instanceof Promise ? decision.catch(() => UNAVAILABLE) : decision;
   }
 }
 

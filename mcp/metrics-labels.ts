@@ -1,0 +1,35 @@
+/** The metrics label of a request: its operation, and for /mcp its JSON-RPC method and tool. */
+export type OperationLabel = { readonly operation: string; readonly rpc?: { readonly method: string; readonly tool?: string } };
+
+const KNOWN_RPC_METHODS = [
+  'initialize',
+  'ping',
+  'tools/list',
+  'tools/call',
+  'notifications/initialized',
+  'notifications/cancelled',
+  'resources/list',
+  'prompts/list',
+];
+
+/**
+ * The label of an /mcp body: its JSON-RPC method (and tool) from a fixed set, so caller text never
+ * becomes a label. Every label is made once, here.
+ */
+export function rpcLabeller(toolNames: readonly string[]): (body: unknown) => OperationLabel {
+  const label = (method: string, tool?: string): OperationLabel =>
+    Object.freeze({ operation: `mcp:${tool ?? method}`, rpc: Object.freeze(tool === undefined ? { method } : { method, tool }) });
+  const byMethod = new Map([...KNOWN_RPC_METHODS.filter((m) => m !== 'tools/call'), 'other'].map((method) => [method, label(method)]));
+  const byTool = new Map([...toolNames, 'unknown_tool'].map((tool) => [tool, label('tools/call', tool)]));
+  const batch = label('batch');
+  const unreadable: OperationLabel = Object.freeze({ operation: 'mcp' });
+  return (body) => {
+    if (Array.isArray(body)) return batch;
+    if (typeof body !== 'object' || body === null) return unreadable;
+    const { method, params } = body as { method?: unknown; params?: { name?: unknown } };
+    if (typeof method !== 'string') return unreadable;
+    if (method !== 'tools/call') return byMethod.get(method) ?? byMethod.get('other')!;
+    const name = typeof params === 'object' && params !== null ? params.name : undefined;
+    return (typeof name === 'string' ? byTool.get(name) : undefined) ?? byTool.get('unknown_tool')!;
+  };
+}
