@@ -70,8 +70,7 @@ export interface ReadStore {
   /**
    * Last event position applied to a collection, 0 when none. An adapter may answer from a read made
    * earlier in the same event-loop turn (the SQLite one does); `fresh` asks for the store's value now
-   * (a commit signalled by another thread or connection, a generation switch deciding on it). The
-   * embedded store answers at once, a server's adapter with a promise (see awaitable.ts).
+   * (a commit signalled by another thread or connection, a generation switch deciding on it).
    */
   checkpoint(collection: string, options?: { fresh?: boolean }): Promise<number>;
   /**

@@ -84,7 +84,6 @@ export function createInProcessLimiter(options: InProcessLimiterOptions): InProc
   }
 
   return {
-    // Answered at once (see readmodels/awaitable.ts).
     consume: async (keyId, limit = options.limit) => consumeNow(keyId, limit),
     ping: async () => true,
     close: async () => {
