@@ -26,12 +26,17 @@ export type RawJson<T> = { readonly raw: true; readonly bytes: () => Uint8Array 
 const isRaw = (member: unknown): member is RawJson<unknown> =>
   typeof member === 'object' && member !== null && (member as { raw?: unknown }).raw === true && 'bytes' in member;
 
-export const storedJson = <D>(row: StoredDoc<D>): RawJson<D> => ({ raw: true, bytes: () => row.utf8, value: () => row.doc });
+export const storedJson = <D>(row: StoredDoc<D>): RawJson<D> => ({
+  raw: true,
+  bytes: () => row.utf8,
+  value: () => row.doc,
+});
 
 export function storedJsonList<D>(rows: readonly StoredDoc<D>[]): RawJson<D[]> {
   return {
     raw: true,
-    bytes: () => Buffer.concat([Buffer.from('['), ...rows.flatMap((r, i) => (i === 0 ? [r.utf8] : [COMMA, r.utf8])), CLOSE]),
+    bytes: () =>
+      Buffer.concat([Buffer.from('['), ...rows.flatMap((r, i) => (i === 0 ? [r.utf8] : [COMMA, r.utf8])), CLOSE]),
     value: () => rows.map((r) => r.doc),
   };
 }
@@ -87,7 +92,8 @@ export function jsonBody<T, K extends keyof T>(fields: Fields<T, K>): JsonBody<T
   return { head, tail, readAt: splits ? readAt : '', etag: validatorOf(head, tail), value: valueOf };
 }
 
-const toBytes = (piece: Uint8Array | string): Uint8Array => (typeof piece === 'string' ? Buffer.from(piece, 'utf8') : piece);
+const toBytes = (piece: Uint8Array | string): Uint8Array =>
+  typeof piece === 'string' ? Buffer.from(piece, 'utf8') : piece;
 
 /** A kept body served again with this read's `readAt`; its value is parsed from the bytes when asked for. */
 export function withReadAt<T>(kept: JsonBody<unknown>, readAt: string): JsonBody<T> {

@@ -12,7 +12,12 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUN
  */
 export function isStoreUnavailable(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
-  if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError || error instanceof UnavailableError) return true;
+  if (
+    error instanceof MongoNetworkError ||
+    error instanceof MongoServerSelectionError ||
+    error instanceof UnavailableError
+  )
+    return true;
   const { code, errcode } = error as { code?: unknown; errcode?: unknown };
   if (code === 'ERR_SQLITE_ERROR' && typeof errcode === 'number') return SQLITE_RETRYABLE.has(errcode & 0xff);
   return typeof code === 'string' && UNREACHABLE.has(code);

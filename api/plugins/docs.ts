@@ -60,7 +60,8 @@ export const DOCS_PAGE = `<!doctype html>
 `;
 
 /** Same-origin scripts, styles and requests only; Swagger UI sets inline styles and shows data: images. */
-export const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /**
  * The docs page and its assets. No page under /docs may be framed: `frame-ancestors 'none'` and
@@ -91,7 +92,12 @@ export const docsPlugin = fp(async (app) => {
   }
 });
 
-function framedNowhere(_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void): void {
+function framedNowhere(
+  _request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+  done: (error: null, payload: unknown) => void,
+): void {
   const policy = reply.getHeader('content-security-policy') as string | undefined;
   reply.header('content-security-policy', withFrameAncestors(policy));
   reply.header('x-frame-options', 'DENY');

@@ -61,16 +61,29 @@ export const errorsPlugin = fp<ErrorsPluginOptions>(async (app, { operations }) 
       // Body parsing and other client faults: say what is wrong without echoing the input.
       const syntax = error.code?.startsWith('FST_ERR_CTP') || error instanceof SyntaxError;
       const message = CLIENT_FAULTS[error.code] ?? (syntax ? 'request body is not valid JSON' : 'bad request');
-      return sendError(reply, { status: status === 413 || status === 415 ? status : 400, code: 'bad_request', message });
+      return sendError(reply, {
+        status: status === 413 || status === 415 ? status : 400,
+        code: 'bad_request',
+        message,
+      });
     }
     request.log.error({ err: { type: error.name, code: error.code } }, 'unexpected failure');
-    if (isStoreUnavailable(error)) return sendError(reply, errors.unavailable('A store is temporarily unavailable; retry shortly.', 5));
-    return sendError(reply, { status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 });
+    if (isStoreUnavailable(error))
+      return sendError(reply, errors.unavailable('A store is temporarily unavailable; retry shortly.', 5));
+    return sendError(reply, {
+      status: 500,
+      code: 'unavailable',
+      message: 'Unexpected failure; retry later.',
+      retryAfter: 5,
+    });
   });
 });
 
 function forbiddenKey(): FastifyError {
-  return Object.assign(new Error(CLIENT_FAULTS.PULSEBOARD_FORBIDDEN_KEY), { code: 'PULSEBOARD_FORBIDDEN_KEY', statusCode: 400 }) as FastifyError;
+  return Object.assign(new Error(CLIENT_FAULTS.PULSEBOARD_FORBIDDEN_KEY), {
+    code: 'PULSEBOARD_FORBIDDEN_KEY',
+    statusCode: 400,
+  }) as FastifyError;
 }
 
 /**
@@ -90,7 +103,10 @@ async function answerFrameworkError(
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<void> {
-  reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff').header('cache-control', CACHE_NO_STORE);
+  reply
+    .header('x-request-id', request.id)
+    .header('x-content-type-options', 'nosniff')
+    .header('cache-control', CACHE_NO_STORE);
   let refusal: ServiceError;
   // A key check that fails (a store down) answers as no key: this refusal says nothing more either way.
   const caller = await services.access.authenticate(request.headers.authorization).catch(() => null);

@@ -2,7 +2,14 @@ import cors from '@fastify/cors';
 import fp from 'fastify-plugin';
 
 /** Request headers a browser app may send, and response headers it may read. */
-const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id', 'Mcp-Protocol-Version', 'Accept'];
+const CORS_ALLOWED_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'If-None-Match',
+  'X-Request-Id',
+  'Mcp-Protocol-Version',
+  'Accept',
+];
 const CORS_EXPOSED_HEADERS = [
   'ETag',
   'Retry-After',

@@ -25,7 +25,11 @@ async function sendEventStream(reply: FastifyReply, stream: OpenStream): Promise
   const res = reply.raw;
   for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
   // The connection is not reused after a stream (the client reconnects), and a server closing must not wait on it.
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'x-accel-buffering': 'no', connection: 'close' });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'x-accel-buffering': 'no',
+    connection: 'close',
+  });
   const write = async (text: string) => {
     if (res.write(text)) return;
     await new Promise<void>((resolve) => {
@@ -45,7 +49,10 @@ async function sendEventStream(reply: FastifyReply, stream: OpenStream): Promise
       await write(event.kind === 'row' ? `id: ${event.cursor}\ndata: ${event.json}\n\n` : ': heartbeat\n\n');
     }
   } catch (error) {
-    reply.log.warn({ err: { type: error instanceof Error ? error.name : typeof error } }, 'change stream ended by a failed read');
+    reply.log.warn(
+      { err: { type: error instanceof Error ? error.name : typeof error } },
+      'change stream ended by a failed read',
+    );
   } finally {
     stream.close();
     res.end();

@@ -12,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-it('echoed: the first 100 characters, then …; anything but printable ASCII, \\ and \' as \\uXXXX', () => {
+it("echoed: the first 100 characters, then …; anything but printable ASCII, \\ and ' as \\uXXXX", () => {
   assert.equal(echoed('plain-handle_1'), 'plain-handle_1');
   assert.equal(echoed('x'.repeat(150)), `${'x'.repeat(100)}…`);
   assert.equal(echoed("a'b\\c\u0000é\u2028"), 'a\\u0027b\\u005cc\\u0000\\u00e9\\u2028');

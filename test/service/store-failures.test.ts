@@ -30,12 +30,21 @@ it('a locked SQLite file, a Mongo network failure and a refused connection are o
     rmSync(dir, { recursive: true, force: true });
   }
   assert.equal(isStoreUnavailable(new MongoNetworkError('x')), true);
-  assert.equal(isStoreUnavailable(new MongoServerSelectionError('x', { type: 'Unknown', servers: new Map() } as never)), true);
+  assert.equal(
+    isStoreUnavailable(new MongoServerSelectionError('x', { type: 'Unknown', servers: new Map() } as never)),
+    true,
+  );
   assert.equal(isStoreUnavailable(Object.assign(new Error('x'), { code: 'ECONNREFUSED' })), true);
 });
 
 it('an error whose message only reads like an outage is not one', () => {
-  for (const message of ['database is locked', 'SQLITE_BUSY', 'connect ECONNREFUSED 127.0.0.1:27017', 'MongoNetworkError', 'disk I/O error']) {
+  for (const message of [
+    'database is locked',
+    'SQLITE_BUSY',
+    'connect ECONNREFUSED 127.0.0.1:27017',
+    'MongoNetworkError',
+    'disk I/O error',
+  ]) {
     assert.equal(isStoreUnavailable(new Error(message)), false, message);
   }
   const constraint = (() => {
