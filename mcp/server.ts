@@ -30,11 +30,7 @@ export const INSTRUCTIONS =
   'Each tools/call counts once against the per-key budget (60 per 60 seconds by default) shared with the REST interface; ' +
   'initialize, tools/list, ping and notifications have a budget of their own. Keep results small with limit (and maxBytes on list_calltracker_calls).';
 
-/**
- * One JSON-RPC response, already serialized (the transport writes it as is): its text, or its UTF-8
- * bytes where the result was kept as bytes (a text with a character past Latin-1 is a two-byte
- * string, which would be measured and encoded again on every send).
- */
+/** One JSON-RPC response, already serialized (the transport writes it as is): its text or its UTF-8 bytes. */
 export type SerializedResponse = string | Buffer;
 
 /** The part of a request's logger a tool call uses. */

@@ -98,9 +98,7 @@ function unchanged<D, S>(current: Entity<D, S>, next: Entity<D, S>): boolean {
 
 /**
  * A folded document; `json` is made on first access and kept. A write is a change of the public
- * document: `seq` and `writtenAt` move only then, a state-only change keeps them. A class
- * rather than an object literal with a getter: V8 keeps such a literal in dictionary mode, and the
- * next event for the same document reads every member of it.
+ * document: `seq` and `writtenAt` move only then, a state-only change keeps them.
  */
 class FoldedDoc<D, S> implements StoredDoc<D, S> {
   readonly id: string;

@@ -84,9 +84,7 @@ END;
 
 /**
  * The memory map of a read-store connection unless told otherwise (PULSEBOARD_SQLITE_MAP_MB): none.
- * Measured under the read bench (docs/decisions.md, "Reads, seventh pass"): a 1 GiB map made a 100k
- * mirror page 15 % cheaper and nothing else measurably faster, at 100k or 1M, and its pages were
- * 430 MB (100k) and 777 MB (1M) of the server's resident memory.
+ * A map's pages count in the server's resident memory, and it made no read much cheaper.
  */
 export const MAP_BYTES_DEFAULT = 0;
 /**
@@ -121,11 +119,7 @@ const WITH_STATE = `${listed()}, state`;
 /** Prepared statements kept per store (see `prepared`). */
 const STATEMENTS_KEPT = 512;
 
-/**
- * A row of `listed()` (and `state` after it for `get`), as an array: node:sqlite's row objects are
- * made property by property, and reading them back missed V8's inline caches (7 % of a delta page's
- * samples in a profile).
- */
+/** A row of `listed()` (and `state` after it for `get`), read as an array. */
 type DocRow = [id: string, doc: Uint8Array, seq: number, writtenAt: string, sortKey: string, facet: string, keys: string, state?: string];
 
 /** A row as the port's stored document (parsed on first access; listing rows carry no state). */
@@ -165,10 +159,8 @@ function facetClause(facets: readonly string[] | undefined): string {
 }
 
 /**
- * A LIMIT written into the statement's text. SQLite's planner reads the value bound to `LIMIT ?` (it
- * may plan for it), so binding one marks the statement expired and every run prepared it again: about
- * 6 µs of a 15 µs one-row read, and 54 µs of a delta page's 1.5 ms in a profile. A limit in the text
- * costs one prepared statement per limit value, kept in the store's bounded statement cache.
+ * A LIMIT written into the statement's text: a value bound to `LIMIT ?` expires the statement (the
+ * planner reads it), so every run would prepare it again. One kept statement per limit value.
  */
 export function sqlLimit(limit: number): string {
   if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError('a page limit must be a non-negative integer');
