@@ -266,8 +266,9 @@ function httpServer(services: Services, options: AppOptions, metrics: Metrics, o
 export function buildApp(services: Services, options: AppOptions = {}): FastifyInstance {
   const config = services.config;
   const metrics = options.metrics ?? metricsFor(services);
-  const guarded: Services = { ...services, guard: meteredGuard(services.guard, metrics) };
-  const operations = restOperations(guarded);
+  // The operations and /mcp admit requests through a guard that counts its decisions in the metrics.
+  const metered: Services = { ...services, guard: meteredGuard(services.guard, metrics) };
+  const operations = restOperations(metered);
   const app = httpServer(services, options, metrics, operations);
 
   // Shutdown ends every long-poll (an empty page, same cursor) and change stream before the server waits for requests to finish.
@@ -281,9 +282,9 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
   // Routes are added in a plugin registered after compress and CORS, whose hooks attach to each
   // route as it is added (onRoute): routes added before them would be left out.
   void app.register(async (routes) => {
-    for (const op of operations) registerOperation(routes, guarded, op);
+    for (const op of operations) registerOperation(routes, metered, op);
     // The tool-protocol endpoint: same instance, same key check, same per-key budget.
-    await routes.register(mcpPlugin, { services: guarded });
+    await routes.register(mcpPlugin, { services: metered });
     mountHealth(routes, services);
     mountInterfaceDescription(routes, operations);
     if (config.PULSEBOARD_METRICS === 'on' && config.PULSEBOARD_METRICS_PORT === undefined) mountMetrics(routes, metrics);

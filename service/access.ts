@@ -124,8 +124,8 @@ export function createAccess(store: ReadStore, now: () => Date = () => new Date(
         owners.clear();
         ownersAt = at;
       }
-      const kept = owners.get(owner);
-      if (kept) return { ...kept };
+      const known = owners.get(owner);
+      if (known) return { ...known };
       const doc = (await store.get<OwnerDoc>(OWNERS_COLLECTION, owner))?.doc;
       const access = { allowlisted: doc?.allowlisted ?? false, linked: doc?.linked ?? false };
       // A checkpoint that moved during the read keeps nothing (the next request reads again).

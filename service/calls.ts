@@ -52,16 +52,21 @@ export type Surface = 'rest' | 'mcp';
 export type CallsService = {
   /** GET /v1/calltracker/calls: newest first, bounded by `limit` and the `maxBytes` budget (512 KiB at most). */
   list(query: unknown, options?: { surface?: Surface }): Promise<Result<JsonBody<CallPage>>>;
-  /** `list`, ready to send with each call serialised once, when it was measured for the budget (REST). */
   /** GET /v1/calltracker/calls/{id}: one visible call. */
   get(params: unknown, query?: unknown): Promise<Result<CallDetail>>;
 };
 
-/** Call cursor: the last (sortKey, id) served and the normalized filters it is bound to. */
+/**
+ * Call cursor: the last (sortKey, id) served and the normalized filters it is bound to. One-letter
+ * keys on the wire (v version, k sortKey, i id, c contract, h chain) keep it short; read by name.
+ */
 const callCursorSchema = z
   .object({ v: z.literal(1), k: z.string(), i: z.string(), c: z.string().nullable(), h: z.string().nullable() })
-  .strict();
+  .strict()
+  .transform((wire) => ({ sortKey: wire.k, id: wire.i, contract: wire.c, chain: wire.h }));
 type CallCursor = z.output<typeof callCursorSchema>;
+const encodeCallCursor = (c: CallCursor): string =>
+  encodeCursor({ v: 1, k: c.sortKey, i: c.id, c: c.contract, h: c.chain } satisfies z.input<typeof callCursorSchema>);
 
 type Filters = { contract: string | null; chain: string | null };
 
@@ -389,7 +394,7 @@ export function createCallsService(deps: CallsDeps): CallsService {
     if (!decoded.ok) {
       return fail(errors.badRequest("parameter 'cursor' is not a cursor this service issued; send the 'next' value of a page unchanged, or drop 'cursor' to start from the newest call"));
     }
-    const bound: Filters = { contract: decoded.value.c, chain: decoded.value.h };
+    const bound: Filters = { contract: decoded.value.contract, chain: decoded.value.chain };
     if (bound.contract !== filters.contract || bound.chain !== filters.chain) {
       return fail(
         errors.badRequest(
@@ -397,7 +402,7 @@ export function createCallsService(deps: CallsDeps): CallsService {
         ),
       );
     }
-    return ok({ sortKey: decoded.value.k, id: decoded.value.i });
+    return ok({ sortKey: decoded.value.sortKey, id: decoded.value.id });
   }
 
   /**
@@ -428,8 +433,8 @@ export function createCallsService(deps: CallsDeps): CallsService {
     const version = await pageVersion();
     const key = `calls ${JSON.stringify([surface, filters.value.contract, filters.value.chain, position.value, limit, budget])}`;
     const readAt = now();
-    const kept = bodies.get(version, key, readAt.getTime());
-    if (kept) return ok(withReadAt<CallPage>(kept, readAt.toISOString()));
+    const cached = bodies.get(version, key, readAt.getTime());
+    if (cached) return ok(withReadAt<CallPage>(cached, readAt.toISOString()));
     const { page: result, span } = await readPage(page, readAt);
     if (result.ok) bodies.set(version, key, result.value, span);
     return result;
@@ -452,7 +457,7 @@ export function createCallsService(deps: CallsDeps): CallsService {
     const last = served[served.length - 1];
     const lastRow = last ? rows.value[served.length - 1]! : null;
     const next =
-      more && lastRow ? encodeCursor({ v: 1, k: lastRow.sortKey, i: lastRow.id, c: filters.contract, h: filters.chain } satisfies CallCursor) : null;
+      more && lastRow ? encodeCallCursor({ sortKey: lastRow.sortKey, id: lastRow.id, ...filters }) : null;
     const page = jsonBody<CallPage, 'calls'>({
       calls: { raw: true, bytes: () => `[${served.map((c) => c.json).join(',')}]`, value: () => served.map((c) => c.value()) },
       next,

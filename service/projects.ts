@@ -59,18 +59,24 @@ export type ProjectsService = {
   contextFor(caller: Caller, project: Project, readAt: string): Promise<ProjectContext>;
 };
 
-/** Delta cursor: archive id, last (seq, id) served, and the filter it was minted under. */
+/**
+ * Delta cursor: archive id, last (seq, id) served, and the filter it was minted under. One-letter keys
+ * on the wire (v version, a archive, s seq, i id, f filter) keep it short; read by name.
+ */
 const deltaCursorSchema = z
   .object({ v: z.literal(1), a: z.string(), s: z.number().int().min(0), i: z.string(), f: z.enum(['all', 'dossier', 'no_dossier']) })
-  .strict();
+  .strict()
+  .transform((wire) => ({ archive: wire.a, seq: wire.s, id: wire.i, filter: wire.f }));
 type DeltaCursor = z.output<typeof deltaCursorSchema>;
+/** Where a delta read stands: the last (seq, id) served; an empty id is a bookmark at seq. */
+type Position = { seq: number; id: string };
 
 function facetsFor(hasDossier: boolean | undefined): readonly string[] {
   if (hasDossier === undefined) return PUBLIC_PROJECT_FACETS;
   return [hasDossier ? PROJECT_FACETS.dossier : PROJECT_FACETS.noDossier];
 }
 
-function filterName(hasDossier: boolean | undefined): DeltaCursor['f'] {
+function filterName(hasDossier: boolean | undefined): DeltaCursor['filter'] {
   if (hasDossier === undefined) return 'all';
   return hasDossier ? 'dossier' : 'no_dossier';
 }
@@ -113,8 +119,8 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
   async function cachedRead<T>(key: string, read: () => Promise<Result<JsonBody<T>>>): Promise<Result<JsonBody<T>>> {
     if (!bodies) return read();
     const version: CacheVersion = [generation(), await store.checkpoint(PROJECTS_COLLECTION)];
-    const kept = bodies.get(version, key);
-    if (kept) return ok(withReadAt<T>(kept, readAtNow()));
+    const cached = bodies.get(version, key);
+    if (cached) return ok(withReadAt<T>(cached, readAtNow()));
     const result = await read();
     if (result.ok) bodies.set(version, key, result.value);
     return result;
@@ -146,7 +152,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
   }
 
   /** Where a delta read starts, once the query's starting point is checked against this archive and filter. */
-  type DeltaStart = { archive: string; filter: DeltaCursor['f']; start: { after: { seq: number; id: string } } | { fromWrittenAt: string } };
+  type DeltaStart = { archive: string; filter: DeltaCursor['filter']; start: { after: Position } | { fromWrittenAt: string } };
 
   async function deltaStart(q: ProjectsQuery, lastEventId?: string): Promise<Result<DeltaStart>> {
     if (q.since !== undefined && q.cursor !== undefined) {
@@ -160,15 +166,15 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     if (cursor !== undefined) {
       const decoded = decodeCursor(deltaCursorSchema, cursor);
       if (!decoded.ok) return fail(errors.badRequest(`${name} is not a cursor this service issued; start again with 'since'`));
-      if (decoded.value.a !== archive) {
+      if (decoded.value.archive !== archive) {
         return fail(errors.conflict("this cursor was issued by a different archive; start again with 'since'"));
       }
-      if (decoded.value.f !== filter) {
+      if (decoded.value.filter !== filter) {
         return fail(
           errors.badRequest(`${name} was issued with a different has_dossier filter; send the same has_dossier as when it was issued, or start again with 'since'`),
         );
       }
-      return ok({ archive, filter, start: { after: { seq: decoded.value.s, id: decoded.value.i } } });
+      return ok({ archive, filter, start: { after: { seq: decoded.value.seq, id: decoded.value.id } } });
     }
     if (q.since === SINCE_NOW) return ok({ archive, filter, start: { after: { seq: await store.checkpoint(PROJECTS_COLLECTION), id: '' } } });
     if (q.since !== undefined) return ok({ archive, filter, start: { fromWrittenAt: new Date(q.since).toISOString() } });
@@ -176,7 +182,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return ok({ archive, filter, start: { after: { seq: 0, id: '' } } });
   }
 
-  type DeltaRead = { rows: StoredDoc<Project>[]; hasMore: boolean; upToSeq: number; position: { s: number; i: string } };
+  type DeltaRead = { rows: StoredDoc<Project>[]; hasMore: boolean; upToSeq: number; position: Position };
 
   /** One delta read from `from`: the rows served, and the position after them (the bookmark once everything was served). */
   async function readDelta(from: DeltaStart, hasDossier: boolean | undefined, limit: number): Promise<DeltaRead> {
@@ -190,12 +196,12 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     const hasMore = rows.length > limit;
     const served = rows.slice(0, limit);
     const last = served[served.length - 1];
-    let position: { s: number; i: string };
-    if (last) position = { s: last.seq, i: last.id };
-    else if ('after' in start) position = { s: start.after.seq, i: start.after.id };
-    else position = { s: 0, i: '' };
+    let position: Position;
+    if (last) position = { seq: last.seq, id: last.id };
+    else if ('after' in start) position = start.after;
+    else position = { seq: 0, id: '' };
     // Once everything up to the high-water mark was served, the bookmark can move there.
-    if (!hasMore && position.s < upToSeq) position = { s: upToSeq, i: '' };
+    if (!hasMore && position.seq < upToSeq) position = { seq: upToSeq, id: '' };
     return { rows: served, hasMore, upToSeq, position };
   }
 
@@ -215,8 +221,8 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return read;
   }
 
-  const cursorAt = (from: DeltaStart, position: { s: number; i: string }): string =>
-    encodeCursor({ v: 1, a: from.archive, s: position.s, i: position.i, f: from.filter } satisfies DeltaCursor);
+  const cursorAt = (from: DeltaStart, position: Position): string =>
+    encodeCursor({ v: 1, a: from.archive, s: position.seq, i: position.id, f: from.filter } satisfies z.input<typeof deltaCursorSchema>);
 
   async function delta(q: ProjectsQuery, options: WaitOptions = {}): Promise<Result<JsonBody<SyncPage>>> {
     const from = await deltaStart(q);
@@ -224,7 +230,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     const limit = q.limit ?? SYNC_LIMIT_DEFAULT;
     if (q.since === SINCE_NOW && q.wait === undefined) {
       // A bookmark only: everything up to the high-water mark counts as already seen.
-      const cursor = cursorAt(from.value, { s: (from.value.start as { after: { seq: number } }).after.seq, i: '' });
+      const cursor = cursorAt(from.value, { seq: (from.value.start as { after: Position }).after.seq, id: '' });
       return ok(jsonBody<SyncPage, never>({ projects: [], cursor, hasMore: false, limit, readAt: readAtNow() }));
     }
     // A page without a wait depends on the read model and its starting point alone.
@@ -329,8 +335,8 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return ok({
       async next(limit) {
         const read = await sharedDelta(position, q.has_dossier, limit);
-        const rows = read.rows.map((row) => ({ cursor: cursorAt(position, { s: row.seq, i: row.id }), json: row.json }));
-        position = { ...position, start: { after: { seq: read.position.s, id: read.position.i } } };
+        const rows = read.rows.map((row) => ({ cursor: cursorAt(position, { seq: row.seq, id: row.id }), json: row.json }));
+        position = { ...position, start: { after: read.position } };
         return { rows, hasMore: read.hasMore, upToSeq: read.upToSeq };
       },
     });

@@ -129,8 +129,8 @@ export function createSearchService(deps: SearchDeps): SearchService {
   /** The outcome of `q`: kept, or looked up (null: q is none of the accepted forms). */
   async function outcomeOf(q: string): Promise<Outcome | null> {
     const version: CacheVersion = [generation(), await store.checkpoint(PROJECTS_COLLECTION)];
-    const kept = outcomes.get(version, q);
-    if (kept) return kept;
+    const known = outcomes.get(version, q);
+    if (known) return known;
     const found = await lookUpQuery(q);
     if (found) outcomes.set(version, q, found);
     return found;
