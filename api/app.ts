@@ -4,13 +4,13 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { projectors } from '../projectors/registry.ts';
 import { hashKey, keyIdOf } from '../service/access.ts';
 import type { Result } from '../service/errors.ts';
-import { bytesOf } from '../service/json-body.ts';
 import type { Services } from '../service/services.ts';
 import type { Caller } from '../service/caller.ts';
 import { MCP_PATH, mcpPlugin } from '../mcp/plugin.ts';
 import { rpcLabeller, type OperationLabel } from '../mcp/metrics-labels.ts';
 import { tools as mcpTools } from '../mcp/tools.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
+import { joinedBody } from '../transport/reused-buffers.ts';
 import { sendError } from '../transport/send-error.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import type { OperationInput, OperationReply, RestOperation } from './operation.ts';
@@ -170,16 +170,18 @@ async function answer(
   if (services.commits.closed.aborted) reply.header('connection', 'close');
   const status = value.status ?? 200;
   // JSON made by the service is sent as the bytes it made, never serialised again.
-  const body = 'json' in value ? bytesOf(value.json) : JSON.stringify(value.body);
+  const text = 'json' in value ? null : JSON.stringify(value.body);
   reply.code(status).type(JSON_CONTENT_TYPE);
   if (op.method === 'GET' && status === 200) {
     // A successful read: revalidatable (or never stored), with a validator; a match is a 304
     // that has already been admitted and counted like any other request.
-    const etag = 'json' in value ? value.json.etag : etagOf(body as string);
+    const etag = 'json' in value ? value.json.etag : etagOf(text!);
     reply.header('cache-control', op.cache === 'no-store' ? CACHE_NO_STORE : CACHE_REVALIDATE).header('etag', etag);
     if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
   }
-  return reply.send(body);
+  if (!('json' in value)) return reply.send(text);
+  const { head, readAt, tail } = value.json;
+  return reply.send(tail === null ? head : joinedBody(reply.raw, head, readAt, tail));
 }
 
 declare module 'fastify' {
