@@ -2,7 +2,6 @@ import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EventLog } from '../eventstore/port.ts';
 import type { BatchIngestor } from '../ingest/pipeline.ts';
 import { THESIS_COLLECTION, THESIS_JOB_PHASES } from '../projectors/thesis.ts';
-import { andThen } from '../readmodels/awaitable.ts';
 import type { ReadStore } from '../readmodels/port.ts';
 import type { Readiness } from '../service/health.ts';
 import type { Admission, Budget, Guard } from '../service/guard.ts';
@@ -126,7 +125,7 @@ export function meteredGuard(guard: Guard, metrics: Metrics): Guard {
     return admitted;
   }
   return {
-    admit: (authorization, protection, budget, memo) => andThen(guard.admit(authorization, protection, budget, memo), (admitted) => count(admitted, budget)),
+    admit: async (authorization, protection, budget, memo) => count(await guard.admit(authorization, protection, budget, memo), budget),
   };
 }
 

@@ -1,8 +1,7 @@
 import type { z } from 'zod';
-import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
 import type { Caller } from '../service/caller.ts';
 import { ok, type Result } from '../service/errors.ts';
-import type { BodyParts, Rendered } from '../service/spliced.ts';
+import type { JsonBody } from '../service/json-body.ts';
 import type { OpenStream } from '../service/changes.ts';
 import type { Protection } from '../service/guard.ts';
 
@@ -17,14 +16,12 @@ export type OperationInput = {
 };
 
 /**
- * A successful reply: the JSON body (a value, or its JSON text made by the service with stored
- * documents spliced in) and, when not 200, its status.
+ * A successful reply: the body as a value, or as the JSON bytes the service made (see
+ * service/json-body.ts), or a change stream; and, when not 200, its status.
  */
 export type OperationReply = { status?: number; headers?: Record<string, string> } & (
   | { body: unknown }
-  | { json: string }
-  /** The body as bytes around its `readAt`, with its validator already made (see service/spliced.ts). */
-  | { parts: BodyParts; readAt: string }
+  | { json: JsonBody<unknown> }
   | { stream: OpenStream }
 );
 
@@ -54,7 +51,7 @@ export type RestOperation = {
   cache?: 'no-store';
   /** Extra response headers on every reply of this operation. */
   headers?: Record<string, string>;
-  run(input: OperationInput): Awaitable<Result<OperationReply>>;
+  run(input: OperationInput): Promise<Result<OperationReply>>;
 };
 
 /** A service result as a 200 reply. */
@@ -63,13 +60,8 @@ export async function replyWith<T>(result: Promise<Result<T>>): Promise<Result<O
   return r.ok ? ok({ body: r.value }) : r;
 }
 
-/** A rendered service result as a 200 reply: its bytes around `readAt` (or its JSON text when it cannot be split so). */
-export function replyWithJson<T>(result: Awaitable<Result<Rendered<T>>>): Awaitable<Result<OperationReply>> {
-  return andThen(result, jsonReply);
-}
-
-function jsonReply<T>(r: Result<Rendered<T>>): Result<OperationReply> {
-  if (!r.ok) return r;
-  const split = r.value.parts();
-  return ok(split ? split : { json: r.value.json() });
+/** A service result made as JSON bytes as a 200 reply. */
+export async function replyWithJson<T>(result: Promise<Result<JsonBody<T>>>): Promise<Result<OperationReply>> {
+  const r = await result;
+  return r.ok ? ok({ json: r.value }) : r;
 }

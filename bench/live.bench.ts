@@ -101,7 +101,7 @@ export async function main(): Promise<void> {
     const bookmark = async () => {
       const page = await services.projects.sync({ since: 'now' });
       if (!page.ok) throw new Error(page.error.message);
-      return page.value.cursor;
+      return page.value.value().cursor;
     };
 
     /** Commit-to-answer of `polls` long-polls (and every open stream's event), in ms: the last one. */

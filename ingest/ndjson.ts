@@ -152,10 +152,8 @@ function errorText(error: unknown): string {
 export async function ingestNdjson(inputs: readonly NdjsonInput[], options: NdjsonOptions): Promise<NdjsonResult> {
   const now = options.now ?? Date.now;
   const interval = options.progressIntervalMs ?? 2000;
-  // 16,000 rather than 1000: random event ids spread each batch over the id index, and a larger
-  // transaction rewrites each touched page (and checkpoints the WAL) fewer times. Measured at 10k
-  // projects: 1000 per batch 14.6–17.6 s, 4000 13.7 s, 16,000 8.7–10.5 s, 32,000 8.0–8.6 s; at 100k,
-  // 16,000 took 158 s where 4000 took 172–190 s. A batch is a few MB of text in memory.
+  // Large batches: random event ids spread each batch over the id index, and a larger transaction
+  // rewrites each touched page fewer times. A batch is a few MB of text in memory.
   const batchSize = Math.max(1, options.batchSize ?? DEFAULT_INGEST_BATCH);
   const counts: NdjsonCounts = { lines: 0, accepted: 0, duplicate: 0, rejected: 0 };
   const started = now();

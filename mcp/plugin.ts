@@ -1,25 +1,16 @@
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
-import { errorResponse, type ServiceError } from '../service/errors.ts';
 import type { Admission, Budget, Protection } from '../service/guard.ts';
 import { HEARTBEAT_MS } from '../service/changes.ts';
 import type { Services } from '../service/services.ts';
-import { sendBody } from '../transport/compression.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
-import { pendingOnly } from '../transport/handler-result.ts';
+import { sendError } from '../transport/send-error.ts';
 import { createOriginCheck } from './origin.ts';
 import { authInfoOf, createMcpServerFactory, type RequestContext } from './server.ts';
 import { createListenSlots, type Listen } from './subscriptions.ts';
 import { tools as toolTable, type Tool } from './tools.ts';
 
 export const MCP_PATH = '/mcp';
-
-/** An HTTP-level refusal of /mcp, in the same envelope and headers as REST's. */
-function sendError(reply: FastifyReply, error: ServiceError, headers: Record<string, string> = {}): FastifyReply {
-  const answer = errorResponse(error, headers);
-  return reply.code(answer.status).headers(answer.headers).send(answer.body);
-}
 
 export type McpPluginOptions = {
   services: Services;
@@ -112,23 +103,28 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     return reply.code(400).header('content-type', 'application/json').send(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message } }));
   });
 
-  // Compressed by the handler (transport/compression.ts) with the REST levels.
-  app.post(MCP_PATH, { compress: false }, (request, reply) => {
+  // JSON answers are compressed by @fastify/compress like REST's; event streams never are.
+  app.post(MCP_PATH, async (request, reply) => {
     reply.header('cache-control', 'private, no-store');
     const foreign = originCheck({ host: request.headers.host, origin: request.headers.origin });
     if (foreign) return sendError(reply, foreign);
 
     const received = messagesOf(request.body);
-    const admission = services.guard.admit(
+    const admitted = await services.guard.admit(
       request.headers.authorization,
       protectionAmong(services, byName, received),
       budgetAmong(received),
       credentialMemoOf(request.raw.socket),
     );
-    return pendingOnly(andThen(admission, (admitted) => answerAdmitted(request, reply, admitted, received)));
+    return answerAdmitted(request, reply, admitted, received);
   });
 
-  function answerAdmitted(request: FastifyRequest, reply: FastifyReply, admitted: Admission, received: readonly JsonRpcMessage[]): Awaitable<FastifyReply> {
+  async function answerAdmitted(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    admitted: Admission,
+    received: readonly JsonRpcMessage[],
+  ): Promise<FastifyReply> {
     let context: RequestContext;
     if (!admitted.ok) {
       const { error, headers } = admitted.refused;
@@ -159,10 +155,14 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
       signal = new AbortController().signal;
     }
 
-    return handler.fetch(webRequestOf(request, signal), { parsedBody: request.body, authInfo: authInfoOf(context) }).then((response) => send(request, reply, response));
+    const response = await handler.fetch(webRequestOf(request, signal), {
+      parsedBody: request.body,
+      authInfo: authInfoOf(context),
+    });
+    return send(reply, response);
   }
 
-  async function send(request: FastifyRequest, reply: FastifyReply, response: Response): Promise<FastifyReply> {
+  async function send(reply: FastifyReply, response: Response): Promise<FastifyReply> {
     reply.code(response.status);
     response.headers.forEach((value, name) => {
       // Ours stays: no response of /mcp may be stored by a cache on the way.
@@ -172,7 +172,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
       return reply.header('cache-control', 'private, no-store, no-transform').send(response.body);
     }
-    return sendBody(request, reply, await response.text());
+    return reply.send(await response.text());
   }
 
   // Stateless: no server-initiated stream (GET) and no session to end (DELETE).

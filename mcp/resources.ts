@@ -3,6 +3,7 @@ import { BEATS } from '../config/beats.ts';
 import type { Caller } from '../service/caller.ts';
 import type { Result, ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
+import { asValue } from '../service/json-body.ts';
 import { retryAfterSeconds } from './results.ts';
 import type { RequestContext } from './server.ts';
 
@@ -55,7 +56,7 @@ export function registerResources(server: McpServer, services: Services, context
       description: "A project by its stable id (or a handle), the same JSON as get_project. Subscribe to the id's URI for its writes.",
       mimeType: 'application/json',
     },
-    (uri, variables) => read(uri, (caller) => services.projects.get(caller, { handle: single(variables.id) }, {})),
+    (uri, variables) => read(uri, async (caller) => asValue(await services.projects.get(caller, { handle: single(variables.id) }, {}))),
   );
 
   server.registerResource(

@@ -23,6 +23,7 @@ import { callParamsSchema, callsQuerySchema } from '../service/requests/calls.ts
 import { pulseParamsSchema } from '../service/requests/pulse.ts';
 import { searchQuerySchema } from '../service/requests/search.ts';
 import { projectParamsSchema, projectQuerySchema, projectsQuerySchema, projectViewSchema, syncQuerySchema } from '../service/requests/projects.ts';
+import { asValue } from '../service/json-body.ts';
 import { summarize } from '../service/summary.ts';
 import type { Services } from '../service/services.ts';
 import { pick, toolInputFrom, type RestArguments, type ToolInput } from './input.ts';
@@ -99,7 +100,7 @@ const projectAndPrivateTools: Tool[] = [
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
-    call: (services, _caller, args) => inView(services, args.query, (query) => services.projects.list(query)),
+    call: (services, _caller, args) => inView(services, args.query, async (query) => asValue(await services.projects.list(query))),
   },
   {
     name: 'sync_projects',
@@ -118,7 +119,7 @@ const projectAndPrivateTools: Tool[] = [
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
-    call: (services, _caller, args) => inView(services, { limit: MCP_SYNC_LIMIT, ...args.query }, (query) => services.projects.sync(query)),
+    call: (services, _caller, args) => inView(services, { limit: MCP_SYNC_LIMIT, ...args.query }, async (query) => asValue(await services.projects.sync(query))),
   },
   {
     name: 'get_project',
@@ -131,7 +132,7 @@ const projectAndPrivateTools: Tool[] = [
     outputSchema: projectReadSchema,
     readOnly: true,
     protection: (services, args) => (services.projects.isEnriched(args.query) ? 'protected' : 'basic'),
-    call: (services, caller, args) => services.projects.get(caller, args.params, args.query),
+    call: async (services, caller, args) => asValue(await services.projects.get(caller, args.params, args.query)),
   },
   {
     name: 'get_thesis_feed',
@@ -209,7 +210,7 @@ const readTools: Tool[] = [
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: guarded,
-    call: (services, caller, args) => services.search.search(caller, args.query),
+    call: async (services, caller, args) => asValue(await services.search.search(caller, args.query)),
   },
   {
     name: 'get_pulse',
@@ -238,7 +239,8 @@ const readTools: Tool[] = [
     readOnly: true,
     protection: guarded,
     // The page also travels as an escaped JSON string in the text block: the budget counts both.
-    call: (services, _caller, args) => services.calls.list({ maxBytes: MCP_CALL_PAGE_BYTES, ...args.query }, { surface: 'mcp' }),
+    call: async (services, _caller, args) =>
+      asValue(await services.calls.list({ maxBytes: MCP_CALL_PAGE_BYTES, ...args.query }, { surface: 'mcp' })),
   },
   {
     name: 'get_calltracker_call',

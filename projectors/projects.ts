@@ -69,23 +69,7 @@ const emptyState = (): ProjectState => ({
 
 const ms = (iso: string) => Date.parse(iso);
 
-/**
- * A sample's time in milliseconds, parsed once per sample object: each sighting walks the samples
- * (insert, prune, velocity), and parsing their `at` again each time was 7 % of a catch-up's CPU. The
- * symbol-keyed memo is invisible to JSON.stringify and to Object.keys (jsonEqual), so it changes no
- * stored byte; a sample is never edited (samples are replaced), so the memo cannot go stale.
- */
-const SAMPLE_MS = Symbol('sampleMs');
-type TimedSample = FollowerSample & { [SAMPLE_MS]?: number };
-function sampleMs(sample: TimedSample): number {
-  let at = sample[SAMPLE_MS];
-  if (at === undefined) {
-    at = ms(sample.at);
-    // A frozen sample (as tests make them) is parsed each time instead.
-    if (Object.isExtensible(sample)) sample[SAMPLE_MS] = at;
-  }
-  return at;
-}
+const sampleMs = (sample: FollowerSample): number => ms(sample.at);
 
 /** Latest sample at or before `cutoff`, or null. Samples are ascending by `at`. */
 function sampleAtOrBefore(samples: readonly FollowerSample[], cutoff: number): FollowerSample | null {
@@ -191,9 +175,7 @@ export function projectKeys(doc: Project): Record<string, string[]> {
 function applySighting(doc: Project, state: ProjectState, d: EventData<'project.sighted'>, position: number): void {
   const at = ms(d.at);
   if (typeof d.fol === 'number') {
-    const sample: TimedSample = { at: d.at, fol: d.fol };
-    sample[SAMPLE_MS] = at;
-    state.samples = insertSample(state.samples, sample);
+    state.samples = insertSample(state.samples, { at: d.at, fol: d.fol });
   }
   if (state.firstSeenAt === null || at < ms(state.firstSeenAt)) {
     state.firstSeenAt = d.at;

@@ -1,5 +1,4 @@
-import { getHeapStatistics, setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { getHeapStatistics } from 'node:v8';
 import type { EventLog, RecordedEvent } from '../eventstore/port.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import { jsonEqual } from './json-equal.ts';
@@ -60,43 +59,14 @@ function pause(ms: number, signal?: AbortSignal): Promise<void> {
 
 /** Log positions per read of the log. */
 const PAGE_SIZE = 10_000;
-/** After a full collection the held documents must leave at least this share of the guard free, or the batch ends. */
-const HEAP_HEADROOM_AFTER_GC = 0.25;
-
-/**
- * A full garbage collection on demand (V8's `gc`, exposed in a new context only; null where the
- * flag cannot be set), made the first time a guard asks, so a process that never holds a large batch
- * never sets the flag. The V8 heap's used size counts garbage too: right after a commit it still
- * holds the batch just written, and a guard that trusted it ended the next batches after 10,000
- * positions each (measured at 100k projects). So when the used size passes the guard, one full
- * collection tells what is really held before the batch is cut short.
- */
-let exposedGc: (() => void) | null | undefined;
-export function garbageCollector(): (() => void) | null {
-  if (exposedGc !== undefined) return exposedGc;
-  try {
-    setFlagsFromString('--expose-gc');
-    const gc: unknown = runInNewContext('gc');
-    exposedGc = typeof gc === 'function' ? (gc as () => void) : null;
-  } catch {
-    exposedGc = null;
-  }
-  return exposedGc;
-}
-
 const usedHeapBytes = () => getHeapStatistics().used_heap_size;
 
 /**
- * True when what the heap holds passes `maxHeapBytes`: a used size above it is first collected, and
- * then counts as full only when it leaves less than HEAP_HEADROOM_AFTER_GC of the guard free (else the
- * next page would collect again at once). Exported with its heap readers as parameters for tests.
+ * Whether the V8 heap's used size passes `maxHeapBytes` (garbage included, so a batch may end early:
+ * a shorter batch costs one more commit, never a lost event). Exported with its reader for tests.
  */
-export function heapFull(maxHeapBytes: number, usedBytes: () => number = usedHeapBytes, collector: () => (() => void) | null = garbageCollector): boolean {
-  if (usedBytes() <= maxHeapBytes) return false;
-  const collect = collector();
-  if (collect === null) return true;
-  collect();
-  return usedBytes() > maxHeapBytes * (1 - HEAP_HEADROOM_AFTER_GC);
+export function heapFull(maxHeapBytes: number, usedBytes: () => number = usedHeapBytes): boolean {
+  return usedBytes() > maxHeapBytes;
 }
 
 /** What foldEvents needs of the documents already stored. */
@@ -149,9 +119,7 @@ function unchanged<D, S>(current: Entity<D, S>, next: Entity<D, S>): boolean {
 
 /**
  * A folded document; `json` is made on first access and kept. A write is a change of the public
- * document: `seq` and `writtenAt` move only then, a state-only change keeps them. A class
- * rather than an object literal with a getter: V8 keeps such a literal in dictionary mode, and the
- * next event for the same document reads every member of it.
+ * document: `seq` and `writtenAt` move only then, a state-only change keeps them.
  */
 class FoldedDoc<D, S> implements StoredDoc<D, S> {
   readonly id: string;

@@ -1,5 +1,3 @@
-import type { Awaitable } from './awaitable.ts';
-
 /**
  * The read-store port: collections of response-shaped documents written by one ordered projector
  * each. Every adapter passes test/contract/readstore.contract.ts unchanged.
@@ -72,10 +70,9 @@ export interface ReadStore {
   /**
    * Last event position applied to a collection, 0 when none. An adapter may answer from a read made
    * earlier in the same event-loop turn (the SQLite one does); `fresh` asks for the store's value now
-   * (a commit signalled by another thread or connection, a generation switch deciding on it). The
-   * embedded store answers at once, a server's adapter with a promise (see awaitable.ts).
+   * (a commit signalled by another thread or connection, a generation switch deciding on it).
    */
-  checkpoint(collection: string, options?: { fresh?: boolean }): Awaitable<number>;
+  checkpoint(collection: string, options?: { fresh?: boolean }): Promise<number>;
   /**
    * Writes documents and advances the checkpoint atomically (a crash replays the batch harmlessly).
    * With `expected`, the batch applies only if the stored checkpoint equals it at commit time

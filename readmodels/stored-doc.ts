@@ -18,10 +18,7 @@ const utf8Decoder = new TextDecoder();
 
 /**
  * A stored document whose `doc`, `state` and `keys` are parsed on first access: read paths that
- * splice `json` parse nothing. Listing rows are read without `state` (never served) and carry null
- * there. A class rather than an object literal with getters: V8 keeps such a literal in dictionary
- * mode, so every member read (a fold reads them all for each event) was a hash look-up. Shared by
- * every read-store adapter that keeps documents as JSON text.
+ * write `json` out parse nothing. Listing rows are read without `state` (never served) and carry null.
  */
 class LazyStoredDoc<D, S> implements StoredDoc<D, S> {
   readonly id: string;

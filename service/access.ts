@@ -5,7 +5,6 @@ import { streams } from '../events/streams.ts';
 import { KEYS_COLLECTION, keysProjector, OWNERS_COLLECTION, ownersProjector, type KeyDoc, type OwnerDoc } from '../projectors/access.ts';
 import type { Projector } from '../projectors/projector.ts';
 import { foldEvents } from '../projectors/runner.ts';
-import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import type { Caller } from './caller.ts';
 
@@ -33,7 +32,7 @@ export type Access = {
    * Every failure (missing, malformed, unknown, revoked, expired) is the same `null`. `memo`: the
    * connection's, when the transport keeps one.
    */
-  authenticate(authorization: string | undefined, memo?: CredentialMemo): Awaitable<Caller | null>;
+  authenticate(authorization: string | undefined, memo?: CredentialMemo): Promise<Caller | null>;
   /** Re-checked on every call from the owners read model, which every owner change settles before it returns. */
   ownerAccess(owner: string): Promise<OwnerAccess>;
 };
@@ -78,14 +77,12 @@ export function createAccess(store: ReadStore, now: () => Date = () => new Date(
   const owners = new Map<string, OwnerAccess>();
   let ownersAt = -1;
 
-  function keyDoc(keyHash: string): Awaitable<KeyDoc | undefined> {
+  async function keyDoc(keyHash: string): Promise<KeyDoc | undefined> {
     // Fresh: the first checkpoint read of a request, so a change committed through any connection
-    // before the request is seen; the reads after it in the turn (owners, the read's own collection)
-    // are answered from the same read (see the SQLite store's `checkpoint`).
-    return andThen(store.checkpoint(KEYS_COLLECTION, { fresh: true }), (at) => {
-      const kept = keys.get(keyHash);
-      return kept && kept.at === at ? kept.doc : readKeyDoc(keyHash, at);
-    });
+    // before the request is seen; the reads after it in the turn are answered from the same read.
+    const at = await store.checkpoint(KEYS_COLLECTION, { fresh: true });
+    const known = keys.get(keyHash);
+    return known && known.at === at ? known.doc : readKeyDoc(keyHash, at);
   }
 
   async function readKeyDoc(keyHash: string, at: number): Promise<KeyDoc | undefined> {
@@ -104,7 +101,7 @@ export function createAccess(store: ReadStore, now: () => Date = () => new Date(
   }
 
   return {
-    authenticate(authorization, memo) {
+    async authenticate(authorization, memo) {
       if (typeof authorization !== 'string') return null;
       let keyHash: string;
       if (memo?.authorization !== undefined && memo.keyHash !== undefined && sameText(memo.authorization, authorization)) keyHash = memo.keyHash;
@@ -117,7 +114,7 @@ export function createAccess(store: ReadStore, now: () => Date = () => new Date(
           memo.keyHash = keyHash;
         }
       }
-      return andThen(keyDoc(keyHash), (doc) => callerOf(doc, keyHash));
+      return callerOf(await keyDoc(keyHash), keyHash);
     },
 
     async ownerAccess(owner) {
@@ -127,8 +124,8 @@ export function createAccess(store: ReadStore, now: () => Date = () => new Date(
         owners.clear();
         ownersAt = at;
       }
-      const kept = owners.get(owner);
-      if (kept) return { ...kept };
+      const known = owners.get(owner);
+      if (known) return { ...known };
       const doc = (await store.get<OwnerDoc>(OWNERS_COLLECTION, owner))?.doc;
       const access = { allowlisted: doc?.allowlisted ?? false, linked: doc?.linked ?? false };
       // A checkpoint that moved during the read keeps nothing (the next request reads again).

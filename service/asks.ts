@@ -8,7 +8,7 @@ import type { ReadStore } from '../readmodels/port.ts';
 import type { AskList, AskReceipt } from '../readmodels/schemas.ts';
 import type { Access } from './access.ts';
 import type { Caller } from './caller.ts';
-import { errors, fail, ok, type Result } from './errors.ts';
+import { echoed, errors, fail, ok, type Result } from './errors.ts';
 import type { ProjectsService } from './projects.ts';
 import { parseParams } from './requests/params.ts';
 import { askListParamsSchema, askListQuerySchema, askResearcherSchema } from './requests/asks.ts';
@@ -42,7 +42,7 @@ export function createAsksService(deps: { log: EventLog; store: ReadStore; acces
       // Access before existence, so a refused caller learns nothing about which projects exist.
       if (!(await allowlisted(caller))) return fail(errors.forbidden(NOT_ALLOWLISTED));
       const project = await projects.resolve(p.value.handle);
-      if (!project) return fail(errors.notFound(`no project with id or handle '${p.value.handle}'`));
+      if (!project) return fail(errors.notFound(`no project with id or handle '${echoed(p.value.handle)}'`));
       const readAt = now().toISOString();
       const stored = await store.get<StoredAsks>(ASKS_COLLECTION, project.id);
       return ok({ projectId: project.id, asks: stored?.doc.asks ?? [], readAt });
@@ -53,7 +53,7 @@ export function createAsksService(deps: { log: EventLog; store: ReadStore; acces
       if (!parsed.ok) return fail(errors.badRequest(parsed.message));
       if (!(await allowlisted(caller))) return fail(errors.forbidden(NOT_ALLOWLISTED));
       const project = await projects.resolve(parsed.value.handle);
-      if (!project) return fail(errors.notFound(`no project with id or handle '${parsed.value.handle}'`));
+      if (!project) return fail(errors.notFound(`no project with id or handle '${echoed(parsed.value.handle)}'`));
       const projectId = project.id;
       const id = randomUUID();
       const at = now().toISOString();

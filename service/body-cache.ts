@@ -1,4 +1,4 @@
-import type { BodyParts } from './spliced.ts';
+import type { JsonBody } from './json-body.ts';
 
 /**
  * A bounded cache of rendered response bodies (head and tail bytes around `readAt`, with their
@@ -7,14 +7,14 @@ import type { BodyParts } from './spliced.ts';
  * generation and the collection's checkpoint): the first request that sees a newer version drops
  * every entry, so an entry is served only while the checkpoint it was read at is still the current
  * one. Requests still holding an older version (read just before a commit) neither read nor fill it.
- * Bounded by bytes, a body not asked for since it was kept out first (second chance); a body larger than an eighth of the bound is not
- * kept, and (keepAfterMisses) neither is one asked for only once.
+ * Bounded by bytes, a body not asked for since it was kept out first (second chance); a body larger
+ * than an eighth of the bound is not kept, and (keepAfterMisses) neither is one asked for only once.
  */
 export type BodyCache = {
   /** The kept body, unless `at` (ms since the epoch) is outside the time span it was kept for. */
-  get(version: CacheVersion, key: string, at?: number): BodyParts | undefined;
+  get(version: CacheVersion, key: string, at?: number): JsonBody<unknown> | undefined;
   /** `span`: the times (ms since the epoch, `until` excluded) the body holds for, when it depends on the time of the read. */
-  set(version: CacheVersion, key: string, parts: BodyParts, span?: TimeSpan): void;
+  set(version: CacheVersion, key: string, body: JsonBody<unknown>, span?: TimeSpan): void;
   stats(): { entries: number; bytes: number; hits: number; misses: number };
 };
 
@@ -70,10 +70,7 @@ export type BodyCacheOptions = {
   maxBytes?: number;
   /**
    * A body is kept once its key has missed this many times under the current version (1: at once).
-   * 2 keeps what is asked for again and lets a one-off read pass: a mirror walking the delta with a
-   * new cursor per page would otherwise fill the cache with pages nobody asks for twice, and every
-   * kept page is memory outside the V8 heap that brings its collections forward (measured: a 100k
-   * mirror's server time per page 1.33 ms with every page kept, 1.11 ms with none).
+   * 2 keeps what is asked for again and lets a one-off read (a mirror walking the delta) pass.
    */
   keepAfterMisses?: number;
 };
@@ -82,7 +79,7 @@ export function createBodyCache(options: BodyCacheOptions = {}): BodyCache {
   const maxBytes = options.maxBytes ?? BODY_CACHE_BYTES_DEFAULT;
   const keepAfterMisses = options.keepAfterMisses ?? 1;
   /** In the order kept or last given a second chance; `used`: asked for since then (see `set`). */
-  const entries = new Map<string, { parts: BodyParts; bytes: number; span: TimeSpan | undefined; used: boolean }>();
+  const entries = new Map<string, { body: JsonBody<unknown>; bytes: number; span: TimeSpan | undefined; used: boolean }>();
   /** Misses per key under the current version, while fewer than keepAfterMisses. */
   const missed = new Map<string, number>();
   let version: CacheVersion = [-1, -1];
@@ -126,22 +123,22 @@ export function createBodyCache(options: BodyCacheOptions = {}): BodyCache {
       hits += 1;
       // A flag, not a move to the end: a hit leaves the map as it is (the eviction in `set` moves it).
       entry.used = true;
-      return entry.parts;
+      return entry.body;
     },
-    set(seen, key, parts, span) {
+    set(seen, key, body, span) {
       if (!current(seen)) return;
       if (keepAfterMisses > 1) {
         if ((missed.get(key) ?? 0) < keepAfterMisses) return;
         missed.delete(key);
       }
-      const size = parts.head.length + (parts.tail?.length ?? 0) + parts.etag.length + key.length * 2 + 64;
+      const size = body.head.length + (body.tail?.length ?? 0) + body.etag.length + key.length * 2 + 64;
       if (size > maxBytes / 8) return;
       const previous = entries.get(key);
       if (previous) {
         entries.delete(key);
         bytes -= previous.bytes;
       }
-      entries.set(key, { parts, bytes: size, span, used: false });
+      entries.set(key, { body, bytes: size, span, used: false });
       bytes += size;
       // Second chance (the clock algorithm): from the oldest, a body asked for since it was kept or last
       // moved goes to the end with its flag cleared, the first one not asked for goes out. Every moved

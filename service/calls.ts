@@ -27,9 +27,9 @@ import {
   type Project,
 } from '../readmodels/schemas.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
-import { errors, fail, ok, type Result } from './errors.ts';
+import { echoed, errors, fail, ok, type Result } from './errors.ts';
 import { parseParams } from './requests/params.ts';
-import { asValue, fromParts, rendered, spliced, type Rendered } from './spliced.ts';
+import { jsonBody, withReadAt, type JsonBody } from './json-body.ts';
 import { CALL_PAGE_BUDGET_MAX, callParamsSchema, callQuerySchema, callsQuerySchema } from './requests/calls.ts';
 
 /** The response budget of one call page when the request sets no `maxBytes`, in bytes of UTF-8. */
@@ -51,18 +51,22 @@ export type Surface = 'rest' | 'mcp';
 
 export type CallsService = {
   /** GET /v1/calltracker/calls: newest first, bounded by `limit` and the `maxBytes` budget (512 KiB at most). */
-  list(query: unknown, options?: { surface?: Surface }): Promise<Result<CallPage>>;
-  /** `list`, ready to send with each call serialised once, when it was measured for the budget (REST). */
-  listRendered(query: unknown, options?: { surface?: Surface }): Promise<Result<Rendered<CallPage>>>;
+  list(query: unknown, options?: { surface?: Surface }): Promise<Result<JsonBody<CallPage>>>;
   /** GET /v1/calltracker/calls/{id}: one visible call. */
   get(params: unknown, query?: unknown): Promise<Result<CallDetail>>;
 };
 
-/** Call cursor: the last (sortKey, id) served and the normalized filters it is bound to. */
+/**
+ * Call cursor: the last (sortKey, id) served and the normalized filters it is bound to. One-letter
+ * keys on the wire (v version, k sortKey, i id, c contract, h chain) keep it short; read by name.
+ */
 const callCursorSchema = z
   .object({ v: z.literal(1), k: z.string(), i: z.string(), c: z.string().nullable(), h: z.string().nullable() })
-  .strict();
+  .strict()
+  .transform((wire) => ({ sortKey: wire.k, id: wire.i, contract: wire.c, chain: wire.h }));
 type CallCursor = z.output<typeof callCursorSchema>;
+const encodeCallCursor = (c: CallCursor): string =>
+  encodeCursor({ v: 1, k: c.sortKey, i: c.id, c: c.contract, h: c.chain } satisfies z.input<typeof callCursorSchema>);
 
 type Filters = { contract: string | null; chain: string | null };
 
@@ -390,7 +394,7 @@ export function createCallsService(deps: CallsDeps): CallsService {
     if (!decoded.ok) {
       return fail(errors.badRequest("parameter 'cursor' is not a cursor this service issued; send the 'next' value of a page unchanged, or drop 'cursor' to start from the newest call"));
     }
-    const bound: Filters = { contract: decoded.value.c, chain: decoded.value.h };
+    const bound: Filters = { contract: decoded.value.contract, chain: decoded.value.chain };
     if (bound.contract !== filters.contract || bound.chain !== filters.chain) {
       return fail(
         errors.badRequest(
@@ -398,7 +402,7 @@ export function createCallsService(deps: CallsDeps): CallsService {
         ),
       );
     }
-    return ok({ sortKey: decoded.value.k, id: decoded.value.i });
+    return ok({ sortKey: decoded.value.sortKey, id: decoded.value.id });
   }
 
   /**
@@ -411,7 +415,7 @@ export function createCallsService(deps: CallsDeps): CallsService {
     return [generation(), checkpoints.reduce((sum, checkpoint) => sum + checkpoint, 0)];
   }
 
-  async function listRendered(query: unknown, options: { surface?: Surface } = {}): Promise<Result<Rendered<CallPage>>> {
+  async function list(query: unknown, options: { surface?: Surface } = {}): Promise<Result<JsonBody<CallPage>>> {
     const surface = options.surface ?? 'rest';
     const parsed = parseParams(callsQuerySchema, query);
     if (!parsed.ok) return fail(errors.badRequest(parsed.message));
@@ -429,20 +433,17 @@ export function createCallsService(deps: CallsDeps): CallsService {
     const version = await pageVersion();
     const key = `calls ${JSON.stringify([surface, filters.value.contract, filters.value.chain, position.value, limit, budget])}`;
     const readAt = now();
-    const kept = bodies.get(version, key, readAt.getTime());
-    if (kept) return ok(fromParts<CallPage>(kept, readAt.toISOString()));
+    const cached = bodies.get(version, key, readAt.getTime());
+    if (cached) return ok(withReadAt<CallPage>(cached, readAt.toISOString()));
     const { page: result, span } = await readPage(page, readAt);
-    if (result.ok) {
-      const split = result.value.parts();
-      if (split) bodies.set(version, key, split.parts, span);
-    }
+    if (result.ok) bodies.set(version, key, result.value, span);
     return result;
   }
 
   type PageQuery = { filters: Filters; after: { sortKey: string; id: string } | null; limit: number; budget: number; surface: Surface };
 
   /** One call page as read at `readAt`, and the read times it stays the same for (but for readAt). */
-  async function readPage(query: PageQuery, readAt: Date): Promise<{ page: Result<Rendered<CallPage>>; span: TimeSpan }> {
+  async function readPage(query: PageQuery, readAt: Date): Promise<{ page: Result<JsonBody<CallPage>>; span: TimeSpan }> {
     const { filters, after, limit, budget, surface } = query;
     const rows = await candidates(filters, after, limit + 1);
     const always = { from: -Infinity, until: Infinity };
@@ -456,9 +457,9 @@ export function createCallsService(deps: CallsDeps): CallsService {
     const last = served[served.length - 1];
     const lastRow = last ? rows.value[served.length - 1]! : null;
     const next =
-      more && lastRow ? encodeCursor({ v: 1, k: lastRow.sortKey, i: lastRow.id, c: filters.contract, h: filters.chain } satisfies CallCursor) : null;
-    const page = rendered<CallPage, 'calls'>({
-      calls: spliced(() => `[${served.map((c) => c.json).join(',')}]`, () => served.map((c) => c.value())),
+      more && lastRow ? encodeCallCursor({ sortKey: lastRow.sortKey, id: lastRow.id, ...filters }) : null;
+    const page = jsonBody<CallPage, 'calls'>({
+      calls: { raw: true, bytes: () => `[${served.map((c) => c.json).join(',')}]`, value: () => served.map((c) => c.value()) },
       next,
       ...envelope,
     });
@@ -466,8 +467,7 @@ export function createCallsService(deps: CallsDeps): CallsService {
   }
 
   return {
-    list: async (query, options) => asValue(await listRendered(query, options)),
-    listRendered,
+    list,
 
     async get(params, query) {
       const parsed = parseParams(callParamsSchema, params);
@@ -477,7 +477,7 @@ export function createCallsService(deps: CallsDeps): CallsService {
       const stored = await store.get<StoredCall | null>(CALLS_COLLECTION, callDocId(parsed.value.id));
       if (!stored || stored.facet !== CALL_FACETS.visible || stored.doc === null) {
         // Unknown and suppressed answer alike, so a suppression is not disclosed.
-        return fail(errors.notFound(`no call with id '${parsed.value.id}'`));
+        return fail(errors.notFound(`no call with id '${echoed(parsed.value.id)}'`));
       }
       const readAt = now();
       const [[call], fresh] = await Promise.all([atReadTime([stored.doc], readAt), freshness()]);

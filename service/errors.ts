@@ -26,6 +26,18 @@ export function errorResponse(error: ServiceError, headers: Record<string, strin
   return { status: error.status, headers: out, body: { error: { code: error.code, message: error.message } } };
 }
 
+/** Characters of caller input an error message repeats at most. */
+export const ECHO_MAX = 100;
+
+/**
+ * Caller input as an error message repeats it: its first ECHO_MAX characters, then `…` when longer;
+ * anything but printable ASCII, and `\` and `'`, written as a `\uXXXX` escape.
+ */
+export function echoed(input: string): string {
+  const escaped = input.slice(0, ECHO_MAX).replace(/[^\x20-\x7e]|[\\']/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return input.length > ECHO_MAX ? `${escaped}…` : escaped;
+}
+
 export const ok = <T>(value: T): Result<T> => ({ ok: true, value });
 export const fail = <T = never>(error: ServiceError): Result<T> => ({ ok: false, error });
 

@@ -1,4 +1,3 @@
-import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
 import type { Access, CredentialMemo } from './access.ts';
 import type { Caller } from './caller.ts';
 import { errors, type ServiceError } from './errors.ts';
@@ -19,7 +18,7 @@ export type Guard = {
     protection: Protection,
     budget?: Budget,
     memo?: CredentialMemo,
-  ): Awaitable<Admission>;
+  ): Promise<Admission>;
 };
 
 export type Admission = { ok: true; value: Admitted } | { ok: false; refused: Refused };
@@ -27,15 +26,12 @@ export type Admission = { ok: true; value: Admitted } | { ok: false; refused: Re
 /** One guard for REST and MCP: the same key check and the same budget on both surfaces. */
 export function createGuard(access: Access, gate: RateGate): Guard {
   return {
-    // In the same turn when the key check and the budget answer at once (see readmodels/awaitable.ts).
-    admit(authorization, protection, budget, memo) {
-      return andThen(access.authenticate(authorization, memo), (caller): Awaitable<Admission> => {
-        if (!caller) return { ok: false, refused: { error: errors.unauthorized(), headers: {} } };
-        return andThen(gate.check(caller.keyId, protection, budget), (gated): Admission => {
-          if (!gated.ok) return { ok: false, refused: { error: gated.error, headers: gated.headers } };
-          return { ok: true, value: { caller, headers: gated.headers } };
-        });
-      });
+    async admit(authorization, protection, budget, memo) {
+      const caller = await access.authenticate(authorization, memo);
+      if (!caller) return { ok: false, refused: { error: errors.unauthorized(), headers: {} } };
+      const gated = await gate.check(caller.keyId, protection, budget);
+      if (!gated.ok) return { ok: false, refused: { error: gated.error, headers: gated.headers } };
+      return { ok: true, value: { caller, headers: gated.headers } };
     },
   };
 }

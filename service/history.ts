@@ -13,7 +13,7 @@ import {
   type ProjectWrite,
 } from '../readmodels/schemas.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
-import { errors, fail, ok, type Result } from './errors.ts';
+import { echoed, errors, fail, ok, type Result } from './errors.ts';
 import type { ProjectsService } from './projects.ts';
 import { historyParamsSchema, historyQuerySchema } from './requests/history.ts';
 import { parseParams } from './requests/params.ts';
@@ -94,7 +94,7 @@ export function createHistoryService(deps: { log: EventLog; projects: ProjectsSe
       const q = parseParams(historyQuerySchema, query);
       if (!q.ok) return fail(errors.badRequest(q.message));
       const found = await projects.resolve(p.value.handle);
-      if (!found) return fail(errors.notFound(`no project with id or handle '${p.value.handle}'`));
+      if (!found) return fail(errors.notFound(`no project with id or handle '${echoed(p.value.handle)}'`));
       const projectId = found.id;
       const archive = await log.archiveId();
 

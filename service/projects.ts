@@ -2,7 +2,6 @@ import { z } from 'zod';
 import type { EventLog } from '../eventstore/port.ts';
 import { CONTEXTS_COLLECTION, contextsProjector, emptyContext, type StoredContext } from '../projectors/contexts.ts';
 import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS, PROJECT_FACETS, projectsProjector, type ProjectState, isPublicProject } from '../projectors/projects.ts';
-import { andThen, type Awaitable } from '../readmodels/awaitable.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import {
   BOARD_PAGE_SIZE,
@@ -17,11 +16,11 @@ import type { Caller } from './caller.ts';
 import type { CommitWatch } from './commit-watch.ts';
 import { isoClock } from './clock.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
-import { errors, fail, ok, type Result } from './errors.ts';
+import { echoed, errors, fail, ok, type Result } from './errors.ts';
 import { foldAsOf, readProjectStream } from './history.ts';
 import { parseParams } from './requests/params.ts';
 import type { BodyCache, CacheVersion } from './body-cache.ts';
-import { asValue, fromParts, plain, rendered, storedDoc, storedDocs, type Rendered } from './spliced.ts';
+import { jsonBody, storedJson, storedJsonList, withReadAt, type JsonBody } from './json-body.ts';
 import {
   SINCE_NOW,
   changesQuerySchema,
@@ -45,19 +44,13 @@ export type ChangeFeed = {
 
 export type ProjectsService = {
   /** GET /v1/projects: board mode (page) or delta mode (since / cursor). */
-  list(query: unknown): Promise<Result<BoardPage | SyncPage>>;
-  /** `list`, ready to send as the stored documents' own JSON text (REST). */
-  listRendered(query: unknown, options?: WaitOptions): Awaitable<Result<Rendered<BoardPage | SyncPage>>>;
+  list(query: unknown, options?: WaitOptions): Promise<Result<JsonBody<BoardPage | SyncPage>>>;
   /** Delta mode only (the sync_projects tool); with neither `since` nor `cursor`, from the beginning of the archive. */
-  sync(query: unknown, options?: WaitOptions): Promise<Result<SyncPage>>;
-  /** `sync`, ready to send with the stored JSON texts of its rows (the tool surface). */
-  syncRendered(query: unknown, options?: WaitOptions): Promise<Result<Rendered<SyncPage>>>;
+  sync(query: unknown, options?: WaitOptions): Promise<Result<JsonBody<SyncPage>>>;
   /** GET /v1/projects/changes: validates the starting point (the query, or `lastEventId` when reconnecting). */
   changes(query: unknown, lastEventId?: string): Promise<Result<ChangeFeed>>;
   /** GET /v1/projects/{handle}[?include=context]. */
-  get(caller: Caller, params: unknown, query: unknown): Promise<Result<ProjectRead>>;
-  /** `get`, ready to send as the stored document's own JSON text (REST). */
-  getRendered(caller: Caller, params: unknown, query: unknown): Awaitable<Result<Rendered<ProjectRead>>>;
+  get(caller: Caller, params: unknown, query: unknown): Promise<Result<JsonBody<ProjectRead>>>;
   /** Whether a get with this query is an enriched read (include=context or asOf; rate protection treats it as protected). */
   isEnriched(query: unknown): boolean;
   /** Handles of public projects starting with `prefix` (lower-cased, without @), at most `limit`, in order: completion. */
@@ -68,18 +61,24 @@ export type ProjectsService = {
   contextFor(caller: Caller, project: Project, readAt: string): Promise<ProjectContext>;
 };
 
-/** Delta cursor: archive id, last (seq, id) served, and the filter it was minted under. */
+/**
+ * Delta cursor: archive id, last (seq, id) served, and the filter it was minted under. One-letter keys
+ * on the wire (v version, a archive, s seq, i id, f filter) keep it short; read by name.
+ */
 const deltaCursorSchema = z
   .object({ v: z.literal(1), a: z.string(), s: z.number().int().min(0), i: z.string(), f: z.enum(['all', 'dossier', 'no_dossier']) })
-  .strict();
+  .strict()
+  .transform((wire) => ({ archive: wire.a, seq: wire.s, id: wire.i, filter: wire.f }));
 type DeltaCursor = z.output<typeof deltaCursorSchema>;
+/** Where a delta read stands: the last (seq, id) served; an empty id is a bookmark at seq. */
+type Position = { seq: number; id: string };
 
 function facetsFor(hasDossier: boolean | undefined): readonly string[] {
   if (hasDossier === undefined) return PUBLIC_PROJECT_FACETS;
   return [hasDossier ? PROJECT_FACETS.dossier : PROJECT_FACETS.noDossier];
 }
 
-function filterName(hasDossier: boolean | undefined): DeltaCursor['f'] {
+function filterName(hasDossier: boolean | undefined): DeltaCursor['filter'] {
   if (hasDossier === undefined) return 'all';
   return hasDossier ? 'dossier' : 'no_dossier';
 }
@@ -119,27 +118,17 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
    * A caller-independent read through the body cache: the version is read before the data, so the
    * data kept under it is never older than it (a commit in between only makes it newer).
    */
-  function cachedRead<T>(key: string, read: () => Promise<Result<Rendered<T>>>): Awaitable<Result<Rendered<T>>> {
+  async function cachedRead<T>(key: string, read: () => Promise<Result<JsonBody<T>>>): Promise<Result<JsonBody<T>>> {
     if (!bodies) return read();
-    const serving = generation();
-    // A kept body is answered in the same turn when the store has its checkpoint at once (see readmodels/awaitable.ts).
-    return andThen(store.checkpoint(PROJECTS_COLLECTION), (at) => {
-      const version: CacheVersion = [serving, at];
-      const kept = bodies.get(version, key);
-      return kept ? ok(fromParts<T>(kept, readAtNow())) : readAndKeep(version, key, read);
-    });
-  }
-
-  async function readAndKeep<T>(version: CacheVersion, key: string, read: () => Promise<Result<Rendered<T>>>): Promise<Result<Rendered<T>>> {
+    const version: CacheVersion = [generation(), await store.checkpoint(PROJECTS_COLLECTION)];
+    const cached = bodies.get(version, key);
+    if (cached) return ok(withReadAt<T>(cached, readAtNow()));
     const result = await read();
-    if (result.ok) {
-      const split = result.value.parts();
-      if (split) bodies?.set(version, key, split.parts);
-    }
+    if (result.ok) bodies.set(version, key, result.value);
     return result;
   }
 
-  function board(q: ProjectsQuery): Awaitable<Result<Rendered<BoardPage>>> {
+  async function board(q: ProjectsQuery): Promise<Result<JsonBody<BoardPage>>> {
     if (q.limit !== undefined) {
       return fail(errors.badRequest(`parameter 'limit' applies to delta mode (since or cursor) only; the board has a fixed page size of ${BOARD_PAGE_SIZE}`));
     }
@@ -147,14 +136,14 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return cachedRead(`board ${page} ${filterName(q.has_dossier)}`, () => boardPage(page, q.has_dossier));
   }
 
-  async function boardPage(page: number, hasDossier: boolean | undefined): Promise<Result<Rendered<BoardPage>>> {
+  async function boardPage(page: number, hasDossier: boolean | undefined): Promise<Result<JsonBody<BoardPage>>> {
     const facets = facetsFor(hasDossier);
     const readAt = readAtNow();
     // The total and the rows from one snapshot: a commit between them would answer a total that is not the page's.
     const { total, docs } = await store.list<Project>(PROJECTS_COLLECTION, { facets, offset: (page - 1) * BOARD_PAGE_SIZE, limit: BOARD_PAGE_SIZE });
     return ok(
-      rendered<BoardPage, 'projects'>({
-        projects: storedDocs(docs),
+      jsonBody<BoardPage, 'projects'>({
+        projects: storedJsonList(docs),
         page,
         pageSize: BOARD_PAGE_SIZE,
         total,
@@ -165,7 +154,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
   }
 
   /** Where a delta read starts, once the query's starting point is checked against this archive and filter. */
-  type DeltaStart = { archive: string; filter: DeltaCursor['f']; start: { after: { seq: number; id: string } } | { fromWrittenAt: string } };
+  type DeltaStart = { archive: string; filter: DeltaCursor['filter']; start: { after: Position } | { fromWrittenAt: string } };
 
   async function deltaStart(q: ProjectsQuery, lastEventId?: string): Promise<Result<DeltaStart>> {
     if (q.since !== undefined && q.cursor !== undefined) {
@@ -179,15 +168,15 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     if (cursor !== undefined) {
       const decoded = decodeCursor(deltaCursorSchema, cursor);
       if (!decoded.ok) return fail(errors.badRequest(`${name} is not a cursor this service issued; start again with 'since'`));
-      if (decoded.value.a !== archive) {
+      if (decoded.value.archive !== archive) {
         return fail(errors.conflict("this cursor was issued by a different archive; start again with 'since'"));
       }
-      if (decoded.value.f !== filter) {
+      if (decoded.value.filter !== filter) {
         return fail(
           errors.badRequest(`${name} was issued with a different has_dossier filter; send the same has_dossier as when it was issued, or start again with 'since'`),
         );
       }
-      return ok({ archive, filter, start: { after: { seq: decoded.value.s, id: decoded.value.i } } });
+      return ok({ archive, filter, start: { after: { seq: decoded.value.seq, id: decoded.value.id } } });
     }
     if (q.since === SINCE_NOW) return ok({ archive, filter, start: { after: { seq: await store.checkpoint(PROJECTS_COLLECTION), id: '' } } });
     if (q.since !== undefined) return ok({ archive, filter, start: { fromWrittenAt: new Date(q.since).toISOString() } });
@@ -195,7 +184,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return ok({ archive, filter, start: { after: { seq: 0, id: '' } } });
   }
 
-  type DeltaRead = { rows: StoredDoc<Project>[]; hasMore: boolean; upToSeq: number; position: { s: number; i: string } };
+  type DeltaRead = { rows: StoredDoc<Project>[]; hasMore: boolean; upToSeq: number; position: Position };
 
   /** One delta read from `from`: the rows served, and the position after them (the bookmark once everything was served). */
   async function readDelta(from: DeltaStart, hasDossier: boolean | undefined, limit: number): Promise<DeltaRead> {
@@ -209,12 +198,12 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     const hasMore = rows.length > limit;
     const served = rows.slice(0, limit);
     const last = served[served.length - 1];
-    let position: { s: number; i: string };
-    if (last) position = { s: last.seq, i: last.id };
-    else if ('after' in start) position = { s: start.after.seq, i: start.after.id };
-    else position = { s: 0, i: '' };
+    let position: Position;
+    if (last) position = { seq: last.seq, id: last.id };
+    else if ('after' in start) position = start.after;
+    else position = { seq: 0, id: '' };
     // Once everything up to the high-water mark was served, the bookmark can move there.
-    if (!hasMore && position.s < upToSeq) position = { s: upToSeq, i: '' };
+    if (!hasMore && position.seq < upToSeq) position = { seq: upToSeq, id: '' };
     return { rows: served, hasMore, upToSeq, position };
   }
 
@@ -234,17 +223,17 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return read;
   }
 
-  const cursorAt = (from: DeltaStart, position: { s: number; i: string }): string =>
-    encodeCursor({ v: 1, a: from.archive, s: position.s, i: position.i, f: from.filter } satisfies DeltaCursor);
+  const cursorAt = (from: DeltaStart, position: Position): string =>
+    encodeCursor({ v: 1, a: from.archive, s: position.seq, i: position.id, f: from.filter } satisfies z.input<typeof deltaCursorSchema>);
 
-  async function delta(q: ProjectsQuery, options: WaitOptions = {}): Promise<Result<Rendered<SyncPage>>> {
+  async function delta(q: ProjectsQuery, options: WaitOptions = {}): Promise<Result<JsonBody<SyncPage>>> {
     const from = await deltaStart(q);
     if (!from.ok) return from;
     const limit = q.limit ?? SYNC_LIMIT_DEFAULT;
     if (q.since === SINCE_NOW && q.wait === undefined) {
       // A bookmark only: everything up to the high-water mark counts as already seen.
-      const cursor = cursorAt(from.value, { s: (from.value.start as { after: { seq: number } }).after.seq, i: '' });
-      return ok(rendered<SyncPage, 'projects'>({ projects: plain([]), cursor, hasMore: false, limit, readAt: readAtNow() }));
+      const cursor = cursorAt(from.value, { seq: (from.value.start as { after: Position }).after.seq, id: '' });
+      return ok(jsonBody<SyncPage, never>({ projects: [], cursor, hasMore: false, limit, readAt: readAtNow() }));
     }
     // A page without a wait depends on the read model and its starting point alone.
     if (q.wait === undefined) {
@@ -253,7 +242,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return deltaPage(from.value, q, limit, options);
   }
 
-  async function deltaPage(from: DeltaStart, q: ProjectsQuery, limit: number, options: WaitOptions = {}): Promise<Result<Rendered<SyncPage>>> {
+  async function deltaPage(from: DeltaStart, q: ProjectsQuery, limit: number, options: WaitOptions = {}): Promise<Result<JsonBody<SyncPage>>> {
     // Long-poll: an empty page waits for a commit past what it read, until `wait` seconds have passed.
     const deadline = performance.now() + (q.wait ?? 0) * 1000;
     let read: DeltaRead;
@@ -269,7 +258,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
       if (outcome !== 'passed') break;
     }
     const cursor = cursorAt(from, read.position);
-    return ok(rendered<SyncPage, 'projects'>({ projects: storedDocs(read.rows), cursor, hasMore: read.hasMore, limit, readAt }));
+    return ok(jsonBody<SyncPage, 'projects'>({ projects: storedJsonList(read.rows), cursor, hasMore: read.hasMore, limit, readAt }));
   }
 
   async function resolve(handleOrId: string): Promise<StoredDoc<Project, ProjectState> | null> {
@@ -312,17 +301,18 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
    * The project as it stood at `at`: its stream folded by the projectors' own code up to the
    * events recorded by then. The id comes from the live read model (an id first, then a handle).
    */
-  async function asOf(caller: Caller, projectId: string, at: string, withContext: boolean): Promise<Result<Rendered<ProjectRead>>> {
+  async function asOf(caller: Caller, projectId: string, at: string, withContext: boolean): Promise<Result<JsonBody<ProjectRead>>> {
     const atMs = Date.parse(at);
     const events = await readProjectStream(log, projectId);
     const project = foldAsOf(projectsProjector, projectId, events, atMs);
     if (!isPublicProject(project)) return fail(errors.notFound(`project '${projectId}' was not yet on the board at ${at}`));
-    if (!withContext) return ok(rendered<ProjectRead, 'project'>({ project: plain(project.doc) }));
+    if (!withContext) return ok(jsonBody<ProjectRead, never>({ project: project.doc }));
     const context = foldAsOf(contextsProjector, projectId, events, atMs)?.doc ?? emptyContext();
-    return ok(rendered<ProjectRead, 'project'>({ project: plain(project.doc), context: await contextFrom(caller, project.doc, context, readAtNow()) }));
+    const read = { project: project.doc, context: await contextFrom(caller, project.doc, context, readAtNow()) };
+    return ok(jsonBody<ProjectRead, never>(read));
   }
 
-  function listRendered(query: unknown, options: WaitOptions = {}): Awaitable<Result<Rendered<BoardPage | SyncPage>>> {
+  async function list(query: unknown, options: WaitOptions = {}): Promise<Result<JsonBody<BoardPage | SyncPage>>> {
     const parsed = parseParams(projectsQuerySchema, query);
     if (!parsed.ok) return fail(errors.badRequest(parsed.message));
     const q = parsed.value;
@@ -336,7 +326,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return deltaMode ? delta(q, options) : board(q);
   }
 
-  async function syncRendered(query: unknown, options: WaitOptions = {}): Promise<Result<Rendered<SyncPage>>> {
+  async function sync(query: unknown, options: WaitOptions = {}): Promise<Result<JsonBody<SyncPage>>> {
     const parsed = parseParams(syncQuerySchema, query);
     if (!parsed.ok) return fail(errors.badRequest(parsed.message));
     const { wait_seconds: waitSeconds, ...rest } = parsed.value;
@@ -357,15 +347,14 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return ok({
       async next(limit) {
         const read = await sharedDelta(position, q.has_dossier, limit);
-        const rows = read.rows.map((row) => ({ cursor: cursorAt(position, { s: row.seq, i: row.id }), json: row.json }));
-        position = { ...position, start: { after: { seq: read.position.s, id: read.position.i } } };
+        const rows = read.rows.map((row) => ({ cursor: cursorAt(position, { seq: row.seq, id: row.id }), json: row.json }));
+        position = { ...position, start: { after: read.position } };
         return { rows, hasMore: read.hasMore, upToSeq: read.upToSeq };
       },
     });
   }
 
-  // Not async: a kept body is answered in the same turn (cachedRead).
-  function getRendered(caller: Caller, params: unknown, query: unknown): Awaitable<Result<Rendered<ProjectRead>>> {
+  async function get(caller: Caller, params: unknown, query: unknown): Promise<Result<JsonBody<ProjectRead>>> {
     const p = parseParams(projectParamsSchema, params);
     if (!p.ok) return fail(errors.badRequest(p.message));
     const q = parseParams(projectQuerySchema, query);
@@ -374,28 +363,25 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     if (q.value.asOf === undefined && q.value.include !== 'context') {
       return cachedRead(`project ${handle}`, async () => {
         const found = await resolve(handle);
-        if (!found) return fail(errors.notFound(`no project with id or handle '${handle}'`));
-        return ok(rendered<ProjectRead, 'project'>({ project: storedDoc(found) }));
+        if (!found) return fail(errors.notFound(`no project with id or handle '${echoed(handle)}'`));
+        return ok(jsonBody<ProjectRead, 'project'>({ project: storedJson(found) }));
       });
     }
     return enrichedOrPast(caller, handle, q.value);
   }
 
-  async function enrichedOrPast(caller: Caller, handle: string, q: z.infer<typeof projectQuerySchema>): Promise<Result<Rendered<ProjectRead>>> {
+  async function enrichedOrPast(caller: Caller, handle: string, q: z.infer<typeof projectQuerySchema>): Promise<Result<JsonBody<ProjectRead>>> {
     const found = await resolve(handle);
-    if (!found) return fail(errors.notFound(`no project with id or handle '${handle}'`));
+    if (!found) return fail(errors.notFound(`no project with id or handle '${echoed(handle)}'`));
     if (q.asOf !== undefined) return asOf(caller, found.id, q.asOf, q.include === 'context');
-    if (q.include !== 'context') return ok(rendered<ProjectRead, 'project'>({ project: storedDoc(found) }));
+    if (q.include !== 'context') return ok(jsonBody<ProjectRead, 'project'>({ project: storedJson(found) }));
     const readAt = readAtNow();
-    return ok(rendered<ProjectRead, 'project'>({ project: storedDoc(found), context: await contextFor(caller, found.doc, readAt) }));
+    return ok(jsonBody<ProjectRead, 'project'>({ project: storedJson(found), context: await contextFor(caller, found.doc, readAt) }));
   }
 
   return {
-    list: async (query) => asValue(await listRendered(query)),
-    listRendered,
-
-    sync: async (query, options = {}) => asValue(await syncRendered(query, options)),
-    syncRendered,
+    list,
+    sync,
     changes,
 
     isEnriched(query) {
@@ -407,8 +393,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
       return parsed.ok && (parsed.value.include === 'context' || parsed.value.asOf !== undefined);
     },
 
-    get: async (caller, params, query) => asValue(await getRendered(caller, params, query)),
-    getRendered,
+    get,
 
     resolve,
     handlesByPrefix,

@@ -3,7 +3,7 @@ import { BEATS } from '../config/beats.ts';
 import { PULSE_COLLECTION } from '../projectors/pulse.ts';
 import type { ReadStore } from '../readmodels/port.ts';
 import type { Beat, PulseCard, pulseListSchema, pulseOneSchema } from '../readmodels/schemas.ts';
-import { errors, fail, ok, type Result } from './errors.ts';
+import { echoed, errors, fail, ok, type Result } from './errors.ts';
 import { parseParams } from './requests/params.ts';
 import { pulseListQuerySchema, pulseOneQuerySchema, pulseParamsSchema } from './requests/pulse.ts';
 
@@ -37,7 +37,7 @@ export function createPulseService(deps: { store: ReadStore; now?: () => Date })
       const q = parseParams(pulseOneQuerySchema, query);
       if (!q.ok) return fail(errors.badRequest(q.message));
       const beat = BEATS.find((b) => b.id === p.value.beat);
-      if (!beat) return fail(errors.notFound(`no beat '${p.value.beat}'; beats are ${BEATS.map((b) => b.id).join(', ')}`));
+      if (!beat) return fail(errors.notFound(`no beat '${echoed(p.value.beat)}'; beats are ${BEATS.map((b) => b.id).join(', ')}`));
       const readAt = now().toISOString();
       const card = (await store.get<PulseCard>(PULSE_COLLECTION, beat.id))?.doc ?? null;
       return ok({ beat: { id: beat.id, label: beat.label, blurb: beat.blurb, card }, readAt });

@@ -10,16 +10,14 @@ import { errors, fail, ok, type Result } from './errors.ts';
 import type { ProjectsService } from './projects.ts';
 import { parseParams } from './requests/params.ts';
 import { searchQuerySchema } from './requests/search.ts';
-import { asValue, fromParts, partsOf, plain, rendered, storedDoc, type BodyParts, type Rendered, type Spliced } from './spliced.ts';
+import { jsonBody, storedJson, type JsonBody } from './json-body.ts';
 
 export type ProjectSearchResult = z.infer<typeof projectSearchSchema>;
 type ProjectSearchState = z.infer<typeof projectSearchStateSchema>;
 
 export type SearchService = {
   /** GET /v1/search?q=: reads only; never creates a project, starts research or appends an event. */
-  search(caller: Caller, query: unknown): Promise<Result<ProjectSearchResult>>;
-  /** `search`, ready to send with the found project's stored JSON text (REST). */
-  searchRendered(caller: Caller, query: unknown): Promise<Result<Rendered<ProjectSearchResult>>>;
+  search(caller: Caller, query: unknown): Promise<Result<JsonBody<ProjectSearchResult>>>;
 };
 
 /** What `q` was read as. */
@@ -66,10 +64,6 @@ export function classifyQuery(q: string): SearchForm | null {
   if (/^\S+$/.test(q)) return { kind: 'contract', contract: q };
   return null;
 }
-
-
-/** A readAt to split a body around (any value JSON writes as it is; the parts leave it out). */
-const SPLIT_AT = '1970-01-01T00:00:00.000Z';
 
 /** Search outcomes kept at most (each holds at most one stored project); past that the kept ones are dropped. */
 const OUTCOMES_KEPT_MAX = 5000;
@@ -135,8 +129,8 @@ export function createSearchService(deps: SearchDeps): SearchService {
   /** The outcome of `q`: kept, or looked up (null: q is none of the accepted forms). */
   async function outcomeOf(q: string): Promise<Outcome | null> {
     const version: CacheVersion = [generation(), await store.checkpoint(PROJECTS_COLLECTION)];
-    const kept = outcomes.get(version, q);
-    if (kept) return kept;
+    const known = outcomes.get(version, q);
+    if (known) return known;
     const found = await lookUpQuery(q);
     if (found) outcomes.set(version, q, found);
     return found;
@@ -150,7 +144,7 @@ export function createSearchService(deps: SearchDeps): SearchService {
     return form === null ? null : lookUp(form);
   }
 
-  async function searchRendered(caller: Caller, query: unknown): Promise<Result<Rendered<ProjectSearchResult>>> {
+  async function search(caller: Caller, query: unknown): Promise<Result<JsonBody<ProjectSearchResult>>> {
     const parsed = parseParams(searchQuerySchema, query);
     if (!parsed.ok) return fail(errors.badRequest(parsed.message));
     const q = parsed.value.q;
@@ -163,26 +157,13 @@ export function createSearchService(deps: SearchDeps): SearchService {
         ),
       );
     }
-    if (!result.project) return ok(fromParts<ProjectSearchResult>(withoutProject(result.state), readAt));
+    if (!result.project) return ok(jsonBody<ProjectSearchResult, never>({ state: result.state, project: null, context: null, readAt }));
     const context = await projects.contextFor(caller, result.project.doc, readAt);
-    const project: Spliced<Project | null> = storedDoc(result.project);
-    return ok(rendered<ProjectSearchResult, 'project'>({ state: result.state, project, context, readAt }));
-  }
-
-  /** The body of an outcome without a project depends on its state alone: rendered once per state. */
-  const renderedWithout = new Map<ProjectSearchState, BodyParts>();
-  function withoutProject(state: ProjectSearchState): BodyParts {
-    let parts = renderedWithout.get(state);
-    if (!parts) {
-      const split = partsOf<ProjectSearchResult, 'project'>({ state, project: plain(null), context: null, readAt: SPLIT_AT });
-      if (!split) throw new Error('a search body without a project splits around its readAt');
-      renderedWithout.set(state, (parts = split.parts));
-    }
-    return parts;
+    const project = storedJson<Project | null>(result.project);
+    return ok(jsonBody<ProjectSearchResult, 'project'>({ state: result.state, project, context, readAt }));
   }
 
   return {
-    search: async (caller, query) => asValue(await searchRendered(caller, query)),
-    searchRendered,
+    search,
   };
 }

@@ -20,7 +20,7 @@ export function callOperations(services: Services): RestOperation[] {
       errors: {
         400: "Invalid parameter; 'chain' without 'contract'; a cursor that does not decode or was issued with other filters; a contract filter matching more than 5000 calls",
       },
-      run: ({ query }) => replyWithJson(services.calls.listRendered(query, { surface: 'rest' })),
+      run: ({ query }) => replyWithJson(services.calls.list(query, { surface: 'rest' })),
     },
     {
       operationId: 'getCalltrackerCall',

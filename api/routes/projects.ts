@@ -22,7 +22,7 @@ export function projectOperations(services: Services): RestOperation[] {
         409: 'The cursor was issued by a different archive; start again from since',
       },
       // The input's signal is made only when a page that waits (a long-poll) asks for it.
-      run: (input) => replyWithJson(services.projects.listRendered(input.query, input)),
+      run: (input) => replyWithJson(services.projects.list(input.query, input)),
     },
     {
       operationId: 'streamProjectChanges',
@@ -61,7 +61,7 @@ export function projectOperations(services: Services): RestOperation[] {
       request: { params: projectParamsSchema, query: projectQuerySchema },
       responses: { 200: { description: 'The project, with context when asked', schema: projectReadSchema } },
       errors: { 400: 'Invalid handle, include or asOf value', 404: 'No project with that id or handle, or (with asOf) not yet sighted at that time' },
-      run: ({ caller, params, query }) => replyWithJson(services.projects.getRendered(caller, params, query)),
+      run: ({ caller, params, query }) => replyWithJson(services.projects.get(caller, params, query)),
     },
   ];
 }

@@ -17,7 +17,7 @@ export function searchOperations(services: Services): RestOperation[] {
       request: { query: searchQuerySchema },
       responses: { 200: { description: 'The search outcome; project and context are null unless found', schema: projectSearchSchema } },
       errors: { 400: "'q' missing, empty, over 512 characters or in none of the accepted forms, or an unknown parameter" },
-      run: ({ caller, query }) => replyWithJson(services.search.searchRendered(caller, query)),
+      run: ({ caller, query }) => replyWithJson(services.search.search(caller, query)),
     },
   ];
 }

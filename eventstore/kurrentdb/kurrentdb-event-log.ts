@@ -141,9 +141,7 @@ function metadataOf(event: KurrentRecordedEvent): Record<string, unknown> {
 
 /**
  * A recorded event as plain data, metadata included (the client library has already decoded the
- * metadata bytes as JSON, in its convertGrpcRecord, for every event it returns). Not an object
- * literal with a lazy getter: V8 keeps such a literal in dictionary mode, and the runner and the
- * folds read `type`, `data` and `position` of every event (as in the SQLite log).
+ * metadata bytes as JSON for every event it returns).
  */
 function toRecorded(event: KurrentRecordedEvent, position: number): RecordedEvent {
   return {

@@ -2,10 +2,8 @@ import { closeSync, fsyncSync, openSync } from 'node:fs';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inReadTransaction, inTransaction, openSqlite } from '../../config/sqlite.ts';
 import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListPage, ListQuery, ReadStore, StoredDoc } from '../port.ts';
-import { settledOrRejected } from '../awaitable.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
-import { watchWalHeader } from './wal-header.ts';
 
 /**
  * Documents: a rowid table with the small columns first and the large texts last, so a listing reads
@@ -86,9 +84,7 @@ END;
 
 /**
  * The memory map of a read-store connection unless told otherwise (PULSEBOARD_SQLITE_MAP_MB): none.
- * Measured under the read bench (docs/decisions.md, "Reads, seventh pass"): a 1 GiB map made a 100k
- * mirror page 15 % cheaper and nothing else measurably faster, at 100k or 1M, and its pages were
- * 430 MB (100k) and 777 MB (1M) of the server's resident memory.
+ * A map's pages count in the server's resident memory, and it made no read much cheaper.
  */
 export const MAP_BYTES_DEFAULT = 0;
 /**
@@ -123,11 +119,7 @@ const WITH_STATE = `${listed()}, state`;
 /** Prepared statements kept per store (see `prepared`). */
 const STATEMENTS_KEPT = 512;
 
-/**
- * A row of `listed()` (and `state` after it for `get`), as an array: node:sqlite's row objects are
- * made property by property, and reading them back missed V8's inline caches (7 % of a delta page's
- * samples in a profile).
- */
+/** A row of `listed()` (and `state` after it for `get`), read as an array. */
 type DocRow = [id: string, doc: Uint8Array, seq: number, writtenAt: string, sortKey: string, facet: string, keys: string, state?: string];
 
 /** A row as the port's stored document (parsed on first access; listing rows carry no state). */
@@ -167,10 +159,8 @@ function facetClause(facets: readonly string[] | undefined): string {
 }
 
 /**
- * A LIMIT written into the statement's text. SQLite's planner reads the value bound to `LIMIT ?` (it
- * may plan for it), so binding one marks the statement expired and every run prepared it again: about
- * 6 µs of a 15 µs one-row read, and 54 µs of a delta page's 1.5 ms in a profile. A limit in the text
- * costs one prepared statement per limit value, kept in the store's bounded statement cache.
+ * A LIMIT written into the statement's text: a value bound to `LIMIT ?` expires the statement (the
+ * planner reads it), so every run would prepare it again. One kept statement per limit value.
  */
 export function sqlLimit(limit: number): string {
   if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError('a page limit must be a non-negative integer');
@@ -302,18 +292,14 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     'INSERT INTO checkpoints (collection, position) VALUES (?, ?) ON CONFLICT (collection) DO UPDATE SET position = excluded.position',
   );
   const getCheckpoint = prepared('SELECT position FROM checkpoints WHERE collection = ?');
-  // One row, one JSON text: about 6 µs where a row per collection as objects takes 10 (one checkpoint alone, 4).
+  // Every checkpoint as one JSON text, in one statement.
   const allCheckpoints = prepared('SELECT json_group_object(collection, position) AS positions FROM checkpoints');
   // Changes when another connection (a projector thread or process) commits; this connection's own commits leave it.
   const dataVersion = prepared('PRAGMA data_version');
-  // Whether any connection has committed since the checkpoints were read, for one pread.
-  const walHeader = watchWalHeader(path);
   /**
    * Every checkpoint, read with one statement and kept while the database is unchanged by any other
-   * connection: once per event-loop turn (setImmediate) the WAL-index header (wal-header.ts), and
-   * only when it moved `PRAGMA data_version`, says whether another connection has committed since
-   * they were read, and only then are they read again (about 6 µs). A request asks for two or three
-   * checkpoints (key, owners, the read's own collection). Within one turn the kept values are as
+   * connection: once per event-loop turn (setImmediate) `PRAGMA data_version` says whether another
+   * connection has committed since they were read. Within one turn the kept values are as
    * current as a read at its start: a request sent after another process's commit returned is read in
    * a later turn, and this store's own commits (which data_version does not count) drop them.
    */
@@ -332,14 +318,12 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   };
   function checkpointsThisTurn(): Map<string, number> {
     if (checkedThisTurn && knownCheckpoints) return knownCheckpoints;
-    if (!knownCheckpoints || !walHeader.unchanged()) {
-      // The header and then the version are read before the checkpoints: a commit after either shows as a change next time.
-      walHeader.mark();
-      const version = (dataVersion.get() as { data_version: number }).data_version;
-      if (!knownCheckpoints || version !== knownVersion) {
-        knownCheckpoints = new Map(Object.entries(JSON.parse((allCheckpoints.get() as { positions: string }).positions) as Record<string, number>));
-        knownVersion = version;
-      }
+    // The version is read before the checkpoints: a commit after it shows as a change next time.
+    const version = (dataVersion.get() as { data_version: number }).data_version;
+    if (!knownCheckpoints || version !== knownVersion) {
+      const positions = (allCheckpoints.get() as { positions: string }).positions;
+      knownCheckpoints = new Map(Object.entries(JSON.parse(positions) as Record<string, number>));
+      knownVersion = version;
     }
     checkedThisTurn = true;
     if (!turnEndScheduled) {
@@ -397,9 +381,9 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     });
 
   return {
-    checkpoint(collection, options) {
+    async checkpoint(collection, options) {
       if (options?.fresh) checkedThisTurn = false;
-      return settledOrRejected(() => checkpointsThisTurn().get(collection) ?? 0);
+      return checkpointsThisTurn().get(collection) ?? 0;
     },
 
     async commit(collection, writes, checkpoint, expected) {
@@ -518,7 +502,6 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     },
 
     async close() {
-      walHeader.close();
       if (options.bulkBuild && db.isOpen) {
         // Back to WAL (what every other connection expects), then every page on disk before a switch.
         db.exec('PRAGMA journal_mode = WAL');

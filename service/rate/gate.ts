@@ -1,4 +1,3 @@
-import { andThen, type Awaitable } from '../../readmodels/awaitable.ts';
 import { errors, type ServiceError } from '../errors.ts';
 import type { RateDecision, RateLimiter } from './port.ts';
 
@@ -28,8 +27,7 @@ const WINDOW_SECONDS = 60;
  * `RateLimit: "requests";r=<remaining>;t=<seconds to reset>`.
  */
 function rateHeaders(limit: number, remaining: number, resetSeconds: number): Record<string, string> {
-  // Names in lower case, as HTTP/1.1 sends them here anyway: Fastify lowers every name it is given,
-  // and a name that is already lower is kept as it is instead of made and looked up anew (0.3 µs a request).
+  // Names in lower case, as Fastify sends them anyway.
   return {
     'ratelimit-limit': String(limit),
     'ratelimit-remaining': String(remaining),
@@ -44,28 +42,26 @@ export type GateResult =
   | { ok: true; headers: Record<string, string> }
   | { ok: false; error: ServiceError; headers: Record<string, string> };
 
-export type RateGate = { check(keyId: string, protection: Protection, budget?: Budget): Awaitable<GateResult> };
+export type RateGate = { check(keyId: string, protection: Protection, budget?: Budget): Promise<GateResult> };
 
 export type RateGateOptions = { /** Protocol messages per key per window; unset: the requests limit. */ protocolLimit?: number };
 
 /** The per-key budgets in front of every authenticated operation, REST and MCP alike. */
 export function createRateGate(limiter: RateLimiter, options: RateGateOptions = {}): RateGate {
   return {
-    check(keyId, protection, budget = 'requests') {
-      if (budget === 'protocol') return andThen(consumeSafely(protocolBucket(keyId), options.protocolLimit), protocolOutcome);
-      return andThen(consumeSafely(keyId), (decision) => requestsOutcome(decision, protection));
+    async check(keyId, protection, budget = 'requests') {
+      if (budget === 'protocol') return protocolOutcome(await consumeSafely(protocolBucket(keyId), options.protocolLimit));
+      return requestsOutcome(await consumeSafely(keyId), protection);
     },
   };
 
   /** The limiter's decision; a limiter that throws or rejects is read as unavailable (the port promises neither). */
-  function consumeSafely(bucket: string, limit?: number): Awaitable<RateDecision> {
-    let decision: Awaitable<RateDecision>;
+  async function consumeSafely(bucket: string, limit?: number): Promise<RateDecision> {
     try {
-      decision = limiter.consume(bucket, limit);
+      return await limiter.consume(bucket, limit);
     } catch {
       return UNAVAILABLE;
     }
-    return decision instanceof Promise ? decision.catch(() => UNAVAILABLE) : decision;
   }
 }
 

@@ -1,4 +1,3 @@
-import { settledOrRejected } from '../../readmodels/awaitable.ts';
 import type { RateDecision, RateLimiter } from './port.ts';
 import { wholeSeconds } from './window.ts';
 
@@ -85,8 +84,7 @@ export function createInProcessLimiter(options: InProcessLimiterOptions): InProc
   }
 
   return {
-    // Answered at once (see readmodels/awaitable.ts).
-    consume: (keyId, limit = options.limit) => settledOrRejected(() => consumeNow(keyId, limit)),
+    consume: async (keyId, limit = options.limit) => consumeNow(keyId, limit),
     ping: async () => true,
     close: async () => {
       logs.clear();

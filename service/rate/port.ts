@@ -1,4 +1,3 @@
-import type { Awaitable } from '../../readmodels/awaitable.ts';
 
 /**
  * Per-key rate protection shared by REST and MCP: one budget per key id
@@ -15,7 +14,7 @@ export interface RateLimiter {
    * Counts one request for this key id (never the raw key) and says whether it may proceed.
    * `limit` replaces the configured one for this bucket (a separate budget keyed apart).
    */
-  consume(keyId: string, limit?: number): Awaitable<RateDecision>;
+  consume(keyId: string, limit?: number): Promise<RateDecision>;
   /** Whether the limiter's store answers now (always true in-process); /readyz reports it. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { echoed } from '../errors.ts';
 
 /**
  * How a parameter is advertised to typed clients (the MCP tool listing), where that differs from
@@ -35,9 +36,11 @@ export function parseParams<S extends z.ZodType>(schema: S, input: unknown): Par
   if (parsed.success) return { ok: true, value: parsed.data };
   const issue = parsed.error.issues[0]!;
   if (issue.code === 'unrecognized_keys') {
-    return { ok: false, message: `unknown parameter ${issue.keys.map((k) => `'${k}'`).join(', ')}` };
+    // Names are caller input: at most five, each bounded and escaped.
+    const named = issue.keys.slice(0, 5).map((k) => `'${echoed(k)}'`);
+    return { ok: false, message: `unknown parameter ${named.join(', ')}${issue.keys.length > 5 ? ', …' : ''}` };
   }
-  const name = issue.path.length > 0 ? issue.path.join('.') : 'request';
+  const name = issue.path.length > 0 ? echoed(issue.path.join('.')) : 'request';
   // A query parameter sent twice arrives as an array.
   if (issue.code === 'invalid_type' && / received array$/.test(issue.message)) return { ok: false, message: `parameter '${name}' must be given once` };
   const detail = issue.code === 'invalid_union' && !issue.message.startsWith('must') ? 'has an invalid value' : issue.message;

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createBodyCache } from '../../service/body-cache.ts';
-import { validatorOf } from '../../service/spliced.ts';
+import { validatorOf } from '../../service/json-body.ts';
 import { day } from '../support/events.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 
@@ -88,7 +88,7 @@ describe('rendered bodies kept per read-model checkpoint', () => {
 });
 
 describe('createBodyCache', () => {
-  const parts = (n: number) => ({ head: Buffer.alloc(n, 97), tail: Buffer.from('"}'), etag: 'W/"x"' });
+  const parts = (n: number) => ({ head: Buffer.alloc(n, 97), tail: Buffer.from('"}'), readAt: '', etag: 'W/"x"', value: () => null });
 
   it('serves an entry only at the version it was kept under; a newer version empties it; an older one neither reads nor fills', () => {
     const cache = createBodyCache({ maxBytes: 1 << 20 });

@@ -82,7 +82,7 @@ describe('call pages within the 512 KiB budget', () => {
     for (;;) {
       const result = await h.services.calls.list({ limit: 30, ...(cursor ? { cursor } : {}) }, { surface: 'mcp' });
       assert.ok(result.ok);
-      const page = result.value;
+      const page = result.value.value();
       assert.ok(mcpBytes(page) <= CALL_PAGE_BUDGET_BYTES, `mcp page of ${mcpBytes(page)} bytes`);
       served.push(...page.calls);
       pages += 1;
@@ -95,7 +95,7 @@ describe('call pages within the 512 KiB budget', () => {
     for (let next: string | null | undefined; next !== null; restPages++) {
       const result = await h.services.calls.list({ limit: 30, ...(next ? { cursor: next } : {}) }, { surface: 'rest' });
       assert.ok(result.ok);
-      next = result.value.next;
+      next = result.value.value().next;
     }
     assert.ok(pages > restPages, `mcp ${pages} pages vs rest ${restPages}`);
   });

@@ -84,7 +84,6 @@ export function readStoreContract(adapterName: string, open: () => Promise<ReadS
       it(`${adapterName}: a checkpoint is a value or a promise, and a store that fails answers a rejected promise, never a throw`, skipFor(skip), async () => {
         const collection = freshCollection();
         await store().commit(collection, [doc('a')], 4);
-        // awaitable.ts: a value in hand may come as it is (the embedded store), or as a promise (a server's).
         assert.equal(await store().checkpoint(collection, { fresh: true }), 4);
         const own = await open();
         await own.dispose();

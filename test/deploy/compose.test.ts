@@ -78,7 +78,7 @@ describe('docker-compose.yml', () => {
       assert.deepEqual(command.slice(script + 1, script + 3), ['serve', '--role']);
       return command[script + 3];
     });
-    // The role that serves reads runs with the memory flags `npm start` passes (docs/decisions.md, fourteenth pass).
+    // The role that serves reads runs with the memory flags `npm start` passes (docs/decisions.md, "Responses as stored bytes").
     const api = pulseboardServices.find(([name]) => name === 'api')![1].command as string[];
     assert.deepEqual(api.slice(2, api.indexOf('bin/pulseboard.ts')), startCommand().flags);
     assert.deepEqual([...roles].sort(), [...ROLES].sort(), 'each role exactly once');

@@ -5,6 +5,7 @@ import { PROJECTS_COLLECTION } from '../../projectors/projects.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { eventually } from '../replay/support.ts';
 import { appendSightings } from './support.ts';
+import { asValue } from '../../service/json-body.ts';
 
 /** GET as the harness does (OpenAPI-validated), but started now and awaited later. */
 const started = (h: Harness, url: string, key: string) => h.get(url, key);
@@ -133,13 +134,13 @@ describe('delta long-poll (GET /v1/projects?cursor=C&wait=S)', () => {
     assert.ok(await eventually(() => h.services.commits.waiting() === 1));
     await appendSightings(h.stores.log, { first: 400, count: 1, prefix: 'lp' });
     await h.stores.catchUp();
-    const page = await waiting;
+    const page = asValue(await waiting);
     assert.ok(page.ok);
     assert.deepEqual(
       page.value.projects.map((p) => p.id),
       ['lp-400'],
     );
-    const idle = await h.services.projects.sync({ cursor: page.value.cursor, wait_seconds: 0 });
+    const idle = asValue(await h.services.projects.sync({ cursor: page.value.cursor, wait_seconds: 0 }));
     assert.ok(idle.ok && idle.value.projects.length === 0 && idle.value.cursor === page.value.cursor);
     const bad = await h.services.projects.sync({ cursor, wait_seconds: 31 });
     assert.ok(!bad.ok && bad.error.status === 400);

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 
 /**
  * The interactive reference at /docs: Swagger UI, served from the swagger-ui-dist package (a
@@ -59,9 +60,14 @@ export const DOCS_PAGE = `<!doctype html>
 `;
 
 /** Same-origin scripts, styles and requests only; Swagger UI sets inline styles and shows data: images. */
-export const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-export function mountDocs(app: FastifyInstance): void {
+/**
+ * The docs page and its assets. No page under /docs may be framed: `frame-ancestors 'none'` and
+ * X-Frame-Options on every route of this plugin, whatever CSP a route sends.
+ */
+export const docsPlugin = fp(async (app) => {
   const cache = new Map<string, Buffer>();
   const body = (name: string): Buffer => {
     let bytes = cache.get(name);
@@ -72,12 +78,34 @@ export function mountDocs(app: FastifyInstance): void {
     }
     return bytes;
   };
-  app.get('/docs', async (_request, reply) =>
-    reply.header('cache-control', 'public, max-age=300').header('content-security-policy', DOCS_CSP).type('text/html; charset=utf-8').send(DOCS_PAGE),
+  app.get('/docs', { onSend: framedNowhere }, async (_request, reply) =>
+    reply
+      .header('cache-control', 'public, max-age=300')
+      .header('content-security-policy', DOCS_CSP)
+      .type('text/html; charset=utf-8')
+      .send(DOCS_PAGE),
   );
   for (const [name, asset] of Object.entries(ASSETS)) {
-    app.get(`/docs/${name}`, async (_request, reply) =>
-      reply.header('cache-control', 'public, max-age=3600').header('x-content-type-options', 'nosniff').type(asset.type).send(body(name)),
+    app.get(`/docs/${name}`, { onSend: framedNowhere }, async (_request, reply) =>
+      reply.header('cache-control', 'public, max-age=3600').type(asset.type).send(body(name)),
     );
   }
+});
+
+function framedNowhere(
+  _request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+  done: (error: null, payload: unknown) => void,
+): void {
+  const policy = reply.getHeader('content-security-policy') as string | undefined;
+  reply.header('content-security-policy', withFrameAncestors(policy));
+  reply.header('x-frame-options', 'DENY');
+  done(null, payload);
+}
+
+/** `frame-ancestors 'none'` added to whatever policy a docs route sends (or as its policy). */
+function withFrameAncestors(policy: string | undefined): string {
+  if (!policy) return "frame-ancestors 'none'";
+  return /frame-ancestors/i.test(policy) ? policy : `${policy}; frame-ancestors 'none'`;
 }

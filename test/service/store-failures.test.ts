@@ -1,0 +1,62 @@
+/** A store outage is told by the error's class or code, never by its message. */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { MongoNetworkError, MongoServerSelectionError } from 'mongodb';
+import { it } from 'vitest';
+import { isStoreUnavailable } from '../../service/store-failures.ts';
+
+it('a locked SQLite file, a Mongo network failure and a refused connection are outages', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pulseboard-locked-'));
+  try {
+    const path = join(dir, 'db.sqlite');
+    const holder = new DatabaseSync(path);
+    holder.exec('PRAGMA journal_mode = WAL; CREATE TABLE t (x); BEGIN IMMEDIATE; INSERT INTO t VALUES (1)');
+    const other = new DatabaseSync(path, { timeout: 0 });
+    let locked: unknown;
+    try {
+      other.exec('INSERT INTO t VALUES (2)');
+    } catch (error) {
+      locked = error;
+    }
+    assert.ok(locked, 'the second writer was refused');
+    assert.equal(isStoreUnavailable(locked), true);
+    holder.exec('ROLLBACK');
+    other.close();
+    holder.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  assert.equal(isStoreUnavailable(new MongoNetworkError('x')), true);
+  assert.equal(
+    isStoreUnavailable(new MongoServerSelectionError('x', { type: 'Unknown', servers: new Map() } as never)),
+    true,
+  );
+  assert.equal(isStoreUnavailable(Object.assign(new Error('x'), { code: 'ECONNREFUSED' })), true);
+});
+
+it('an error whose message only reads like an outage is not one', () => {
+  for (const message of [
+    'database is locked',
+    'SQLITE_BUSY',
+    'connect ECONNREFUSED 127.0.0.1:27017',
+    'MongoNetworkError',
+    'disk I/O error',
+  ]) {
+    assert.equal(isStoreUnavailable(new Error(message)), false, message);
+  }
+  const constraint = (() => {
+    const db = new DatabaseSync(':memory:');
+    db.exec('CREATE TABLE t (x UNIQUE); INSERT INTO t VALUES (1)');
+    try {
+      db.exec('INSERT INTO t VALUES (1)');
+    } catch (error) {
+      return error;
+    }
+    return null;
+  })();
+  assert.equal(isStoreUnavailable(constraint), false, 'a constraint failure is a bug, not an outage');
+  assert.equal(isStoreUnavailable('ECONNREFUSED'), false);
+});
