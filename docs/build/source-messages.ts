@@ -264,7 +264,13 @@ Set \`KAFKA_BROKERS\` and run \`pulseboard serve --role ingest\` (or \`all\`). I
 \`projectId\` / call \`id\` / beat so that one entity's messages stay in order within a partition.
 The consumer commits an offset only after the events of every message up to it are appended; a
 crash in between re-delivers messages, which the event ids make harmless. Rejected messages go to
-\`pulseboard.dead-letter\` with topic, partition, offset, path and reason.
+\`pulseboard.dead-letter\` with topic, partition, offset, path and reason. While a slow event log
+appends a part, the consumer keeps heartbeating, so it stays in its group.
+
+When Kafka cannot be reached at start, \`--role ingest\` exits with status 1 within 30 s and one line
+naming the brokers (a restart policy brings it back); \`--role all\` serves the API regardless and
+retries Kafka in the background, \`/readyz\` reporting \`degraded\` with \`kafka-ingest\` as \`retrying\`
+until the consumer is in its group. Once running, either role rides out a Kafka outage by itself.
 
 ## Computed at read time, not stored
 
