@@ -5,6 +5,7 @@ import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListPage, ListQu
 import { settledOrRejected } from '../awaitable.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
+import { CLEAR_HISTORY, createSqliteHistory, ensureHistory } from './sqlite-history.ts';
 import { watchWalHeader } from './wal-header.ts';
 
 /**
@@ -275,6 +276,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   db.exec(SCHEMA);
   ensureCounters(db);
   inTransaction(db, () => ensureChunks(db));
+  inTransaction(db, () => ensureHistory(db));
 
   // Every statement is prepared once: the texts vary only with the number of facets, the page limit
   // and a few flags, a small set; past STATEMENTS_KEPT the oldest is dropped (prepared again if asked for).
@@ -292,6 +294,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   /** A statement reading documents (`listed()`): its rows are DocRows. Its text is never run as another kind. */
   const documents = (sql: string): StatementSync => prepared(sql, true);
   const chunks = createChunkIndex(prepared);
+  const history = createSqliteHistory(db, prepared);
 
   const upsert = prepared(`
     INSERT INTO docs (collection, id, doc, state, seq, written_at, sort_key, facet, keys)
@@ -388,12 +391,15 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
         // Lookup keys follow from `keys` (KEY_TRIGGERS).
         upsert.run(collection, w.id, json, state, w.seq, w.writtenAt, w.sortKey, w.facet, keys);
       }
+      history.write(collection, writes);
       chunks.cutFullChunks(collection);
       setCheckpoint.run(collection, checkpoint);
       return { ok: true };
     });
 
   return {
+    history,
+
     checkpoint(collection, options) {
       if (options?.fresh) checkedThisTurn = false;
       return settledOrRejected(() => checkpointsThisTurn().get(collection) ?? 0);
@@ -505,7 +511,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     async clear() {
       forgetCheckpoints();
       inTransaction(db, () => {
-        db.exec(`DELETE FROM docs; DELETE FROM doc_keys; DELETE FROM doc_counts; DELETE FROM checkpoints; ${CLEAR_CHUNKS}`);
+        db.exec(`DELETE FROM docs; DELETE FROM doc_keys; DELETE FROM doc_counts; DELETE FROM checkpoints; ${CLEAR_CHUNKS} ${CLEAR_HISTORY}`);
       });
     },
 
