@@ -67,7 +67,7 @@ export type ProjectsService = {
 };
 
 /** Delta cursor: archive id, last (seq, id) served, and the filter it was minted under. */
-const deltaCursorSchema = z
+export const deltaCursorSchema = z
   .object({ v: z.literal(1), a: z.string(), s: z.number().int().min(0), i: z.string(), f: z.enum(['all', 'dossier', 'no_dossier']) })
   .strict();
 type DeltaCursor = z.output<typeof deltaCursorSchema>;
