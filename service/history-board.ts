@@ -74,7 +74,41 @@ const diffCursorSchema = z
   .object({ v: z.literal(1), a: z.string(), f: z.number().int().min(0), t: z.number().int().min(0), s: z.number().int().min(0), i: z.string() })
   .strict();
 
-type Point = { seq: number; at: string | null };
+export type Point = { seq: number; at: string | null };
+
+/**
+ * A point given as a time or a delta cursor, as a position no later than what the read model has
+ * applied, with the time of the last project write at or before it.
+ */
+export async function resolvePoint(
+  deps: { log: EventLog; store: ReadStore; history: HistoryStore; archive: string },
+  name: string,
+  value: string,
+): Promise<Result<Point>> {
+  const { log, store, history } = deps;
+  if (dateTimeParam.safeParse(value).success) {
+    // Everything the archive recorded at or before the instant (votes and checks too, for a context),
+    // up to what the read model has applied.
+    const recorded = await log.positionBefore(new Date(Date.parse(value) + 1).toISOString());
+    const seq = Math.min(recorded, await store.checkpoint(C, { fresh: true }));
+    return ok({ seq, at: (await history.pointAtSeq(C, seq))?.writtenAt ?? null });
+  }
+  const decoded = decodeCursor(deltaCursorSchema, value);
+  if (!decoded.ok) {
+    return fail(errors.badRequest(`parameter '${name}' must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z, or a delta cursor this service issued`));
+  }
+  if (decoded.value.a !== deps.archive) return fail(errors.conflict(`parameter '${name}' is a cursor issued by a different archive`));
+  if (decoded.value.s > (await store.checkpoint(C, { fresh: true }))) {
+    return fail(errors.unavailable(`parameter '${name}' names a point the read model has not reached yet; retry shortly`, 1));
+  }
+  return ok({ seq: decoded.value.s, at: (await history.pointAtSeq(C, decoded.value.s))?.writtenAt ?? null });
+}
+
+/** A point as answers name it: its time and a delta cursor (bookmark) at exactly its position. */
+export function namedPoint(archive: string, point: Point, hasDossier?: boolean): AsOfPoint {
+  const f = hasDossier === undefined ? 'all' : hasDossier ? 'dossier' : 'no_dossier';
+  return { at: point.at, cursor: encodeCursor({ v: 1, a: archive, s: point.seq, i: '', f } satisfies z.output<typeof deltaCursorSchema>) };
+}
 
 /** Top-level fields whose values differ (compared as JSON, as the projector's own texts are). */
 export function differingFields(before: Project | null, after: Project): ProjectFieldName[] {
@@ -107,26 +141,8 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
     return ok(history);
   }
 
-  /** A time or a delta cursor as a position no later than what the read model has applied. */
-  async function pointOf(history: HistoryStore, name: string, value: string): Promise<Result<Point>> {
-    if (dateTimeParam.safeParse(value).success) {
-      // Everything the archive recorded at or before the instant (votes and checks too, for a context),
-      // up to what the read model has applied.
-      const recorded = await log.positionBefore(new Date(Date.parse(value) + 1).toISOString());
-      const seq = Math.min(recorded, await store.checkpoint(C, { fresh: true }));
-      return ok({ seq, at: (await history.pointAtSeq(C, seq))?.writtenAt ?? null });
-    }
-    const decoded = decodeCursor(deltaCursorSchema, value);
-    if (!decoded.ok) {
-      return fail(errors.badRequest(`parameter '${name}' must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z, or a delta cursor this service issued`));
-    }
-    if (decoded.value.a !== (await archiveId())) return fail(errors.conflict(`parameter '${name}' is a cursor issued by a different archive`));
-    if (decoded.value.s > (await store.checkpoint(C, { fresh: true }))) {
-      return fail(errors.unavailable(`parameter '${name}' names a point the read model has not reached yet; retry shortly`, 1));
-    }
-    const found = await history.pointAtSeq(C, decoded.value.s);
-    return ok({ seq: decoded.value.s, at: found?.writtenAt ?? null });
-  }
+  const pointOf = async (history: HistoryStore, name: string, value: string): Promise<Result<Point>> =>
+    resolvePoint({ log, store, history, archive: await archiveId() }, name, value);
 
   /** The latest point: everything the read model has applied. */
   async function now(history: HistoryStore): Promise<Point> {
@@ -134,11 +150,7 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
     return { seq, at: (await history.pointAtSeq(C, seq))?.writtenAt ?? null };
   }
 
-  async function named(point: Point, hasDossier?: boolean): Promise<AsOfPoint> {
-    const f = hasDossier === undefined ? 'all' : hasDossier ? 'dossier' : 'no_dossier';
-    const cursor = encodeCursor({ v: 1, a: await archiveId(), s: point.seq, i: '', f } satisfies z.output<typeof deltaCursorSchema>);
-    return { at: point.at, cursor };
-  }
+  const named = async (point: Point, hasDossier?: boolean): Promise<AsOfPoint> => namedPoint(await archiveId(), point, hasDossier);
 
   /** The point as the request named it: its time, or the cursor's position. */
   const pointText = (given: string, point: Point) => (dateTimeParam.safeParse(given).success ? given : `position ${point.seq}`);
