@@ -29,7 +29,8 @@ import { boardQuerySchema, diffQuerySchema, projectAsOfQuerySchema, searchAsOfQu
 import { dateTimeParam, parseParams } from './requests/params.ts';
 import { projectParamsSchema } from './requests/projects.ts';
 import type { SearchService } from './search.ts';
-import { rendered, storedDoc, storedDocs, type Rendered } from './spliced.ts';
+import { createBodyCache, type CacheVersion } from './body-cache.ts';
+import { fromParts, rendered, storedDoc, storedDocs, type Rendered } from './spliced.ts';
 
 /**
  * The board's past, read from the history read model (readmodels/history/port.ts): the board, a
@@ -67,7 +68,12 @@ export type HistoryBoardDeps = {
   projects: ProjectsService;
   search: SearchService;
   now?: () => Date;
+  /** The serving read-model generation: kept as-of pages belong to one (a replay's may differ). */
+  generation?: () => number;
 };
+
+/** Bytes of rendered as-of board pages kept (a page as of a point never changes). */
+const AS_OF_BODY_BYTES = 8 * 1024 * 1024;
 
 /** Diff cursor: the archive, both points, and the last row served. */
 const diffCursorSchema = z
@@ -120,6 +126,9 @@ export function differingFields(before: Project | null, after: Project): Project
 export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardService {
   const { log, store, access, projects, search } = deps;
   const readAtNow = isoClock(deps.now);
+  const generation = deps.generation ?? (() => 0);
+  // Kept from the second read on, like the live board's bodies: a walk of every page passes.
+  const asOfBodies = createBodyCache({ maxBytes: AS_OF_BODY_BYTES, keepAfterMisses: 2 });
   let archive: Promise<string> | undefined;
   const archiveId = (): Promise<string> =>
     (archive ??= log.archiveId().catch((error: unknown) => {
@@ -159,6 +168,11 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
     const point = await pointOf(history, 'asOf', q.asOf!);
     if (!point.ok) return point;
     const page = q.page ?? 1;
+    // A page as of an applied point depends on the generation, the point, the page and the filter only.
+    const version: CacheVersion = [generation(), 0];
+    const key = `${point.value.seq} ${page} ${String(q.has_dossier)}`;
+    const kept = asOfBodies.get(version, key);
+    if (kept) return ok(fromParts<BoardPageAsOf>(kept, readAtNow()));
     const facets = q.has_dossier === undefined ? undefined : [q.has_dossier ? PROJECT_FACETS.dossier : PROJECT_FACETS.noDossier];
     const readAt = readAtNow();
     const { total, docs } = await history.list<Project>(C, point.value.seq, {
@@ -166,17 +180,18 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
       offset: (page - 1) * BOARD_PAGE_SIZE,
       limit: BOARD_PAGE_SIZE,
     });
-    return ok(
-      rendered<BoardPageAsOf, 'projects'>({
-        projects: storedDocs(docs),
-        page,
-        pageSize: BOARD_PAGE_SIZE,
-        total,
-        totalPages: Math.ceil(total / BOARD_PAGE_SIZE),
-        asOf: await named(point.value, q.has_dossier),
-        readAt,
-      }),
-    );
+    const body = rendered<BoardPageAsOf, 'projects'>({
+      projects: storedDocs(docs),
+      page,
+      pageSize: BOARD_PAGE_SIZE,
+      total,
+      totalPages: Math.ceil(total / BOARD_PAGE_SIZE),
+      asOf: await named(point.value, q.has_dossier),
+      readAt,
+    });
+    const split = body.parts();
+    if (split) asOfBodies.set(version, key, split.parts);
+    return ok(body);
   }
 
   async function changedSince(at: number, rows: readonly Project[]): Promise<Result<ChangedFields[]>> {

@@ -104,7 +104,7 @@ export function createServices(deps: ServiceDeps): Services {
     // (a page is at most 512 KiB; eight of the largest fit).
     calls: createCallsService({ store, now, generation: () => deps.stores.generations()?.serving ?? 0, bodies: createBodyCache({ maxBytes: CALL_BODY_CACHE_BYTES, keepAfterMisses: 2 }) }),
     search,
-    historyBoard: createHistoryBoardService({ log, store, access, projects, search, now: deps.now }),
+    historyBoard: createHistoryBoardService({ log, store, access, projects, search, now: deps.now, generation: () => deps.stores.generations()?.serving ?? 0 }),
     pulse: createPulseService({ store, now }),
     now,
   };
