@@ -14,6 +14,7 @@ import type {
   SyncPage,
   ThesisStatus,
 } from '../readmodels/schemas.ts';
+import type { BoardPageAsOf, ProjectDiff, SyncPageChanges } from '../readmodels/history-schemas.ts';
 
 /**
  * One realistic example response per operation and success status, shown on /docs and in the
@@ -211,6 +212,17 @@ const history: ProjectHistory = {
   readAt: READ_AT,
 };
 
+const asOf = { at: '2026-11-01T00:00:00.000Z', cursor: 'eyJ2IjoxLCJhIjoiYXJjaGl2ZSIsInMiOjQxMjAsImkiOiIiLCJmIjoiYWxsIn0' };
+const boardAsOf: BoardPageAsOf = { ...board, asOf };
+const deltaChanges: SyncPageChanges = { ...delta, changes: [{ id: project.id, changedFields: ['fol', 'vel', 'followerStats'] }] };
+const diff: ProjectDiff = {
+  from: asOf,
+  to: { at: '2026-11-06T00:00:00.000Z', cursor: 'eyJ2IjoxLCJhIjoiYXJjaGl2ZSIsInMiOjk4MzEyLCJpIjoiIiwiZiI6ImFsbCJ9' },
+  changes: [{ id: project.id, change: 'changed', fields: ['fol', 'vel'], before: { ...project, fol: 17110, vel: { h24: 402, d7: 10600 } }, after: project }],
+  next: null,
+  readAt: READ_AT,
+};
+
 export type OperationExample = { summary: string; value: unknown };
 
 /** By operationId, then status code; several named examples where an operation has modes. */
@@ -219,8 +231,11 @@ export const OPERATION_EXAMPLES: Record<string, Record<number, Record<string, Op
     200: {
       board: { summary: 'Board mode (?page=1)', value: board },
       delta: { summary: 'Delta mode (?since=… or ?cursor=…)', value: delta },
+      boardAsOf: { summary: 'The board as it stood at a point (?page=1&asOf=2026-11-01T00:00:00Z)', value: boardAsOf },
+      deltaChanges: { summary: 'Delta mode with include=changes', value: deltaChanges },
     },
   },
+  diffProjects: { 200: { week: { summary: "A week's net changes (?from=…&to=…)", value: diff } } },
   streamProjectChanges: {
     200: {
       oneWrite: {
@@ -229,7 +244,12 @@ export const OPERATION_EXAMPLES: Record<string, Record<number, Record<string, Op
       },
     },
   },
-  getProject: { 200: { withContext: { summary: 'With include=context', value: { project, context } } } },
+  getProject: {
+    200: {
+      withContext: { summary: 'With include=context', value: { project, context } },
+      asOf: { summary: 'As it stood at a point (?asOf=…)', value: { project, asOf } },
+    },
+  },
   listProjectAsks: { 200: { answered: { summary: 'One answered question', value: asks } } },
   getProjectHistory: { 200: { followerRefresh: { summary: 'A follower-count refresh', value: history } } },
   searchProjects: { 200: { found: { summary: 'A contract that matches one project', value: { state: 'found', project, context, readAt: READ_AT } } } },

@@ -23,6 +23,11 @@ export type Projector<D = unknown, S = unknown> = {
   keyOf(event: RecordedEvent): string | null;
   /** Returns null when the event leaves nothing to store (e.g. a revoke of a key never issued). */
   fold(current: Entity<D, S> | null, event: RecordedEvent): Entity<D, S> | null;
+  /**
+   * Whether a write of a document in this facet is kept in the history read model
+   * (readmodels/history/port.ts); absent: the collection keeps no history.
+   */
+  versioned?(facet: string): boolean;
 };
 
 /** Erases the document types so projectors of different models can sit in one list. */

@@ -282,4 +282,6 @@ export const projectsProjector: Projector<Project, ProjectState> = {
   typePrefixes: ['project.', 'rival.', 'followers.', 'dossier.', 'onchain.', 'calltracker.'],
   keyOf: (event) => (event.data as { projectId?: string }).projectId ?? null,
   fold: foldProject,
+  // The board's past: every write of a public project (a pending one is on no board).
+  versioned: (facet) => facet === PROJECT_FACETS.dossier || facet === PROJECT_FACETS.noDossier,
 };

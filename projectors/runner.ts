@@ -1,5 +1,6 @@
 import { getHeapStatistics } from 'node:v8';
 import type { EventLog, RecordedEvent } from '../eventstore/port.ts';
+import type { VersionWrite } from '../readmodels/history/port.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import { jsonEqual } from './json-equal.ts';
 import type { Entity, Projector } from './projector.ts';
@@ -102,7 +103,13 @@ export function foldEvents<D, S>(
     if (!docChanged && pending === undefined && unchanged(current!, next)) continue;
     // A stored document's text is at hand (no stringify) when the fold left the document as it was.
     const known = !docChanged && pending === undefined ? before!.json : undefined;
-    changed.set(id, folded(id, next, known, docChanged ? event.position : before!.seq, docChanged ? event.recordedAt : before!.writtenAt));
+    // The batch's public writes of a versioned collection, oldest first, travel with the document to its commit.
+    let versions = (pending as FoldedDoc<D, S> | undefined)?.versions;
+    if (docChanged && projector.versioned?.(next.facet)) {
+      versions ??= [];
+      versions.push({ seq: event.position, writtenAt: event.recordedAt, sortKey: next.sortKey, facet: next.facet, doc: next.doc });
+    }
+    changed.set(id, folded(id, next, known, docChanged ? event.position : before!.seq, docChanged ? event.recordedAt : before!.writtenAt, versions));
   }
   return changed;
 }
@@ -130,9 +137,11 @@ class FoldedDoc<D, S> implements StoredDoc<D, S> {
   readonly sortKey: string;
   readonly facet: string;
   readonly keys: Record<string, string[]>;
+  /** The public writes this batch made (versioned collections only; see DocWrite). */
+  readonly versions: VersionWrite[] | undefined;
   #json: string | undefined;
   #utf8: Uint8Array | undefined;
-  constructor(id: string, next: Entity<D, S>, known: string | undefined, seq: number, writtenAt: string) {
+  constructor(id: string, next: Entity<D, S>, known: string | undefined, seq: number, writtenAt: string, versions: VersionWrite[] | undefined) {
     this.id = id;
     this.doc = next.doc;
     this.state = next.state;
@@ -141,6 +150,7 @@ class FoldedDoc<D, S> implements StoredDoc<D, S> {
     this.sortKey = next.sortKey;
     this.facet = next.facet;
     this.keys = next.keys;
+    this.versions = versions;
     this.#json = known;
   }
   get json(): string {
@@ -153,8 +163,15 @@ class FoldedDoc<D, S> implements StoredDoc<D, S> {
   }
 }
 
-function folded<D, S>(id: string, next: Entity<D, S>, known: string | undefined, seq: number, writtenAt: string): StoredDoc<D, S> {
-  return new FoldedDoc(id, next, known, seq, writtenAt);
+function folded<D, S>(
+  id: string,
+  next: Entity<D, S>,
+  known: string | undefined,
+  seq: number,
+  writtenAt: string,
+  versions: VersionWrite[] | undefined,
+): StoredDoc<D, S> {
+  return new FoldedDoc(id, next, known, seq, writtenAt, versions);
 }
 
 /** Which projectors read an event type (by their type prefixes), cached per type. */

@@ -138,6 +138,7 @@ export function signalCommits(store: ReadStore, onCommit: CommitListener): ReadS
       if (outcome.ok) onCommit(collection, checkpoint);
       return outcome;
     },
+    ...(store.history ? { history: store.history } : {}),
     checkpoint: (collection, options) => store.checkpoint(collection, options),
     get: (collection, id) => store.get(collection, id),
     getMany: (collection, ids) => store.getMany(collection, ids),

@@ -1,3 +1,5 @@
+import type { HistoryStore, VersionWrite } from './history/port.ts';
+
 /**
  * The read-store port: collections of response-shaped documents written by one ordered projector
  * each. Every adapter passes test/contract/readstore.contract.ts unchanged.
@@ -38,8 +40,12 @@ export type StoredDoc<D = unknown, S = unknown> = {
   keys: Record<string, string[]>;
 };
 
-/** What a projector hands to `commit`: a stored document whose JSON text it may already have made. */
-export type DocWrite<D = unknown, S = unknown> = Omit<StoredDoc<D, S>, 'json' | 'utf8'> & { json?: string };
+/**
+ * What a projector hands to `commit`: a stored document whose JSON text it may already have made, and
+ * for a versioned collection every public write the batch made to it, oldest first (the history read
+ * model, readmodels/history/port.ts; a store with `history` records them in the same transaction).
+ */
+export type DocWrite<D = unknown, S = unknown> = Omit<StoredDoc<D, S>, 'json' | 'utf8'> & { json?: string; versions?: readonly VersionWrite[] };
 
 /**
  * A commit applies only when the stored checkpoint is still the one the batch started from; otherwise
@@ -106,6 +112,8 @@ export interface ReadStore {
   count(collection: string, facets?: readonly string[]): Promise<number>;
   listKeyset<D = unknown>(collection: string, query: KeysetQuery): Promise<StoredDoc<D>[]>;
   delta<D = unknown>(collection: string, query: DeltaQuery): Promise<StoredDoc<D>[]>;
+  /** The history read model kept beside the documents (absent from stores that keep none). */
+  readonly history?: HistoryStore;
   /** Removes every document and checkpoint (tests and rebuilds). */
   clear(): Promise<void>;
   close(): Promise<void>;

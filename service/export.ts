@@ -51,12 +51,13 @@ export type ExportSummary = {
   head: number;
 };
 
-function privatePrefix(type: string): string | null {
+/** The private type prefix an event falls under, or null (exports leave such events out). */
+export function privatePrefix(type: string): string | null {
   return PRIVATE_TYPE_PREFIXES.find((prefix) => type.startsWith(prefix)) ?? null;
 }
 
 /** The event as exported: private fields replaced (only values that are present and not null). */
-function redact(event: RecordedEvent, withheld: Record<string, number>): RecordedEvent {
+export function redact(event: RecordedEvent, withheld: Record<string, number>): RecordedEvent {
   if (event.data === null || typeof event.data !== 'object' || Array.isArray(event.data)) return event;
   const fields = new Set([...(PRIVATE_FIELDS[event.type] ?? []), ...ALWAYS_PRIVATE_FIELDS]);
   const data = event.data as Record<string, unknown>;

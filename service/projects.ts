@@ -65,7 +65,7 @@ export type ProjectsService = {
  * Delta cursor: archive id, last (seq, id) served, and the filter it was minted under. One-letter keys
  * on the wire (v version, a archive, s seq, i id, f filter) keep it short; read by name.
  */
-const deltaCursorSchema = z
+export const deltaCursorSchema = z
   .object({ v: z.literal(1), a: z.string(), s: z.number().int().min(0), i: z.string(), f: z.enum(['all', 'dossier', 'no_dossier']) })
   .strict()
   .transform((wire) => ({ archive: wire.a, seq: wire.s, id: wire.i, filter: wire.f }));

@@ -11,6 +11,7 @@ import { createCallsService, type CallsService } from './calls.ts';
 import { createGuard, type Guard } from './guard.ts';
 import { createHealth, type Health } from './health.ts';
 import { createHistoryService, type HistoryService } from './history.ts';
+import { createHistoryBoardService, type HistoryBoardService } from './history-board.ts';
 import { createProjectsService, type ProjectsService } from './projects.ts';
 import { createPulseService, type PulseService } from './pulse.ts';
 import { createRateGate, type RateGate } from './rate/gate.ts';
@@ -35,6 +36,8 @@ export type Services = {
   changes: ChangeStreams;
   asks: AsksService;
   history: HistoryService;
+  /** The board's past from the history read model: asOf reads, the diff, include=changes. */
+  historyBoard: HistoryBoardService;
   thesis: ThesisFeed;
   calls: CallsService;
   search: SearchService;
@@ -87,6 +90,7 @@ export function createServices(deps: ServiceDeps): Services {
     bodies,
     generation: () => deps.stores.generations()?.serving ?? 0,
   });
+  const search = createSearchService({ store, projects, now: deps.now, generation: () => deps.stores.generations()?.serving ?? 0 });
   return {
     config: deps.config,
     stores: deps.stores,
@@ -110,7 +114,8 @@ export function createServices(deps: ServiceDeps): Services {
     // Call pages are served again from their rendered bytes while what they were read from is unchanged
     // (a page is at most 512 KiB; eight of the largest fit).
     calls: createCallsService({ store, now, generation: () => deps.stores.generations()?.serving ?? 0, bodies: createBodyCache({ maxBytes: CALL_BODY_CACHE_BYTES, keepAfterMisses: 2 }) }),
-    search: createSearchService({ store, projects, now: deps.now, generation: () => deps.stores.generations()?.serving ?? 0 }),
+    search,
+    historyBoard: createHistoryBoardService({ log, store, access, projects, search, now: deps.now, generation: () => deps.stores.generations()?.serving ?? 0 }),
     pulse: createPulseService({ store, now }),
     now,
   };

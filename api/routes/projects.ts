@@ -1,8 +1,11 @@
 import type { Services } from '../../service/services.ts';
 import { ok } from '../../service/errors.ts';
-import { changesQuerySchema, projectParamsSchema, projectQuerySchema, projectsQuerySchema } from '../../service/requests/projects.ts';
+import { changesQuerySchema, projectParamsSchema } from '../../service/requests/projects.ts';
 import { boardPageSchema, projectReadSchema, projectSchema, syncPageSchema } from '../../readmodels/schemas.ts';
+import { boardPageAsOfSchema, projectReadAsOfSchema, syncPageChangesSchema } from '../../readmodels/history-schemas.ts';
+import { boardQuerySchema, projectAsOfQuerySchema } from '../../service/requests/history-board.ts';
 import { replyWithJson, type RestOperation } from '../operation.ts';
+import { diffOperation } from './history-board.ts';
 
 export function projectOperations(services: Services): RestOperation[] {
   return [
@@ -12,18 +15,28 @@ export function projectOperations(services: Services): RestOperation[] {
       path: '/v1/projects',
       summary: 'The board (page mode) or what the archive wrote since a point (delta mode)',
       description:
-        "Board mode (`page`, default page 1): 50 projects per page, newest `firstSeenByUs` first, ties by id, with totals. Delta mode (`since` or `cursor`): rows the archive wrote since that point, in write order; `cursor` is always returned: send it back to continue now (while `hasMore`) or later. A write is not necessarily a material change. `page` with `since`/`cursor` is 400.",
+        "Board mode (`page`, default page 1): 50 projects per page, newest `firstSeenByUs` first, ties by id, with totals. Delta mode (`since` or `cursor`): rows the archive wrote since that point, in write order; `cursor` is always returned: send it back to continue now (while `hasMore`) or later. A write is not necessarily a material change. `page` with `since`/`cursor` is 400. With `asOf` (board mode): the board as it stood at that point, with its totals then, and `asOf` naming the point (send its `cursor` as `asOf` to read more pages of the same point). With `include=changes` (delta mode): `changes`, parallel to `projects`, names each row's top-level fields that differ from the project at the starting point.",
       tags: ['projects'],
       protection: () => 'basic',
-      request: { query: projectsQuerySchema },
-      responses: { 200: { description: 'A board page or a delta page', schema: boardPageSchema.or(syncPageSchema) } },
+      request: { query: boardQuerySchema },
+      responses: {
+        200: {
+          description: 'A board page or a delta page (as of a point with asOf; with changes with include=changes)',
+          schema: boardPageSchema.or(syncPageSchema).or(boardPageAsOfSchema).or(syncPageChangesSchema),
+        },
+      },
       errors: {
         400: 'Invalid parameter, page combined with since/cursor, limit in page mode, or a cursor that does not decode or carries other filters',
-        409: 'The cursor was issued by a different archive; start again from since',
+        409: 'The cursor (or asOf given as a cursor) was issued by a different archive; start again from since',
+        503: 'asOf or include=changes: the read store keeps no complete history (run pulseboard replay), or the cursor names a point not applied yet',
       },
       // The input's signal is made only when a page that waits (a long-poll) asks for it.
-      run: (input) => replyWithJson(services.projects.list(input.query, input)),
+      run: (input) =>
+        services.historyBoard.readsList(input.query)
+          ? replyWithJson(services.historyBoard.list(input.query))
+          : replyWithJson(services.projects.list(input.query, input)),
     },
+    diffOperation(services),
     {
       operationId: 'streamProjectChanges',
       method: 'GET',
@@ -55,13 +68,21 @@ export function projectOperations(services: Services): RestOperation[] {
       path: '/v1/projects/:handle',
       summary: 'One project by stable id or social handle',
       description:
-        'An id always wins over a handle; a reused handle resolves to the project that claimed it most recently. `include=context` adds votes, research status and freshness (voter names only for an allowlisted key owner; otherwise `voters` is null).',
+        'An id always wins over a handle; a reused handle resolves to the project that claimed it most recently. `include=context` adds votes, research status and freshness (voter names only for an allowlisted key owner; otherwise `voters` is null). With `asOf` (an ISO time or a delta cursor): the project as it stood at that point, read from the history model, and `asOf` naming the point; the handle is resolved on today\'s board (use the id for a project whose handle changed).',
       tags: ['projects'],
       protection: (query) => (services.projects.isEnriched(query) ? 'protected' : 'basic'),
-      request: { params: projectParamsSchema, query: projectQuerySchema },
-      responses: { 200: { description: 'The project, with context when asked', schema: projectReadSchema } },
-      errors: { 400: 'Invalid handle, include or asOf value', 404: 'No project with that id or handle, or (with asOf) not yet sighted at that time' },
-      run: ({ caller, params, query }) => replyWithJson(services.projects.get(caller, params, query)),
+      request: { params: projectParamsSchema, query: projectAsOfQuerySchema },
+      responses: { 200: { description: 'The project, with context when asked (and the point with asOf)', schema: projectReadSchema.or(projectReadAsOfSchema) } },
+      errors: {
+        400: 'Invalid handle, include or asOf value',
+        404: 'No project with that id or handle, or (with asOf) not yet on the board at that point',
+        409: 'asOf is a cursor issued by a different archive',
+        503: 'asOf: the read store keeps no complete history (run pulseboard replay), or the cursor names a point not applied yet',
+      },
+      run: ({ caller, params, query }) =>
+        services.historyBoard.readsPast(query)
+          ? replyWithJson(services.historyBoard.project(caller, params, query))
+          : replyWithJson(services.projects.get(caller, params, query)),
     },
   ];
 }

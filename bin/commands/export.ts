@@ -8,8 +8,12 @@ import type { EventLog } from '../../eventstore/port.ts';
 import { exportEvents, PRIVATE_FIELDS, PRIVATE_TYPE_PREFIXES, type ExportProgress, type ExportSummary } from '../../service/export.ts';
 import { dateTimeParam } from '../../service/requests/params.ts';
 import { parseErrorReason, usageError as oneLineUsageError } from '../args.ts';
+import { runAsOfExport } from './export-as-of.ts';
 
 const USAGE = `usage: pulseboard export --from ISO --to ISO [--types PREFIX,…] [--include-private] [--out FILE|-]
+       pulseboard export --format parquet|ndjson [--as-of ISO|CURSOR] --out DIR
+
+The second form writes the board as of a point for analysts (see pulseboard export --format parquet --help).
 
 Writes the events the archive recorded in [--from, --to) as NDJSON, one recorded event per line
 ({id, stream, revision, position, type, data, metadata, recordedAt}), in log order, streaming.
@@ -113,6 +117,8 @@ function privacyReport(summary: ExportSummary, includePrivate: boolean): string 
 }
 
 export async function run(args: string[]): Promise<number> {
+  // The analysts' export (--format) is a command of its own with its own flags.
+  if (args.some((a) => a === '--format' || a.startsWith('--format='))) return runAsOfExport(args);
   const parsed = parse(args);
   if (!parsed.ok) {
     return oneLineUsageError('export', parsed.reason);

@@ -186,6 +186,10 @@ export async function openGenerationalReadStore(space: GenerationSpace, options:
 
   // Each call goes to the serving generation as it is at the moment of the call.
   const reader: ReadStore = {
+    // The serving generation's history (read as the store is at the moment of the call).
+    get history() {
+      return serving.store.history;
+    },
     checkpoint: (collection, options) => serving.store.checkpoint(collection, options),
     commit: (collection, writes, checkpoint, expected) => serving.store.commit(collection, writes, checkpoint, expected),
     get: <D, S>(collection: string, id: string) => serving.store.get<D, S>(collection, id),

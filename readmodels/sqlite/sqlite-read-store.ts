@@ -4,6 +4,7 @@ import { inReadTransaction, inTransaction, openSqlite } from '../../config/sqlit
 import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListPage, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
+import { CLEAR_HISTORY, createSqliteHistory, ensureHistory } from './sqlite-history.ts';
 
 /**
  * Documents: a rowid table with the small columns first and the large texts last, so a listing reads
@@ -265,6 +266,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   db.exec(SCHEMA);
   ensureCounters(db);
   inTransaction(db, () => ensureChunks(db));
+  inTransaction(db, () => ensureHistory(db));
 
   // Every statement is prepared once: the texts vary only with the number of facets, the page limit
   // and a few flags, a small set; past STATEMENTS_KEPT the oldest is dropped (prepared again if asked for).
@@ -282,6 +284,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   /** A statement reading documents (`listed()`): its rows are DocRows. Its text is never run as another kind. */
   const documents = (sql: string): StatementSync => prepared(sql, true);
   const chunks = createChunkIndex(prepared);
+  const history = createSqliteHistory(db, prepared);
 
   const upsert = prepared(`
     INSERT INTO docs (collection, id, doc, state, seq, written_at, sort_key, facet, keys)
@@ -375,12 +378,15 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
         // Lookup keys follow from `keys` (KEY_TRIGGERS).
         upsert.run(collection, w.id, json, state, w.seq, w.writtenAt, w.sortKey, w.facet, keys);
       }
+      history.write(collection, writes);
       chunks.cutFullChunks(collection);
       setCheckpoint.run(collection, checkpoint);
       return { ok: true };
     });
 
   return {
+    history,
+
     async checkpoint(collection, options) {
       if (options?.fresh) checkedThisTurn = false;
       return checkpointsThisTurn().get(collection) ?? 0;
@@ -497,7 +503,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     async clear() {
       forgetCheckpoints();
       inTransaction(db, () => {
-        db.exec(`DELETE FROM docs; DELETE FROM doc_keys; DELETE FROM doc_counts; DELETE FROM checkpoints; ${CLEAR_CHUNKS}`);
+        db.exec(`DELETE FROM docs; DELETE FROM doc_keys; DELETE FROM doc_counts; DELETE FROM checkpoints; ${CLEAR_CHUNKS} ${CLEAR_HISTORY}`);
       });
     },
 

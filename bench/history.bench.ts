@@ -1,0 +1,190 @@
+/**
+ * The history read model's costs (issue 43), at 10k and 100k projects (`--projects N` for one size),
+ * each against a baseline measured in the same run:
+ *   - replay of every read model with the history vs the same replay without it (the projects
+ *     projector not versioned), and the history's size on disk per write;
+ *   - an as-of board page (first, middle, last) vs the live page at the same depth, over HTTP
+ *     (autocannon, req/s);
+ *   - a diff of about 10 % of the board, paged over HTTP, vs a raw SELECT of the same version rows;
+ *   - the Parquet export (all three files) vs raw SELECTs of the same rows.
+ * The data sets are the read bench's cached logs (bench/dataset.ts), copied: the cache is not written.
+ */
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { parseArgs } from 'node:util';
+import { createSqliteEventLog } from '../eventstore/sqlite/sqlite-event-log.ts';
+import { anyProjector, type Projector } from '../projectors/projector.ts';
+import { projectsProjector } from '../projectors/projects.ts';
+import { projectors } from '../projectors/registry.ts';
+import { createProjectionRunner } from '../projectors/runner.ts';
+import { createSqliteReadStore } from '../readmodels/sqlite/sqlite-read-store.ts';
+import { exportAsOf } from '../service/analyst-export.ts';
+import { namedPoint } from '../service/history-board.ts';
+import { EMBEDDED_LIMITS } from '../service/stores.ts';
+import { dataSetSpec, ensureDataSet } from './dataset.ts';
+import { benchKey } from './reads.bench.ts';
+import { startServer } from './servers.ts';
+
+type LoadResult = { requests: { average: number }; non2xx: number };
+const autocannon = createRequire(import.meta.url)('autocannon') as (options: object) => Promise<LoadResult>;
+const LOAD_SECONDS = 3;
+const CONNECTIONS = 4;
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const started = performance.now();
+  const value = await work();
+  return { ms: performance.now() - started, value };
+}
+
+async function load(port: number, path: string, key: string): Promise<number> {
+  const result = await autocannon({ url: `http://127.0.0.1:${port}${path}`, connections: CONNECTIONS, duration: LOAD_SECONDS, headers: { authorization: `Bearer ${key}` } });
+  if (result.non2xx > 0) throw new Error(`${path}: ${result.non2xx} answers were not 2xx`);
+  return result.requests.average;
+}
+
+async function benchSize(projects: number): Promise<void> {
+  const cached = await ensureDataSet(dataSetSpec(projects));
+  const dir = mkdtempSync(join(tmpdir(), `pulseboard-history-bench-${projects}-`));
+  try {
+    for (const suffix of ['', '-wal', '-shm']) {
+      if (existsSync(join(cached, `events.sqlite${suffix}`))) copyFileSync(join(cached, `events.sqlite${suffix}`), join(dir, `events.sqlite${suffix}`));
+    }
+    const log = createSqliteEventLog(join(dir, 'events.sqlite'));
+    const head = await log.headPosition();
+    process.stdout.write(`\n${projects} projects, ${head} log positions\n`);
+
+    // Replay without the history (the projects projector not versioned), then with it, into new files.
+    const plainProjectors: Projector[] = projectors.map((p) => (p.collection === projectsProjector.collection ? anyProjector({ ...projectsProjector, versioned: undefined }) : p));
+    const replay = async (path: string, list: readonly Projector[]) => {
+      const store = createSqliteReadStore(path, { bulkBuild: true });
+      const { ms } = await timed(() => createProjectionRunner(log, store, list, EMBEDDED_LIMITS).catchUp());
+      await store.close();
+      return ms;
+    };
+    const plainPath = join(dir, 'plain.sqlite');
+    const withoutMs = await replay(plainPath, plainProjectors);
+    const withPath = join(dir, 'readmodels.sqlite');
+    const withMs = await replay(withPath, projectors);
+    const db = new DatabaseSync(withPath, { readOnly: true });
+    const versions = (db.prepare('SELECT count(*) AS n FROM history_versions').get() as { n: number }).n;
+    const sizeOf = (path: string) => statSync(path).size;
+    const perWrite = (sizeOf(withPath) - sizeOf(plainPath)) / Math.max(1, versions);
+    rmSync(plainPath, { force: true });
+    process.stdout.write(
+      `replay: ${seconds(withMs)} with the history, ${seconds(withoutMs)} without: ${(withMs / withoutMs).toFixed(2)}x\n` +
+        `history: ${versions} writes, ${(perWrite / 1024).toFixed(2)} KiB on disk per write (file ${(sizeOf(withPath) / 2 ** 20).toFixed(0)} MiB)\n`,
+    );
+
+    // Points: the middle of the log, and the last 10 % of the board's writes for the diff.
+    const mid = Math.floor(head / 2);
+    const tenth = db.prepare('SELECT valid_from FROM history_versions WHERE valid_to > ? ORDER BY valid_from DESC LIMIT 1 OFFSET ?').get(head, Math.floor(projects / 10)) as
+      | { valid_from: number }
+      | undefined;
+    const from = tenth?.valid_from ?? 0;
+    db.close();
+
+    const key = await benchKey(dir);
+    const archive = await log.archiveId();
+    const cursorAt = (seq: number) => namedPoint(archive, { seq, at: null }).cursor;
+    const server = await startServer(['app', dir]);
+    try {
+      const total = (await (await fetch(`http://127.0.0.1:${server.port}/v1/projects?page=1&asOf=${cursorAt(mid)}`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+        totalPages: number;
+      };
+      const liveTotal = (await (await fetch(`http://127.0.0.1:${server.port}/v1/projects?page=1`, { headers: { authorization: `Bearer ${key}` } })).json()) as { totalPages: number };
+      for (const [label, livePage, pastPage] of [
+        ['first', 1, 1],
+        ['middle', Math.ceil(liveTotal.totalPages / 2), Math.ceil(total.totalPages / 2)],
+        ['last', liveTotal.totalPages, total.totalPages],
+      ] as const) {
+        const live = await load(server.port, `/v1/projects?page=${livePage}`, key);
+        const past = await load(server.port, `/v1/projects?page=${pastPage}&asOf=${cursorAt(mid)}`, key);
+        const latest = await load(server.port, `/v1/projects?page=${livePage}&asOf=${cursorAt(head)}`, key);
+        process.stdout.write(
+          `board ${label} page: live ${live.toFixed(0)} req/s; as of the middle ${past.toFixed(0)} req/s (${(live / past).toFixed(2)}x the live time); ` +
+            `as of the head ${latest.toFixed(0)} req/s (${(live / latest).toFixed(2)}x)\n`,
+        );
+      }
+
+      // The diff of the last ~10 % of the board, every page, vs a raw SELECT of the same rows.
+      const walkDiff = async () => {
+        let rows = 0;
+        let url = `/v1/projects/diff?from=${cursorAt(from)}&to=${cursorAt(head)}&limit=100`;
+        for (;;) {
+          const body = (await (await fetch(`http://127.0.0.1:${server.port}${url}`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+            changes: unknown[];
+            next: string | null;
+          };
+          rows += body.changes.length;
+          if (body.next === null) return rows;
+          url = `/v1/projects/diff?cursor=${body.next}&limit=100`;
+        }
+      };
+      // The second of two walks: the first warms the path up.
+      await walkDiff();
+      const diff = await timed(walkDiff);
+      const raw = new DatabaseSync(withPath, { readOnly: true });
+      const readRaw = async () => {
+        const rows = raw
+          .prepare(`SELECT a.id, a.doc, (SELECT doc FROM history_versions b WHERE b.collection = a.collection AND b.id = a.id AND b.valid_from <= ? ORDER BY b.valid_from DESC LIMIT 1) AS before
+            FROM history_versions a WHERE a.collection = 'projects' AND a.valid_from > ? AND a.valid_to > ?`)
+          .all(from, from, head) as { doc: string; before: string | null }[];
+        return rows.map((r) => [JSON.parse(r.doc), r.before === null ? null : JSON.parse(r.before)]).length;
+      };
+      await readRaw();
+      const rawRead = await timed(readRaw);
+      process.stdout.write(
+        `diff of ${diff.value} projects (${((diff.value / projects) * 100).toFixed(1)} % of the board), paged over HTTP: ${diff.ms.toFixed(0)} ms; ` +
+          `raw SELECT and parse of the same ${rawRead.value} rows: ${rawRead.ms.toFixed(0)} ms: ${(rawRead.ms / diff.ms).toFixed(2)} of the raw read's speed\n`,
+      );
+
+      // The Parquet export vs raw SELECTs of the same rows (the board's versions, the calls, the events).
+      const out = join(dir, 'export');
+      mkdirSync(out);
+      const store = createSqliteReadStore(withPath);
+      const exported = await timed(() => exportAsOf({ log, store, point: { seq: head, at: null }, named: namedPoint(archive, { seq: head, at: null }), format: 'parquet', dir: out }));
+      await store.close();
+      const rawExport = await timed(async () => {
+        let n = 0;
+        for (const row of raw.prepare('SELECT doc FROM history_versions WHERE collection = ? AND valid_to > ?').iterate('projects', head) as Iterable<{ doc: string }>) {
+          JSON.parse(row.doc);
+          n++;
+        }
+        for (const row of raw.prepare("SELECT doc FROM docs WHERE collection = 'calls' AND facet = 'visible'").iterate() as Iterable<{ doc: string }>) {
+          JSON.parse(row.doc);
+          n++;
+        }
+        const events = new DatabaseSync(join(dir, 'events.sqlite'), { readOnly: true });
+        const columns = (events.prepare("SELECT name FROM pragma_table_info('events')").all() as { name: string }[]).map((c) => c.name);
+        for (const _row of events.prepare(`SELECT ${columns.join(', ')} FROM events`).iterate()) n++;
+        events.close();
+        return n;
+      });
+      raw.close();
+      const { projects: p, calls, events } = exported.value;
+      process.stdout.write(
+        `parquet export: ${p} projects, ${calls} calls, ${events} events in ${seconds(exported.ms)}; raw SELECTs of the same rows ${seconds(rawExport.ms)}: ` +
+          `${(rawExport.ms / exported.ms).toFixed(2)} of the raw read's speed\n`,
+      );
+    } finally {
+      await server.stop();
+      await log.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { projects: { type: 'string' } }, strict: false });
+  const sizes = values.projects !== undefined ? [Number(values.projects)] : [10_000, 100_000];
+  process.stdout.write('History bench (issue 43). Figures taken on a shared machine: compare ratios within one run.\n');
+  for (const projects of sizes) await benchSize(projects);
+}
+
+if (import.meta.main) await main();

@@ -1,0 +1,265 @@
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { inReadTransaction } from '../../config/sqlite.ts';
+import { OPEN_END, type HistoryStore, type Version, type VersionChange, type VersionWrite, type WritePoint } from '../history/port.ts';
+import type { ListPage } from '../port.ts';
+import { storedFromTexts } from '../stored-doc.ts';
+
+/**
+ * The SQLite store's history read model (readmodels/history/port.ts), in the read store's own file
+ * and written inside its commit transaction:
+ * - `history_versions`: one row per public write, [valid_from, valid_to) in log positions;
+ * - `history_placements`: where a document stood in the listing, one row per stretch of positions
+ *   with the same (sort key, facet), so a board as of P walks about one row per project, not one per write;
+ * - `history_counts`: each facet's number of documents after every write that changed it, so a total
+ *   as of P is one probe per facet.
+ * `history_recorded_from` names collections whose checkpoint was already past 0 when the tables were
+ * made (their history misses the writes before it until a replay).
+ */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS history_versions (
+  collection TEXT NOT NULL,
+  id TEXT NOT NULL,
+  valid_from INTEGER NOT NULL,
+  valid_to INTEGER NOT NULL,
+  written_at TEXT NOT NULL,
+  sort_key TEXT NOT NULL,
+  facet TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (collection, id, valid_from)
+);
+CREATE INDEX IF NOT EXISTS history_versions_delta ON history_versions (collection, valid_from, id, valid_to);
+CREATE INDEX IF NOT EXISTS history_versions_time ON history_versions (collection, written_at, valid_from);
+CREATE TABLE IF NOT EXISTS history_placements (
+  collection TEXT NOT NULL,
+  sort_key TEXT NOT NULL,
+  id TEXT NOT NULL,
+  from_seq INTEGER NOT NULL,
+  to_seq INTEGER NOT NULL,
+  facet TEXT NOT NULL,
+  PRIMARY KEY (collection, sort_key, id, from_seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS history_placements_facet ON history_placements (collection, facet, sort_key, id, from_seq, to_seq);
+CREATE TABLE IF NOT EXISTS history_counts (
+  collection TEXT NOT NULL,
+  facet TEXT NOT NULL,
+  at_seq INTEGER NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (collection, facet, at_seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS history_recorded_from (collection TEXT PRIMARY KEY, position INTEGER NOT NULL);
+`;
+
+export const CLEAR_HISTORY = 'DELETE FROM history_versions; DELETE FROM history_placements; DELETE FROM history_counts; DELETE FROM history_recorded_from;';
+
+/** Creates the tables (inside the caller's transaction); a store that held documents before gets its gaps recorded. */
+export function ensureHistory(db: DatabaseSync): void {
+  const existed = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'history_versions'").get() !== undefined;
+  db.exec(SCHEMA);
+  if (existed) return;
+  db.exec('INSERT OR IGNORE INTO history_recorded_from (collection, position) SELECT collection, position FROM checkpoints WHERE position > 0');
+}
+
+const VERSION = (p = '') => `${p}id, CAST(${p}doc AS BLOB), ${p}valid_from, ${p}written_at, ${p}sort_key, ${p}facet`;
+type VersionRow = [id: string, doc: Uint8Array, seq: number, writtenAt: string, sortKey: string, facet: string];
+
+const facetClause = (facets: readonly string[] | undefined, column = 'facet'): string => {
+  if (facets === undefined) return '';
+  if (facets.length === 0) return 'AND 0';
+  return `AND ${column} IN (${facets.map(() => '?').join(',')})`;
+};
+
+/** A LIMIT in the statement's text (see sqlite-read-store.ts sqlLimit: a bound LIMIT re-prepares every run). */
+const limitText = (limit: number): string => {
+  if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError('a page limit must be a non-negative integer');
+  return String(limit);
+};
+
+/**
+ * The history's read queries, exported so test/readmodels/history-query-plans.test.ts checks with
+ * the very texts the store runs that each is an index range, never a scan or a sort.
+ */
+export const historyQueries = {
+  /** Params: collection, id, at. */
+  get: `SELECT ${VERSION()} FROM history_versions WHERE collection = ? AND id = ? AND valid_from <= ? ORDER BY valid_from DESC LIMIT 1`,
+  /**
+   * Params: collection, at, at, facets…, offset, then at (for the versions). The page's placements
+   * valid at `at`, walked in listing order from the newest end or (`reversed`) the oldest, and each
+   * one's version valid then (a probe of the versions' primary key).
+   */
+  list: (facets: readonly string[] | undefined, reversed: boolean, limit: number): string => {
+    const order = reversed ? 'ASC' : 'DESC';
+    return `SELECT ${VERSION('v.')} FROM (SELECT id FROM history_placements WHERE collection = ? AND from_seq <= ? AND to_seq > ? ${facetClause(facets)}
+        ORDER BY sort_key ${order}, id ${order} LIMIT ${limitText(limit)} OFFSET ?) AS page
+      CROSS JOIN history_versions AS v ON v.rowid = (SELECT rowid FROM history_versions
+        WHERE collection = ?1 AND id = page.id AND valid_from <= ?2 ORDER BY valid_from DESC LIMIT 1)`;
+  },
+  /** Params: collection, at, at, [sortKey, sortKey, id when `after`], facets…. */
+  scan: (facets: readonly string[] | undefined, after: boolean, limit: number): string =>
+    `SELECT ${VERSION('v.')} FROM (SELECT id, sort_key FROM history_placements WHERE collection = ? AND from_seq <= ? AND to_seq > ?
+        ${after ? 'AND sort_key <= ? AND (sort_key < ? OR id < ?)' : ''} ${facetClause(facets)}
+        ORDER BY sort_key DESC, id DESC LIMIT ${limitText(limit)}) AS page
+      CROSS JOIN history_versions AS v ON v.rowid = (SELECT rowid FROM history_versions
+        WHERE collection = ?1 AND id = page.id AND valid_from <= ?2 ORDER BY valid_from DESC LIMIT 1)`,
+  /** Params: collection, facet, at. */
+  count: 'SELECT n FROM history_counts WHERE collection = ? AND facet = ? AND at_seq <= ? ORDER BY at_seq DESC LIMIT 1',
+  /** Params: collection. Every facet the counts know. */
+  facets: 'SELECT DISTINCT facet FROM history_counts WHERE collection = ?',
+  /**
+   * Params: collection, from, to, to, [seq, seq, id when `after`]. Versions valid at `to` written
+   * after `from`, in (seq, id) order, each with the version valid at `from` (a primary-key probe);
+   * those whose text is the same at both points are left out.
+   */
+  changes: (after: boolean, limit: number): string =>
+    `SELECT ${VERSION('a.')}, ${VERSION('b.')} FROM history_versions AS a
+      LEFT JOIN history_versions AS b ON b.rowid = (SELECT rowid FROM history_versions
+        WHERE collection = a.collection AND id = a.id AND valid_from <= ?2 ORDER BY valid_from DESC LIMIT 1)
+      WHERE a.collection = ?1 AND a.valid_from > ?2 AND a.valid_from <= ?3 AND a.valid_to > ?3
+        ${after ? 'AND a.valid_from >= ?4 AND (a.valid_from > ?4 OR a.id > ?5)' : ''}
+        AND (b.doc IS NULL OR b.doc <> a.doc)
+      ORDER BY a.valid_from, a.id LIMIT ${limitText(limit)}`,
+  /** Params: collection, at (ISO). */
+  pointAtTime: 'SELECT valid_from, written_at FROM history_versions WHERE collection = ? AND written_at <= ? ORDER BY written_at DESC, valid_from DESC LIMIT 1',
+  /** Params: collection, seq. */
+  pointAtSeq: 'SELECT valid_from, written_at FROM history_versions WHERE collection = ? AND valid_from <= ? ORDER BY valid_from DESC LIMIT 1',
+};
+
+const toVersion = <D>(row: VersionRow): Version<D> =>
+  storedFromTexts<D, null>({ id: row[0], doc: row[1], state: undefined, seq: row[2], writtenAt: row[3], sortKey: row[4], facet: row[5], keys: '{}' });
+
+type Prepare = (sql: string, rowsAsArrays?: boolean) => StatementSync;
+
+export type SqliteHistory = HistoryStore & {
+  /**
+   * Records a commit's writes (inside its transaction), in log order across documents: the counts are
+   * a timeline, each row made from the one before it.
+   */
+  write(collection: string, writes: readonly { id: string; versions?: readonly VersionWrite[] }[]): void;
+};
+
+/** The history over the read store's connection; `prepare` is the store's statement cache. */
+export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteHistory {
+  const latest = prepare(
+    'SELECT valid_from, sort_key, facet FROM history_versions WHERE collection = ? AND id = ? ORDER BY valid_from DESC LIMIT 1',
+    true,
+  );
+  const closeVersion = prepare('UPDATE history_versions SET valid_to = ? WHERE collection = ? AND id = ? AND valid_from = ?');
+  const insertVersion = prepare(`INSERT INTO history_versions (collection, id, valid_from, valid_to, written_at, sort_key, facet, doc)
+    VALUES (?, ?, ?, ${OPEN_END}, ?, ?, ?, ?)`);
+  const closePlacement = prepare(`UPDATE history_placements SET to_seq = ? WHERE collection = ? AND sort_key = ? AND id = ? AND to_seq = ${OPEN_END}`);
+  const insertPlacement = prepare(`INSERT INTO history_placements (collection, sort_key, id, from_seq, to_seq, facet) VALUES (?, ?, ?, ?, ${OPEN_END}, ?)`);
+  const countNow = prepare('SELECT n FROM history_counts WHERE collection = ? AND facet = ? ORDER BY at_seq DESC LIMIT 1', true);
+  const setCount = prepare(
+    'INSERT INTO history_counts (collection, facet, at_seq, n) VALUES (?, ?, ?, ?) ON CONFLICT (collection, facet, at_seq) DO UPDATE SET n = excluded.n',
+  );
+  const recordedFrom = prepare('SELECT position FROM history_recorded_from WHERE collection = ?', true);
+  const documents = (sql: string) => prepare(sql, true);
+
+  const moveCount = (collection: string, facet: string, seq: number, by: 1 | -1) => {
+    const row = countNow.get(collection, facet) as unknown as [number] | undefined;
+    setCount.run(collection, facet, seq, (row?.[0] ?? 0) + by);
+  };
+
+  function count(collection: string, at: number, facets: readonly string[] | undefined): number {
+    const names = facets ?? (prepare(historyQueries.facets, true).all(collection) as unknown as [string][]).map((r) => r[0]);
+    const probe = prepare(historyQueries.count, true);
+    let total = 0;
+    for (const facet of names) total += ((probe.get(collection, facet, at) as unknown as [number] | undefined)?.[0] ?? 0);
+    return total;
+  }
+
+  const point = (row: [number, string] | undefined): WritePoint | null => (row ? { seq: row[0], writtenAt: row[1] } : null);
+
+  return {
+    write(collection, writes) {
+      const ordered: { id: string; v: VersionWrite }[] = [];
+      for (const w of writes) for (const v of w.versions ?? []) ordered.push({ id: w.id, v });
+      ordered.sort((a, b) => a.v.seq - b.v.seq);
+      for (const { id, v } of ordered) {
+        const previous = latest.get(collection, id) as unknown as [number, string, string] | undefined;
+        // A write already recorded (the same batch committed again) changes nothing.
+        if (previous && previous[0] >= v.seq) continue;
+        if (previous) closeVersion.run(v.seq, collection, id, previous[0]);
+        const json = JSON.stringify(v.doc);
+        if (json === undefined) throw new TypeError(`document ${id} is not JSON`);
+        insertVersion.run(collection, id, v.seq, v.writtenAt, v.sortKey, v.facet, json);
+        if (previous && previous[1] === v.sortKey && previous[2] === v.facet) continue;
+        // It moved in the listing (or appeared): a new placement, and the facets' counts follow.
+        if (previous) {
+          closePlacement.run(v.seq, collection, previous[1], id);
+          if (previous[2] !== v.facet) moveCount(collection, previous[2], v.seq, -1);
+        }
+        insertPlacement.run(collection, v.sortKey, id, v.seq, v.facet);
+        if (!previous || previous[2] !== v.facet) moveCount(collection, v.facet, v.seq, 1);
+      }
+    },
+
+    async recordedFrom(collection) {
+      return (recordedFrom.get(collection) as unknown as [number] | undefined)?.[0] ?? 0;
+    },
+
+    async pointAtTime(collection, at) {
+      return point(prepare(historyQueries.pointAtTime, true).get(collection, new Date(at).toISOString()) as unknown as [number, string] | undefined);
+    },
+
+    async pointAtSeq(collection, seq) {
+      return point(prepare(historyQueries.pointAtSeq, true).get(collection, seq) as unknown as [number, string] | undefined);
+    },
+
+    async get<D>(collection: string, id: string, at: number) {
+      const row = documents(historyQueries.get).get(collection, id, at) as unknown as VersionRow | undefined;
+      return row ? toVersion<D>(row) : null;
+    },
+
+    async getMany<D>(collection: string, ids: readonly string[], at: number) {
+      const found = new Map<string, Version<D>>();
+      const statement = documents(historyQueries.get);
+      for (const id of new Set(ids)) {
+        const row = statement.get(collection, id, at) as unknown as VersionRow | undefined;
+        if (row) found.set(id, toVersion<D>(row));
+      }
+      return found;
+    },
+
+    async list<D>(collection: string, at: number, query: { facets?: readonly string[]; offset: number; limit: number }) {
+      // The total and the rows from one snapshot, as the live board's; read from the nearer end.
+      return inReadTransaction(db, (): ListPage<D> => {
+        const total = count(collection, at, query.facets);
+        const limit = Math.max(0, Math.min(query.limit, total - query.offset));
+        if (limit === 0) return { total, docs: [] };
+        const fromEnd = total - query.offset - limit;
+        const reversed = fromEnd < query.offset;
+        const rows = documents(historyQueries.list(query.facets, reversed, limit)).all(
+          collection,
+          at,
+          at,
+          ...(query.facets ?? []),
+          reversed ? fromEnd : query.offset,
+        ) as unknown as VersionRow[];
+        rows.sort((a, b) => (a[4] !== b[4] ? (a[4] < b[4] ? 1 : -1) : a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : 0));
+        return { total, docs: rows.map((r) => toVersion<D>(r)) };
+      });
+    },
+
+    async count(collection, at, facets) {
+      return inReadTransaction(db, () => count(collection, at, facets));
+    },
+
+    async scan<D>(collection: string, at: number, query: { facets?: readonly string[]; after?: { sortKey: string; id: string }; limit: number }) {
+      const params: (string | number)[] = [collection, at, at];
+      if (query.after) params.push(query.after.sortKey, query.after.sortKey, query.after.id);
+      params.push(...(query.facets ?? []));
+      const rows = documents(historyQueries.scan(query.facets, query.after !== undefined, query.limit)).all(...params) as unknown as VersionRow[];
+      return rows.map((r) => toVersion<D>(r));
+    },
+
+    async changes<D>(collection: string, query: { from: number; to: number; after?: { seq: number; id: string }; limit: number }) {
+      const params: (string | number)[] = [collection, query.from, query.to];
+      if (query.after) params.push(query.after.seq, query.after.id);
+      const rows = documents(historyQueries.changes(query.after !== undefined, query.limit)).all(...params) as unknown as (VersionRow[number] | null)[][];
+      return rows.map((r): VersionChange<D> => ({
+        after: toVersion<D>(r.slice(0, 6) as VersionRow),
+        before: r[6] === null ? null : toVersion<D>(r.slice(6) as VersionRow),
+      }));
+    },
+  };
+}

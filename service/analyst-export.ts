@@ -1,0 +1,227 @@
+import { once } from 'node:events';
+import { createWriteStream, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ParquetWriter, fileWriter } from 'hyparquet-writer';
+import type { z } from 'zod';
+import type { EventLog } from '../eventstore/port.ts';
+import { CALL_FACETS, CALLS_COLLECTION, type StoredCall } from '../projectors/calls.ts';
+import { PROJECTS_COLLECTION } from '../projectors/projects.ts';
+import type { AsOfPoint } from '../readmodels/history-schemas.ts';
+import type { ReadStore } from '../readmodels/port.ts';
+import { callRecordSchema, projectSchema, type Project } from '../readmodels/schemas.ts';
+import { privatePrefix, redact } from './export.ts';
+import type { Point } from './history-board.ts';
+
+/**
+ * `pulseboard export --format parquet|ndjson --as-of A --out DIR`: the board as of a point for
+ * analysts, in three files: projects (the board as of the point, from the history read model),
+ * calls (call records last written by then, without thesis text) and events (the log up to the point,
+ * private events left out and private fields withheld as the NDJSON export does). Each is written
+ * in batches as it is read (nothing holds the board); nested objects are JSON text columns.
+ */
+
+/** Bumped when a column is added, removed or changes meaning. */
+export const EXPORT_SCHEMA_VERSION = '1';
+export const EXPORT_BATCH = 2000;
+
+export type ExportFormat = 'parquet' | 'ndjson';
+
+/** A column: its name, how a row's value is read, and its kind in the file. */
+type Column<R> = { name: string; kind: 'string' | 'number' | 'json' | 'int64'; value: (row: R) => unknown };
+
+/** The column kind of a top-level field of a zod object: scalar text or number, anything else JSON text. */
+function kindOf(schema: z.ZodType): 'string' | 'number' | 'json' {
+  let def = (schema as unknown as { _zod: { def: { type: string; innerType?: z.ZodType } } })._zod.def;
+  while ((def.type === 'nullable' || def.type === 'optional') && def.innerType) {
+    def = (def.innerType as unknown as { _zod: { def: { type: string; innerType?: z.ZodType } } })._zod.def;
+  }
+  if (def.type === 'string') return 'string';
+  if (def.type === 'number') return 'number';
+  return 'json';
+}
+
+/** Columns from a response schema's fields (the schema is the single source of the shape). */
+function columnsOf<R>(shape: Record<string, z.ZodType>, leaveOut: readonly string[] = []): Column<R>[] {
+  return Object.entries(shape)
+    .filter(([name]) => !leaveOut.includes(name))
+    .map(([name, schema]) => ({ name, kind: kindOf(schema), value: (row: R) => (row as Record<string, unknown>)[name] }));
+}
+
+type ProjectRow = { doc: Project; seq: number; writtenAt: string };
+type EventRow = { position: number; stream: string; type: string; recordedAt: string; data: unknown };
+
+export const PROJECT_COLUMNS: Column<ProjectRow>[] = [
+  ...columnsOf<Project>(projectSchema.shape).map((c) => ({ ...c, value: (row: ProjectRow) => c.value(row.doc) })),
+  { name: 'seq', kind: 'int64', value: (row) => row.seq },
+  { name: 'writtenAt', kind: 'string', value: (row) => row.writtenAt },
+];
+/** Thesis text is private: never a column. Tokens are the stored ones (their project links are made at read time). */
+export const CALL_COLUMNS: Column<StoredCall>[] = columnsOf<StoredCall>(callRecordSchema.shape, ['thesisText']);
+export const EVENT_COLUMNS: Column<EventRow>[] = [
+  { name: 'position', kind: 'int64', value: (row) => row.position },
+  { name: 'stream', kind: 'string', value: (row) => row.stream },
+  { name: 'type', kind: 'string', value: (row) => row.type },
+  { name: 'recordedAt', kind: 'string', value: (row) => row.recordedAt },
+  { name: 'data', kind: 'json', value: (row) => row.data },
+];
+
+/** One output file, fed batches of rows. */
+type TableWriter<R> = { write(rows: readonly R[]): Promise<void>; finish(): Promise<void> };
+
+function cell(kind: Column<unknown>['kind'], value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  // A JSON column takes the value itself (the writer makes its text).
+  if (kind === 'int64') return BigInt(value as number);
+  return value;
+}
+
+function parquetTable<R>(path: string, columns: readonly Column<R>[], metadata: Record<string, string>): TableWriter<R> {
+  const types = {
+    string: { type: 'BYTE_ARRAY', converted_type: 'UTF8' },
+    json: { type: 'BYTE_ARRAY', converted_type: 'JSON' },
+    number: { type: 'DOUBLE' },
+    int64: { type: 'INT64' },
+  } as const;
+  const writer = new ParquetWriter({
+    writer: fileWriter(path),
+    schema: [
+      { name: 'root', num_children: columns.length },
+      ...columns.map((c) => ({ name: c.name, ...types[c.kind], repetition_type: 'OPTIONAL' as const })),
+    ],
+    kvMetadata: Object.entries(metadata).map(([key, value]) => ({ key, value })),
+    createdBy: 'pulseboard export',
+  });
+  return {
+    async write(rows) {
+      if (rows.length === 0) return;
+      const columnData = columns.map((c) => ({ name: c.name, data: rows.map((r) => cell(c.kind, c.value(r))) }));
+      await writer.write({ columnData, rowGroupSize: rows.length });
+    },
+    async finish() {
+      await writer.finish();
+    },
+  };
+}
+
+function ndjsonTable<R>(path: string, columns: readonly Column<R>[]): TableWriter<R> {
+  const stream = createWriteStream(path, { flags: 'w' });
+  let failure: Error | null = null;
+  stream.on('error', (error) => {
+    failure = error;
+  });
+  return {
+    async write(rows) {
+      if (failure) throw failure;
+      const text = rows.map((r) => JSON.stringify(Object.fromEntries(columns.map((c) => [c.name, c.value(r) ?? null])))).join('\n');
+      if (rows.length > 0 && !stream.write(`${text}\n`)) await once(stream, 'drain');
+    },
+    async finish() {
+      if (failure) throw failure;
+      stream.end();
+      await once(stream, 'finish');
+    },
+  };
+}
+
+export type AnalystExportOptions = {
+  log: EventLog;
+  store: ReadStore;
+  point: Point;
+  /** The point as answers name it (its time and delta cursor). */
+  named: AsOfPoint;
+  format: ExportFormat;
+  dir: string;
+  onProgress?: (progress: { file: string; rows: number }) => void;
+};
+
+export type AnalystExportSummary = {
+  projects: number;
+  calls: number;
+  /** Visible calls left out because they were written after the point (calls are not versioned). */
+  callsWrittenLater: number;
+  events: number;
+  files: string[];
+};
+
+/**
+ * Writes the three files into `dir`, each under a temporary name first and renamed once complete
+ * (a failed export leaves no file that looks whole).
+ */
+export async function exportAsOf(options: AnalystExportOptions): Promise<AnalystExportSummary> {
+  const { log, store, point, named, format, dir } = options;
+  const history = store.history;
+  if (!history) throw new Error('this read store keeps no history: an export as of a point is not available');
+  const metadata = {
+    'pulseboard.schema_version': EXPORT_SCHEMA_VERSION,
+    'pulseboard.as_of': named.at ?? '',
+    'pulseboard.as_of_cursor': named.cursor,
+    'pulseboard.as_of_position': String(point.seq),
+  };
+  const open = <R>(name: string, columns: readonly Column<R>[]) => {
+    const file = `${name}.${format}`;
+    const partial = join(dir, `.${file}.partial-${process.pid}`);
+    const table = format === 'parquet' ? parquetTable(partial, columns, metadata) : ndjsonTable(partial, columns);
+    return { file, partial, table };
+  };
+  const outputs: { file: string; partial: string }[] = [];
+  const summary: AnalystExportSummary = { projects: 0, calls: 0, callsWrittenLater: 0, events: 0, files: [] };
+  try {
+    // Projects: the board as of the point, in board order, walked by keyset.
+    const projects = open('projects', PROJECT_COLUMNS);
+    outputs.push(projects);
+    for (let after: { sortKey: string; id: string } | undefined; ; ) {
+      const rows = await history.scan<Project>(PROJECTS_COLLECTION, point.seq, { ...(after ? { after } : {}), limit: EXPORT_BATCH });
+      await projects.table.write(rows.map((r) => ({ doc: r.doc, seq: r.seq, writtenAt: r.writtenAt })));
+      summary.projects += rows.length;
+      options.onProgress?.({ file: projects.file, rows: summary.projects });
+      if (rows.length < EXPORT_BATCH) break;
+      const last = rows[rows.length - 1]!;
+      after = { sortKey: last.sortKey, id: last.id };
+    }
+    await projects.table.finish();
+
+    // Calls are not versioned: those last written at or before the point are exactly as they stood
+    // then; one written after it (new, changed, suppressed) is left out and counted.
+    const calls = open('calls', CALL_COLUMNS);
+    outputs.push(calls);
+    for (let before: { sortKey: string; id: string } | undefined; ; ) {
+      const rows = await store.listKeyset<StoredCall>(CALLS_COLLECTION, { facets: [CALL_FACETS.visible], ...(before ? { before } : {}), limit: EXPORT_BATCH });
+      const kept = rows.filter((r) => r.seq <= point.seq).map((r) => r.doc);
+      summary.callsWrittenLater += rows.length - kept.length;
+      await calls.table.write(kept);
+      summary.calls += kept.length;
+      options.onProgress?.({ file: calls.file, rows: summary.calls });
+      if (rows.length < EXPORT_BATCH) break;
+      const last = rows[rows.length - 1]!;
+      before = { sortKey: last.sortKey, id: last.id };
+    }
+    await calls.table.finish();
+
+    // Events up to the point, as the NDJSON export has them (private events out, private fields withheld).
+    const events = open('events', EVENT_COLUMNS);
+    outputs.push(events);
+    const withheld: Record<string, number> = {};
+    for (let after = 0; after < point.seq; ) {
+      const batch = await log.readAll({ afterPosition: after, toPosition: point.seq, limit: EXPORT_BATCH });
+      if (batch.length === 0) break;
+      const rows = batch.filter((e) => privatePrefix(e.type) === null).map((e) => redact(e, withheld));
+      await events.table.write(rows.map((e) => ({ position: e.position, stream: e.stream, type: e.type, recordedAt: e.recordedAt, data: e.data })));
+      summary.events += rows.length;
+      options.onProgress?.({ file: events.file, rows: summary.events });
+      after = batch[batch.length - 1]!.position;
+    }
+    await events.table.finish();
+
+    for (const output of outputs) renameSync(output.partial, join(dir, output.file));
+    summary.files = outputs.map((o) => o.file);
+    if (format === 'ndjson') {
+      // NDJSON has no file metadata: the same keys go into a manifest beside the files.
+      writeFileSync(join(dir, 'manifest.json'), `${JSON.stringify({ ...metadata, files: summary.files }, null, 2)}\n`);
+      summary.files.push('manifest.json');
+    }
+    return summary;
+  } catch (error) {
+    for (const output of outputs) rmSync(output.partial, { force: true });
+    throw error;
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The history read model's contract (readmodels/history/port.ts), run unchanged against every read
+ * store that keeps one: a seeded board's log is projected by the real runner, and every read as of a
+ * point is compared with the live projector's own fold of the log up to that point.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import type { EventLog, RecordedEvent } from '../../eventstore/port.ts';
+import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
+import { PROJECT_FACETS, PROJECTS_COLLECTION, projectsProjector } from '../../projectors/projects.ts';
+import { createProjectorRunner } from '../../projectors/runner.ts';
+import type { HistoryStore } from '../../readmodels/history/port.ts';
+import { skipFor } from '../support/skip.ts';
+import { allEvents, appendBoardHistory, boardAt } from '../support/board-history.ts';
+import type { ContractOptions } from './eventlog.contract.ts';
+import type { ReadStoreHandle } from './readstore.contract.ts';
+
+const C = PROJECTS_COLLECTION;
+
+export function historyContract(adapterName: string, open: () => Promise<ReadStoreHandle>, options: ContractOptions = {}): void {
+  describe(`HistoryStore contract: ${adapterName}`, { ...skipFor(options.skip ?? false), timeout: 60_000 }, () => {
+    let dir: string;
+    let log: EventLog;
+    let handle: ReadStoreHandle;
+    let history: HistoryStore;
+    let events: RecordedEvent[];
+    let head: number;
+    /** Points to read at: before the first event, a spread of positions, the head. */
+    let points: number[];
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'pulseboard-history-contract-'));
+      log = createSqliteEventLog(join(dir, 'events.sqlite'));
+      await appendBoardHistory(log, { projects: 70, steps: 900, seed: 43 });
+      events = await allEvents(log);
+      head = events[events.length - 1]!.position;
+      handle = await open();
+      // Small batches: a document written by several batches, and several writes of one in a batch.
+      await createProjectorRunner(log, handle.store, projectsProjector, { batchSize: 37 }).catchUp();
+      assert.ok(handle.store.history, `${adapterName} keeps a history`);
+      history = handle.store.history;
+      points = [0, 1, 25, 100, 233, 401, 402, 600, 777, head - 1, head];
+    });
+    afterAll(async () => {
+      await handle?.dispose();
+      await log?.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('is complete: the store recorded it from the first position', async () => {
+      assert.equal(await history.recordedFrom(C), 0);
+    });
+
+    it('a project as of P is the live fold up to P, and null before its first sighting', async () => {
+      for (const at of points) {
+        const reference = new Map(boardAt(events, at).map((d) => [d.id, d]));
+        for (let n = 0; n < 70; n += 3) {
+          const id = `proj-${n}`;
+          const version = await history.get(C, id, at);
+          const expected = reference.get(id);
+          assert.equal(version?.json ?? null, expected?.json ?? null, `${id} as of ${at}`);
+          if (version) {
+            assert.equal(version.seq, expected!.seq, `${id} as of ${at}: its write's position`);
+            assert.equal(version.writtenAt, expected!.writtenAt);
+            assert.equal(version.sortKey, expected!.sortKey);
+            assert.equal(version.facet, expected!.facet);
+            assert.deepEqual(Buffer.from(version.utf8), Buffer.from(version.json, 'utf8'));
+          }
+        }
+        const many = await history.getMany(C, ['proj-1', 'proj-2', 'nobody', 'proj-1'], at);
+        assert.deepEqual([...many.keys()].sort(), ['proj-1', 'proj-2'].filter((id) => reference.has(id)).sort());
+      }
+    });
+
+    it('the board as of P, every page from either end and per facet, is the live board then with its totals', async () => {
+      for (const at of points) {
+        const reference = boardAt(events, at);
+        for (const facets of [undefined, [PROJECT_FACETS.dossier], [PROJECT_FACETS.noDossier]] as const) {
+          const listed = facets === undefined ? reference : reference.filter((d) => facets.includes(d.facet as never));
+          assert.equal(await history.count(C, at, facets), listed.length, `count as of ${at} ${facets ?? 'all'}`);
+          for (const [offset, limit] of [[0, 7], [5, 7], [Math.max(0, listed.length - 4), 7], [listed.length, 5], [0, 1000]] as const) {
+            const page = await history.list(C, at, { ...(facets ? { facets } : {}), offset, limit });
+            assert.equal(page.total, listed.length);
+            assert.deepEqual(
+              page.docs.map((d) => d.json),
+              listed.slice(offset, offset + limit).map((d) => d.json),
+              `page ${offset}+${limit} as of ${at} (${facets ?? 'all'})`,
+            );
+          }
+          // The keyset walk an export makes gives the same rows in the same order.
+          const walked: string[] = [];
+          for (let after: { sortKey: string; id: string } | undefined; ; ) {
+            const rows = await history.scan(C, at, { ...(facets ? { facets } : {}), ...(after ? { after } : {}), limit: 6 });
+            walked.push(...rows.map((r) => r.json));
+            if (rows.length < 6) break;
+            const last = rows[rows.length - 1]!;
+            after = { sortKey: last.sortKey, id: last.id };
+          }
+          assert.deepEqual(walked, listed.map((d) => d.json), `scan as of ${at}`);
+        }
+      }
+    });
+
+    it('points: the last write at or before a position or a time', async () => {
+      const writes = new Map<number, string>();
+      for (const at of points) {
+        for (const d of boardAt(events, at)) writes.set(d.seq, d.writtenAt);
+      }
+      const lastWriteAtOrBefore = (p: number) => Math.max(0, ...[...writes.keys()].filter((s) => s <= p));
+      for (const at of points) {
+        const point = await history.pointAtSeq(C, at);
+        const expected = lastWriteAtOrBefore(at);
+        // Writes overwritten before the next sampled point are not in `writes`; only check what the reference knows.
+        if (point) assert.ok(point.seq <= at && point.seq >= expected, `point at ${at}: ${point.seq} vs ${expected}`);
+        else assert.equal(expected, 0);
+        if (point) {
+          const byTime = await history.pointAtTime(C, point.writtenAt);
+          assert.ok(byTime && byTime.writtenAt === point.writtenAt && byTime.seq >= point.seq);
+        }
+      }
+      assert.equal(await history.pointAtTime(C, '2000-01-01T00:00:00Z'), null);
+      const last = await history.pointAtTime(C, '2999-01-01T00:00:00+02:00');
+      assert.deepEqual(last, await history.pointAtSeq(C, head));
+    });
+
+    it('changes between two points: one row per project whose document differs, in delta order, paged', async () => {
+      for (const [from, to] of [[0, head], [100, 401], [401, 402], [233, 777], [777, 233 + 1000]] as const) {
+        const before = new Map(boardAt(events, from).map((d) => [d.id, d]));
+        const after = boardAt(events, Math.min(to, head));
+        const expected = after
+          .filter((d) => d.seq > from && before.get(d.id)?.json !== d.json)
+          .sort((a, b) => a.seq - b.seq || (a.id < b.id ? -1 : 1));
+        const got: { id: string; before: string | null; after: string; seq: number }[] = [];
+        for (let cursor: { seq: number; id: string } | undefined; ; ) {
+          const rows = await history.changes(C, { from, to, ...(cursor ? { after: cursor } : {}), limit: 4 });
+          got.push(...rows.map((r) => ({ id: r.after.id, before: r.before?.json ?? null, after: r.after.json, seq: r.after.seq })));
+          if (rows.length < 4) break;
+          const last = rows[rows.length - 1]!.after;
+          cursor = { seq: last.seq, id: last.id };
+        }
+        assert.deepEqual(
+          got,
+          expected.map((d) => ({ id: d.id, before: before.get(d.id)?.json ?? null, after: d.json, seq: d.seq })),
+          `changes (${from}, ${to}]`,
+        );
+      }
+    });
+  });
+}
