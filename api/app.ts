@@ -24,6 +24,7 @@ import { searchOperations } from './routes/search.ts';
 import { CACHE_NO_STORE, CACHE_REVALIDATE, etagOf, matchesIfNoneMatch } from './http/caching.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { serverTimeouts } from './http/timeouts.ts';
+import { dropUnreadBodies } from './http/unread-bodies.ts';
 import { createClientErrorHandler } from './http/transport-errors.ts';
 import { createMetrics, meteredGuard, METRICS_CONTENT_TYPE, type Metrics } from './metrics.ts';
 import { docsPlugin } from './plugins/docs.ts';
@@ -245,6 +246,7 @@ function httpServer(services: Services, options: AppOptions, metrics: Metrics, o
   void app.register(headersPlugin, { corsOrigins: services.config.PULSEBOARD_CORS_ORIGINS });
   void app.register(errorsPlugin, { operations });
   void app.register(ssePlugin);
+  dropUnreadBodies(app);
 
   app.addHook('onResponse', async (request, reply) => {
     const { operation, rpc } = labelOf(request);
