@@ -1,5 +1,5 @@
 /**
- * The test suite on vitest (issue 19; docs/decisions.md "The test suite on vitest").
+ * The test suite on vitest (docs/decisions.md "The first hour, tests and benches").
  * `npm test` runs it once and fails on a failing test; with CI set (`.ci/run`, GitHub) it also
  * measures coverage and fails on a drop below the floor;
  * `npm run coverage` (--mode coverage) prints the per-folder table and the files under 60 %;
