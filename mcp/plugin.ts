@@ -99,7 +99,10 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
   // parse error; any other refusal (413, 415, …) is the app's, as on every POST route.
   app.setErrorHandler((error: FastifyError, _request, reply) => {
     if (error.statusCode !== 400) throw error;
-    const message = 'Parse error: the body is not valid JSON, or it carries a __proto__ or constructor.prototype key';
+    const message =
+      error.code === 'PULSEBOARD_FORBIDDEN_KEY'
+        ? 'Parse error: the body holds a key that is not accepted (__proto__, or constructor.prototype)'
+        : 'Parse error: the body is not valid JSON';
     return reply.code(400).header('content-type', 'application/json').send(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message } }));
   });
 
