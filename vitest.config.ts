@@ -23,13 +23,29 @@ export default defineConfig(({ mode }) => {
       // A test's console output (request logs, progress lines) is shown only when it fails.
       silent: 'passed-only',
       slowTestThreshold: 10_000,
-      reporters: ['./test/support/skip-reasons-reporter.ts', ...(table ? ['./test/support/low-coverage-reporter.ts'] : []), 'default'],
+      reporters: [
+        './test/support/skip-reasons-reporter.ts',
+        ...(table ? ['./test/support/low-coverage-reporter.ts'] : []),
+        'default',
+      ],
       coverage: {
         // Measured where CI is set and by `npm run coverage`: V8's precise coverage makes the run about
         // 1.5x as long, so a developer's `npm test` leaves it out (docs/decisions.md).
         enabled: table || Boolean(process.env.CI),
         provider: 'v8',
-        include: ['api/**/*.ts', 'bin/**/*.ts', 'client/**/*.ts', 'config/**/*.ts', 'events/**/*.ts', 'eventstore/**/*.ts', 'ingest/**/*.ts', 'mcp/**/*.ts', 'projectors/**/*.ts', 'readmodels/**/*.ts', 'service/**/*.ts'],
+        include: [
+          'api/**/*.ts',
+          'bin/**/*.ts',
+          'client/**/*.ts',
+          'config/**/*.ts',
+          'events/**/*.ts',
+          'eventstore/**/*.ts',
+          'ingest/**/*.ts',
+          'mcp/**/*.ts',
+          'projectors/**/*.ts',
+          'readmodels/**/*.ts',
+          'service/**/*.ts',
+        ],
         // The CLI, the server and the projector worker threads run in processes the tests spawn.
         autoAttachSubprocess: true,
         // npm test prints nothing after vitest's summary unless the floor is missed.

@@ -1,6 +1,12 @@
 import zlib from 'node:zlib';
 import compress from '@fastify/compress';
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import { projectors } from '../projectors/registry.ts';
 import { hashKey, keyIdOf } from '../service/access.ts';
 import type { Result } from '../service/errors.ts';
@@ -65,7 +71,12 @@ export function metricsFor(services: Services): Metrics {
 
 /** `/metrics`: Prometheus text, unauthenticated like /healthz (it carries no key, key id or caller text). */
 export function mountMetrics(app: FastifyInstance, metrics: Metrics): void {
-  app.get('/metrics', async (_request, reply) => reply.header('cache-control', 'no-store').type(METRICS_CONTENT_TYPE).send(await metrics.render()));
+  app.get('/metrics', async (_request, reply) =>
+    reply
+      .header('cache-control', 'no-store')
+      .type(METRICS_CONTENT_TYPE)
+      .send(await metrics.render()),
+  );
 }
 
 /** Every REST operation, in the order the OpenAPI document lists them. */
@@ -83,10 +94,15 @@ export function restOperations(services: Services): RestOperation[] {
 
 /** Outside /v1: unauthenticated, not rate-limited, for orchestrators and load balancers. */
 export function mountHealth(app: FastifyInstance, services: Services): void {
-  app.get('/healthz', async (_request, reply) => reply.header('cache-control', 'no-store').send(services.health.live()));
+  app.get('/healthz', async (_request, reply) =>
+    reply.header('cache-control', 'no-store').send(services.health.live()),
+  );
   app.get('/readyz', async (_request, reply) => {
     const readiness = await services.health.ready();
-    return reply.header('cache-control', 'no-store').code(readiness.ready ? 200 : 503).send(readiness);
+    return reply
+      .header('cache-control', 'no-store')
+      .code(readiness.ready ? 200 : 503)
+      .send(readiness);
   });
 }
 
@@ -147,7 +163,12 @@ function registerOperation(app: FastifyInstance, services: Services, op: RestOpe
       reply.header('cache-control', CACHE_NO_STORE);
       if (op.headers) reply.headers(op.headers);
       const memo = credentialMemoOf(request.raw.socket);
-      const admitted = await services.guard.admit(request.headers.authorization, op.protection(request.query), undefined, memo);
+      const admitted = await services.guard.admit(
+        request.headers.authorization,
+        op.protection(request.query),
+        undefined,
+        memo,
+      );
       if (!admitted.ok) return sendError(reply, admitted.refused.error, admitted.refused.headers);
       reply.headers(admitted.value.headers);
       const result = await op.run(new RequestInput(admitted.value.caller, request, reply));
@@ -228,7 +249,12 @@ function keyIdFor(request: FastifyRequest, status: number): string | undefined {
  * envelope for parser, router and framework refusals, nosniff, CORS when configured, metrics and one
  * access line per request. `operations` are the REST operations it will serve (for labels and 405s).
  */
-function httpServer(services: Services, options: AppOptions, metrics: Metrics, operations: readonly RestOperation[]): FastifyInstance {
+function httpServer(
+  services: Services,
+  options: AppOptions,
+  metrics: Metrics,
+  operations: readonly RestOperation[],
+): FastifyInstance {
   const app = Fastify({
     ...serverTimeouts,
     logger: options.logger ?? false,
@@ -293,7 +319,8 @@ export function buildApp(services: Services, options: AppOptions = {}): FastifyI
     await routes.register(mcpPlugin, { services: metered });
     mountHealth(routes, services);
     mountInterfaceDescription(routes, operations);
-    if (config.PULSEBOARD_METRICS === 'on' && config.PULSEBOARD_METRICS_PORT === undefined) mountMetrics(routes, metrics);
+    if (config.PULSEBOARD_METRICS === 'on' && config.PULSEBOARD_METRICS_PORT === undefined)
+      mountMetrics(routes, metrics);
   });
 
   return app;
@@ -311,6 +338,7 @@ export function buildWorkerApp(services: Services, options: AppOptions = {}): Fa
   const metrics = options.metrics ?? metricsFor(services);
   const app = httpServer(services, options, metrics, []);
   mountHealth(app, services);
-  if (services.config.PULSEBOARD_METRICS === 'on' && services.config.PULSEBOARD_METRICS_PORT === undefined) mountMetrics(app, metrics);
+  if (services.config.PULSEBOARD_METRICS === 'on' && services.config.PULSEBOARD_METRICS_PORT === undefined)
+    mountMetrics(app, metrics);
   return app;
 }

@@ -84,17 +84,27 @@ const context: ProjectContext = {
   votes: { up: 14, down: 3 },
   voters: null,
   research: { state: 'ready', hasDossier: true, nextEligibleAt: null },
-  freshness: { readAt: READ_AT, dossierAt: '2026-11-14T09:00:00Z', ggCheckedAt: '2026-11-20T08:00:00Z', onchainCheckedAt: '2026-11-20T07:30:00Z' },
+  freshness: {
+    readAt: READ_AT,
+    dossierAt: '2026-11-14T09:00:00Z',
+    ggCheckedAt: '2026-11-20T08:00:00Z',
+    onchainCheckedAt: '2026-11-20T07:30:00Z',
+  },
 };
 
-const freshness: CallFreshness = { checkedAt: '2026-11-20T09:00:00Z', completeAt: '2026-11-20T09:00:00Z', lastAttemptComplete: true };
+const freshness: CallFreshness = {
+  checkedAt: '2026-11-20T09:00:00Z',
+  completeAt: '2026-11-20T09:00:00Z',
+  lastAttemptComplete: true,
+};
 
 const call: CallRecord = {
   id: '6d0f3c9a-2b1e-4f7a-9c8d-3e5b7a1f2c4d',
   createdAt: '2026-11-19T18:40:00Z',
   updatedAt: '2026-11-19T18:40:00Z',
   sourceUrl: 'https://calltracker.example/calls/6d0f3c9a',
-  thesisText: 'Solver network is live on testnet and volume is growing daily; entry below 3M mcap before the audit lands.',
+  thesisText:
+    'Solver network is live on testnet and volume is growing daily; entry below 3M mcap before the audit lands.',
   caller: {
     id: 'a3c1e7b2-5d4f-4e6a-8b9c-1f2e3d4c5b6a',
     pseudo: 'degen_dora',
@@ -104,7 +114,14 @@ const call: CallRecord = {
     subscribersCount: 5210,
     xHandle: 'degendora',
     bio: 'Base ecosystem calls',
-    pnl: { realizedUsd: 12840.5, realizedPercent: 18.2, period: '7d', checkedAt: '2026-11-20T06:00:00Z', closedTrades: 23, skippedUnknownCostBasis: 1 },
+    pnl: {
+      realizedUsd: 12840.5,
+      realizedPercent: 18.2,
+      period: '7d',
+      checkedAt: '2026-11-20T06:00:00Z',
+      closedTrades: 23,
+      skippedUnknownCostBasis: 1,
+    },
   },
   tokens: [
     {
@@ -143,7 +160,12 @@ const card: PulseCard = {
   receipts: [{ label: 'Launch post', href: 'https://x.example/tidalswap/status/1' }],
 };
 
-const beats: Beat[] = BEATS.map((beat) => ({ id: beat.id, label: beat.label, blurb: beat.blurb, card: beat.id === 'launches' ? card : null }));
+const beats: Beat[] = BEATS.map((beat) => ({
+  id: beat.id,
+  label: beat.label,
+  blurb: beat.blurb,
+  card: beat.id === 'launches' ? card : null,
+}));
 
 const thesisReady: ThesisStatus = {
   status: 'ready',
@@ -181,7 +203,13 @@ const thesisQueued: ThesisStatus = {
 };
 
 const board: BoardPage = { projects: [project], page: 1, pageSize: 50, total: 1, totalPages: 1, readAt: READ_AT };
-const delta: SyncPage = { projects: [project], cursor: 'eyJzIjo5ODMxMiwiaSI6InByal83UW0yeEtkOTEifQ', hasMore: false, limit: 50, readAt: READ_AT };
+const delta: SyncPage = {
+  projects: [project],
+  cursor: 'eyJzIjo5ODMxMiwiaSI6InByal83UW0yeEtkOTEifQ',
+  hasMore: false,
+  limit: 50,
+  readAt: READ_AT,
+};
 const calls: CallPage = { calls: [call], next: null, limit: 20, readAt: READ_AT, freshness };
 const detail: CallDetail = { call, readAt: READ_AT, freshness };
 const asks: AskList = {
@@ -212,13 +240,27 @@ const history: ProjectHistory = {
   readAt: READ_AT,
 };
 
-const asOf = { at: '2026-11-01T00:00:00.000Z', cursor: 'eyJ2IjoxLCJhIjoiYXJjaGl2ZSIsInMiOjQxMjAsImkiOiIiLCJmIjoiYWxsIn0' };
+const asOf = {
+  at: '2026-11-01T00:00:00.000Z',
+  cursor: 'eyJ2IjoxLCJhIjoiYXJjaGl2ZSIsInMiOjQxMjAsImkiOiIiLCJmIjoiYWxsIn0',
+};
 const boardAsOf: BoardPageAsOf = { ...board, asOf };
-const deltaChanges: SyncPageChanges = { ...delta, changes: [{ id: project.id, changedFields: ['fol', 'vel', 'followerStats'] }] };
+const deltaChanges: SyncPageChanges = {
+  ...delta,
+  changes: [{ id: project.id, changedFields: ['fol', 'vel', 'followerStats'] }],
+};
 const diff: ProjectDiff = {
   from: asOf,
   to: { at: '2026-11-06T00:00:00.000Z', cursor: 'eyJ2IjoxLCJhIjoiYXJjaGl2ZSIsInMiOjk4MzEyLCJpIjoiIiwiZiI6ImFsbCJ9' },
-  changes: [{ id: project.id, change: 'changed', fields: ['fol', 'vel'], before: { ...project, fol: 17110, vel: { h24: 402, d7: 10600 } }, after: project }],
+  changes: [
+    {
+      id: project.id,
+      change: 'changed',
+      fields: ['fol', 'vel'],
+      before: { ...project, fol: 17110, vel: { h24: 402, d7: 10600 } },
+      after: project,
+    },
+  ],
   next: null,
   readAt: READ_AT,
 };
@@ -252,10 +294,19 @@ export const OPERATION_EXAMPLES: Record<string, Record<number, Record<string, Op
   },
   listProjectAsks: { 200: { answered: { summary: 'One answered question', value: asks } } },
   getProjectHistory: { 200: { followerRefresh: { summary: 'A follower-count refresh', value: history } } },
-  searchProjects: { 200: { found: { summary: 'A contract that matches one project', value: { state: 'found', project, context, readAt: READ_AT } } } },
+  searchProjects: {
+    200: {
+      found: {
+        summary: 'A contract that matches one project',
+        value: { state: 'found', project, context, readAt: READ_AT },
+      },
+    },
+  },
   listCalltrackerCalls: { 200: { lastPage: { summary: 'One call, last page', value: calls } } },
   getCalltrackerCall: { 200: { call: { summary: 'A call with its linked project', value: detail } } },
-  listPulse: { 200: { today: { summary: 'One live card, the other beats still empty', value: { beats, readAt: READ_AT } } } },
+  listPulse: {
+    200: { today: { summary: 'One live card, the other beats still empty', value: { beats, readAt: READ_AT } } },
+  },
   getPulseBeat: { 200: { launches: { summary: 'The launches beat', value: { beat: beats[0]!, readAt: READ_AT } } } },
   getThesisFeed: { 200: { ready: { summary: 'A saved snapshot', value: thesisReady } } },
   requestThesisFeed: {

@@ -47,14 +47,22 @@ export function createMetrics(sources: MetricsSources): Metrics {
 
   const requests = createRequestSeries(
     registry,
-    { name: 'pulseboard_http_requests_total', help: 'Answered HTTP requests by operation (MCP: by method and tool) and status.' },
+    {
+      name: 'pulseboard_http_requests_total',
+      help: 'Answered HTTP requests by operation (MCP: by method and tool) and status.',
+    },
     {
       name: 'pulseboard_http_request_duration_seconds',
       help: 'Time from request to the last byte handed to the socket, by operation.',
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     },
   );
-  const rejectedRequests = new Counter({ name: 'pulseboard_http_rejected_requests_total', help: 'Requests the HTTP parser refused before routing, by status.', labelNames: ['status'], registers });
+  const rejectedRequests = new Counter({
+    name: 'pulseboard_http_rejected_requests_total',
+    help: 'Requests the HTTP parser refused before routing, by status.',
+    labelNames: ['status'],
+    registers,
+  });
   const rateDecisions = createFixedCounter(
     registry,
     {
@@ -64,13 +72,46 @@ export function createMetrics(sources: MetricsSources): Metrics {
     'decision',
     RATE_DECISIONS,
   );
-  const rateProtection = new Gauge({ name: 'pulseboard_rate_protection_up', help: '1 while the rate limiter answers, 0 while it does not (degraded).', registers });
-  const ingest = new Counter({ name: 'pulseboard_ingest_messages_total', help: 'Source messages taken by this process, by outcome.', labelNames: ['outcome'], registers });
-  const checkpoint = new Gauge({ name: 'pulseboard_projector_checkpoint', help: 'Event-log position each read model has folded up to.', labelNames: ['read_model'], registers });
-  const lag = new Gauge({ name: 'pulseboard_projector_lag_events', help: 'Event-log head minus the read model checkpoint.', labelNames: ['read_model'], registers });
-  const head = new Gauge({ name: 'pulseboard_event_log_head', help: 'Position of the newest event in the event log.', registers });
-  const thesisJobs = new Gauge({ name: 'pulseboard_thesis_jobs', help: 'Thesis jobs by state: open (requested, not yet saved or failed, across all processes, from the open-jobs ledger), and the latest job of each contract by phase (queued, running, saved, failed; from the thesis read model).', labelNames: ['state'], registers });
-  const up = new Gauge({ name: 'pulseboard_store_up', help: '1 when the store answered the last scrape, 0 when it did not.', labelNames: ['store'], registers });
+  const rateProtection = new Gauge({
+    name: 'pulseboard_rate_protection_up',
+    help: '1 while the rate limiter answers, 0 while it does not (degraded).',
+    registers,
+  });
+  const ingest = new Counter({
+    name: 'pulseboard_ingest_messages_total',
+    help: 'Source messages taken by this process, by outcome.',
+    labelNames: ['outcome'],
+    registers,
+  });
+  const checkpoint = new Gauge({
+    name: 'pulseboard_projector_checkpoint',
+    help: 'Event-log position each read model has folded up to.',
+    labelNames: ['read_model'],
+    registers,
+  });
+  const lag = new Gauge({
+    name: 'pulseboard_projector_lag_events',
+    help: 'Event-log head minus the read model checkpoint.',
+    labelNames: ['read_model'],
+    registers,
+  });
+  const head = new Gauge({
+    name: 'pulseboard_event_log_head',
+    help: 'Position of the newest event in the event log.',
+    registers,
+  });
+  const thesisJobs = new Gauge({
+    name: 'pulseboard_thesis_jobs',
+    help: 'Thesis jobs by state: open (requested, not yet saved or failed, across all processes, from the open-jobs ledger), and the latest job of each contract by phase (queued, running, saved, failed; from the thesis read model).',
+    labelNames: ['state'],
+    registers,
+  });
+  const up = new Gauge({
+    name: 'pulseboard_store_up',
+    help: '1 when the store answered the last scrape, 0 when it did not.',
+    labelNames: ['store'],
+    registers,
+  });
   for (const outcome of ['accepted', 'duplicate', 'rejected']) ingest.labels(outcome).inc(0);
 
   const ledger = createOpenJobsLedger(sources.log);
@@ -96,7 +137,8 @@ export function createMetrics(sources: MetricsSources): Metrics {
     }
     if (readiness.status === 'fulfilled') rateProtection.set(readiness.value.checks.rateLimiter === 'degraded' ? 0 : 1);
     if (open.status === 'fulfilled') thesisJobs.labels('open').set(open.value.length);
-    if (phases.status === 'fulfilled') THESIS_JOB_PHASES.forEach((phase, i) => thesisJobs.labels(phase).set(phases.value[i]!));
+    if (phases.status === 'fulfilled')
+      THESIS_JOB_PHASES.forEach((phase, i) => thesisJobs.labels(phase).set(phases.value[i]!));
   }
 
   return {
@@ -119,13 +161,17 @@ export function createMetrics(sources: MetricsSources): Metrics {
  */
 export function meteredGuard(guard: Guard, metrics: Metrics): Guard {
   function count(admitted: Admission, budget: Budget | undefined): Admission {
-    if (admitted.ok) metrics.rateDecision(budget === 'protocol' || 'ratelimit-remaining' in admitted.value.headers ? 'allowed' : 'unprotected');
+    if (admitted.ok)
+      metrics.rateDecision(
+        budget === 'protocol' || 'ratelimit-remaining' in admitted.value.headers ? 'allowed' : 'unprotected',
+      );
     else if (admitted.refused.error.status === 429) metrics.rateDecision('limited');
     else if (admitted.refused.error.status === 503) metrics.rateDecision('refused_unavailable');
     return admitted;
   }
   return {
-    admit: async (authorization, protection, budget, memo) => count(await guard.admit(authorization, protection, budget, memo), budget),
+    admit: async (authorization, protection, budget, memo) =>
+      count(await guard.admit(authorization, protection, budget, memo), budget),
   };
 }
 

@@ -45,7 +45,11 @@ export type OpenApiDocument = {
   security: Record<string, string[]>[];
   tags: { name: string; description?: string }[];
   paths: Record<string, Record<string, JsonObject>>;
-  components: { schemas: Record<string, JsonObject>; securitySchemes: Record<string, JsonObject>; headers: Record<string, JsonObject> };
+  components: {
+    schemas: Record<string, JsonObject>;
+    securitySchemes: Record<string, JsonObject>;
+    headers: Record<string, JsonObject>;
+  };
 };
 
 /** Shapes that get a name under components/schemas; any other response schema is named after its operation. */
@@ -81,7 +85,14 @@ const NAMED_SCHEMAS: readonly [z.ZodType, string][] = [
 
 const SCHEMA_REF = (id: string) => `#/components/schemas/${id}`;
 
-type ZodDef = { type: string; innerType?: z.ZodType; out?: z.ZodType; element?: z.ZodType; options?: z.ZodType[]; shape?: Record<string, z.ZodType> };
+type ZodDef = {
+  type: string;
+  innerType?: z.ZodType;
+  out?: z.ZodType;
+  element?: z.ZodType;
+  options?: z.ZodType[];
+  shape?: Record<string, z.ZodType>;
+};
 const defOf = (schema: z.ZodType) => (schema as unknown as { _zod: { def: ZodDef } })._zod.def;
 const WRAPPERS = new Set(['nullable', 'optional', 'default', 'readonly', 'nonoptional', 'catch', 'prefault']);
 
@@ -103,10 +114,13 @@ export function annotateDescriptions(schema: z.ZodType, json: JsonObject, inheri
   if (docs?.description !== undefined && json.description === undefined) json.description = docs.description;
   if (def.type === 'union' && def.options) {
     const branches = (json.anyOf ?? json.oneOf) as JsonObject[] | undefined;
-    def.options.forEach((option, i) => branches?.[i] && annotateDescriptions(option, branches[i], docs?.fields ?? inherited));
+    def.options.forEach(
+      (option, i) => branches?.[i] && annotateDescriptions(option, branches[i], docs?.fields ?? inherited),
+    );
     return;
   }
-  if (def.type === 'array' && def.element && json.items) return annotateDescriptions(def.element, json.items as JsonObject);
+  if (def.type === 'array' && def.element && json.items)
+    return annotateDescriptions(def.element, json.items as JsonObject);
   if (def.type !== 'object' || !def.shape) return;
   const fields = docs?.fields ?? inherited;
   const properties = json.properties as Record<string, JsonObject> | undefined;
@@ -115,7 +129,10 @@ export function annotateDescriptions(schema: z.ZodType, json: JsonObject, inheri
     const rendered = properties[key];
     if (!rendered) continue;
     const description = fields?.[key];
-    const copy: JsonObject = { ...rendered, ...(description !== undefined && rendered.description === undefined ? { description } : {}) };
+    const copy: JsonObject = {
+      ...rendered,
+      ...(description !== undefined && rendered.description === undefined ? { description } : {}),
+    };
     properties[key] = copy;
     annotateDescriptions(child, copy);
   }
@@ -123,9 +140,13 @@ export function annotateDescriptions(schema: z.ZodType, json: JsonObject, inheri
 
 /** Parameter schemas render their input side, except that a pipe renders what it produces (an integer 1–30, not "digits"). */
 function pipeOutputs(ctx: { zodSchema: unknown; jsonSchema: JsonObject }): void {
-  const def = (ctx.zodSchema as { _zod: { def: { type: string; out?: { _zod: { def: { type: string } } } } } })._zod.def;
+  const def = (ctx.zodSchema as { _zod: { def: { type: string; out?: { _zod: { def: { type: string } } } } } })._zod
+    .def;
   if (def.type !== 'pipe' || !def.out || def.out._zod.def.type === 'transform') return;
-  const rendered = z.toJSONSchema(def.out as unknown as z.ZodType, { target: 'draft-2020-12', io: 'output' }) as JsonObject;
+  const rendered = z.toJSONSchema(def.out as unknown as z.ZodType, {
+    target: 'draft-2020-12',
+    io: 'output',
+  }) as JsonObject;
   delete rendered.$schema;
   const description = ctx.jsonSchema.description;
   for (const key of Object.keys(ctx.jsonSchema)) delete ctx.jsonSchema[key];
@@ -160,37 +181,52 @@ function parametersOf(op: RestOperation): JsonObject[] {
 
 /** A JSON request body, described by its input side like the parameters. */
 function requestBodyOf(schema: z.ZodType): JsonObject {
-  const rendered = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', override: pipeOutputs }) as JsonObject;
+  const rendered = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    io: 'input',
+    override: pipeOutputs,
+  }) as JsonObject;
   delete rendered.$schema;
   return { required: true, content: { 'application/json': { schema: rendered } } };
 }
 
 const HEADERS: Record<string, JsonObject> = {
-  RateLimitLimit: { description: 'Requests allowed per 60 seconds for this key (sent while rate protection is available).', schema: { type: 'integer' } },
+  RateLimitLimit: {
+    description: 'Requests allowed per 60 seconds for this key (sent while rate protection is available).',
+    schema: { type: 'integer' },
+  },
   RateLimitRemaining: { description: 'Requests left in the current window.', schema: { type: 'integer' } },
   RateLimitReset: { description: 'Seconds until the window frees a request.', schema: { type: 'integer' } },
   RateLimitPolicy: {
-    description: 'IETF httpapi RateLimit draft: the quota policy, `"requests";q=<limit>;w=60` (requests per 60-second window, REST and MCP together).',
+    description:
+      'IETF httpapi RateLimit draft: the quota policy, `"requests";q=<limit>;w=60` (requests per 60-second window, REST and MCP together).',
     schema: { type: 'string' },
   },
   RateLimit: {
-    description: 'IETF httpapi RateLimit draft: what is left of the policy, `"requests";r=<remaining>;t=<seconds until a request frees up>`.',
+    description:
+      'IETF httpapi RateLimit draft: what is left of the policy, `"requests";r=<remaining>;t=<seconds until a request frees up>`.',
     schema: { type: 'string' },
   },
   RetryAfter: { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
   CacheControl: {
-    description: 'Successful reads: `private, max-age=0, must-revalidate` (revalidate with `If-None-Match`), except call records and the thesis feed, which are `private, no-store`; errors are `private, no-store`.',
+    description:
+      'Successful reads: `private, max-age=0, must-revalidate` (revalidate with `If-None-Match`), except call records and the thesis feed, which are `private, no-store`; errors are `private, no-store`.',
     schema: { type: 'string' },
   },
   ETag: {
-    description: 'Weak validator of the data in this read (the top-level `readAt` is left out); send it back in `If-None-Match` to get 304 while the data is unchanged.',
+    description:
+      'Weak validator of the data in this read (the top-level `readAt` is left out); send it back in `If-None-Match` to get 304 while the data is unchanged.',
     schema: { type: 'string' },
   },
   XRequestId: {
-    description: 'The request id: the `X-Request-Id` the caller sent when it is 1 to 128 characters of `A-Z a-z 0-9 . _ : -`, otherwise a new UUID. Every log line of the request carries it.',
+    description:
+      'The request id: the `X-Request-Id` the caller sent when it is 1 to 128 characters of `A-Z a-z 0-9 . _ : -`, otherwise a new UUID. Every log line of the request carries it.',
     schema: { type: 'string' },
   },
-  WwwAuthenticate: { description: 'Bearer challenge, identical for every authentication failure.', schema: { type: 'string' } },
+  WwwAuthenticate: {
+    description: 'Bearer challenge, identical for every authentication failure.',
+    schema: { type: 'string' },
+  },
 };
 const headerRef = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
 const rateHeaders = {
@@ -213,7 +249,10 @@ function commonErrors(op: RestOperation): Record<number, { description: string; 
       description: 'More requests in 60 seconds than this key may make (REST and MCP together)',
       headers: { 'Retry-After': headerRef('RetryAfter'), ...rateHeaders },
     },
-    500: { description: 'Unexpected failure (code `unavailable`); no details are disclosed', headers: { 'Retry-After': headerRef('RetryAfter') } },
+    500: {
+      description: 'Unexpected failure (code `unavailable`); no details are disclosed',
+      headers: { 'Retry-After': headerRef('RetryAfter') },
+    },
     503: {
       description: protectedRead
         ? 'Rate protection is unavailable (Retry-After: 60), or the archive could not be read (retryable)'
@@ -221,13 +260,15 @@ function commonErrors(op: RestOperation): Record<number, { description: string; 
       headers: { 'Retry-After': headerRef('RetryAfter') },
     },
   };
-  if (op.request.query || op.request.params || op.request.body) statuses[400] = { description: 'Invalid or unknown parameter or body (the message names it)' };
+  if (op.request.query || op.request.params || op.request.body)
+    statuses[400] = { description: 'Invalid or unknown parameter or body (the message names it)' };
   return statuses;
 }
 
 /** `/v1/calltracker/calls/:id` → `/calltracker/calls/{id}` (relative to the server URL `/v1`). */
 export function openApiPath(fastifyPath: string): string {
-  if (!fastifyPath.startsWith(`${API_BASE_PATH}/`)) throw new Error(`operation path ${fastifyPath} is outside ${API_BASE_PATH}`);
+  if (!fastifyPath.startsWith(`${API_BASE_PATH}/`))
+    throw new Error(`operation path ${fastifyPath} is outside ${API_BASE_PATH}`);
   return fastifyPath.slice(API_BASE_PATH.length).replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }
 
@@ -236,10 +277,12 @@ const upperFirst = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 /** What each tag groups, shown as the section intro on /docs (an undescribed tag fails the lint test). */
 const TAG_DESCRIPTIONS: Record<string, string> = {
   projects:
-    'The board of tracked projects: pages of 50 newest first, delta sync for mirrors (`since`, then `cursor`), one project with its dossier and optional context, the project\'s research asks and its write history.',
-  search: 'Find a project by id, handle, contract (`0x…`, base58, `chain:contract`), website or social profile. Reads only.',
-  calls: 'Stored call records: who called which token and when, with the caller\'s thesis, cursor-paged by `next`.',
-  pulse: 'Short news cards, one current card per beat (launches, funding, listings, security, on-chain, social, infrastructure, policy).',
+    "The board of tracked projects: pages of 50 newest first, delta sync for mirrors (`since`, then `cursor`), one project with its dossier and optional context, the project's research asks and its write history.",
+  search:
+    'Find a project by id, handle, contract (`0x…`, base58, `chain:contract`), website or social profile. Reads only.',
+  calls: "Stored call records: who called which token and when, with the caller's thesis, cursor-paged by `next`.",
+  pulse:
+    'Short news cards, one current card per beat (launches, funding, listings, security, on-chain, social, infrastructure, policy).',
   'thesis feed':
     'A private, shared snapshot of recent theses about a contract; for linked, allowlisted key owners only. POST asks for one (200 when fresh, 202 when queued), GET reads it.',
 };
@@ -270,13 +313,21 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
       const read = op.method === 'GET' && status === '200' && op.produces !== 'text/event-stream';
       responses[status] = {
         description: response.description,
-        headers: { ...rateHeaders, 'Cache-Control': headerRef('CacheControl'), ...(read ? { ETag: headerRef('ETag') } : {}), 'X-Request-Id': headerRef('XRequestId') },
+        headers: {
+          ...rateHeaders,
+          'Cache-Control': headerRef('CacheControl'),
+          ...(read ? { ETag: headerRef('ETag') } : {}),
+          'X-Request-Id': headerRef('XRequestId'),
+        },
         content:
           op.produces === 'text/event-stream'
             ? {
                 // OpenAPI 3.1 cannot type a stream's items: the body is text, and each event's data is the named schema.
                 'text/event-stream': {
-                  schema: { type: 'string', description: `Server-sent events; the data of each event is one ${id} (JSON).` },
+                  schema: {
+                    type: 'string',
+                    description: `Server-sent events; the data of each event is one ${id} (JSON).`,
+                  },
                   'x-event-data': { $ref: SCHEMA_REF(id) },
                   ...(examples ? { examples } : {}),
                 },
@@ -287,8 +338,14 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
     // A change stream is not revalidated: it has no ETag and never answers 304.
     if (op.method === 'GET' && op.produces !== 'text/event-stream') {
       responses['304'] = {
-        description: 'Not modified: `If-None-Match` holds the current ETag. No body; counted against the budget like any request.',
-        headers: { ...rateHeaders, ETag: headerRef('ETag'), 'Cache-Control': headerRef('CacheControl'), 'X-Request-Id': headerRef('XRequestId') },
+        description:
+          'Not modified: `If-None-Match` holds the current ETag. No body; counted against the budget like any request.',
+        headers: {
+          ...rateHeaders,
+          ETag: headerRef('ETag'),
+          'Cache-Control': headerRef('CacheControl'),
+          'X-Request-Id': headerRef('XRequestId'),
+        },
       };
     }
     const errorId = name(op.errorSchema ?? errorSchema, `${upperFirst(op.operationId)}Error`);
@@ -339,7 +396,10 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
     },
     servers: [{ url: API_BASE_PATH, description: 'This host; every path below is relative to /v1' }],
     security: [{ bearerAuth: [] }],
-    tags: [...tags].map((name) => ({ name, ...(TAG_DESCRIPTIONS[name] === undefined ? {} : { description: TAG_DESCRIPTIONS[name] }) })),
+    tags: [...tags].map((name) => ({
+      name,
+      ...(TAG_DESCRIPTIONS[name] === undefined ? {} : { description: TAG_DESCRIPTIONS[name] }),
+    })),
     paths,
     components: {
       schemas,

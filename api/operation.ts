@@ -20,9 +20,7 @@ export type OperationInput = {
  * service/json-body.ts), or a change stream; and, when not 200, its status.
  */
 export type OperationReply = { status?: number; headers?: Record<string, string> } & (
-  | { body: unknown }
-  | { json: JsonBody<unknown> }
-  | { stream: OpenStream }
+  { body: unknown } | { json: JsonBody<unknown> } | { stream: OpenStream }
 );
 
 /**

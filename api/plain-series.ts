@@ -16,13 +16,37 @@ type OperationSeries = { byStatus: Map<number, number>; buckets: Float64Array; s
 type Value = { labels: Record<string, string | number>; value: number; metricName?: string };
 
 /** Lists a metric read from plain numbers: the registry asks a metric only for these members (get, reset, its name). */
-function register(registry: Registry, described: Described, type: 'counter' | 'histogram', values: () => Value[], reset: () => void): void {
-  const snapshot = async () => ({ name: described.name, help: described.help, type, values: values(), aggregator: 'sum' as const });
-  registry.registerMetric({ name: described.name, help: described.help, type, aggregator: 'sum', get: snapshot, reset } as unknown as Metric);
+function register(
+  registry: Registry,
+  described: Described,
+  type: 'counter' | 'histogram',
+  values: () => Value[],
+  reset: () => void,
+): void {
+  const snapshot = async () => ({
+    name: described.name,
+    help: described.help,
+    type,
+    values: values(),
+    aggregator: 'sum' as const,
+  });
+  registry.registerMetric({
+    name: described.name,
+    help: described.help,
+    type,
+    aggregator: 'sum',
+    get: snapshot,
+    reset,
+  } as unknown as Metric);
 }
 
 /** A counter over one label whose values are a fixed set, each exported from the start (at 0 until counted). */
-export function createFixedCounter<V extends string>(registry: Registry, described: Described, label: string, labelValues: readonly V[]): { add(value: V): void } {
+export function createFixedCounter<V extends string>(
+  registry: Registry,
+  described: Described,
+  label: string,
+  labelValues: readonly V[],
+): { add(value: V): void } {
   const counts = new Map<V, number>(labelValues.map((value) => [value, 0]));
   const values = (): Value[] => [...counts].map(([value, count]) => ({ labels: { [label]: value }, value: count }));
   register(registry, described, 'counter', values, () => {
@@ -35,14 +59,19 @@ export function createFixedCounter<V extends string>(registry: Registry, describ
   };
 }
 
-export function createRequestSeries(registry: Registry, requests: Described, duration: Described & { buckets: readonly number[] }): RequestSeries {
+export function createRequestSeries(
+  registry: Registry,
+  requests: Described,
+  duration: Described & { buckets: readonly number[] },
+): RequestSeries {
   const bounds = [...duration.buckets].sort((a, b) => a - b);
   const byOperation = new Map<string, OperationSeries>();
 
   const counterValues = (): Value[] => {
     const values: Value[] = [];
     for (const [operation, series] of byOperation) {
-      for (const [status, value] of series.byStatus) values.push({ labels: { operation, status: String(status) }, value });
+      for (const [status, value] of series.byStatus)
+        values.push({ labels: { operation, status: String(status) }, value });
     }
     return values;
   };
@@ -68,7 +97,11 @@ export function createRequestSeries(registry: Registry, requests: Described, dur
   return {
     record(operation, status, seconds) {
       let series = byOperation.get(operation);
-      if (!series) byOperation.set(operation, (series = { byStatus: new Map(), buckets: new Float64Array(bounds.length), sum: 0, count: 0 }));
+      if (!series)
+        byOperation.set(
+          operation,
+          (series = { byStatus: new Map(), buckets: new Float64Array(bounds.length), sum: 0, count: 0 }),
+        );
       series.byStatus.set(status, (series.byStatus.get(status) ?? 0) + 1);
       series.sum += seconds;
       series.count += 1;

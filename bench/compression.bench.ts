@@ -28,8 +28,17 @@ const AUTOCANNON = fileURLToPath(import.meta.resolve('autocannon'));
 type Variant = { label: string; headers: Record<string, string>; status: number };
 type Measured = { perSecond: number; cpuMicrosPerRequest: number; bytesPerRequest: number };
 
-
-function autocannon(url: string, headers: Record<string, string>, duration: number): Promise<{ requests: { average: number; total: number }; throughput: { total: number }; errors: number; timeouts: number; statusCodeStats?: Record<string, { count: number }> }> {
+function autocannon(
+  url: string,
+  headers: Record<string, string>,
+  duration: number,
+): Promise<{
+  requests: { average: number; total: number };
+  throughput: { total: number };
+  errors: number;
+  timeouts: number;
+  statusCodeStats?: Record<string, { count: number }>;
+}> {
   const args = [AUTOCANNON, '-j', '-c', String(CONNECTIONS), '-d', String(duration)];
   for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}=${value}`);
   args.push(url);
@@ -40,7 +49,9 @@ function autocannon(url: string, headers: Record<string, string>, duration: numb
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`autocannon exited ${code}: ${err}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`autocannon exited ${code}: ${err}`)),
+    );
   });
 }
 
@@ -51,7 +62,9 @@ async function measure(url: string, variant: Variant): Promise<Measured> {
   const cpu = process.cpuUsage(cpuBefore);
   const answered = result.statusCodeStats?.[String(variant.status)]?.count ?? 0;
   if (result.errors + result.timeouts > 0 || answered !== result.requests.total) {
-    throw new Error(`${variant.label}: ${result.requests.total - answered} of ${result.requests.total} requests were not ${variant.status}`);
+    throw new Error(
+      `${variant.label}: ${result.requests.total - answered} of ${result.requests.total} requests were not ${variant.status}`,
+    );
   }
   return {
     perSecond: result.requests.average,
@@ -63,12 +76,23 @@ async function measure(url: string, variant: Variant): Promise<Measured> {
 export async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-bench-compression-'));
   try {
-    const parsed = parseConfig({ PULSEBOARD_DATA_DIR: dir, PULSEBOARD_RATE_LIMIT: '100000000', PULSEBOARD_LOG_LEVEL: 'silent' });
+    const parsed = parseConfig({
+      PULSEBOARD_DATA_DIR: dir,
+      PULSEBOARD_RATE_LIMIT: '100000000',
+      PULSEBOARD_LOG_LEVEL: 'silent',
+    });
     if (!parsed.ok) throw new Error(parsed.reason);
     const config = parsed.config;
     const stores = await openStores(config);
     const ingestor = createIngestor(stores.log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER });
-    for (const line of generateLines({ projects: 500, seed: 7, calls: 50, days: 30, hotContractCalls: 0, followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER })) {
+    for (const line of generateLines({
+      projects: 500,
+      seed: 7,
+      calls: 50,
+      days: 30,
+      hotContractCalls: 0,
+      followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER,
+    })) {
       await ingestor.ingest(line, 'ndjson');
     }
     await stores.catchUp();
@@ -88,13 +112,17 @@ export async function main(): Promise<void> {
       { label: 'br', headers: { ...auth, 'accept-encoding': 'br' }, status: 200 },
       { label: '304 (If-None-Match)', headers: { ...auth, 'if-none-match': etag }, status: 304 },
     ];
-    process.stdout.write(`board page: ${plainBytes} bytes of JSON; ${CONNECTIONS} connections, ${DURATION_SECONDS} s per measurement after a 1 s warm-up, ${ROUNDS} rounds\n`);
+    process.stdout.write(
+      `board page: ${plainBytes} bytes of JSON; ${CONNECTIONS} connections, ${DURATION_SECONDS} s per measurement after a 1 s warm-up, ${ROUNDS} rounds\n`,
+    );
     const rounds: Measured[][] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const measured: Measured[] = [];
       for (const variant of variants) measured.push(await measure(url, variant));
       rounds.push(measured);
-      process.stdout.write(`round ${round}: ${variants.map((v, i) => `${v.label} ${measured[i]!.perSecond.toFixed(0)} req/s ${measured[i]!.cpuMicrosPerRequest.toFixed(0)} µs CPU/req`).join(', ')}\n`);
+      process.stdout.write(
+        `round ${round}: ${variants.map((v, i) => `${v.label} ${measured[i]!.perSecond.toFixed(0)} req/s ${measured[i]!.cpuMicrosPerRequest.toFixed(0)} µs CPU/req`).join(', ')}\n`,
+      );
     }
     process.stdout.write('\nratios to the uncompressed board page in the same round (median of rounds):\n');
     for (const [i, variant] of variants.entries()) {
@@ -102,7 +130,9 @@ export async function main(): Promise<void> {
       const rate = median(rounds.map((r) => r[i]!.perSecond / r[0]!.perSecond));
       const cpu = median(rounds.map((r) => r[i]!.cpuMicrosPerRequest / r[0]!.cpuMicrosPerRequest));
       const bytes = median(rounds.map((r) => r[i]!.bytesPerRequest / r[0]!.bytesPerRequest));
-      process.stdout.write(`  ${variant.label.padEnd(20)} req/s ${rate.toFixed(3)}   server CPU/req ${cpu.toFixed(3)}   bytes on the wire/req ${bytes.toFixed(3)}\n`);
+      process.stdout.write(
+        `  ${variant.label.padEnd(20)} req/s ${rate.toFixed(3)}   server CPU/req ${cpu.toFixed(3)}   bytes on the wire/req ${bytes.toFixed(3)}\n`,
+      );
     }
     await app.close();
     await limiter.close();

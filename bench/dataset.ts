@@ -40,10 +40,14 @@ export function benchConfig(dir: string): Config {
   return parsed.config;
 }
 
-export const rebuildRequested = (): boolean => process.argv.includes('--rebuild') || process.env.PULSEBOARD_BENCH_REBUILD === '1';
+export const rebuildRequested = (): boolean =>
+  process.argv.includes('--rebuild') || process.env.PULSEBOARD_BENCH_REBUILD === '1';
 
 /** The cached data directory for `spec`, built first when missing (or when a rebuild was asked for). */
-export async function ensureDataSet(spec: DataSetSpec, log: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<string> {
+export async function ensureDataSet(
+  spec: DataSetSpec,
+  log: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
+): Promise<string> {
   const dir = dataSetDir(spec);
   if (existsSync(dir) && !rebuildRequested()) return dir;
   const building = `${dir}.building-${process.pid}`;
@@ -55,7 +59,13 @@ export async function ensureDataSet(spec: DataSetSpec, log: (line: string) => vo
   try {
     const ingestor = createIngestor(stores.log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER });
     let messages = 0;
-    const options = { ...spec, seed: BENCH_SEED, calls: spec.calls || defaultCalls(spec.projects), hotContractCalls: 0, followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER };
+    const options = {
+      ...spec,
+      seed: BENCH_SEED,
+      calls: spec.calls || defaultCalls(spec.projects),
+      hotContractCalls: 0,
+      followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER,
+    };
     // The batch path `pulseboard ingest` takes, with its batch size.
     let batch: string[] = [];
     for (const line of generateLines(options)) {
@@ -65,7 +75,8 @@ export async function ensureDataSet(spec: DataSetSpec, log: (line: string) => vo
         await ingestor.ingestBatch(batch, 'ndjson');
         batch = [];
       }
-      if (messages % 200_000 === 0) log(`  ingested ${messages} messages (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+      if (messages % 200_000 === 0)
+        log(`  ingested ${messages} messages (${((Date.now() - started) / 1000).toFixed(0)} s)`);
     }
     if (batch.length > 0) await ingestor.ingestBatch(batch, 'ndjson');
     log(`  ingested ${messages} messages in ${((Date.now() - started) / 1000).toFixed(0)} s; catching up`);
@@ -80,7 +91,9 @@ export async function ensureDataSet(spec: DataSetSpec, log: (line: string) => vo
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({ options: { projects: { type: 'string' }, light: { type: 'boolean' }, rebuild: { type: 'boolean' } } });
+  const { values } = parseArgs({
+    options: { projects: { type: 'string' }, light: { type: 'boolean' }, rebuild: { type: 'boolean' } },
+  });
   const projects = Number(values.projects ?? '10000');
   await ensureDataSet(dataSetSpec(projects, values.light === true));
 }

@@ -42,7 +42,12 @@ async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T 
 }
 
 async function load(port: number, path: string, key: string): Promise<number> {
-  const result = await autocannon({ url: `http://127.0.0.1:${port}${path}`, connections: CONNECTIONS, duration: LOAD_SECONDS, headers: { authorization: `Bearer ${key}` } });
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}${path}`,
+    connections: CONNECTIONS,
+    duration: LOAD_SECONDS,
+    headers: { authorization: `Bearer ${key}` },
+  });
   if (result.non2xx > 0) throw new Error(`${path}: ${result.non2xx} answers were not 2xx`);
   return result.requests.average;
 }
@@ -52,14 +57,17 @@ async function benchSize(projects: number): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), `pulseboard-history-bench-${projects}-`));
   try {
     for (const suffix of ['', '-wal', '-shm']) {
-      if (existsSync(join(cached, `events.sqlite${suffix}`))) copyFileSync(join(cached, `events.sqlite${suffix}`), join(dir, `events.sqlite${suffix}`));
+      if (existsSync(join(cached, `events.sqlite${suffix}`)))
+        copyFileSync(join(cached, `events.sqlite${suffix}`), join(dir, `events.sqlite${suffix}`));
     }
     const log = createSqliteEventLog(join(dir, 'events.sqlite'));
     const head = await log.headPosition();
     process.stdout.write(`\n${projects} projects, ${head} log positions\n`);
 
     // Replay without the history (the projects projector not versioned), then with it, into new files.
-    const plainProjectors: Projector[] = projectors.map((p) => (p.collection === projectsProjector.collection ? anyProjector({ ...projectsProjector, versioned: undefined }) : p));
+    const plainProjectors: Projector[] = projectors.map((p) =>
+      p.collection === projectsProjector.collection ? anyProjector({ ...projectsProjector, versioned: undefined }) : p,
+    );
     const replay = async (path: string, list: readonly Projector[]) => {
       const store = createSqliteReadStore(path, { bulkBuild: true });
       const { ms } = await timed(() => createProjectionRunner(log, store, list, EMBEDDED_LIMITS).catchUp());
@@ -82,9 +90,9 @@ async function benchSize(projects: number): Promise<void> {
 
     // Points: the middle of the log, and the last 10 % of the board's writes for the diff.
     const mid = Math.floor(head / 2);
-    const tenth = db.prepare('SELECT valid_from FROM history_versions WHERE valid_to > ? ORDER BY valid_from DESC LIMIT 1 OFFSET ?').get(head, Math.floor(projects / 10)) as
-      | { valid_from: number }
-      | undefined;
+    const tenth = db
+      .prepare('SELECT valid_from FROM history_versions WHERE valid_to > ? ORDER BY valid_from DESC LIMIT 1 OFFSET ?')
+      .get(head, Math.floor(projects / 10)) as { valid_from: number } | undefined;
     const from = tenth?.valid_from ?? 0;
     db.close();
 
@@ -93,10 +101,18 @@ async function benchSize(projects: number): Promise<void> {
     const cursorAt = (seq: number) => namedPoint(archive, { seq, at: null }).cursor;
     const server = await startServer(['app', dir]);
     try {
-      const total = (await (await fetch(`http://127.0.0.1:${server.port}/v1/projects?page=1&asOf=${cursorAt(mid)}`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+      const total = (await (
+        await fetch(`http://127.0.0.1:${server.port}/v1/projects?page=1&asOf=${cursorAt(mid)}`, {
+          headers: { authorization: `Bearer ${key}` },
+        })
+      ).json()) as {
         totalPages: number;
       };
-      const liveTotal = (await (await fetch(`http://127.0.0.1:${server.port}/v1/projects?page=1`, { headers: { authorization: `Bearer ${key}` } })).json()) as { totalPages: number };
+      const liveTotal = (await (
+        await fetch(`http://127.0.0.1:${server.port}/v1/projects?page=1`, {
+          headers: { authorization: `Bearer ${key}` },
+        })
+      ).json()) as { totalPages: number };
       for (const [label, livePage, pastPage] of [
         ['first', 1, 1],
         ['middle', Math.ceil(liveTotal.totalPages / 2), Math.ceil(total.totalPages / 2)],
@@ -116,7 +132,9 @@ async function benchSize(projects: number): Promise<void> {
         let rows = 0;
         let url = `/v1/projects/diff?from=${cursorAt(from)}&to=${cursorAt(head)}&limit=100`;
         for (;;) {
-          const body = (await (await fetch(`http://127.0.0.1:${server.port}${url}`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+          const body = (await (
+            await fetch(`http://127.0.0.1:${server.port}${url}`, { headers: { authorization: `Bearer ${key}` } })
+          ).json()) as {
             changes: unknown[];
             next: string | null;
           };
@@ -131,8 +149,10 @@ async function benchSize(projects: number): Promise<void> {
       const raw = new DatabaseSync(withPath, { readOnly: true });
       const readRaw = async () => {
         const rows = raw
-          .prepare(`SELECT a.id, a.doc, (SELECT doc FROM history_versions b WHERE b.collection = a.collection AND b.id = a.id AND b.valid_from <= ? ORDER BY b.valid_from DESC LIMIT 1) AS before
-            FROM history_versions a WHERE a.collection = 'projects' AND a.valid_from > ? AND a.valid_to > ?`)
+          .prepare(
+            `SELECT a.id, a.doc, (SELECT doc FROM history_versions b WHERE b.collection = a.collection AND b.id = a.id AND b.valid_from <= ? ORDER BY b.valid_from DESC LIMIT 1) AS before
+            FROM history_versions a WHERE a.collection = 'projects' AND a.valid_from > ? AND a.valid_to > ?`,
+          )
           .all(from, from, head) as { doc: string; before: string | null }[];
         return rows.map((r) => [JSON.parse(r.doc), r.before === null ? null : JSON.parse(r.before)]).length;
       };
@@ -147,20 +167,35 @@ async function benchSize(projects: number): Promise<void> {
       const out = join(dir, 'export');
       mkdirSync(out);
       const store = createSqliteReadStore(withPath);
-      const exported = await timed(() => exportAsOf({ log, store, point: { seq: head, at: null }, named: namedPoint(archive, { seq: head, at: null }), format: 'parquet', dir: out }));
+      const exported = await timed(() =>
+        exportAsOf({
+          log,
+          store,
+          point: { seq: head, at: null },
+          named: namedPoint(archive, { seq: head, at: null }),
+          format: 'parquet',
+          dir: out,
+        }),
+      );
       await store.close();
       const rawExport = await timed(async () => {
         let n = 0;
-        for (const row of raw.prepare('SELECT doc FROM history_versions WHERE collection = ? AND valid_to > ?').iterate('projects', head) as Iterable<{ doc: string }>) {
+        for (const row of raw
+          .prepare('SELECT doc FROM history_versions WHERE collection = ? AND valid_to > ?')
+          .iterate('projects', head) as Iterable<{ doc: string }>) {
           JSON.parse(row.doc);
           n++;
         }
-        for (const row of raw.prepare("SELECT doc FROM docs WHERE collection = 'calls' AND facet = 'visible'").iterate() as Iterable<{ doc: string }>) {
+        for (const row of raw
+          .prepare("SELECT doc FROM docs WHERE collection = 'calls' AND facet = 'visible'")
+          .iterate() as Iterable<{ doc: string }>) {
           JSON.parse(row.doc);
           n++;
         }
         const events = new DatabaseSync(join(dir, 'events.sqlite'), { readOnly: true });
-        const columns = (events.prepare("SELECT name FROM pragma_table_info('events')").all() as { name: string }[]).map((c) => c.name);
+        const columns = (
+          events.prepare("SELECT name FROM pragma_table_info('events')").all() as { name: string }[]
+        ).map((c) => c.name);
         for (const _row of events.prepare(`SELECT ${columns.join(', ')} FROM events`).iterate()) n++;
         events.close();
         return n;

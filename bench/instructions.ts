@@ -21,15 +21,31 @@ type LoadResult = { non2xx: number; errors: number; timeouts: number };
 const autocannon = createRequire(import.meta.url)('autocannon') as (options: object) => Promise<LoadResult>;
 
 const run = (command: string, args: string[]) =>
-  new Promise<number | null>((resolve) => spawn(command, args, { stdio: 'ignore' }).once('exit', (code) => resolve(code)));
+  new Promise<number | null>((resolve) =>
+    spawn(command, args, { stdio: 'ignore' }).once('exit', (code) => resolve(code)),
+  );
 
 /** Instructions the server ran for `requests` requests made after as many unmeasured ones. */
-async function instructionsPerRequest(dataDir: string, requests: number, request: (port: number, id: string) => object, key: string): Promise<number> {
+async function instructionsPerRequest(
+  dataDir: string,
+  requests: number,
+  request: (port: number, id: string) => object,
+  key: string,
+): Promise<number> {
   const outDir = mkdtempSync(join(tmpdir(), 'pulseboard-callgrind-'));
   try {
     const child = spawn(
       'valgrind',
-      ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${join(outDir, 'callgrind.out')}`, process.execPath, NO_WARNING, join(import.meta.dirname, 'reads-server.ts'), 'app', dataDir],
+      [
+        '--tool=callgrind',
+        '--smc-check=all-non-file',
+        `--callgrind-out-file=${join(outDir, 'callgrind.out')}`,
+        process.execPath,
+        NO_WARNING,
+        join(import.meta.dirname, 'reads-server.ts'),
+        'app',
+        dataDir,
+      ],
       // stdin a pipe: the server ends with it (see reads-server.ts).
       { stdio: ['pipe', 'pipe', 'ignore'] },
     );
@@ -40,11 +56,14 @@ async function instructionsPerRequest(dataDir: string, requests: number, request
         if (match) resolve(Number(match[1]));
       });
     });
-    const page = (await (await fetch(`http://127.0.0.1:${port}/v1/projects?page=1`, { headers: { authorization: `Bearer ${key}` } })).json()) as { projects: { id: string }[] };
+    const page = (await (
+      await fetch(`http://127.0.0.1:${port}/v1/projects?page=1`, { headers: { authorization: `Bearer ${key}` } })
+    ).json()) as { projects: { id: string }[] };
     const options = { ...request(port, page.projects[0]!.id), connections: 10, amount: requests, timeout: 60 };
     const load = async () => {
       const result = await autocannon(options);
-      if (result.non2xx + result.errors + result.timeouts > 0) throw new Error(`${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
+      if (result.non2xx + result.errors + result.timeouts > 0)
+        throw new Error(`${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
     };
     await load();
     // Counting from zero after the warm-up, up to a dump after the measured requests.
@@ -57,7 +76,8 @@ async function instructionsPerRequest(dataDir: string, requests: number, request
       child.kill('SIGTERM');
     });
     const dump = readdirSync(outDir).find((name) => /^callgrind\.out\.\d+$/.test(name));
-    const total = dump === undefined ? undefined : /^summary: (\d+)$/m.exec(readFileSync(join(outDir, dump), 'utf8'))?.[1];
+    const total =
+      dump === undefined ? undefined : /^summary: (\d+)$/m.exec(readFileSync(join(outDir, dump), 'utf8'))?.[1];
     if (total === undefined) throw new Error('callgrind wrote no dump for the measured requests');
     return Number(total) / requests;
   } finally {
@@ -74,7 +94,12 @@ export async function main(): Promise<void> {
   const dataDir = await ensureDataSet(dataSetSpec(10_000));
   const key = await benchKey(dataDir);
   const authorization = `Bearer ${key}`;
-  const rest = await instructionsPerRequest(dataDir, requests, (port, id) => ({ url: `http://127.0.0.1:${port}/v1/projects/${id}`, headers: { authorization } }), key);
+  const rest = await instructionsPerRequest(
+    dataDir,
+    requests,
+    (port, id) => ({ url: `http://127.0.0.1:${port}/v1/projects/${id}`, headers: { authorization } }),
+    key,
+  );
   const mcp = await instructionsPerRequest(
     dataDir,
     requests,
@@ -82,12 +107,21 @@ export async function main(): Promise<void> {
       url: `http://127.0.0.1:${port}/mcp`,
       method: 'POST',
       headers: { authorization, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_project', arguments: { handle: id } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'get_project', arguments: { handle: id } },
+      }),
     }),
     key,
   );
-  process.stdout.write(`instructions a request (server process, user space, ${requests} requests after as many unmeasured, 10k projects):\n`);
-  process.stdout.write(`  one project (REST)  ${rest.toFixed(0)}\n  MCP get_project     ${mcp.toFixed(0)}\n  REST/MCP            ${(rest / mcp).toFixed(3)}\n`);
+  process.stdout.write(
+    `instructions a request (server process, user space, ${requests} requests after as many unmeasured, 10k projects):\n`,
+  );
+  process.stdout.write(
+    `  one project (REST)  ${rest.toFixed(0)}\n  MCP get_project     ${mcp.toFixed(0)}\n  REST/MCP            ${(rest / mcp).toFixed(3)}\n`,
+  );
 }
 
 if (import.meta.main) await main();

@@ -27,8 +27,19 @@ type Figure = { name: string; messages: number; perSecond: number; logCalls: num
 function messages(run: string): KafkaMessage[] {
   return Array.from({ length: MESSAGES }, (_, i) => {
     const projectId = `bench-${run}-${i % KEYS}`;
-    const value = JSON.stringify({ ...examples['vote.cast'], id: `bench-${run}-${i}`, data: { ...examples['vote.cast'].data, projectId, voterId: `v${i}` } });
-    return { key: Buffer.from(projectId), value: Buffer.from(value), timestamp: '0', attributes: 0, offset: String(i), headers: {} };
+    const value = JSON.stringify({
+      ...examples['vote.cast'],
+      id: `bench-${run}-${i}`,
+      data: { ...examples['vote.cast'].data, projectId, voterId: `v${i}` },
+    });
+    return {
+      key: Buffer.from(projectId),
+      value: Buffer.from(value),
+      timestamp: '0',
+      attributes: 0,
+      offset: String(i),
+      headers: {},
+    };
   });
 }
 
@@ -88,14 +99,20 @@ async function perMessage(ingestor: BatchIngestor, batch: readonly KafkaMessage[
   await Promise.all(
     Array.from({ length: keys }, async () => {
       for (let lane = queue.shift(); lane; lane = queue.shift()) {
-        for (const message of lane) if ((await ingestor.ingest(message.value!.toString('utf8'), 'kafka')).status === 'rejected') rejected += 1;
+        for (const message of lane)
+          if ((await ingestor.ingest(message.value!.toString('utf8'), 'kafka')).status === 'rejected') rejected += 1;
       }
     }),
   );
   return rejected;
 }
 
-async function measure(name: string, base: EventLog, roundTrip: boolean, mode: 'per message' | 'batch'): Promise<Figure> {
+async function measure(
+  name: string,
+  base: EventLog,
+  roundTrip: boolean,
+  mode: 'per message' | 'batch',
+): Promise<Figure> {
   const { log, calls } = counted(base, roundTrip);
   const ingestor = createIngestor(log, { followerProvider: 'followerscope' });
   let rejected = 0;
@@ -126,7 +143,9 @@ export async function main(): Promise<void> {
     const row = (f: Figure, against: Figure) =>
       `${f.name.padEnd(24)} ${String(f.messages).padStart(6)} messages  ${Math.round(f.perSecond).toLocaleString('en-US').padStart(8)}/s  ` +
       `${String(f.logCalls).padStart(5)} event-log calls  ratio to per message ${(f.perSecond / against.perSecond).toFixed(3)}`;
-    console.log(`Kafka batch handler, messages/s (${MESSAGES} vote.cast messages over ${KEYS} keys, one batch; per message = 16 keys at a time)`);
+    console.log(
+      `Kafka batch handler, messages/s (${MESSAGES} vote.cast messages over ${KEYS} keys, one batch; per message = 16 keys at a time)`,
+    );
     console.log(row(baseline, baseline));
     console.log(row(batched, baseline));
     console.log(row(roundTripBaseline, roundTripBaseline));

@@ -81,7 +81,9 @@ export async function main(sizes = DEFAULT_SIZES): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-bench-kafka-ingest-'));
   const broker = await startKafkaBroker({ quickStart: false });
   try {
-    console.log(`Kafka ingest from a real broker (Kafka ${broker.version}, ${PARTITIONS} partitions), messages/s from the first message to the last`);
+    console.log(
+      `Kafka ingest from a real broker (Kafka ${broker.version}, ${PARTITIONS} partitions), messages/s from the first message to the last`,
+    );
     for (const size of sizes) {
       const topic = `bench-${size}`;
       await broker.createTopics([{ topic, partitions: PARTITIONS }]);
@@ -91,7 +93,9 @@ export async function main(sizes = DEFAULT_SIZES): Promise<void> {
       const row = (name: string, f: Figure) =>
         `${name.padEnd(34)} ${String(f.messages).padStart(7)} messages  ${f.seconds.toFixed(2).padStart(7)} s  ${Math.round(f.perSecond).toLocaleString('en-US').padStart(9)}/s`;
       console.log(row('raw kafkajs consumer (baseline)', raw));
-      console.log(`${row('service ingest (embedded log)', ingest)}  ratio ${(ingest.perSecond / raw.perSecond).toFixed(3)} (goal >= 0.5)`);
+      console.log(
+        `${row('service ingest (embedded log)', ingest)}  ratio ${(ingest.perSecond / raw.perSecond).toFixed(3)} (goal >= 0.5)`,
+      );
     }
   } finally {
     await broker.stop();
@@ -100,6 +104,9 @@ export async function main(sizes = DEFAULT_SIZES): Promise<void> {
 }
 
 if (import.meta.main) {
-  const sizes = process.argv.slice(2).map(Number).filter((n) => Number.isInteger(n) && n > 0);
+  const sizes = process.argv
+    .slice(2)
+    .map(Number)
+    .filter((n) => Number.isInteger(n) && n > 0);
   await main(sizes.length > 0 ? sizes : DEFAULT_SIZES);
 }

@@ -33,7 +33,8 @@ process.on('message', (message: Command) => {
         res.on('end', () => {
           pollAnswers.push(now());
           const parsed = JSON.parse(body) as { cursor?: string; projects?: unknown[] };
-          if (res.statusCode !== 200 || !parsed.projects || parsed.projects.length === 0) process.send?.({ error: `long-poll answered ${res.statusCode} ${body.slice(0, 200)}` });
+          if (res.statusCode !== 200 || !parsed.projects || parsed.projects.length === 0)
+            process.send?.({ error: `long-poll answered ${res.statusCode} ${body.slice(0, 200)}` });
           if (parsed.cursor) lastCursor = parsed.cursor;
         });
       });

@@ -30,7 +30,9 @@ const now = () => performance.timeOrigin + performance.now();
 type Collected = { pollAnswers: number[]; streamEvents: number[]; cursor: string };
 
 function clients(): { send(message: object): Promise<unknown>; collect(): Promise<Collected>; stop(): void } {
-  const child: ChildProcess = fork(join(import.meta.dirname, 'live-clients.ts'), { execArgv: ['--disable-warning=ExperimentalWarning'] });
+  const child: ChildProcess = fork(join(import.meta.dirname, 'live-clients.ts'), {
+    execArgv: ['--disable-warning=ExperimentalWarning'],
+  });
   let pending: ((value: unknown) => void) | null = null;
   child.on('message', (message: { error?: string }) => {
     if (message.error) {
@@ -72,7 +74,11 @@ async function idleCpu(ms: number): Promise<number> {
 
 export async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-live-bench-'));
-  const parsed = parseConfig({ PULSEBOARD_DATA_DIR: dir, PULSEBOARD_RATE_LIMIT: '1000000000', PULSEBOARD_LOG_LEVEL: 'silent' });
+  const parsed = parseConfig({
+    PULSEBOARD_DATA_DIR: dir,
+    PULSEBOARD_RATE_LIMIT: '1000000000',
+    PULSEBOARD_LOG_LEVEL: 'silent',
+  });
   if (!parsed.ok) throw new Error(parsed.reason);
   const stores: Stores = await openStores(parsed.config);
   const limiter = createRateLimiter(parsed.config);
@@ -90,7 +96,14 @@ export async function main(): Promise<void> {
     const commit = async () => {
       const projectId = `live-${written++}`;
       const type = 'project.sighted';
-      await stores.log.append(`project-${projectId}`, [{ id: sourceEventId(type, projectId), type, data: { projectId, at: new Date().toISOString(), fol: written }, metadata: {} }]);
+      await stores.log.append(`project-${projectId}`, [
+        {
+          id: sourceEventId(type, projectId),
+          type,
+          data: { projectId, at: new Date().toISOString(), fol: written },
+          metadata: {},
+        },
+      ]);
       await stores.catchUp();
     };
     for (let n = 0; n < 1_000; n++) await commit();
@@ -129,7 +142,10 @@ export async function main(): Promise<void> {
 
     const streams = STREAM_KEYS * STREAMS_PER_KEY;
     await load.send({ cmd: 'streams', base, keys: streamKeys, perKey: STREAMS_PER_KEY });
-    await until(() => services.changes.openCount() === streams && services.commits.waiting() === streams, `${streams} open streams`);
+    await until(
+      () => services.changes.openCount() === streams && services.commits.waiting() === streams,
+      `${streams} open streams`,
+    );
     const loaded: number[] = [];
     const loadedCpu: number[] = [];
     for (let n = 0; n < ROUNDS; n++) {
@@ -143,13 +159,18 @@ export async function main(): Promise<void> {
     const cpu1 = median(loadedCpu);
     const gap1 = median(single);
     const gapN = median(loaded);
-    const line = (label: string, value: string, ratio: number) => process.stdout.write(`${label.padEnd(58)} ${value.padStart(12)}  ${ratio.toFixed(2).padStart(7)}×\n`);
-    process.stdout.write(`live changes on one process: ${POLLS} idle long-polls + ${streams} change streams (median of ${ROUNDS} rounds; idle windows ${IDLE_MS} ms)\n`);
+    const line = (label: string, value: string, ratio: number) =>
+      process.stdout.write(`${label.padEnd(58)} ${value.padStart(12)}  ${ratio.toFixed(2).padStart(7)}×\n`);
+    process.stdout.write(
+      `live changes on one process: ${POLLS} idle long-polls + ${streams} change streams (median of ${ROUNDS} rounds; idle windows ${IDLE_MS} ms)\n`,
+    );
     line('server CPU while idle, no waiter (baseline)', `${cpu0.toFixed(2)} ms/s`, 1);
     line(`server CPU while idle, ${POLLS} long-polls + ${streams} streams`, `${cpu1.toFixed(2)} ms/s`, cpu1 / cpu0);
     line('commit → answer, 1 long-poll (baseline)', `${gap1.toFixed(1)} ms`, 1);
     line(`commit → last of ${POLLS} long-polls + ${streams} stream events`, `${gapN.toFixed(1)} ms`, gapN / gap1);
-    process.stdout.write(`(checkpoint reads by the commit watch over the whole run: ${checkpointReads}; rounds, single: ${single.map((v) => v.toFixed(1)).join(' ')}; loaded: ${loaded.map((v) => v.toFixed(1)).join(' ')})\n`);
+    process.stdout.write(
+      `(checkpoint reads by the commit watch over the whole run: ${checkpointReads}; rounds, single: ${single.map((v) => v.toFixed(1)).join(' ')}; loaded: ${loaded.map((v) => v.toFixed(1)).join(' ')})\n`,
+    );
   } finally {
     load.stop();
     await app.close();

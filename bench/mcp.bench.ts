@@ -28,7 +28,12 @@ const CONNECTIONS = 10;
 const SIZES = (process.env.BENCH_MCP_SIZES ?? '1000,10000').split(',').map(Number);
 
 type Target = { label: string; method?: 'GET' | 'POST'; path: string; headers?: Record<string, string>; body?: string };
-type AutocannonResult = { requests: { average: number; total: number }; non2xx: number; errors: number; timeouts: number };
+type AutocannonResult = {
+  requests: { average: number; total: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+};
 
 const AUTOCANNON = fileURLToPath(import.meta.resolve('autocannon'));
 
@@ -45,7 +50,11 @@ function autocannon(url: string, target: Target, duration: number): Promise<Auto
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out) as AutocannonResult) : reject(new Error(`autocannon exited ${code}: ${err}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(JSON.parse(out) as AutocannonResult)
+        : reject(new Error(`autocannon exited ${code}: ${err}`)),
+    );
   });
 }
 
@@ -98,7 +107,12 @@ async function benchSize(projects: number): Promise<void> {
     // researcher_answers is open to allowlisted owners only.
     await changeOwner(stores, 'bench', 'allow');
     const auth = { authorization: `Bearer ${key}` };
-    const legacyHeaders = { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+    const legacyHeaders = {
+      ...auth,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+    };
     const modernHeaders = (method: string, name?: string) => ({
       ...auth,
       'content-type': 'application/json',
@@ -108,23 +122,48 @@ async function benchSize(projects: number): Promise<void> {
       ...(name === undefined ? {} : { 'mcp-name': name }),
     });
     const call = (name: string, args: Record<string, unknown>, modern = false) =>
-      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, ...(modern ? { _meta: MODERN_META } : {}) } });
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name, arguments: args, ...(modern ? { _meta: MODERN_META } : {}) },
+      });
     const rpc = async (body: string, headers: Record<string, string>) => {
-      const res = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...headers, 'accept-encoding': 'identity' }, body });
+      const res = await fetch(`${base}/mcp`, {
+        method: 'POST',
+        headers: { ...headers, 'accept-encoding': 'identity' },
+        body,
+      });
       return messageOf(await res.text(), res.headers.get('content-type'));
     };
 
-    const first = (await (await fetch(`${base}/v1/projects?page=1`, { headers: auth })).json()) as { projects: { id: string }[] };
+    const first = (await (await fetch(`${base}/v1/projects?page=1`, { headers: auth })).json()) as {
+      projects: { id: string }[];
+    };
     const id = first.projects[0]!.id;
     // The bodies must be the same before their rates are compared.
-    const restBody = await (await fetch(`${base}/v1/projects/${id}`, { headers: { ...auth, 'accept-encoding': 'identity' } })).text();
+    const restBody = await (
+      await fetch(`${base}/v1/projects/${id}`, { headers: { ...auth, 'accept-encoding': 'identity' } })
+    ).text();
     for (const modern of [false, true]) {
-      const answer = await rpc(call('get_project', { handle: id }, modern), modern ? modernHeaders('tools/call', 'get_project') : legacyHeaders);
-      if (answer.result?.content?.[0]?.text !== restBody) throw new Error(`get_project (${modern ? '2026-07-28' : '2025-11-25'}) and its REST twin answered different bodies`);
+      const answer = await rpc(
+        call('get_project', { handle: id }, modern),
+        modern ? modernHeaders('tools/call', 'get_project') : legacyHeaders,
+      );
+      if (answer.result?.content?.[0]?.text !== restBody)
+        throw new Error(
+          `get_project (${modern ? '2026-07-28' : '2025-11-25'}) and its REST twin answered different bodies`,
+        );
     }
 
     const rest: Target = { label: 'REST GET /v1/projects/{id}', path: `/v1/projects/${id}`, headers: auth };
-    const legacy: Target = { label: 'MCP 2025-11-25 get_project', method: 'POST', path: '/mcp', headers: legacyHeaders, body: call('get_project', { handle: id }) };
+    const legacy: Target = {
+      label: 'MCP 2025-11-25 get_project',
+      method: 'POST',
+      path: '/mcp',
+      headers: legacyHeaders,
+      body: call('get_project', { handle: id }),
+    };
     const modern: Target = {
       label: 'MCP 2026-07-28 get_project',
       method: 'POST',
@@ -132,14 +171,30 @@ async function benchSize(projects: number): Promise<void> {
       headers: modernHeaders('tools/call', 'get_project'),
       body: call('get_project', { handle: id }, true),
     };
-    process.stdout.write(`\n${projects} projects: ${CONNECTIONS} connections, ${DURATION_SECONDS} s per measurement after a 1 s warm-up, ${ROUNDS} rounds\n`);
+    process.stdout.write(
+      `\n${projects} projects: ${CONNECTIONS} connections, ${DURATION_SECONDS} s per measurement after a 1 s warm-up, ${ROUNDS} rounds\n`,
+    );
     const loadsStarted = cpuTimes();
-    const rounds: { rest: number; legacy: number; modern: number; restCpu: number; legacyCpu: number; modernCpu: number }[] = [];
+    const rounds: {
+      rest: number;
+      legacy: number;
+      modern: number;
+      restCpu: number;
+      legacyCpu: number;
+      modernCpu: number;
+    }[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const r = await measure(base, rest);
       const l = await measure(base, legacy);
       const m = await measure(base, modern);
-      rounds.push({ rest: r.perSecond, legacy: l.perSecond, modern: m.perSecond, restCpu: r.cpuMicros, legacyCpu: l.cpuMicros, modernCpu: m.cpuMicros });
+      rounds.push({
+        rest: r.perSecond,
+        legacy: l.perSecond,
+        modern: m.perSecond,
+        restCpu: r.cpuMicros,
+        legacyCpu: l.cpuMicros,
+        modernCpu: m.cpuMicros,
+      });
       process.stdout.write(
         `  round ${round}: REST ${r.perSecond.toFixed(0)} req/s (${r.cpuMicros.toFixed(0)} µs CPU/req), ` +
           `MCP 2025 ${l.perSecond.toFixed(0)} (${l.cpuMicros.toFixed(0)} µs), MCP 2026 ${m.perSecond.toFixed(0)} (${m.cpuMicros.toFixed(0)} µs); ` +
@@ -147,8 +202,12 @@ async function benchSize(projects: number): Promise<void> {
       );
     }
     const ratio = (pick: (r: (typeof rounds)[number]) => number) => median(rounds.map(pick)).toFixed(3);
-    process.stdout.write(`  get_project / REST twin, req/s, median: 2025-11-25 ${ratio((r) => r.legacy / r.rest)}, 2026-07-28 ${ratio((r) => r.modern / r.rest)} (goal >= 0.5)\n`);
-    process.stdout.write(`  REST CPU/req / MCP CPU/req, median: 2025-11-25 ${ratio((r) => r.restCpu / r.legacyCpu)}, 2026-07-28 ${ratio((r) => r.restCpu / r.modernCpu)}\n`);
+    process.stdout.write(
+      `  get_project / REST twin, req/s, median: 2025-11-25 ${ratio((r) => r.legacy / r.rest)}, 2026-07-28 ${ratio((r) => r.modern / r.rest)} (goal >= 0.5)\n`,
+    );
+    process.stdout.write(
+      `  REST CPU/req / MCP CPU/req, median: 2025-11-25 ${ratio((r) => r.restCpu / r.legacyCpu)}, 2026-07-28 ${ratio((r) => r.restCpu / r.modernCpu)}\n`,
+    );
     process.stdout.write(`  (${stolenSince(loadsStarted)}, over the rounds)\n`);
 
     // What an agent pays in context.
@@ -156,17 +215,21 @@ async function benchSize(projects: number): Promise<void> {
     process.stdout.write(`  tools/list: ${Buffer.byteLength(JSON.stringify(list))} bytes (goal <= 30 KB)\n`);
     const textOf = async (name: string, args: Record<string, unknown>): Promise<{ bytes: number; result: any }> => {
       const answer = await rpc(call(name, args), legacyHeaders);
-      if (answer.result === undefined || answer.result.isError) throw new Error(`${name} ${JSON.stringify(args)}: ${JSON.stringify(answer).slice(0, 300)}`);
+      if (answer.result === undefined || answer.result.isError)
+        throw new Error(`${name} ${JSON.stringify(args)}: ${JSON.stringify(answer).slice(0, 300)}`);
       return { bytes: Buffer.byteLength(answer.result.content[0].text), result: answer.result.structuredContent };
     };
     const largest = new Map<string, number>();
     const keep = (label: string, bytes: number) => largest.set(label, Math.max(largest.get(label) ?? 0, bytes));
     // Every default page of the archive (board and delta), full and summary, and the largest single project.
     let biggestProject = { id, bytes: 0 };
-    for (let cursor: string | undefined, more = true; more; ) {
+    for (let cursor: string | undefined, more = true; more;) {
       const page = await textOf('sync_projects', cursor === undefined ? {} : { cursor });
       keep('sync_projects {}', page.bytes);
-      const summary = await textOf('sync_projects', cursor === undefined ? { view: 'summary' } : { cursor, view: 'summary' });
+      const summary = await textOf(
+        'sync_projects',
+        cursor === undefined ? { view: 'summary' } : { cursor, view: 'summary' },
+      );
       keep('sync_projects {view: summary}', summary.bytes);
       for (const project of page.result.projects as { id: string }[]) {
         const size = Buffer.byteLength(JSON.stringify(project));
@@ -180,12 +243,15 @@ async function benchSize(projects: number): Promise<void> {
       keep('list_projects {}', (await textOf('list_projects', { page })).bytes);
       keep('list_projects {view: summary}', (await textOf('list_projects', { page, view: 'summary' })).bytes);
     }
-    keep('get_project (largest)', (await textOf('get_project', { handle: biggestProject.id, include: 'context' })).bytes);
+    keep(
+      'get_project (largest)',
+      (await textOf('get_project', { handle: biggestProject.id, include: 'context' })).bytes,
+    );
     keep('search_projects (largest)', (await textOf('search_projects', { q: biggestProject.id })).bytes);
     keep('researcher_answers (largest)', (await textOf('researcher_answers', { handle: biggestProject.id })).bytes);
     keep('get_pulse {}', (await textOf('get_pulse', {})).bytes);
     let biggestCall = { id: '', bytes: 0 };
-    for (let next: string | null | undefined; next !== null; ) {
+    for (let next: string | null | undefined; next !== null;) {
       const page = await textOf('list_calltracker_calls', next === undefined ? {} : { cursor: next });
       keep('list_calltracker_calls {}', page.bytes);
       for (const c of page.result.calls as { id: string }[]) {
@@ -194,9 +260,15 @@ async function benchSize(projects: number): Promise<void> {
       }
       next = page.result.next as string | null;
     }
-    if (biggestCall.id !== '') keep('get_calltracker_call (largest)', (await textOf('get_calltracker_call', { id: biggestCall.id })).bytes);
-    process.stdout.write('  tool text at defaults, the largest over the data set (tokens = bytes / 4; goal < 25,000):\n');
-    for (const [label, bytes] of largest) process.stdout.write(`    ${label.padEnd(34)} ${String(bytes).padStart(8)} bytes  ${String(tokens(bytes)).padStart(6)} tokens\n`);
+    if (biggestCall.id !== '')
+      keep('get_calltracker_call (largest)', (await textOf('get_calltracker_call', { id: biggestCall.id })).bytes);
+    process.stdout.write(
+      '  tool text at defaults, the largest over the data set (tokens = bytes / 4; goal < 25,000):\n',
+    );
+    for (const [label, bytes] of largest)
+      process.stdout.write(
+        `    ${label.padEnd(34)} ${String(bytes).padStart(8)} bytes  ${String(tokens(bytes)).padStart(6)} tokens\n`,
+      );
     for (const tool of ['list_projects', 'sync_projects']) {
       const full = largest.get(`${tool} {}`)!;
       const summary = largest.get(`${tool} {view: summary}`)!;
@@ -211,7 +283,9 @@ async function benchSize(projects: number): Promise<void> {
 }
 
 export async function main(): Promise<void> {
-  process.stdout.write('Measured on a shared machine: the absolute rates move with the other load; the ratios are of the same run.\n');
+  process.stdout.write(
+    'Measured on a shared machine: the absolute rates move with the other load; the ratios are of the same run.\n',
+  );
   for (const projects of SIZES) await benchSize(projects);
 }
 

@@ -37,9 +37,13 @@ async function timed(work: () => Promise<void>): Promise<number> {
 /** The command itself, in a process of its own, as a user runs it. */
 function mirrorCommand(url: string, key: string, to: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, 'mirror', '--url', url, '--key', key, '--to', to, '--once'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--disable-warning=ExperimentalWarning', CLI, 'mirror', '--url', url, '--key', key, '--to', to, '--once'],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`mirror exited ${code}: ${stderr}`))));
@@ -92,12 +96,17 @@ async function measure(projects: number, postgresDown: string | null): Promise<v
   try {
     const rows: MirrorRow[] = [];
     const walkMs = await timed(async () => {
-      for await (const step of createClient({ baseUrl: url, key }).projects.changes({ since: '1970-01-01T00:00:00Z', limit: 100 })) {
+      for await (const step of createClient({ baseUrl: url, key }).projects.changes({
+        since: '1970-01-01T00:00:00Z',
+        limit: 100,
+      })) {
         if (!step.ok) throw new Error(`walk failed: ${step.error.message}`);
         for (const project of step.page.projects) rows.push({ id: project.id, json: JSON.stringify(project) });
       }
     });
-    process.stdout.write(`mirror ${projects}: delta walk alone (client, 100 a page): ${seconds(walkMs)}, ${perSecond(rows.length, walkMs)}\n`);
+    process.stdout.write(
+      `mirror ${projects}: delta walk alone (client, 100 a page): ${seconds(walkMs)}, ${perSecond(rows.length, walkMs)}\n`,
+    );
 
     const report = (store: string, mirrorMs: number, directMs: number) =>
       process.stdout.write(
@@ -113,7 +122,9 @@ async function measure(projects: number, postgresDown: string | null): Promise<v
     report('SQLite', mirrorSqliteMs, directSqliteMs);
 
     if (postgresDown !== null) {
-      process.stdout.write(`mirror ${projects} into PostgreSQL: not measured, none answers at ${POSTGRES} (${postgresDown})\n`);
+      process.stdout.write(
+        `mirror ${projects} into PostgreSQL: not measured, none answers at ${POSTGRES} (${postgresDown})\n`,
+      );
       return;
     }
     const forMirror = await scratch();

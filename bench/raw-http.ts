@@ -46,7 +46,8 @@ export function connectRawHttp(port: number): Promise<RawHttpClient> {
       at = end + HEAD_END.length;
       const statusLine = /^HTTP\/1\.1 (\d{3}) /.exec(head);
       const contentLength = /\r\ncontent-length: *(\d+)/i.exec(head);
-      if (!statusLine || !contentLength) throw new Error(`a response the raw client cannot read: ${head.split('\r\n')[0]}`);
+      if (!statusLine || !contentLength)
+        throw new Error(`a response the raw client cannot read: ${head.split('\r\n')[0]}`);
       status = Number(statusLine[1]);
       length = Number(contentLength[1]);
       if (body.length < length) body = Buffer.allocUnsafe(length * 2);

@@ -34,7 +34,14 @@ export async function main(): Promise<void> {
     const stores = await openStores(parsed.config);
     const ingestor = createIngestor(stores.log, { followerProvider: parsed.config.PULSEBOARD_FOLLOWER_PROVIDER });
     let messages = 0;
-    const options = { projects: 2000, seed: 5, calls: 500, days: 30, hotContractCalls: 0, followerProvider: parsed.config.PULSEBOARD_FOLLOWER_PROVIDER };
+    const options = {
+      projects: 2000,
+      seed: 5,
+      calls: 500,
+      days: 30,
+      hotContractCalls: 0,
+      followerProvider: parsed.config.PULSEBOARD_FOLLOWER_PROVIDER,
+    };
     for (const line of generateLines(options)) {
       await ingestor.ingest(line, 'ndjson');
       messages += 1;
@@ -54,9 +61,15 @@ export async function main(): Promise<void> {
     const baseline = await rate('baseline: GET /healthz', () => app.inject({ method: 'GET', url: '/healthz' }));
     const board = await rate('GET /v1/projects (page 1, 50 projects)', get('/v1/projects'));
     const boardDeep = await rate('GET /v1/projects?page=30', get('/v1/projects?page=30'));
-    const delta = await rate('GET /v1/projects?since=…&limit=100', get('/v1/projects?since=2000-01-01T00:00:00Z&limit=100'));
+    const delta = await rate(
+      'GET /v1/projects?since=…&limit=100',
+      get('/v1/projects?since=2000-01-01T00:00:00Z&limit=100'),
+    );
     const one = await rate('GET /v1/projects/{id}', get('/v1/projects/prj-s5-000042'));
-    const context = await rate('GET /v1/projects/{id}?include=context', get('/v1/projects/prj-s5-000042?include=context'));
+    const context = await rate(
+      'GET /v1/projects/{id}?include=context',
+      get('/v1/projects/prj-s5-000042?include=context'),
+    );
     process.stdout.write('\nratios to the baseline (1.000 = as fast as /healthz):\n');
     for (const [label, value] of Object.entries({ board, boardDeep, delta, one, context })) {
       process.stdout.write(`  ${label.padEnd(12)} ${(value / baseline).toFixed(3)}\n`);

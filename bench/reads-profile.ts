@@ -15,7 +15,11 @@ import { createInterface } from 'node:readline';
 type LoadResult = { requests: { average: number } };
 const autocannon = createRequire(import.meta.url)('autocannon') as (options: object) => Promise<LoadResult>;
 
-type ProfileNode = { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] };
+type ProfileNode = {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+};
 type Profile = { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
 
 const [dataDir, path, secondsArg, topArg] = process.argv.slice(2);
@@ -28,10 +32,21 @@ const top = Number(topArg ?? '25');
 const key = readFileSync(join(dataDir, 'bench-key.txt'), 'utf8').trim();
 const profDir = mkdtempSync(join(tmpdir(), 'pulseboard-prof-'));
 
-const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--cpu-prof', `--cpu-prof-dir=${profDir}`, join(import.meta.dirname, 'reads-server.ts'), 'app', dataDir], {
-  // stdin a pipe: the server ends with it (see reads-server.ts).
-  stdio: ['pipe', 'pipe', 'inherit'],
-});
+const child = spawn(
+  process.execPath,
+  [
+    '--disable-warning=ExperimentalWarning',
+    '--cpu-prof',
+    `--cpu-prof-dir=${profDir}`,
+    join(import.meta.dirname, 'reads-server.ts'),
+    'app',
+    dataDir,
+  ],
+  {
+    // stdin a pipe: the server ends with it (see reads-server.ts).
+    stdio: ['pipe', 'pipe', 'inherit'],
+  },
+);
 const port = await new Promise<number>((resolve, reject) => {
   child.once('exit', (code) => reject(new Error(`server exited (${code})`)));
   createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -50,7 +65,10 @@ if (path === 'mirror') {
     const bytes = Buffer.from(await (await fetch(next, { headers })).arrayBuffer()).toString('utf8', 0);
     const match = /"cursor":"([A-Za-z0-9_-]+)","hasMore":(true|false)/.exec(bytes.slice(-1024));
     pages += 1;
-    next = match && match[2] === 'true' ? `http://127.0.0.1:${port}/v1/projects?cursor=${match[1]}&limit=100` : `http://127.0.0.1:${port}/v1/projects?since=1970-01-01T00:00:00Z&limit=100&has_dossier=${pages % 2 === 0}`;
+    next =
+      match && match[2] === 'true'
+        ? `http://127.0.0.1:${port}/v1/projects?cursor=${match[1]}&limit=100`
+        : `http://127.0.0.1:${port}/v1/projects?since=1970-01-01T00:00:00Z&limit=100&has_dossier=${pages % 2 === 0}`;
   }
   process.stdout.write(`mirror: ${(pages / seconds).toFixed(0)} pages/s under the profiler\n`);
 } else {
@@ -80,7 +98,12 @@ profile.samples.forEach((id, i) => {
   total += dt;
 });
 const idle = [...self.entries()].filter(([label]) => label.startsWith('(idle)')).reduce((a, [, v]) => a + v, 0);
-process.stdout.write(`busy ${(((total - idle) / total) * 100).toFixed(1)} % of ${(total / 1e6).toFixed(1)} s; self time, % of busy:\n`);
-for (const [label, us] of [...self.entries()].filter(([l]) => !l.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, top)) {
+process.stdout.write(
+  `busy ${(((total - idle) / total) * 100).toFixed(1)} % of ${(total / 1e6).toFixed(1)} s; self time, % of busy:\n`,
+);
+for (const [label, us] of [...self.entries()]
+  .filter(([l]) => !l.startsWith('(idle)'))
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, top)) {
   process.stdout.write(`${((us / (total - idle)) * 100).toFixed(1).padStart(5)} %  ${label}\n`);
 }

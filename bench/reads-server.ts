@@ -17,7 +17,13 @@ import { openStores } from '../service/stores.ts';
 import { benchConfig } from './dataset.ts';
 
 /** A response the service sent, to be sent again by bare Fastify; `headers` when the baseline repeats its headers too. */
-export type RecordedBody = { method: 'GET' | 'POST'; url: string; contentType: string; body: string; headers?: Record<string, string> };
+export type RecordedBody = {
+  method: 'GET' | 'POST';
+  url: string;
+  contentType: string;
+  body: string;
+  headers?: Record<string, string>;
+};
 
 async function app(dataDir: string) {
   const config = benchConfig(dataDir);
@@ -39,7 +45,7 @@ function recordedBodies(file: string): RecordedBody[] {
   if (!file.endsWith('.ndjson')) return JSON.parse(readFileSync(file, 'utf8')) as RecordedBody[];
   const data = readFileSync(file);
   const out: RecordedBody[] = [];
-  for (let at = 0; at < data.length; ) {
+  for (let at = 0; at < data.length;) {
     const end = data.indexOf(10, at);
     const stop = end === -1 ? data.length : end;
     if (stop > at) out.push(JSON.parse(data.toString('utf8', at, stop)) as RecordedBody);
@@ -50,7 +56,9 @@ function recordedBodies(file: string): RecordedBody[] {
 
 function bare(bodiesFile: string) {
   // Sent as bytes: a text with one character past Latin-1 would be encoded again on every send, which the service does not do.
-  const bodies = new Map(recordedBodies(bodiesFile).map((b) => [`${b.method} ${b.url}`, { ...b, bytes: Buffer.from(b.body, 'utf8') }]));
+  const bodies = new Map(
+    recordedBodies(bodiesFile).map((b) => [`${b.method} ${b.url}`, { ...b, bytes: Buffer.from(b.body, 'utf8') }]),
+  );
   const server = Fastify({ logger: false });
   server.route({
     method: ['GET', 'POST'],

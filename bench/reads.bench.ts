@@ -37,8 +37,21 @@ import { replayable, startServer, type Server } from './servers.ts';
 import { median } from './median.ts';
 import { cpuTimes, stolenSince } from './steal.ts';
 
-type LoadResult = { requests: { average: number; total: number }; latency: { p99: number }; non2xx: number; errors: number; timeouts: number };
-type LoadOptions = { url: string; connections: number; duration: number; method?: string; headers?: Record<string, string>; body?: string };
+type LoadResult = {
+  requests: { average: number; total: number };
+  latency: { p99: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+};
+type LoadOptions = {
+  url: string;
+  connections: number;
+  duration: number;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+};
 const autocannon = createRequire(import.meta.url)('autocannon') as (options: LoadOptions) => Promise<LoadResult>;
 
 const LOAD_SECONDS = Number(process.env.PULSEBOARD_BENCH_SECONDS ?? '2');
@@ -117,16 +130,31 @@ export async function benchKey(dir: string): Promise<string> {
   }
 }
 
-async function load(port: number, path: string, extra: Omit<LoadOptions, 'url' | 'connections' | 'duration'> = {}): Promise<LoadResult> {
-  const result = await autocannon({ url: `http://127.0.0.1:${port}${path}`, connections: CONNECTIONS, duration: LOAD_SECONDS, ...extra });
+async function load(
+  port: number,
+  path: string,
+  extra: Omit<LoadOptions, 'url' | 'connections' | 'duration'> = {},
+): Promise<LoadResult> {
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}${path}`,
+    connections: CONNECTIONS,
+    duration: LOAD_SECONDS,
+    ...extra,
+  });
   if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
-    throw new Error(`${path}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts under load`);
+    throw new Error(
+      `${path}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts under load`,
+    );
   }
   return result;
 }
 
 /** A load with the server's CPU a request over it (µs of the server process alone; NaN where /proc cannot say). */
-async function loadOn(server: Server, path: string, extra: Omit<LoadOptions, 'url' | 'connections' | 'duration'> = {}): Promise<{ result: LoadResult; cpuUs: number }> {
+async function loadOn(
+  server: Server,
+  path: string,
+  extra: Omit<LoadOptions, 'url' | 'connections' | 'duration'> = {},
+): Promise<{ result: LoadResult; cpuUs: number }> {
   const before = processCpuMicros(server.pid);
   const result = await load(server.port, path, extra);
   const after = processCpuMicros(server.pid);
@@ -223,7 +251,9 @@ async function mirror(
       if (!envelope) throw new Error(`mirror page ${pages.length + 1}: no delta envelope at the end of the page`);
       cursor = envelope[1]!;
       hasMore = envelope[2] === 'true';
-      rows += hasMore ? Number(envelope[3]) : (JSON.parse(bytes.toString('utf8')) as { projects: unknown[] }).projects.length;
+      rows += hasMore
+        ? Number(envelope[3])
+        : (JSON.parse(bytes.toString('utf8')) as { projects: unknown[] }).projects.length;
       // The raw client's body is a view of a buffer it reuses: a copy is kept.
       record?.push({ url: path, bytes: raw ? Buffer.from(bytes) : bytes });
     }
@@ -265,7 +295,10 @@ function selectAll(dir: string): { seconds: number; rows: number } {
  */
 function pagesAround(pages: readonly number[], depth: number): number {
   const width = Math.max(5, Math.round(pages.length * 0.05));
-  const from = Math.min(Math.max(0, Math.round(pages.length * depth) - Math.floor(width / 2)), Math.max(0, pages.length - width));
+  const from = Math.min(
+    Math.max(0, Math.round(pages.length * depth) - Math.floor(width / 2)),
+    Math.max(0, pages.length - width),
+  );
   const window = pages.slice(from, from + width).sort((a, b) => a - b);
   return window[Math.floor(window.length / 2)]!;
 }
@@ -274,7 +307,11 @@ function pagesAround(pages: readonly number[], depth: number): number {
  * Board pages by number, each read once through the raw client: every read is a page's first (no
  * kept body answers it), as the first read of a page after a commit is. Times in ms, one a page.
  */
-async function boardPagesOnce(port: number, headers: Record<string, string>, pages: readonly number[]): Promise<number[]> {
+async function boardPagesOnce(
+  port: number,
+  headers: Record<string, string>,
+  pages: readonly number[],
+): Promise<number[]> {
   const raw = await connectRawHttp(port);
   try {
     const times: number[] = [];
@@ -298,8 +335,14 @@ function middleWalkMs(dir: string): number {
   const db = openReadModels(dir);
   try {
     const facets = PUBLIC_PROJECT_FACETS.map(() => '?').join(',');
-    const total = (db.prepare(`SELECT COUNT(*) AS n FROM docs WHERE collection = ? AND facet IN (${facets})`).get(PROJECTS_COLLECTION, ...PUBLIC_PROJECT_FACETS) as { n: number }).n;
-    const walk = db.prepare(`SELECT rowid FROM docs WHERE collection = ? AND facet IN (${facets}) ORDER BY sort_key DESC, id DESC LIMIT 50 OFFSET ?`);
+    const total = (
+      db
+        .prepare(`SELECT COUNT(*) AS n FROM docs WHERE collection = ? AND facet IN (${facets})`)
+        .get(PROJECTS_COLLECTION, ...PUBLIC_PROJECT_FACETS) as { n: number }
+    ).n;
+    const walk = db.prepare(
+      `SELECT rowid FROM docs WHERE collection = ? AND facet IN (${facets}) ORDER BY sort_key DESC, id DESC LIMIT 50 OFFSET ?`,
+    );
     const times: number[] = [];
     for (let i = 0; i < 5; i++) {
       const t = process.hrtime.bigint();
@@ -351,7 +394,12 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     const pagesOut = openSync(pagesFile, 'w');
     try {
       for (const { url, bytes } of pagesServed) {
-        const page: RecordedBody = { method: 'GET', url, contentType: 'application/json; charset=utf-8', body: bytes.toString('utf8') };
+        const page: RecordedBody = {
+          method: 'GET',
+          url,
+          contentType: 'application/json; charset=utf-8',
+          body: bytes.toString('utf8'),
+        };
         writeSync(pagesOut, `${JSON.stringify(page)}\n`);
       }
     } finally {
@@ -370,23 +418,41 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     }
     const depth10Ms = pagesAround(walk.pages, 0.1);
     const depth90Ms = pagesAround(walk.pages, 0.9);
-    const versus = (w: { seconds: number }) => `${w.seconds.toFixed(2)} s; ratio ${(select.seconds / w.seconds).toFixed(3)}`;
-    out(`mirror: ${walk.rows} projects in ${walk.pages.length} pages, ${walk.seconds.toFixed(2)} s; one SELECT of the same rows ${select.seconds.toFixed(3)} s; ratio ${(select.seconds / walk.seconds).toFixed(3)}`);
-    out(`  (the same pages from bare Fastify, the same client: ${versus(bareWalk)}; the floor HTTP and the client set)`);
-    out(`  (mirror through node:http instead: ${versus(httpWalk)}, from bare Fastify ${versus(bareHttpWalk)}; through fetch: ${versus(fetchWalk)};`);
+    const versus = (w: { seconds: number }) =>
+      `${w.seconds.toFixed(2)} s; ratio ${(select.seconds / w.seconds).toFixed(3)}`;
+    out(
+      `mirror: ${walk.rows} projects in ${walk.pages.length} pages, ${walk.seconds.toFixed(2)} s; one SELECT of the same rows ${select.seconds.toFixed(3)} s; ratio ${(select.seconds / walk.seconds).toFixed(3)}`,
+    );
+    out(
+      `  (the same pages from bare Fastify, the same client: ${versus(bareWalk)}; the floor HTTP and the client set)`,
+    );
+    out(
+      `  (mirror through node:http instead: ${versus(httpWalk)}, from bare Fastify ${versus(bareHttpWalk)}; through fetch: ${versus(fetchWalk)};`,
+    );
     out(`   compressed as fetch asks by default and parsing every page with res.json(): ${versus(parsedWalk)})`);
     // Pages that took over 3x the walk's median, and their share of it: stalls (a process kept off the
     // CPU, a collection) that move the figure from run to run, told apart from the cost of a page.
     const medianPage = median(walk.pages);
     const stalled = walk.pages.filter((t) => t > 3 * medianPage);
-    out(`  (median page ${medianPage.toFixed(2)} ms; pages over 3x the median: ${stalled.length}, ${stalled.reduce((sum, t) => sum + t, 0).toFixed(0)} ms of the walk)`);
-    out(`median page time at 10 % depth ${depth10Ms.toFixed(2)} ms, at 90 % depth ${depth90Ms.toFixed(2)} ms; 90 %/10 % ${(depth90Ms / depth10Ms).toFixed(2)}x`);
+    out(
+      `  (median page ${medianPage.toFixed(2)} ms; pages over 3x the median: ${stalled.length}, ${stalled.reduce((sum, t) => sum + t, 0).toFixed(0)} ms of the walk)`,
+    );
+    out(
+      `median page time at 10 % depth ${depth10Ms.toFixed(2)} ms, at 90 % depth ${depth90Ms.toFixed(2)} ms; 90 %/10 % ${(depth90Ms / depth10Ms).toFixed(2)}x`,
+    );
 
-    const first = (await (await fetch(`http://127.0.0.1:${app.port}/v1/projects`, { headers })).json()) as { projects: { id: string }[]; totalPages: number };
-    const calls = (await (await fetch(`http://127.0.0.1:${app.port}/v1/calltracker/calls?limit=30`, { headers })).json()) as {
+    const first = (await (await fetch(`http://127.0.0.1:${app.port}/v1/projects`, { headers })).json()) as {
+      projects: { id: string }[];
+      totalPages: number;
+    };
+    const calls = (await (
+      await fetch(`http://127.0.0.1:${app.port}/v1/calltracker/calls?limit=30`, { headers })
+    ).json()) as {
       calls: { tokens: { contract: string }[] }[];
     };
-    const contract = calls.calls.flatMap((c) => c.tokens).find((t) => t.contract.startsWith('0x'))?.contract ?? calls.calls[0]!.tokens[0]!.contract;
+    const contract =
+      calls.calls.flatMap((c) => c.tokens).find((t) => t.contract.startsWith('0x'))?.contract ??
+      calls.calls[0]!.tokens[0]!.contract;
     const projectId = first.projects[0]!.id;
     const midCursor = walk.cursors[Math.floor(walk.cursors.length / 2)]!;
 
@@ -400,7 +466,9 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
       `board pages by number, each read once (a page's first read after a commit): pages 2-${pagesFrom(2).at(-1)} median ${frontPageMs.toFixed(2)} ms, ` +
         `pages ${middlePages[0]}-${middlePages.at(-1)} of ${first.totalPages} ${middlePageMs.toFixed(2)} ms; middle/front ${(middlePageMs / frontPageMs).toFixed(2)}x`,
     );
-    out(`  (the index walk alone to the middle page from the nearer end, raw SQLite, as a middle page was read before listing chunks: ${middleWalkMs(dir).toFixed(2)} ms)`);
+    out(
+      `  (the index walk alone to the middle page from the nearer end, raw SQLite, as a middle page was read before listing chunks: ${middleWalkMs(dir).toFixed(2)} ms)`,
+    );
     const targets: Record<string, string> = {
       'board page 1': '/v1/projects?page=1',
       [`board last page (${first.totalPages})`]: `/v1/projects?page=${first.totalPages}`,
@@ -414,8 +482,16 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     // asks): the body alone, and the body with the service's headers (request id, rate limit, ETag…).
     const recorded: RecordedBody[] = [];
     for (const path of Object.values(targets)) {
-      const res = await fetch(`http://127.0.0.1:${app.port}${path}`, { headers: { ...headers, 'accept-encoding': 'identity' } });
-      recorded.push({ method: 'GET', url: path, contentType: res.headers.get('content-type') ?? 'application/json', body: await res.text(), headers: replayable(res.headers) });
+      const res = await fetch(`http://127.0.0.1:${app.port}${path}`, {
+        headers: { ...headers, 'accept-encoding': 'identity' },
+      });
+      recorded.push({
+        method: 'GET',
+        url: path,
+        contentType: res.headers.get('content-type') ?? 'application/json',
+        body: await res.text(),
+        headers: replayable(res.headers),
+      });
     }
     const bodiesFile = join(work, 'bodies.json');
     writeFileSync(bodiesFile, JSON.stringify(recorded.map(({ headers: _, ...bodyOnly }) => bodyOnly)));
@@ -425,15 +501,28 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     const bareWithHeaders = await startServer(['bare', withHeadersFile]);
 
     // Warm-up, not counted: the first load otherwise pays for the JIT and the heap growing to its working size.
-    for (const path of Object.values(targets)) await autocannon({ url: `http://127.0.0.1:${app.port}${path}`, connections: CONNECTIONS, duration: 1, headers });
-    for (const server of [bare, bareWithHeaders]) await autocannon({ url: `http://127.0.0.1:${server.port}${targets['board page 1']!}`, connections: CONNECTIONS, duration: 1 });
+    for (const path of Object.values(targets))
+      await autocannon({ url: `http://127.0.0.1:${app.port}${path}`, connections: CONNECTIONS, duration: 1, headers });
+    for (const server of [bare, bareWithHeaders])
+      await autocannon({
+        url: `http://127.0.0.1:${server.port}${targets['board page 1']!}`,
+        connections: CONNECTIONS,
+        duration: 1,
+      });
 
     // Rounds, each loading the service and both baselines one after the other (the order reversed
     // every other round): a ratio is the median of its rounds' ratios, each taken from loads seconds
     // apart, so a slow spell of this shared machine moves one round, not the figure.
     const rps: Record<string, number> = {};
     const bareRps: Record<string, number> = {};
-    type Sample = { served: number; p99: number; bare: number; sameHeaders: number; servedCpu: number; bareCpu: number };
+    type Sample = {
+      served: number;
+      p99: number;
+      bare: number;
+      sameHeaders: number;
+      servedCpu: number;
+      bareCpu: number;
+    };
     const samples = new Map<string, Sample[]>(Object.keys(targets).map((label) => [label, []]));
     const loadsStarted = cpuTimes();
     try {
@@ -446,7 +535,11 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
           ];
           const results: { result: LoadResult; cpuUs: number }[] = [];
           for (const i of round % 2 === 0 ? [0, 1, 2] : [2, 1, 0]) results[i] = await loads[i]!();
-          const [served, baseline, sameHeaders] = results as [(typeof results)[0], (typeof results)[0], (typeof results)[0]];
+          const [served, baseline, sameHeaders] = results as [
+            (typeof results)[0],
+            (typeof results)[0],
+            (typeof results)[0],
+          ];
           samples.get(label)!.push({
             served: served.result.requests.average,
             p99: served.result.latency.p99,
@@ -461,7 +554,9 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
       await bare.stop();
       await bareWithHeaders.stop();
     }
-    out(`read (median of ${ROUNDS} rounds)                req/s  p99 ms bare req/s  ratio  +headers  ratio  (bytes)  ratio in each round`);
+    out(
+      `read (median of ${ROUNDS} rounds)                req/s  p99 ms bare req/s  ratio  +headers  ratio  (bytes)  ratio in each round`,
+    );
     for (const [label, path] of Object.entries(targets)) {
       const taken = samples.get(label)!;
       rps[label] = median(taken.map((t) => t.served));
@@ -469,10 +564,20 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
       const ratios = taken.map((t) => t.served / t.bare);
       const bytes = recorded.find((r) => r.url === path)!.body.length;
       out(
-        `${label.padEnd(36)} ${rps[label]!.toFixed(0).padStart(8)} ${median(taken.map((t) => t.p99)).toFixed(0).padStart(7)} ${bareRps[label]!.toFixed(0).padStart(10)} ${median(ratios).toFixed(3).padStart(6)} ${median(taken.map((t) => t.sameHeaders)).toFixed(0).padStart(9)} ${median(taken.map((t) => t.served / t.sameHeaders)).toFixed(3).padStart(6)}  (${bytes})  ${ratios.map((r) => r.toFixed(2)).join(' ')}`,
+        `${label.padEnd(36)} ${rps[label]!.toFixed(0).padStart(8)} ${median(taken.map((t) => t.p99))
+          .toFixed(0)
+          .padStart(7)} ${bareRps[label]!.toFixed(0).padStart(10)} ${median(ratios).toFixed(3).padStart(6)} ${median(
+          taken.map((t) => t.sameHeaders),
+        )
+          .toFixed(0)
+          .padStart(9)} ${median(taken.map((t) => t.served / t.sameHeaders))
+          .toFixed(3)
+          .padStart(6)}  (${bytes})  ${ratios.map((r) => r.toFixed(2)).join(' ')}`,
       );
     }
-    out('  (bare: the body alone, the goal\'s baseline; +headers: the body with the headers the service sent beside it)');
+    out(
+      "  (bare: the body alone, the goal's baseline; +headers: the body with the headers the service sent beside it)",
+    );
     // The same rounds' cost in the server alone: the load generator shares the machine, and how the
     // scheduler places it moves req/s (and its ratio) far more than the server's CPU a request.
     out(`server CPU a request (µs, median of ${ROUNDS} rounds)  service    bare  bare/service`);
@@ -480,17 +585,35 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
       const taken = samples.get(label)!;
       const servedCpu = median(taken.map((t) => t.servedCpu));
       const bareCpu = median(taken.map((t) => t.bareCpu));
-      out(`  ${label.padEnd(43)} ${servedCpu.toFixed(1).padStart(7)} ${bareCpu.toFixed(1).padStart(7)} ${(bareCpu / servedCpu).toFixed(3).padStart(8)}`);
+      out(
+        `  ${label.padEnd(43)} ${servedCpu.toFixed(1).padStart(7)} ${bareCpu.toFixed(1).padStart(7)} ${(bareCpu / servedCpu).toFixed(3).padStart(8)}`,
+      );
     }
     const lastLabel = Object.keys(targets)[1]!;
     out(`board last page vs page 1: ${(rps['board page 1']! / rps[lastLabel]!).toFixed(2)}x the time per request`);
 
     // MCP against its REST twin, in rounds the same way.
-    const rpcHeaders = { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-    const rpc = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_project', arguments: { handle: projectId } } });
+    const rpcHeaders = {
+      ...headers,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    };
+    const rpc = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'get_project', arguments: { handle: projectId } },
+    });
     // Warm-up, not counted, as every read above had: the first round's MCP load otherwise pays for
     // compiling the MCP path, which no earlier load ran (its REST twin was warmed with the reads).
-    await autocannon({ url: `http://127.0.0.1:${app.port}/mcp`, connections: CONNECTIONS, duration: 1, method: 'POST', headers: rpcHeaders, body: rpc });
+    await autocannon({
+      url: `http://127.0.0.1:${app.port}/mcp`,
+      connections: CONNECTIONS,
+      duration: 1,
+      method: 'POST',
+      headers: rpcHeaders,
+      body: rpc,
+    });
     const pairs: { mcp: number; rest: number; mcpCpu: number; restCpu: number }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const viaMcp = () => loadOn(app, '/mcp', { method: 'POST', headers: rpcHeaders, body: rpc });
@@ -504,7 +627,12 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
         rest = await viaRest();
         mcp = await viaMcp();
       }
-      pairs.push({ mcp: mcp.result.requests.average, rest: rest.result.requests.average, mcpCpu: mcp.cpuUs, restCpu: rest.cpuUs });
+      pairs.push({
+        mcp: mcp.result.requests.average,
+        rest: rest.result.requests.average,
+        mcpCpu: mcp.cpuUs,
+        restCpu: rest.cpuUs,
+      });
     }
     const mcpRps = median(pairs.map((p) => p.mcp));
     const mcpRatios = pairs.map((p) => p.mcp / p.rest);
@@ -513,7 +641,9 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     );
     const mcpCpu = median(pairs.map((p) => p.mcpCpu));
     const restCpu = median(pairs.map((p) => p.restCpu));
-    out(`  (server CPU a request: MCP ${mcpCpu.toFixed(1)} µs, its REST twin ${restCpu.toFixed(1)} µs; REST/MCP ${(restCpu / mcpCpu).toFixed(3)})`);
+    out(
+      `  (server CPU a request: MCP ${mcpCpu.toFixed(1)} µs, its REST twin ${restCpu.toFixed(1)} µs; REST/MCP ${(restCpu / mcpCpu).toFixed(3)})`,
+    );
     out(`  (${stolenSince(loadsStarted)})`);
 
     const memory = memoryOf(app.pid);
@@ -544,7 +674,9 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
 /** How each cost grows with the board: each size's figure divided by the smallest size's. */
 function growthTable(results: readonly SizeResult[]): void {
   const base = results[0]!;
-  out(`\ngrowth with the board (cost relative to ${base.projects} projects; 1.00 = flat, ${results.map((r) => `${r.projects / base.projects}x`).join(' / ')} the projects):`);
+  out(
+    `\ngrowth with the board (cost relative to ${base.projects} projects; 1.00 = flat, ${results.map((r) => `${r.projects / base.projects}x`).join(' / ')} the projects):`,
+  );
   const header = `${'cost'.padEnd(30)} ${results.map((r) => String(r.projects).padStart(9)).join(' ')}`;
   out(header);
   const row = (label: string, cost: (r: SizeResult) => number) =>
@@ -553,7 +685,14 @@ function growthTable(results: readonly SizeResult[]): void {
   row('delta page at 90 % depth', (r) => r.depth90Ms);
   row('board page 2-41, first read', (r) => r.frontPageMs);
   row('board middle page, first read', (r) => r.middlePageMs);
-  for (const label of ['board page 1', 'board last page', 'delta page (limit 100, mid depth)', 'one project', 'call page (limit 30)', 'search q=0x…']) {
+  for (const label of [
+    'board page 1',
+    'board last page',
+    'delta page (limit 100, mid depth)',
+    'one project',
+    'call page (limit 30)',
+    'search q=0x…',
+  ]) {
     row(`${label.replace(' (limit 100, mid depth)', '')}, per request`, (r) => 1 / r.rps[label]!);
   }
   row('MCP get_project, per request', (r) => 1 / r.mcpRps);
@@ -565,8 +704,16 @@ export async function main(): Promise<void> {
   // `--only N`: one size (e.g. `--only 1000000` for the 1M memory figures without the smaller runs).
   const only = process.argv.indexOf('--only');
   const onlySize = only >= 0 ? Number(process.argv[only + 1]) : NaN;
-  if (only >= 0 && !(Number.isInteger(onlySize) && onlySize > 0)) throw new Error('--only takes a number of projects, e.g. --only 1000000');
-  const sizes = only >= 0 ? [onlySize] : process.argv.includes('--quick') ? [10_000] : scale ? [10_000, 100_000, 1_000_000] : [10_000, 100_000];
+  if (only >= 0 && !(Number.isInteger(onlySize) && onlySize > 0))
+    throw new Error('--only takes a number of projects, e.g. --only 1000000');
+  const sizes =
+    only >= 0
+      ? [onlySize]
+      : process.argv.includes('--quick')
+        ? [10_000]
+        : scale
+          ? [10_000, 100_000, 1_000_000]
+          : [10_000, 100_000];
   const results: SizeResult[] = [];
   try {
     for (const projects of sizes) results.push(await benchSize(dataSetSpec(projects, projects >= 1_000_000)));

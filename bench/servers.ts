@@ -18,11 +18,15 @@ export async function startServer(args: string[]): Promise<Server> {
   const start = startCommand();
   const given = process.env.PULSEBOARD_BENCH_SERVER_FLAGS;
   const flags = given === undefined ? start.flags : given.split(' ').filter(Boolean);
-  const child: ChildProcess = spawn(process.execPath, [NO_WARNING, ...flags, join(import.meta.dirname, 'reads-server.ts'), ...args], {
-    env: { ...start.env, ...process.env },
-    // stdin: a pipe the server reads to its end, which comes when this process exits, however it exits.
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [NO_WARNING, ...flags, join(import.meta.dirname, 'reads-server.ts'), ...args],
+    {
+      env: { ...start.env, ...process.env },
+      // stdin: a pipe the server reads to its end, which comes when this process exits, however it exits.
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
   const lines = createInterface({ input: child.stdout! });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`bench server exited (${code}) before listening`)));
@@ -54,6 +58,14 @@ export async function startServer(args: string[]): Promise<Server> {
 
 /** Response headers a bare server sends again: all but those each response gets anew (date, framing, connection, encoding). */
 export function replayable(headers: Headers): Record<string, string> {
-  const own = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding', 'content-type', 'content-encoding']);
+  const own = new Set([
+    'date',
+    'connection',
+    'keep-alive',
+    'content-length',
+    'transfer-encoding',
+    'content-type',
+    'content-encoding',
+  ]);
   return Object.fromEntries([...headers].filter(([name]) => !own.has(name)));
 }

@@ -26,5 +26,5 @@ export function stolenSince(start: CpuTimes): string {
   const total = now.total - start.total;
   if (total <= 0) return 'CPU stolen by the host: not known here';
   const percent = (100 * (now.steal - start.steal)) / total;
-  return `CPU stolen by the host meanwhile: ${percent.toFixed(1)} % of the machine's time${percent >= 5 ? ' (other guests\' load: the rounds\' ratios swing with it)' : ''}`;
+  return `CPU stolen by the host meanwhile: ${percent.toFixed(1)} % of the machine's time${percent >= 5 ? " (other guests' load: the rounds' ratios swing with it)" : ''}`;
 }

@@ -46,7 +46,8 @@ function since(start: Mark): Span {
 const plus = (a: Span, b: Span): Span => ({ wall: a.wall + b.wall, cpu: a.cpu + b.cpu });
 const ZERO: Span = { wall: 0, cpu: 0 };
 const time = (span: Span) => `${span.wall.toFixed(1)} s (cpu ${span.cpu.toFixed(1)} s)`;
-const ratio = (baseline: Span, ours: Span) => `${(baseline.wall / ours.wall).toFixed(3)} by wall clock, ${(baseline.cpu / ours.cpu).toFixed(3)} by cpu time`;
+const ratio = (baseline: Span, ours: Span) =>
+  `${(baseline.wall / ours.wall).toFixed(3)} by wall clock, ${(baseline.cpu / ours.cpu).toFixed(3)} by cpu time`;
 const rate = (n: number, s: number) => `${Math.round(n / s).toLocaleString('en-US')}/s`;
 const line = (text: string) => process.stdout.write(`${text}\n`);
 
@@ -58,24 +59,49 @@ function dataSet(projects: number): string {
   const partial = `${file}.${process.pid}.partial`;
   const generated = spawnSync(
     process.execPath,
-    ['--disable-warning=ExperimentalWarning', join(import.meta.dirname, '..', 'bin', 'pulseboard.ts'), 'generate', '--projects', String(projects), '--seed', '1', '--out', partial],
-    { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, PULSEBOARD_FOLLOWER_PROVIDER: FOLLOWER_PROVIDER } },
+    [
+      '--disable-warning=ExperimentalWarning',
+      join(import.meta.dirname, '..', 'bin', 'pulseboard.ts'),
+      'generate',
+      '--projects',
+      String(projects),
+      '--seed',
+      '1',
+      '--out',
+      partial,
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, PULSEBOARD_FOLLOWER_PROVIDER: FOLLOWER_PROVIDER },
+    },
   );
   if (generated.status !== 0) throw new Error(`generate --projects ${projects} failed`);
   renameSync(partial, file);
   return file;
 }
 
-type EventRow = { id: string; stream: string; revision: number; type: string; data: string; metadata: string; recorded_at: string };
+type EventRow = {
+  id: string;
+  stream: string;
+  revision: number;
+  type: string;
+  data: string;
+  metadata: string;
+  recorded_at: string;
+};
 
 /** Inserts the log's rows, read back from `source`, into a fresh log of the same schema; times only the transactions. */
 function rawInsertBaseline(source: string, target: string): { rows: number; span: Span } {
-  createSqliteEventLog(target).close().catch(() => undefined);
+  createSqliteEventLog(target)
+    .close()
+    .catch(() => undefined);
   const db = openSqlite(target);
   db.exec(EVENT_LOG_PRAGMAS);
   const from = new DatabaseSync(source, { readOnly: true });
   const select = from.prepare('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?');
-  const insert = db.prepare('INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  const insert = db.prepare(
+    'INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
   let after = 0;
   let rows = 0;
   let elapsed = ZERO;
@@ -95,14 +121,18 @@ function rawInsertBaseline(source: string, target: string): { rows: number; span
   return { rows, span: elapsed };
 }
 
-type DocRow = Record<'collection' | 'id' | 'doc' | 'state' | 'written_at' | 'sort_key' | 'facet' | 'keys', string> & { seq: number };
+type DocRow = Record<'collection' | 'id' | 'doc' | 'state' | 'written_at' | 'sort_key' | 'facet' | 'keys', string> & {
+  seq: number;
+};
 
 /**
  * Upserts the final documents of a built read store (rows and lookup keys as stored) into an empty
  * read store of the same schema, in 1000-document transactions; times only the transactions.
  */
 function rawUpsertBaseline(source: string, target: string): { docs: number; span: Span } {
-  createSqliteReadStore(target).close().catch(() => undefined);
+  createSqliteReadStore(target)
+    .close()
+    .catch(() => undefined);
   const db = openSqlite(target);
   db.exec(READ_STORE_PRAGMAS);
   // The baseline writes the lookup keys itself, one insert per key as a plain loader would.
@@ -150,12 +180,17 @@ async function benchSize(projects: number): Promise<void> {
     });
     const ingestSpan = since(start);
     await deadLetter.close();
-    if (!ingested.ok || ingested.counts.rejected > 0) throw new Error(`ingest did not store every message: ${JSON.stringify(ingested)}`);
+    if (!ingested.ok || ingested.counts.rejected > 0)
+      throw new Error(`ingest did not store every message: ${JSON.stringify(ingested)}`);
     const head = await log.headPosition();
     const baseline = rawInsertBaseline(logPath, join(dir, 'baseline-events.sqlite'));
     if (baseline.rows !== head) throw new Error(`baseline inserted ${baseline.rows} rows, the log holds ${head}`);
-    line(`ingest    ${ingested.counts.accepted} messages, ${head} events in ${time(ingestSpan)}: ${rate(head, ingestSpan.wall)} rows`);
-    line(`  baseline  raw inserts of the same ${baseline.rows} rows in 1000-row transactions: ${time(baseline.span)}, ${rate(baseline.rows, baseline.span.wall)} rows`);
+    line(
+      `ingest    ${ingested.counts.accepted} messages, ${head} events in ${time(ingestSpan)}: ${rate(head, ingestSpan.wall)} rows`,
+    );
+    line(
+      `  baseline  raw inserts of the same ${baseline.rows} rows in 1000-row transactions: ${time(baseline.span)}, ${rate(baseline.rows, baseline.span.wall)} rows`,
+    );
     line(`  ratio     ${ratio(baseline.span, ingestSpan)} (goal ≥ 0.8)`);
 
     // Catch-up of every read model from an empty store, with the live limits (what `serve` does at start).
@@ -183,7 +218,7 @@ async function benchSize(projects: number): Promise<void> {
     // Baselines: the raw read of the whole log, the raw upsert of the final documents.
     start = mark();
     let read = 0;
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const page = await log.readAll({ afterPosition: after, limit: 10_000 });
       if (page.length === 0) break;
       read += page.length;
@@ -191,12 +226,23 @@ async function benchSize(projects: number): Promise<void> {
     }
     const readSpan = since(start);
     await log.close();
-    const upserted = rawUpsertBaseline(join(dataDir, `readmodels-${replayed.generation}.sqlite`), join(dir, 'baseline-readmodels.sqlite'));
+    const upserted = rawUpsertBaseline(
+      join(dataDir, `readmodels-${replayed.generation}.sqlite`),
+      join(dir, 'baseline-readmodels.sqlite'),
+    );
     const raw = plus(readSpan, upserted.span);
-    line(`catch-up  ${head} log positions (${applied} events applied) in ${time(catchUpSpan)}: ${rate(head, catchUpSpan.wall)} positions`);
-    line(`replay    ${head} log positions (${replayed.eventsApplied} events applied) in ${time(replaySpan)}: ${rate(head, replaySpan.wall)} positions`);
-    line(`  baseline  raw read of the whole log (${read} events, readAll pages of 10,000): ${time(readSpan)}, ${rate(read, readSpan.wall)} events`);
-    line(`  baseline  raw upsert of the ${upserted.docs} final documents and their keys: ${time(upserted.span)}, ${rate(upserted.docs, upserted.span.wall)} documents`);
+    line(
+      `catch-up  ${head} log positions (${applied} events applied) in ${time(catchUpSpan)}: ${rate(head, catchUpSpan.wall)} positions`,
+    );
+    line(
+      `replay    ${head} log positions (${replayed.eventsApplied} events applied) in ${time(replaySpan)}: ${rate(head, replaySpan.wall)} positions`,
+    );
+    line(
+      `  baseline  raw read of the whole log (${read} events, readAll pages of 10,000): ${time(readSpan)}, ${rate(read, readSpan.wall)} events`,
+    );
+    line(
+      `  baseline  raw upsert of the ${upserted.docs} final documents and their keys: ${time(upserted.span)}, ${rate(upserted.docs, upserted.span.wall)} documents`,
+    );
     line(`  ratio     catch-up ${ratio(raw, catchUpSpan)}; goal ≥ 0.5 (read + upsert = ${time(raw)})`);
     line(`  ratio     replay   ${ratio(raw, replaySpan)}; goal ≥ 0.5`);
   } finally {
@@ -206,8 +252,11 @@ async function benchSize(projects: number): Promise<void> {
 
 export async function main(): Promise<void> {
   const sizes = (process.env['PULSEBOARD_BENCH_WRITE_PROJECTS'] ?? '10000').split(',').map((s) => Number(s.trim()));
-  if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('PULSEBOARD_BENCH_WRITE_PROJECTS must list whole numbers of projects');
-  line('write paths (embedded SQLite): each figure beside its baseline measured in this run; ratio = baseline time / our time');
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1))
+    throw new Error('PULSEBOARD_BENCH_WRITE_PROJECTS must list whole numbers of projects');
+  line(
+    'write paths (embedded SQLite): each figure beside its baseline measured in this run; ratio = baseline time / our time',
+  );
   for (const projects of sizes) await benchSize(projects);
 }
 

@@ -5,7 +5,8 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
  * flag, a missing value or a stray positional is refused. The error is cut to its first sentence
  * (parseArgs appends advice about `--` that only confuses) and printed as one line naming the flag.
  */
-export type ParsedArgs<T extends ParseArgsConfig> = { ok: true; parsed: ReturnType<typeof parseArgs<T>> } | { ok: false; reason: string };
+export type ParsedArgs<T extends ParseArgsConfig> =
+  { ok: true; parsed: ReturnType<typeof parseArgs<T>> } | { ok: false; reason: string };
 
 /** The caller's config must not turn strict off; parseArgs is strict by default. */
 export function parseStrict<T extends ParseArgsConfig & { strict?: never }>(config: T): ParsedArgs<T> {

@@ -11,13 +11,31 @@ type Command = { summary: string; load: () => Promise<{ run: (args: string[]) =>
 
 const commands: Record<string, Command> = {
   serve: { summary: 'serve the API and MCP endpoint (npm start)', load: () => import('./commands/serve.ts') },
-  keys: { summary: 'keys issue --owner NAME | keys revoke KEY_ID | keys list', load: () => import('./commands/keys.ts') },
+  keys: {
+    summary: 'keys issue --owner NAME | keys revoke KEY_ID | keys list',
+    load: () => import('./commands/keys.ts'),
+  },
   owners: { summary: 'owners allow|deny|link|unlink NAME', load: () => import('./commands/owners.ts') },
-  ingest: { summary: 'ingest FILE… | - (NDJSON source messages, docs/source-messages.md)', load: () => import('./commands/ingest.ts') },
-  replay: { summary: 'replay [--batch-size N] (rebuild every read model beside the live one, then switch)', load: () => import('./commands/replay.ts') },
-  export: { summary: 'export --from ISO --to ISO [--types P,…] [--include-private] [--out FILE|-] (events as NDJSON)', load: () => import('./commands/export.ts') },
-  generate: { summary: 'generate --projects N [--seed S] … (synthetic NDJSON)', load: () => import('./commands/generate.ts') },
-  mirror: { summary: 'mirror --url URL --key KEY --to sqlite:FILE|postgres://… [--once] (the board into your store)', load: () => import('./commands/mirror.ts') },
+  ingest: {
+    summary: 'ingest FILE… | - (NDJSON source messages, docs/source-messages.md)',
+    load: () => import('./commands/ingest.ts'),
+  },
+  replay: {
+    summary: 'replay [--batch-size N] (rebuild every read model beside the live one, then switch)',
+    load: () => import('./commands/replay.ts'),
+  },
+  export: {
+    summary: 'export --from ISO --to ISO [--types P,…] [--include-private] [--out FILE|-] (events as NDJSON)',
+    load: () => import('./commands/export.ts'),
+  },
+  generate: {
+    summary: 'generate --projects N [--seed S] … (synthetic NDJSON)',
+    load: () => import('./commands/generate.ts'),
+  },
+  mirror: {
+    summary: 'mirror --url URL --key KEY --to sqlite:FILE|postgres://… [--once] (the board into your store)',
+    load: () => import('./commands/mirror.ts'),
+  },
 };
 
 function usage(): string {
@@ -34,7 +52,9 @@ Configuration comes from environment variables (README.md, "Configuration").
 }
 
 function version(): string {
-  const manifest = JSON.parse(readFileSync(join(import.meta.dirname, '../package.json'), 'utf8')) as { version: string };
+  const manifest = JSON.parse(readFileSync(join(import.meta.dirname, '../package.json'), 'utf8')) as {
+    version: string;
+  };
   return manifest.version;
 }
 
@@ -63,7 +83,9 @@ async function main(argv: string[]): Promise<number> {
   const command = commands[name];
   if (!command) {
     const what = name.startsWith('-') ? `unknown option '${name}'` : `unknown command '${name}'`;
-    process.stderr.write(`pulseboard: ${what}; commands: ${Object.keys(commands).join(', ')} (see 'pulseboard --help')\n`);
+    process.stderr.write(
+      `pulseboard: ${what}; commands: ${Object.keys(commands).join(', ')} (see 'pulseboard --help')\n`,
+    );
     return 2;
   }
   try {

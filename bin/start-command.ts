@@ -10,7 +10,9 @@ export const NO_WARNING = '--disable-warning=ExperimentalWarning';
  * test/deploy/compose.test.ts) runs it as `npm start` does, without a second copy of them.
  */
 export function startCommand(): { env: Record<string, string>; flags: string[] } {
-  const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
   const env: Record<string, string> = {};
   const flags: string[] = [];
   for (const word of pkg.scripts.start.split(/\s+/)) {

@@ -33,7 +33,10 @@ type DeltaCall = (query: DeltaQuery, options: CallOptions) => Promise<Result<Syn
 export function changeFeed(delta: DeltaCall, options: ChangesOptions): ChangeFeed {
   let cursor: string | null = options.cursor ?? null;
   const { limit, has_dossier: hasDossier, wait, signal } = options;
-  const callOptions: CallOptions = { ...(signal ? { signal } : {}), ...(options.maxWaitSeconds === undefined ? {} : { maxWaitSeconds: options.maxWaitSeconds }) };
+  const callOptions: CallOptions = {
+    ...(signal ? { signal } : {}),
+    ...(options.maxWaitSeconds === undefined ? {} : { maxWaitSeconds: options.maxWaitSeconds }),
+  };
 
   async function* walk(): AsyncGenerator<ChangeStep> {
     let caughtUp = false;
@@ -42,7 +45,12 @@ export function changeFeed(delta: DeltaCall, options: ChangesOptions): ChangeFee
     const ownOptions = { ...callOptions, signal: signal ? AbortSignal.any([signal, stopped.signal]) : stopped.signal };
     const request = () => {
       const start = cursor === null ? { since: options.since! } : { cursor };
-      const query: DeltaQuery = { ...start, limit, has_dossier: hasDossier, ...(caughtUp && wait !== undefined ? { wait } : {}) };
+      const query: DeltaQuery = {
+        ...start,
+        limit,
+        has_dossier: hasDossier,
+        ...(caughtUp && wait !== undefined ? { wait } : {}),
+      };
       return delta(query, ownOptions);
     };
     let ahead: Promise<Result<SyncPage>> | null = null;

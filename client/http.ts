@@ -29,7 +29,12 @@ const NETWORK_PAUSE_MS = [500, 1000, 2000, 4000, 8000];
 /** A 429/503 without Retry-After is retried after this long. */
 const DEFAULT_RETRY_AFTER_S = 1;
 
-const failure = (code: ClientError['code'], message: string, status: number | null, retryAfterSeconds: number | null = null) => ({
+const failure = (
+  code: ClientError['code'],
+  message: string,
+  status: number | null,
+  retryAfterSeconds: number | null = null,
+) => ({
   ok: false as const,
   error: { code, message, status, retryAfterSeconds },
 });
@@ -66,13 +71,24 @@ export function urlFor(baseUrl: string, path: string, query: HttpRequest['query'
 
 type Attempt<T> = { done: Result<T> } | { retry: ClientError; waitMs: number };
 
-async function attempt<T>(options: HttpOptions, request: HttpRequest, signal: AbortSignal | undefined, networkTries: number): Promise<Attempt<T>> {
+async function attempt<T>(
+  options: HttpOptions,
+  request: HttpRequest,
+  signal: AbortSignal | undefined,
+  networkTries: number,
+): Promise<Attempt<T>> {
   let url: string;
   try {
     url = new URL(urlFor(options.baseUrl, request.path, request.query)).href;
     if (!/^https?:$/.test(new URL(url).protocol)) throw new Error('not http');
   } catch {
-    return { done: failure('invalid_url', `baseUrl is not an http(s) URL: ${JSON.stringify(options.baseUrl.slice(0, 100))}`, null) };
+    return {
+      done: failure(
+        'invalid_url',
+        `baseUrl is not an http(s) URL: ${JSON.stringify(options.baseUrl.slice(0, 100))}`,
+        null,
+      ),
+    };
   }
   const timeout = AbortSignal.timeout(ANSWER_TIMEOUT_MS + (request.holdSeconds ?? 0) * 1000);
   const headers: Record<string, string> = { authorization: `Bearer ${options.key}`, accept: 'application/json' };
@@ -89,7 +105,12 @@ async function attempt<T>(options: HttpOptions, request: HttpRequest, signal: Ab
     text = await response.text();
   } catch (error) {
     if (signal?.aborted) return { done: failure('aborted', 'the call was cancelled', null) };
-    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : error instanceof Error ? error.message : String(error);
+    const cause =
+      error instanceof Error && error.cause instanceof Error
+        ? error.cause.message
+        : error instanceof Error
+          ? error.message
+          : String(error);
     const lost = failure('network_error', `no answer from ${new URL(url).origin}: ${cause}`, null).error;
     return { retry: lost, waitMs: NETWORK_PAUSE_MS[Math.min(networkTries, NETWORK_PAUSE_MS.length - 1)]! };
   }
@@ -101,7 +122,14 @@ async function attempt<T>(options: HttpOptions, request: HttpRequest, signal: Ab
     body = undefined;
   }
   if (response.ok) {
-    if (body === undefined) return { done: failure('invalid_response', `HTTP ${status} without a JSON body: is ${options.baseUrl} a pulseboard API?`, status) };
+    if (body === undefined)
+      return {
+        done: failure(
+          'invalid_response',
+          `HTTP ${status} without a JSON body: is ${options.baseUrl} a pulseboard API?`,
+          status,
+        ),
+      };
     return { done: { ok: true, value: body as T, status } };
   }
   const after = retryAfterSeconds(response.headers.get('retry-after'));
@@ -109,13 +137,23 @@ async function attempt<T>(options: HttpOptions, request: HttpRequest, signal: Ab
   const error: ClientError =
     envelope && typeof envelope.code === 'string' && typeof envelope.message === 'string'
       ? { code: envelope.code, message: envelope.message, status, retryAfterSeconds: after }
-      : { code: status === 502 || status === 504 ? 'network_error' : 'invalid_response', message: `HTTP ${status} without the API's error body`, status, retryAfterSeconds: after };
+      : {
+          code: status === 502 || status === 504 ? 'network_error' : 'invalid_response',
+          message: `HTTP ${status} without the API's error body`,
+          status,
+          retryAfterSeconds: after,
+        };
   if (status === 429 || status === 503) return { retry: error, waitMs: (after ?? DEFAULT_RETRY_AFTER_S) * 1000 };
-  if (status === 502 || status === 504) return { retry: error, waitMs: NETWORK_PAUSE_MS[Math.min(networkTries, NETWORK_PAUSE_MS.length - 1)]! };
+  if (status === 502 || status === 504)
+    return { retry: error, waitMs: NETWORK_PAUSE_MS[Math.min(networkTries, NETWORK_PAUSE_MS.length - 1)]! };
   return { done: { ok: false, error } };
 }
 
-export async function call<T>(options: HttpOptions, request: HttpRequest, callOptions: CallOptions = {}): Promise<Result<T>> {
+export async function call<T>(
+  options: HttpOptions,
+  request: HttpRequest,
+  callOptions: CallOptions = {},
+): Promise<Result<T>> {
   const { signal } = callOptions;
   const budgetMs = (callOptions.maxWaitSeconds ?? options.maxWaitSeconds) * 1000;
   let waitedMs = 0;

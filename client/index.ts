@@ -56,8 +56,22 @@ export function createClient(options: ClientOptions) {
     maxWaitSeconds: options.maxWaitSeconds ?? DEFAULT_MAX_WAIT_SECONDS,
     ...(options.onWait ? { onWait: options.onWait } : {}),
   };
-  const get = <T>(path: string, query: Record<string, unknown> | undefined, callOptions: CallOptions | undefined, holdSeconds?: number) =>
-    call<T>(http, { method: 'GET', path, query: query as Record<string, string | number | boolean | undefined>, ...(holdSeconds ? { holdSeconds } : {}) }, callOptions);
+  const get = <T>(
+    path: string,
+    query: Record<string, unknown> | undefined,
+    callOptions: CallOptions | undefined,
+    holdSeconds?: number,
+  ) =>
+    call<T>(
+      http,
+      {
+        method: 'GET',
+        path,
+        query: query as Record<string, string | number | boolean | undefined>,
+        ...(holdSeconds ? { holdSeconds } : {}),
+      },
+      callOptions,
+    );
 
   const delta = (query: DeltaQuery, callOptions?: CallOptions): Promise<Result<SyncPage>> =>
     get<SyncPage>('/v1/projects', query, callOptions, Number(query.wait ?? 0));
@@ -77,25 +91,30 @@ export function createClient(options: ClientOptions) {
       history: (handle: string, query: HistoryQuery = {}, callOptions?: CallOptions) =>
         get<ProjectHistory>(`/v1/projects/${segment(handle)}/history`, query, callOptions),
       /** GET /v1/projects/{handle}/ask: research asks and answers (allowlisted owners). */
-      asks: (handle: string, callOptions?: CallOptions) => get<AskList>(`/v1/projects/${segment(handle)}/ask`, undefined, callOptions),
+      asks: (handle: string, callOptions?: CallOptions) =>
+        get<AskList>(`/v1/projects/${segment(handle)}/ask`, undefined, callOptions),
     },
     /** GET /v1/search?q=…: a project by id, contract, chain:contract, website or social profile. */
     search: (q: string, callOptions?: CallOptions) => get<ProjectSearch>('/v1/search', { q }, callOptions),
     calls: {
       /** GET /v1/calltracker/calls: follow `next` with the same contract/chain until null. */
-      list: (query: CallsQuery = {}, callOptions?: CallOptions) => get<CallPage>('/v1/calltracker/calls', query, callOptions),
+      list: (query: CallsQuery = {}, callOptions?: CallOptions) =>
+        get<CallPage>('/v1/calltracker/calls', query, callOptions),
       /** GET /v1/calltracker/calls/{id}. */
-      get: (id: string, callOptions?: CallOptions) => get<CallDetail>(`/v1/calltracker/calls/${segment(id)}`, undefined, callOptions),
+      get: (id: string, callOptions?: CallOptions) =>
+        get<CallDetail>(`/v1/calltracker/calls/${segment(id)}`, undefined, callOptions),
     },
     pulse: {
       /** GET /v1/pulse: the eight beats. */
       list: (callOptions?: CallOptions) => get<PulseList>('/v1/pulse', undefined, callOptions),
       /** GET /v1/pulse/{beat}. */
-      get: (beat: string, callOptions?: CallOptions) => get<PulseOne>(`/v1/pulse/${segment(beat)}`, undefined, callOptions),
+      get: (beat: string, callOptions?: CallOptions) =>
+        get<PulseOne>(`/v1/pulse/${segment(beat)}`, undefined, callOptions),
     },
     thesisFeed: {
       /** GET /v1/thesisfeed/theses?contract=…: status and snapshot, starting nothing. */
-      get: (contract: string, callOptions?: CallOptions) => get<ThesisStatus>('/v1/thesisfeed/theses', { contract }, callOptions),
+      get: (contract: string, callOptions?: CallOptions) =>
+        get<ThesisStatus>('/v1/thesisfeed/theses', { contract }, callOptions),
       /** POST /v1/thesisfeed/theses: 200 with a fresh result, or 202 queued (`status` tells which). */
       request: (contract: string, callOptions?: CallOptions) =>
         call<ThesisStatus>(http, { method: 'POST', path: '/v1/thesisfeed/theses', body: { contract } }, callOptions),

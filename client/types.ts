@@ -14,7 +14,16 @@ import type { callsQuerySchema } from '../service/requests/calls.ts';
 import type { historyQuerySchema } from '../service/requests/history.ts';
 import type { projectQuerySchema, projectsQuerySchema } from '../service/requests/projects.ts';
 
-export type { AskList, BoardPage, CallDetail, CallPage, Project, ProjectHistory, SyncPage, ThesisStatus } from '../readmodels/schemas.ts';
+export type {
+  AskList,
+  BoardPage,
+  CallDetail,
+  CallPage,
+  Project,
+  ProjectHistory,
+  SyncPage,
+  ThesisStatus,
+} from '../readmodels/schemas.ts';
 export type ProjectRead = z.output<typeof projectReadSchema>;
 export type ProjectSearch = z.output<typeof projectSearchSchema>;
 export type PulseList = z.output<typeof pulseListSchema>;
@@ -56,4 +65,3 @@ export type CallOptions = {
   /** Total seconds one call may spend waiting before retries (default: the client's, 120). 0: never wait. */
   maxWaitSeconds?: number;
 };
-

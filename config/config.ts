@@ -8,7 +8,10 @@ const optionalMongoUrl = z.preprocess(
   emptyAsUnset,
   z
     .string()
-    .regex(/^mongodb(\+srv)?:\/\/[^\s/?#]+(\/[^\s]*)?$/, 'must be a MongoDB connection string: mongodb://host[:port][,host…]/database[?options] or mongodb+srv://…')
+    .regex(
+      /^mongodb(\+srv)?:\/\/[^\s/?#]+(\/[^\s]*)?$/,
+      'must be a MongoDB connection string: mongodb://host[:port][,host…]/database[?options] or mongodb+srv://…',
+    )
     .optional(),
 );
 /** The schemes the KurrentDB client accepts, and no whitespace (the client's own error would only echo the URL). */
@@ -16,18 +19,27 @@ const optionalKurrentUrl = z.preprocess(
   emptyAsUnset,
   z
     .string()
-    .regex(/^(kurrentdb|kurrent|kdb)(\+discover)?:\/\/[^\s]+$/, 'must be a KurrentDB connection string: kurrentdb://host:2113[?options] (or kurrent://, kdb://, with +discover for gossip)')
+    .regex(
+      /^(kurrentdb|kurrent|kdb)(\+discover)?:\/\/[^\s]+$/,
+      'must be a KurrentDB connection string: kurrentdb://host:2113[?options] (or kurrent://, kdb://, with +discover for gossip)',
+    )
     .optional(),
 );
 const optionalRedisUrl = z.preprocess(
   emptyAsUnset,
-  z.string().regex(/^rediss?:\/\/[^\s]+$/, 'must be a Redis URL: redis://host:6379[/db] or rediss://…').optional(),
+  z
+    .string()
+    .regex(/^rediss?:\/\/[^\s]+$/, 'must be a Redis URL: redis://host:6379[/db] or rediss://…')
+    .optional(),
 );
 const optionalBrokers = z.preprocess(
   emptyAsUnset,
   z
     .string()
-    .regex(/^\s*(\[[0-9A-Fa-f:.]+\]|[^\s,:[\]]+):\d{1,5}(\s*,\s*(\[[0-9A-Fa-f:.]+\]|[^\s,:[\]]+):\d{1,5})*\s*$/, 'must be a comma-separated list of Kafka brokers: host:port[,host:port…]')
+    .regex(
+      /^\s*(\[[0-9A-Fa-f:.]+\]|[^\s,:[\]]+):\d{1,5}(\s*,\s*(\[[0-9A-Fa-f:.]+\]|[^\s,:[\]]+):\d{1,5})*\s*$/,
+      'must be a comma-separated list of Kafka brokers: host:port[,host:port…]',
+    )
     .optional(),
 );
 
@@ -37,13 +49,23 @@ const optionalList = (entry: RegExp, message: string) =>
     emptyAsUnset,
     z
       .string()
-      .transform((v) => v.split(',').map((item) => item.trim().toLowerCase()).filter((item) => item !== ''))
-      .pipe(z.union([z.tuple([z.literal('*')]), z.array(z.string().regex(entry, message)).min(1, message)], { error: message }))
+      .transform((v) =>
+        v
+          .split(',')
+          .map((item) => item.trim().toLowerCase())
+          .filter((item) => item !== ''),
+      )
+      .pipe(
+        z.union([z.tuple([z.literal('*')]), z.array(z.string().regex(entry, message)).min(1, message)], {
+          error: message,
+        }),
+      )
       .optional(),
   );
 /** A host name, IPv4 address or bracketed IPv6 address, with an optional port. */
 const HOST_ENTRY = /^([a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])(:\d{1,5})?$/;
-const ORIGIN_ENTRY = /^https?:\/\/([a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])(:\d{1,5})?$/;
+const ORIGIN_ENTRY =
+  /^https?:\/\/([a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])(:\d{1,5})?$/;
 
 export const configSchema = z.object({
   PORT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(0).max(65535).default(8080)),
@@ -61,15 +83,27 @@ export const configSchema = z.object({
   KAFKA_BROKERS: optionalBrokers,
   PULSEBOARD_RATE_LIMIT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(1).default(60)),
   /** How long one rate check may wait for Redis before the request is served as if Redis were down. */
-  PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS: z.preprocess(emptyAsUnset, z.coerce.number().int().min(10).max(60_000).default(250)),
+  PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS: z.preprocess(
+    emptyAsUnset,
+    z.coerce.number().int().min(10).max(60_000).default(250),
+  ),
   /** initialize, tools/list, ping and notifications on /mcp, per key per 60 s: a budget apart from the requests one. */
   PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(1).default(120)),
   /** DNS-rebinding protection of /mcp: the Host names it answers (unset: loopback names and HOST). */
-  PULSEBOARD_MCP_ALLOWED_HOSTS: optionalList(HOST_ENTRY, 'must be a comma-separated list of host names (host or host:port, IPv6 in brackets), or *'),
+  PULSEBOARD_MCP_ALLOWED_HOSTS: optionalList(
+    HOST_ENTRY,
+    'must be a comma-separated list of host names (host or host:port, IPv6 in brackets), or *',
+  ),
   /** DNS-rebinding protection of /mcp: the browser Origins it answers (unset: loopback origins only). */
-  PULSEBOARD_MCP_ALLOWED_ORIGINS: optionalList(ORIGIN_ENTRY, 'must be a comma-separated list of origins (http[s]://host[:port]), or *'),
+  PULSEBOARD_MCP_ALLOWED_ORIGINS: optionalList(
+    ORIGIN_ENTRY,
+    'must be a comma-separated list of origins (http[s]://host[:port]), or *',
+  ),
   /** Browser origins allowed by CORS (http[s]://host[:port], comma-separated, or *); unset: CORS off. */
-  PULSEBOARD_CORS_ORIGINS: optionalList(ORIGIN_ENTRY, 'must be a comma-separated list of origins (http[s]://host[:port]), or *'),
+  PULSEBOARD_CORS_ORIGINS: optionalList(
+    ORIGIN_ENTRY,
+    'must be a comma-separated list of origins (http[s]://host[:port]), or *',
+  ),
   /** /metrics (Prometheus text, unauthenticated): on by default. */
   PULSEBOARD_METRICS: z.preprocess(emptyAsUnset, z.enum(['on', 'off']).default('on')),
   /** Serves /metrics on this port (on HOST) instead of the API port. */
@@ -79,8 +113,14 @@ export const configSchema = z.object({
   PULSEBOARD_THESIS_SOURCE_URL: optionalText,
   PULSEBOARD_THESIS_SOURCE_KEY: optionalText,
   /** One read of the thesis source, headers and body together; no retries follow a timeout. */
-  PULSEBOARD_THESIS_SOURCE_TIMEOUT_MS: z.preprocess(emptyAsUnset, z.coerce.number().int().min(100).max(120_000).default(15_000)),
-  PULSEBOARD_LOG_LEVEL: z.preprocess(emptyAsUnset, z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'silent']).default('info')),
+  PULSEBOARD_THESIS_SOURCE_TIMEOUT_MS: z.preprocess(
+    emptyAsUnset,
+    z.coerce.number().int().min(100).max(120_000).default(15_000),
+  ),
+  PULSEBOARD_LOG_LEVEL: z.preprocess(
+    emptyAsUnset,
+    z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'silent']).default('info'),
+  ),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -91,9 +131,7 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
   const known = Object.fromEntries(Object.keys(configSchema.shape).map((k) => [k, env[k]]));
   const parsed = configSchema.safeParse(known);
   if (parsed.success) return { ok: true, config: parsed.data };
-  const reason = parsed.error.issues
-    .map((issue) => `${issue.path.join('.')}: ${issue.message}`)
-    .join('; ');
+  const reason = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
   return { ok: false, reason: `invalid configuration: ${reason}` };
 }
 

@@ -29,14 +29,15 @@ export function isKnownEventType(type: string): type is EventType {
   return Object.hasOwn(eventSchemas, type);
 }
 
-export type EventDataResult<T extends EventType> =
-  | { ok: true; data: EventData<T> }
-  | { ok: false; reason: string };
+export type EventDataResult<T extends EventType> = { ok: true; data: EventData<T> } | { ok: false; reason: string };
 
 export function parseEventData<T extends EventType>(type: T, data: unknown): EventDataResult<T> {
   const parsed = (eventSchemas[type] as unknown as z.ZodType<EventData<T>>).safeParse(data);
   if (parsed.success) return { ok: true, data: parsed.data };
-  return { ok: false, reason: parsed.error.issues.map((i) => `${i.path.join('.') || '(data)'}: ${i.message}`).join('; ') };
+  return {
+    ok: false,
+    reason: parsed.error.issues.map((i) => `${i.path.join('.') || '(data)'}: ${i.message}`).join('; '),
+  };
 }
 
 /** Narrow a recorded event to its typed data; projectors call this after dispatching on `type`. */

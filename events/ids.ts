@@ -12,7 +12,11 @@ const NAMESPACE_BYTES = Buffer.from(EVENT_ID_NAMESPACE.replaceAll('-', ''), 'hex
  * set): the same text the uuid package's v5 gives, at a fraction of its cost per message on ingest.
  */
 export function sourceEventId(type: string, messageId: string): string {
-  const digest = hash('sha1', Buffer.concat([NAMESPACE_BYTES, Buffer.from(`${type}\u0000${messageId}`, 'utf8')]), 'buffer');
+  const digest = hash(
+    'sha1',
+    Buffer.concat([NAMESPACE_BYTES, Buffer.from(`${type}\u0000${messageId}`, 'utf8')]),
+    'buffer',
+  );
   digest[6] = (digest[6]! & 0x0f) | 0x50;
   digest[8] = (digest[8]! & 0x3f) | 0x80;
   const hex = digest.toString('hex', 0, 16);

@@ -93,13 +93,20 @@ export const sourcePayloads = {
     .extend({
       // Longer texts are accepted and shortened by the projector with an explicit note (docs/source-messages.md).
       thesisText: z.string().max(1_000_000),
-      tokens: z.array(callTokenSchema.omit({ project: true })).min(1).max(20),
+      tokens: z
+        .array(callTokenSchema.omit({ project: true }))
+        .min(1)
+        .max(20),
     })
     .strict(),
   'call.suppressed': z.object({ callId: z.uuid() }).strict(),
   'call.restored': z.object({ callId: z.uuid() }).strict(),
   'calls.collected': z
-    .object({ checkedAt: isoDateTime.nullable(), completeAt: isoDateTime.nullable(), lastAttemptComplete: z.boolean().nullable() })
+    .object({
+      checkedAt: isoDateTime.nullable(),
+      completeAt: isoDateTime.nullable(),
+      lastAttemptComplete: z.boolean().nullable(),
+    })
     .strict(),
   'pulse.published': z.object({ card: pulseCardSchema }).strict(),
 } as const;

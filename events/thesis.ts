@@ -27,10 +27,10 @@ export const thesisPayloads = {
   'thesis.requested': z.object({ contract, requestId, owner, day: utcDay, at: isoDateTime }).strict(),
   'thesis.started': z.object({ contract, requestId, at: isoDateTime }).strict(),
   'thesis.saved': z.object({ contract, requestId, snapshot: thesisSnapshotSchema, outcome, at: isoDateTime }).strict(),
-  'thesis.failed': z
-    .object({ contract, requestId, outcome, nextEligibleAt: isoDateTime, at: isoDateTime })
+  'thesis.failed': z.object({ contract, requestId, outcome, nextEligibleAt: isoDateTime, at: isoDateTime }).strict(),
+  'thesis.quota.taken': z
+    .object({ scope: z.string().min(1), day: utcDay, requestId, contract, at: isoDateTime })
     .strict(),
-  'thesis.quota.taken': z.object({ scope: z.string().min(1), day: utcDay, requestId, contract, at: isoDateTime }).strict(),
   'thesis.quota.released': z.object({ scope: z.string().min(1), day: utcDay, requestId, at: isoDateTime }).strict(),
   'thesis.job.opened': z.object({ epoch: z.number().int().min(0), requestId, contract, at: isoDateTime }).strict(),
   'thesis.job.closed': z
@@ -42,7 +42,9 @@ export const thesisPayloads = {
       at: isoDateTime,
     })
     .strict(),
-  'thesis.jobs.rotated': z.object({ epoch: z.number().int().min(0), next: z.number().int().min(1), at: isoDateTime }).strict(),
+  'thesis.jobs.rotated': z
+    .object({ epoch: z.number().int().min(0), next: z.number().int().min(1), at: isoDateTime })
+    .strict(),
 } as const;
 
 export type ThesisEventType = keyof typeof thesisPayloads;
@@ -55,7 +57,10 @@ export const THESIS_JOB_EVENT_TYPES = ['thesis.requested', 'thesis.started', 'th
 export const thesisJobsStream = (epoch: number): string => `thesis-jobs-${epoch}`;
 
 /** Validates a thesis event's data before it is appended; a failure is a bug in this service. */
-export function thesisEvent<T extends ThesisEventType>(type: T, data: ThesisEventData<T>): { type: T; data: ThesisEventData<T> } {
+export function thesisEvent<T extends ThesisEventType>(
+  type: T,
+  data: ThesisEventData<T>,
+): { type: T; data: ThesisEventData<T> } {
   const parsed = thesisPayloads[type].safeParse(data);
   if (!parsed.success) {
     const where = parsed.error.issues.map((i) => i.path.join('.') || '(data)').join(', ');

@@ -5,7 +5,12 @@ import type { EventEmitter } from 'node:events';
  * closed ('close'), the abort signal fires, or `timeoutMs` passes — whichever comes first.
  * Shared by the adapters' `waitForAppend`.
  */
-export function sleepUntilAppend(signals: EventEmitter, afterPosition: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+export function sleepUntilAppend(
+  signals: EventEmitter,
+  afterPosition: number,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<void> {
   return new Promise<void>((resolve) => {
     const done = () => {
       clearTimeout(timer);

@@ -103,4 +103,3 @@ export type SubscriptionState = 'idle' | 'connecting' | 'live' | 'reconnecting' 
 export class EventLogUnavailableError extends Error {
   override name = 'EventLogUnavailableError';
 }
-

@@ -16,7 +16,9 @@ export function normalizeHandle(handle: string): string {
 function shorteningNote(sourceUrl: string): string {
   const note = `\n\n[Shortened: the original post is at ${sourceUrl}]`;
   // A source URL so long that it would crowd out the text is referred to by field name instead.
-  return note.length <= THESIS_TEXT_MAX / 4 ? note : '\n\n[Shortened: the original post is at the sourceUrl of this call]';
+  return note.length <= THESIS_TEXT_MAX / 4
+    ? note
+    : '\n\n[Shortened: the original post is at the sourceUrl of this call]';
 }
 
 /**
@@ -63,7 +65,9 @@ function eventData(message: SourceMessage): SourceEventData<SourceType> {
   switch (message.type) {
     case 'project.sighted': {
       const { handle } = message.data;
-      return typeof handle === 'string' ? { ...message.data, handle: normalizeHandle(handle), at } : { ...message.data, at };
+      return typeof handle === 'string'
+        ? { ...message.data, handle: normalizeHandle(handle), at }
+        : { ...message.data, at };
     }
     case 'followers.observed':
       return { ...message.data, handle: normalizeHandle(message.data.handle), at };

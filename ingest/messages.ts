@@ -75,7 +75,12 @@ function isAbsent(input: unknown, path: readonly PropertyKey[]): boolean {
     if (typeof parent !== 'object' || parent === null) return false;
     parent = (parent as Record<PropertyKey, unknown>)[key];
   }
-  return typeof parent === 'object' && parent !== null && !Array.isArray(parent) && !Object.hasOwn(parent, path[path.length - 1]!);
+  return (
+    typeof parent === 'object' &&
+    parent !== null &&
+    !Array.isArray(parent) &&
+    !Object.hasOwn(parent, path[path.length - 1]!)
+  );
 }
 
 /** At most this many problems of one message are named; the rest are counted. */
@@ -94,7 +99,9 @@ function combined(rejections: Rejection[]): Rejection {
   const rest = rejections.length - named.length;
   return {
     path: named.map((r) => r.path).join(', '),
-    reason: named.map((r) => `${r.path}: ${r.reason}`).join('; ') + (rest > 0 ? `; and ${rest} more problem${rest > 1 ? 's' : ''}` : ''),
+    reason:
+      named.map((r) => `${r.path}: ${r.reason}`).join('; ') +
+      (rest > 0 ? `; and ${rest} more problem${rest > 1 ? 's' : ''}` : ''),
   };
 }
 
@@ -120,7 +127,10 @@ function configuredRules(message: SourceMessage, rules: MessageRules): Rejection
       return handleRule(message.data);
     case 'pulse.published':
       if (!isBeatId(message.data.card.beat)) {
-        return { path: 'data.card.beat', reason: `must be a configured beat id (${BEATS.map((b) => b.id).join(', ')})` };
+        return {
+          path: 'data.card.beat',
+          reason: `must be a configured beat id (${BEATS.map((b) => b.id).join(', ')})`,
+        };
       }
       return null;
     default:
@@ -138,7 +148,10 @@ export function parseMessage(value: unknown, rules: MessageRules): ParseResult {
     const problems = issuesOf(envelope.error, value, []);
     // With a known type the payload is checked too, so that every bad field is named at once.
     const type = (value as { type?: unknown }).type;
-    const payloadSchema = typeof type === 'string' && Object.hasOwn(sourcePayloads, type) ? (sourcePayloads[type as SourceType] as z.ZodType) : null;
+    const payloadSchema =
+      typeof type === 'string' && Object.hasOwn(sourcePayloads, type)
+        ? (sourcePayloads[type as SourceType] as z.ZodType)
+        : null;
     if (payloadSchema && Object.hasOwn(value, 'data')) {
       const data = (value as { data: unknown }).data;
       const payload = payloadSchema.safeParse(data);
@@ -146,7 +159,8 @@ export function parseMessage(value: unknown, rules: MessageRules): ParseResult {
     }
     return { ok: false, ...combined(problems) };
   }
-  if (!Object.hasOwn(value, 'data')) return { ok: false, path: 'data', reason: 'required field is missing (expected object)' };
+  if (!Object.hasOwn(value, 'data'))
+    return { ok: false, path: 'data', reason: 'required field is missing (expected object)' };
   const { type, id, at, data } = envelope.data;
   const payloadSchema = sourcePayloads[type] as z.ZodType;
   const payload = payloadSchema.safeParse(data);
@@ -169,7 +183,12 @@ export function decodeJson(raw: string): DecodeResult {
   } catch (error) {
     const text = error instanceof Error ? error.message : '';
     const position = /at position (\d+)/.exec(text)?.[1];
-    const where = position !== undefined ? ` (at character ${Number(position) + 1})` : /end of JSON/.test(text) ? ' (ends too early)' : '';
+    const where =
+      position !== undefined
+        ? ` (at character ${Number(position) + 1})`
+        : /end of JSON/.test(text)
+          ? ' (ends too early)'
+          : '';
     return { ok: false, path: WHOLE_MESSAGE, reason: `not valid JSON${where}` };
   }
 }

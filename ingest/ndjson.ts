@@ -97,10 +97,15 @@ export function deadLetterMessage(raw: string): { message: unknown; type: string
   const decoded = decodeJson(raw);
   if (!decoded.ok) {
     const mightHoldThesis = /thesis/i.test(raw) || /\\u/i.test(raw);
-    return { message: mightHoldThesis ? `[withheld: unparseable line of ${raw.length} characters]` : raw, type: null, id: null };
+    return {
+      message: mightHoldThesis ? `[withheld: unparseable line of ${raw.length} characters]` : raw,
+      type: null,
+      id: null,
+    };
   }
   const value = decoded.value;
-  const record = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  const record =
+    typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
   return {
     message: withholdThesisText(value),
     type: typeof record['type'] === 'string' ? record['type'] : null,
@@ -181,7 +186,13 @@ export async function ingestNdjson(inputs: readonly NdjsonInput[], options: Ndjs
       try {
         outcomes = await options.ingestor.ingestBatch(batch, 'ndjson');
       } catch (error) {
-        return { ok: false, counts: { ...counts, lines: read[0]! }, file: input.name, line: numbers[0]!, reason: errorText(error) };
+        return {
+          ok: false,
+          counts: { ...counts, lines: read[0]! },
+          file: input.name,
+          line: numbers[0]!,
+          reason: errorText(error),
+        };
       }
       for (const [index, outcome] of outcomes.entries()) {
         if (outcome.status !== 'rejected') {

@@ -3,9 +3,7 @@ import { mapMessage, type IngestSource } from './map.ts';
 import { parseRawMessage } from './messages.ts';
 
 export type IngestOutcome =
-  | { status: 'accepted' }
-  | { status: 'duplicate' }
-  | { status: 'rejected'; path: string; reason: string };
+  { status: 'accepted' } | { status: 'duplicate' } | { status: 'rejected'; path: string; reason: string };
 
 export type Ingestor = { ingest(raw: string, source: IngestSource): Promise<IngestOutcome> };
 
@@ -26,7 +24,10 @@ export function createIngestor(log: EventLog, options: { followerProvider: strin
   const rules = { followerProvider: options.followerProvider };
 
   /** A message's events grouped by stream (today one stream per message), or the rejection. */
-  function prepare(raw: string, source: IngestSource): { ok: true; groups: StreamAppend[] } | { ok: false; outcome: IngestOutcome } {
+  function prepare(
+    raw: string,
+    source: IngestSource,
+  ): { ok: true; groups: StreamAppend[] } | { ok: false; outcome: IngestOutcome } {
     const parsed = parseRawMessage(raw, rules);
     if (!parsed.ok) return { ok: false, outcome: { status: 'rejected', path: parsed.path, reason: parsed.reason } };
     const byStream = new Map<string, NewEvent[]>();

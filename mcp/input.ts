@@ -28,7 +28,8 @@ export function toolInputFrom(request: RestRequest): ToolInput {
     if (!schema) continue;
     for (const [name, field] of Object.entries(schema.shape)) {
       const camel = camelCase(name);
-      if (origin.has(camel)) throw new Error(`tool input: parameter '${camel}' appears twice (${origin.get(camel)!.part} and ${part})`);
+      if (origin.has(camel))
+        throw new Error(`tool input: parameter '${camel}' appears twice (${origin.get(camel)!.part} and ${part})`);
       origin.set(camel, { part, name });
       shape[camel] = field as z.ZodType;
     }

@@ -1,5 +1,8 @@
 /** An access-log and metrics label: the operation, and for /mcp its JSON-RPC method and tool. */
-export type OperationLabel = { readonly operation: string; readonly rpc?: { readonly method: string; readonly tool?: string } };
+export type OperationLabel = {
+  readonly operation: string;
+  readonly rpc?: { readonly method: string; readonly tool?: string };
+};
 
 /** The JSON-RPC methods labelled by name; any other is labelled `other`. */
 const KNOWN_RPC_METHODS = [
@@ -25,8 +28,13 @@ const KNOWN_RPC_METHODS = [
  */
 export function rpcLabeller(toolNames: readonly string[]): (body: unknown) => OperationLabel {
   const label = (method: string, tool?: string): OperationLabel =>
-    Object.freeze({ operation: `mcp:${tool ?? method}`, rpc: Object.freeze(tool === undefined ? { method } : { method, tool }) });
-  const byMethod = new Map([...KNOWN_RPC_METHODS.filter((m) => m !== 'tools/call'), 'other'].map((method) => [method, label(method)]));
+    Object.freeze({
+      operation: `mcp:${tool ?? method}`,
+      rpc: Object.freeze(tool === undefined ? { method } : { method, tool }),
+    });
+  const byMethod = new Map(
+    [...KNOWN_RPC_METHODS.filter((m) => m !== 'tools/call'), 'other'].map((method) => [method, label(method)]),
+  );
   const byTool = new Map([...toolNames, 'unknown_tool'].map((tool) => [tool, label('tools/call', tool)]));
   const batch = label('batch');
   const unreadable: OperationLabel = Object.freeze({ operation: 'mcp' });

@@ -75,9 +75,15 @@ function foldNullable(json: JsonSchema): JsonSchema {
   if (!other) return json;
   const { anyOf: _folded, ...outer } = json;
   if (Object.keys(outer).some((key) => key in other)) return json;
-  if (Array.isArray(other.enum) && other.const === undefined) return { ...outer, ...other, enum: [...(other.enum as unknown[]), null] };
+  if (Array.isArray(other.enum) && other.const === undefined)
+    return { ...outer, ...other, enum: [...(other.enum as unknown[]), null] };
   // An output object may have lost its `type: "object"` already (see compact).
-  const type = typeof other.type === 'string' ? other.type : other.type === undefined && other.properties !== undefined ? 'object' : null;
+  const type =
+    typeof other.type === 'string'
+      ? other.type
+      : other.type === undefined && other.properties !== undefined
+        ? 'object'
+        : null;
   if (type === null || other.enum !== undefined || other.const !== undefined) return json;
   return { ...outer, ...other, type: [type, 'null'] };
 }
@@ -130,7 +136,10 @@ export function shareDefinitions(root: JsonSchema): JsonSchema {
     }
     const copy: JsonSchema = {};
     for (const [key, value] of Object.entries(node)) {
-      copy[key] = key === 'properties' ? Object.fromEntries(Object.entries(value as JsonSchema).map(([p, v]) => [p, replace(v, false)])) : replace(value, false);
+      copy[key] =
+        key === 'properties'
+          ? Object.fromEntries(Object.entries(value as JsonSchema).map(([p, v]) => [p, replace(v, false)]))
+          : replace(value, false);
     }
     return copy;
   };
@@ -153,7 +162,9 @@ export function summarizeBelow(node: unknown, depth: number, note: string, level
   for (const [key, value] of Object.entries(json)) {
     copy[key] =
       key === 'properties'
-        ? Object.fromEntries(Object.entries(value as JsonSchema).map(([p, v]) => [p, summarizeBelow(v, depth, note, next)]))
+        ? Object.fromEntries(
+            Object.entries(value as JsonSchema).map(([p, v]) => [p, summarizeBelow(v, depth, note, next)]),
+          )
         : summarizeBelow(value, depth, note, next);
   }
   return copy;
@@ -190,7 +201,10 @@ export function toolListing(tool: Tool): ToolListing {
     title: tool.title,
     description: tool.description,
     inputSchema: shareDefinitions(withDefaults(jsonSchemaOf(tool.input.schema, 'input'), tool.inputDefaults)),
-    outputSchema: shareDefinitions({ type: 'object', anyOf: [output, jsonSchemaOf(tool.errorSchema ?? errorSchema, 'output')] }),
+    outputSchema: shareDefinitions({
+      type: 'object',
+      anyOf: [output, jsonSchemaOf(tool.errorSchema ?? errorSchema, 'output')],
+    }),
     // destructiveHint and idempotentHint mean something only for a tool that writes.
     annotations: tool.readOnly
       ? { readOnlyHint: true, openWorldHint: false }

@@ -25,10 +25,15 @@ type HostEntry = { name: string; port: string | null };
 const hostAllowed = (entries: readonly HostEntry[], host: HostEntry): boolean =>
   entries.some((allowed) => allowed.name === host.name && (allowed.port === null || allowed.port === host.port));
 
-export function createOriginCheck(config: Pick<Config, 'HOST' | 'PULSEBOARD_MCP_ALLOWED_HOSTS' | 'PULSEBOARD_MCP_ALLOWED_ORIGINS'>): OriginCheck {
+export function createOriginCheck(
+  config: Pick<Config, 'HOST' | 'PULSEBOARD_MCP_ALLOWED_HOSTS' | 'PULSEBOARD_MCP_ALLOWED_ORIGINS'>,
+): OriginCheck {
   const bind = config.HOST.toLowerCase();
   const bindName = bind.includes(':') && !bind.startsWith('[') ? `[${bind}]` : bind;
-  const hosts = config.PULSEBOARD_MCP_ALLOWED_HOSTS ?? [...LOOPBACK_NAMES, ...(WILDCARD_BINDS.has(bind) ? [] : [bindName])];
+  const hosts = config.PULSEBOARD_MCP_ALLOWED_HOSTS ?? [
+    ...LOOPBACK_NAMES,
+    ...(WILDCARD_BINDS.has(bind) ? [] : [bindName]),
+  ];
   const anyHost = hosts[0] === '*';
   const hostEntries = hosts.map(splitHost).filter((entry) => entry !== null);
   const origins = config.PULSEBOARD_MCP_ALLOWED_ORIGINS;

@@ -23,12 +23,14 @@ type JsonRpcMessage = { method?: unknown; params?: { name?: unknown; arguments?:
 
 const isObject = (m: unknown): m is JsonRpcMessage => typeof m === 'object' && m !== null;
 
-const messagesOf = (body: unknown): JsonRpcMessage[] => (Array.isArray(body) ? body.filter(isObject) : isObject(body) ? [body] : []);
+const messagesOf = (body: unknown): JsonRpcMessage[] =>
+  Array.isArray(body) ? body.filter(isObject) : isObject(body) ? [body] : [];
 
 /** Messages that read data: each counts against the requests budget shared with REST. */
 const readsData = (m: JsonRpcMessage): boolean => m.method === 'tools/call' || m.method === 'resources/read';
 
-const toolsByName = (tools: readonly Tool[]): ReadonlyMap<string, Tool> => new Map(tools.map((tool) => [tool.name, tool]));
+const toolsByName = (tools: readonly Tool[]): ReadonlyMap<string, Tool> =>
+  new Map(tools.map((tool) => [tool.name, tool]));
 
 /**
  * The budget class of one HTTP request: a tools/call counts with its tool's class (computed from
@@ -39,11 +41,16 @@ export function protectionOf(services: Services, tools: readonly Tool[], body: u
   return protectionAmong(services, toolsByName(tools), messagesOf(body));
 }
 
-function protectionAmong(services: Services, byName: ReadonlyMap<string, Tool>, messages: readonly JsonRpcMessage[]): Protection {
+function protectionAmong(
+  services: Services,
+  byName: ReadonlyMap<string, Tool>,
+  messages: readonly JsonRpcMessage[],
+): Protection {
   for (const message of messages) {
     if (message.method === 'resources/read') {
       // A call record carries thesis text: read under get_calltracker_call's class.
-      if (typeof message.params?.uri === 'string' && message.params.uri.startsWith('pulseboard://calls/')) return 'protected';
+      if (typeof message.params?.uri === 'string' && message.params.uri.startsWith('pulseboard://calls/'))
+        return 'protected';
       continue;
     }
     if (message.method !== 'tools/call') continue;
@@ -51,7 +58,9 @@ function protectionAmong(services: Services, byName: ReadonlyMap<string, Tool>, 
     const tool = typeof name === 'string' ? byName.get(name) : undefined;
     const args = message.params?.arguments;
     if (!tool) continue;
-    const rest = tool.input.toRest(typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {});
+    const rest = tool.input.toRest(
+      typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {},
+    );
     if (tool.protection(services, rest) === 'protected') return 'protected';
   }
   return 'basic';
@@ -61,7 +70,8 @@ function protectionAmong(services: Services, byName: ReadonlyMap<string, Tool>, 
  * Which budget one HTTP request spends: one holding a tools/call or resources/read spends the
  * requests budget shared with REST; one holding only protocol messages spends the protocol budget.
  */
-const budgetAmong = (messages: readonly JsonRpcMessage[]): Budget => (messages.some(readsData) ? 'requests' : 'protocol');
+const budgetAmong = (messages: readonly JsonRpcMessage[]): Budget =>
+  messages.some(readsData) ? 'requests' : 'protocol';
 
 /** Request headers the SDK reads (content negotiation, protocol version, the 2026-07-28 routing headers). */
 const FORWARDED_HEADERS = ['content-type', 'accept', 'mcp-protocol-version', 'mcp-method', 'mcp-name'] as const;
@@ -88,7 +98,10 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
   const tools = options.tools ?? toolTable;
   const byName = toolsByName(tools);
   const originCheck = createOriginCheck(services.config);
-  const handler = createMcpHandler(createMcpServerFactory(services, tools), { legacy: 'stateless', keepAliveMs: options.listen?.keepAliveMs ?? HEARTBEAT_MS });
+  const handler = createMcpHandler(createMcpServerFactory(services, tools), {
+    legacy: 'stateless',
+    keepAliveMs: options.listen?.keepAliveMs ?? HEARTBEAT_MS,
+  });
   const listens = createListenSlots(services, handler.notify, options.listen?.recheckMs);
   app.addHook('onClose', async () => {
     listens.close();
@@ -103,7 +116,10 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
       error.code === 'PULSEBOARD_FORBIDDEN_KEY'
         ? 'Parse error: the body holds a key that is not accepted (__proto__, or constructor.prototype)'
         : 'Parse error: the body is not valid JSON';
-    return reply.code(400).header('content-type', 'application/json').send(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message } }));
+    return reply
+      .code(400)
+      .header('content-type', 'application/json')
+      .send(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message } }));
   });
 
   // JSON answers are compressed by @fastify/compress like REST's; event streams never are.
@@ -133,7 +149,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
       const { error, headers } = admitted.refused;
       // A refused tool call or resource read is answered in the protocol (a tool error asking the caller
       // to wait); an authentication failure, or a refused protocol message, gets the same HTTP error REST gives.
-      if (error.status === 401 || received.length === 0 || !received.every(readsData)) return sendError(reply, error, headers);
+      if (error.status === 401 || received.length === 0 || !received.every(readsData))
+        return sendError(reply, error, headers);
       reply.headers(headers);
       if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(error.retryAfter))));
       context = { refusal: error, log: request.log };
@@ -146,7 +163,12 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     let signal: AbortSignal;
     if (!Array.isArray(request.body) && received[0]?.method === 'subscriptions/listen' && context.caller) {
       const opened = listens.open(context.caller.keyId, request.headers.authorization);
-      if (!opened.ok) return sendError(reply, opened.error, opened.error.retryAfter === undefined ? {} : { 'retry-after': String(opened.error.retryAfter) });
+      if (!opened.ok)
+        return sendError(
+          reply,
+          opened.error,
+          opened.error.retryAfter === undefined ? {} : { 'retry-after': String(opened.error.retryAfter) },
+        );
       listen = opened.value;
       const gone = new AbortController();
       reply.raw.once('close', () => {

@@ -1,4 +1,11 @@
-import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate, type McpServer, type ReadResourceResult } from '@modelcontextprotocol/server';
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  ResourceNotFoundError,
+  ResourceTemplate,
+  type McpServer,
+  type ReadResourceResult,
+} from '@modelcontextprotocol/server';
 import { BEATS } from '../config/beats.ts';
 import type { Caller } from '../service/caller.ts';
 import type { Result, ServiceError } from '../service/errors.ts';
@@ -23,13 +30,17 @@ export const pulseUri = (beat: string): string => `pulseboard://pulse/${beat}`;
  */
 function readFailure(uri: string, error: ServiceError): ProtocolError {
   const seconds = retryAfterSeconds(error);
-  const data = { error: { code: error.code, message: error.message }, ...(seconds === undefined ? {} : { retryAfterSeconds: seconds }) };
+  const data = {
+    error: { code: error.code, message: error.message },
+    ...(seconds === undefined ? {} : { retryAfterSeconds: seconds }),
+  };
   if (error.code === 'not_found') return new ResourceNotFoundError(uri, error.message);
   const code = error.code === 'bad_request' ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError;
   return new ProtocolError(code, error.message, data);
 }
 
-const single = (value: string | string[] | undefined): string => (Array.isArray(value) ? (value[0] ?? '') : (value ?? ''));
+const single = (value: string | string[] | undefined): string =>
+  Array.isArray(value) ? (value[0] ?? '') : (value ?? '');
 
 /**
  * Resource templates whose contents are the twin tools' results as JSON text (the same service
@@ -38,7 +49,8 @@ const single = (value: string | string[] | undefined): string => (Array.isArray(
  */
 export function registerResources(server: McpServer, services: Services, context: RequestContext | undefined): void {
   async function read(uri: URL, call: (caller: Caller) => Promise<Result<unknown>>): Promise<ReadResourceResult> {
-    if (context === undefined) throw readFailure(uri.href, { status: 401, code: 'unauthorized', message: 'missing or invalid API key' });
+    if (context === undefined)
+      throw readFailure(uri.href, { status: 401, code: 'unauthorized', message: 'missing or invalid API key' });
     if (context.refusal !== undefined) throw readFailure(uri.href, context.refusal);
     const result = await call(context.caller);
     if (!result.ok) throw readFailure(uri.href, result.error);
@@ -53,10 +65,12 @@ export function registerResources(server: McpServer, services: Services, context
     }),
     {
       title: 'One project',
-      description: "A project by its stable id (or a handle), the same JSON as get_project. Subscribe to the id's URI for its writes.",
+      description:
+        "A project by its stable id (or a handle), the same JSON as get_project. Subscribe to the id's URI for its writes.",
       mimeType: 'application/json',
     },
-    (uri, variables) => read(uri, async (caller) => asValue(await services.projects.get(caller, { handle: single(variables.id) }, {}))),
+    (uri, variables) =>
+      read(uri, async (caller) => asValue(await services.projects.get(caller, { handle: single(variables.id) }, {}))),
   );
 
   server.registerResource(
@@ -64,7 +78,8 @@ export function registerResources(server: McpServer, services: Services, context
     new ResourceTemplate(CALL_TEMPLATE, { list: undefined }),
     {
       title: 'One call record',
-      description: 'A stored call record by its id (a uuid), with its thesis text: the same JSON, access and budget as get_calltracker_call.',
+      description:
+        'A stored call record by its id (a uuid), with its thesis text: the same JSON, access and budget as get_calltracker_call.',
       mimeType: 'application/json',
     },
     (uri, variables) => read(uri, () => services.calls.get({ id: single(variables.id) }, {})),
@@ -74,11 +89,21 @@ export function registerResources(server: McpServer, services: Services, context
     'pulse',
     new ResourceTemplate(PULSE_TEMPLATE, {
       list: () => ({
-        resources: BEATS.map((beat) => ({ uri: pulseUri(beat.id), name: `pulse-${beat.id}`, title: `Pulse: ${beat.label}`, description: beat.blurb, mimeType: 'application/json' })),
+        resources: BEATS.map((beat) => ({
+          uri: pulseUri(beat.id),
+          name: `pulse-${beat.id}`,
+          title: `Pulse: ${beat.label}`,
+          description: beat.blurb,
+          mimeType: 'application/json',
+        })),
       }),
       complete: { beat: (prefix) => BEATS.map((beat) => beat.id).filter((id) => id.startsWith(prefix)) },
     }),
-    { title: 'Pulse card', description: 'The current card of one beat, the same JSON as get_pulse with beat.', mimeType: 'application/json' },
+    {
+      title: 'Pulse card',
+      description: 'The current card of one beat, the same JSON as get_pulse with beat.',
+      mimeType: 'application/json',
+    },
     (uri, variables) => read(uri, () => services.pulse.one({ beat: single(variables.beat) }, {})),
   );
 }

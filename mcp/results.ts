@@ -18,7 +18,8 @@ export const retryAfterSeconds = (error: ServiceError): number | undefined =>
 export function toolFailure(error: ServiceError): CallToolResult {
   let message = error.message;
   const seconds = retryAfterSeconds(error);
-  if (seconds !== undefined && !message.includes(`${seconds} seconds`)) message = `${message} Wait ${seconds} seconds before calling again.`;
+  if (seconds !== undefined && !message.includes(`${seconds} seconds`))
+    message = `${message} Wait ${seconds} seconds before calling again.`;
   const body = { error: { code: error.code, message } };
   return {
     content: [{ type: 'text', text: JSON.stringify(body) }],

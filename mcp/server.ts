@@ -24,7 +24,9 @@ export const INSTRUCTIONS =
  * Who sent this HTTP request, or why the rate gate refused it after authenticating it: then every
  * tool call in it answers that error as a tool error, so an agent reads how long to wait.
  */
-export type RequestContext = ({ caller: Caller; refusal?: undefined } | { refusal: ServiceError; caller?: undefined }) & {
+export type RequestContext = (
+  { caller: Caller; refusal?: undefined } | { refusal: ServiceError; caller?: undefined }
+) & {
   /** Where an error a tool threw is reported, by its name only (never its message, which may hold input). */
   log?: ErrorLog;
 };
@@ -40,7 +42,8 @@ export const authInfoOf = (context: RequestContext) => ({
   extra: { context },
 });
 
-const contextOf = (ctx: McpRequestContext): RequestContext | undefined => ctx.authInfo?.extra?.context as RequestContext | undefined;
+const contextOf = (ctx: McpRequestContext): RequestContext | undefined =>
+  ctx.authInfo?.extra?.context as RequestContext | undefined;
 
 /** A tool call that failed in a way no service result says: a tool error to retry, its type reported. */
 function unexpected(context: RequestContext, error: unknown): CallToolResult {
@@ -78,7 +81,8 @@ export function createMcpServerFactory(services: Services, toolTable: readonly T
   });
 
   async function callTool(tool: Tool, context: RequestContext | undefined, parsed: unknown): Promise<CallToolResult> {
-    if (context === undefined) return toolFailure({ status: 401, code: 'unauthorized', message: 'missing or invalid API key' });
+    if (context === undefined)
+      return toolFailure({ status: 401, code: 'unauthorized', message: 'missing or invalid API key' });
     if (context.refusal !== undefined) return toolFailure(context.refusal);
     const args = parsed as { ok: true; value: Record<string, unknown> } | { ok: false; message: string };
     if (!args.ok) return toolFailure({ status: 400, code: 'bad_request', message: args.message });
@@ -96,11 +100,16 @@ export function createMcpServerFactory(services: Services, toolTable: readonly T
     const server = new McpServer(SERVER_INFO, {
       instructions: INSTRUCTIONS,
       // Subscriptions need a stream that outlives the request: only the 2026-07-28 listen has one.
-      capabilities: { tools: { listChanged: false }, resources: modern ? { subscribe: true, listChanged: true } : { listChanged: false }, completions: {} },
+      capabilities: {
+        tools: { listChanged: false },
+        resources: modern ? { subscribe: true, listChanged: true } : { listChanged: false },
+        completions: {},
+      },
       cacheHints: CACHE_HINTS,
       maxToolInputElements: 200,
     });
-    for (const { tool, config } of prepared) server.registerTool(tool.name, config, (args) => callTool(tool, context, args));
+    for (const { tool, config } of prepared)
+      server.registerTool(tool.name, config, (args) => callTool(tool, context, args));
     registerResources(server, services, context);
     return server;
   };

@@ -13,7 +13,10 @@ import type { JsonSchema } from './listing.ts';
  * back as the parse result, so the tool answers it in the `{error:{code,message}}` envelope (the
  * SDK's own refusal is a bare text that names no code).
  */
-export function argumentsSchema(schema: z.ZodObject, json: JsonSchema): StandardSchemaWithJSON<unknown, ParseResult<Record<string, unknown>>> {
+export function argumentsSchema(
+  schema: z.ZodObject,
+  json: JsonSchema,
+): StandardSchemaWithJSON<unknown, ParseResult<Record<string, unknown>>> {
   return {
     '~standard': {
       version: 1,
@@ -33,7 +36,9 @@ export function resultSchema(schema: z.ZodType, json: JsonSchema): StandardSchem
       validate(value) {
         const parsed = schema.safeParse(value);
         if (parsed.success) return { value };
-        return { issues: parsed.error.issues.map((issue) => ({ message: issue.message, path: issue.path as PropertyKey[] })) };
+        return {
+          issues: parsed.error.issues.map((issue) => ({ message: issue.message, path: issue.path as PropertyKey[] })),
+        };
       },
       jsonSchema: { input: () => json, output: () => json },
     },

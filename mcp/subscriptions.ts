@@ -18,7 +18,10 @@ export type Listen = {
 
 export type ListenSlots = {
   /** Takes one of the key's listen slots, or says why not (2 open per key per instance, as SSE). */
-  open(keyId: string, authorization: string | undefined): { ok: true; value: Listen } | { ok: false; error: ServiceError };
+  open(
+    keyId: string,
+    authorization: string | undefined,
+  ): { ok: true; value: Listen } | { ok: false; error: ServiceError };
   /** Open listens in this instance (tests). */
   openCount(): number;
   close(): void;
@@ -70,7 +73,10 @@ export function createListenSlots(services: Services, notify: ServerNotifier, re
       await recheckKeys();
       if (open.size === 0) return;
       // After a failed read, the next is tried once the interval has passed.
-      await services.commits.waitPast(batch?.upToSeq ?? Number.MAX_SAFE_INTEGER, { timeoutMs: recheckMs, signal: ended });
+      await services.commits.waitPast(batch?.upToSeq ?? Number.MAX_SAFE_INTEGER, {
+        timeoutMs: recheckMs,
+        signal: ended,
+      });
     }
   }
 
@@ -86,7 +92,8 @@ export function createListenSlots(services: Services, notify: ServerNotifier, re
 
   return {
     open(keyId, authorization) {
-      if (services.commits.closed.aborted) return { ok: false, error: errors.unavailable('The service is shutting down; reconnect shortly.', 1) };
+      if (services.commits.closed.aborted)
+        return { ok: false, error: errors.unavailable('The service is shutting down; reconnect shortly.', 1) };
       const count = perKey.get(keyId) ?? 0;
       if (count >= MAX_OPEN_STREAMS_PER_KEY) {
         return {

@@ -22,7 +22,13 @@ import { thesisContractInputSchema } from '../service/requests/thesis.ts';
 import { callParamsSchema, callsQuerySchema } from '../service/requests/calls.ts';
 import { pulseParamsSchema } from '../service/requests/pulse.ts';
 import { searchQuerySchema } from '../service/requests/search.ts';
-import { projectParamsSchema, projectQuerySchema, projectsQuerySchema, projectViewSchema, syncQuerySchema } from '../service/requests/projects.ts';
+import {
+  projectParamsSchema,
+  projectQuerySchema,
+  projectsQuerySchema,
+  projectViewSchema,
+  syncQuerySchema,
+} from '../service/requests/projects.ts';
 import { asValue } from '../service/json-body.ts';
 import { summarize } from '../service/summary.ts';
 import type { Services } from '../service/services.ts';
@@ -85,7 +91,6 @@ async function inView<P extends { projects: Project[] }>(
 const basic = (): Protection => 'basic';
 const guarded = (): Protection => 'protected';
 
-
 const projectAndPrivateTools: Tool[] = [
   {
     name: 'list_projects',
@@ -95,12 +100,15 @@ const projectAndPrivateTools: Tool[] = [
       'Browse with page (1-based; a page past the end is empty). Filter with hasDossier. To mirror the board and pick up changes later, use sync_projects instead. ' +
       'To keep results small, send view "summary", read one project with get_project, or page with sync_projects and a small limit. ' +
       'Match projects on id, never on handle: a handle can be reused by another account. Same rows as GET /v1/projects?page=N.',
-    input: toolInputFrom({ query: pick(projectsQuerySchema, ['page', 'has_dossier']).extend({ view: projectViewSchema }).strict() }),
+    input: toolInputFrom({
+      query: pick(projectsQuerySchema, ['page', 'has_dossier']).extend({ view: projectViewSchema }).strict(),
+    }),
     outputSchema: boardPageInViewSchema,
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
-    call: (services, _caller, args) => inView(services, args.query, async (query) => asValue(await services.projects.list(query))),
+    call: (services, _caller, args) =>
+      inView(services, args.query, async (query) => asValue(await services.projects.list(query))),
   },
   {
     name: 'sync_projects',
@@ -119,7 +127,10 @@ const projectAndPrivateTools: Tool[] = [
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
-    call: (services, _caller, args) => inView(services, { limit: MCP_SYNC_LIMIT, ...args.query }, async (query) => asValue(await services.projects.sync(query))),
+    call: (services, _caller, args) =>
+      inView(services, { limit: MCP_SYNC_LIMIT, ...args.query }, async (query) =>
+        asValue(await services.projects.sync(query)),
+      ),
   },
   {
     name: 'get_project',
@@ -195,7 +206,6 @@ const projectAndPrivateTools: Tool[] = [
   },
 ];
 
-
 /** Tools over the call records, search and pulse services (same service calls as their REST twins). */
 const readTools: Tool[] = [
   {
@@ -222,13 +232,14 @@ const readTools: Tool[] = [
     outputSchema: z.union([pulseListSchema, pulseOneSchema]),
     readOnly: true,
     protection: basic,
-    call: (services, _caller, args) => (args.params.beat === undefined ? services.pulse.all({}) : services.pulse.one(args.params, {})),
+    call: (services, _caller, args) =>
+      args.params.beat === undefined ? services.pulse.all({}) : services.pulse.one(args.params, {}),
   },
   {
     name: 'list_calltracker_calls',
     title: 'Stored call records',
     description:
-      'Stored token-call records with their theses (an author\'s opinion, not a verified fact or a recommendation), newest first. limit is a maximum (1 to 30, default 20), not a promise: ' +
+      "Stored token-call records with their theses (an author's opinion, not a verified fact or a recommendation), newest first. limit is a maximum (1 to 30, default 20), not a promise: " +
       'pages also stop at maxBytes (default 160 KiB here, at most 512 KiB) and never cut a text. Keep results small with a small limit or maxBytes (e.g. 40000). Follow next, with the same contract and chain, until it is null. contract (up to 100 characters) filters on an exact token address; ' +
       'chain (up to 60 characters) is allowed only with contract; a contract on more than 5000 calls is refused: add chain or page without a filter. ' +
       'Paging is browsing, not a sync: re-read a call by id for its current version. Rate-protected. Same rows as GET /v1/calltracker/calls.',
@@ -246,7 +257,7 @@ const readTools: Tool[] = [
     name: 'get_calltracker_call',
     title: 'One call record',
     description:
-      'One stored call record by its id (a uuid): the thesis text, the caller profile (pnl is the caller\'s seven-day realized trading result, null when unknown or at least 24 hours old) and the tokens, ' +
+      "One stored call record by its id (a uuid): the thesis text, the caller profile (pnl is the caller's seven-day realized trading result, null when unknown or at least 24 hours old) and the tokens, " +
       'each linked to a project only when exactly one current project matches its chain and contract. Unknown or suppressed ids: not_found. Rate-protected. Same body as GET /v1/calltracker/calls/{id}.',
     input: toolInputFrom({ params: callParamsSchema }),
     outputSchema: callDetailSchema,

@@ -20,7 +20,14 @@ export const OWNERS_COLLECTION = 'owners';
 export function foldKey(current: KeyDoc | null, event: RecordedEvent): KeyDoc | null {
   if (event.type === 'key.issued') {
     const d = dataOf('key.issued', event.data);
-    return { keyId: d.keyId, owner: d.owner, keyHash: d.keyHash, issuedAt: d.issuedAt, expiresAt: d.expiresAt, revokedAt: null };
+    return {
+      keyId: d.keyId,
+      owner: d.owner,
+      keyHash: d.keyHash,
+      issuedAt: d.issuedAt,
+      expiresAt: d.expiresAt,
+      revokedAt: null,
+    };
   }
   if (event.type === 'key.revoked' && current) {
     return { ...current, revokedAt: current.revokedAt ?? dataOf('key.revoked', event.data).revokedAt };

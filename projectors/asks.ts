@@ -14,7 +14,8 @@ export type StoredAsks = { projectId: string; asks: Ask[] };
  */
 export type AsksState = { firstSeenAt: Record<string, string> };
 
-const sortTime = (ask: Ask, state: AsksState): number => Date.parse(ask.askedAt ?? state.firstSeenAt[ask.id] ?? '1970-01-01T00:00:00Z');
+const sortTime = (ask: Ask, state: AsksState): number =>
+  Date.parse(ask.askedAt ?? state.firstSeenAt[ask.id] ?? '1970-01-01T00:00:00Z');
 
 /** Newest first: by askedAt (or first-event time), then by id, both descending. */
 function ordered(asks: Ask[], state: AsksState): Ask[] {
@@ -36,7 +37,10 @@ function blankAsk(id: string): Ask {
  * A later `ask.asked`/`research.requested` for an ask first seen through an update fills in
  * question and askedAt but keeps the status the updates set.
  */
-export function foldAsks(current: Entity<StoredAsks, AsksState> | null, event: RecordedEvent): Entity<StoredAsks, AsksState> | null {
+export function foldAsks(
+  current: Entity<StoredAsks, AsksState> | null,
+  event: RecordedEvent,
+): Entity<StoredAsks, AsksState> | null {
   let projectId: string;
   let askId: string;
   let at: string;

@@ -37,7 +37,8 @@ export function tokenChain(token: Pick<StoredCallToken, 'chain' | 'key'>): strin
 }
 
 /** `<chain>:<contract>`, the form the projects and calls `chainContract` keys use. */
-export const chainContractKey = (chain: string, contract: string) => `${normalizeChain(chain)}:${normalizeContract(contract)}`;
+export const chainContractKey = (chain: string, contract: string) =>
+  `${normalizeChain(chain)}:${normalizeContract(contract)}`;
 
 /** The call's index entries: every token's contract (chain-qualified tokens only) and chain:contract. */
 export function callKeyValues(call: { tokens: readonly StoredCallToken[] }): Record<string, string[]> {
@@ -61,7 +62,8 @@ export function callKeyValues(call: { tokens: readonly StoredCallToken[] }): Rec
 export function shortenThesis(text: string, sourceUrl: string): string {
   if (text.length <= THESIS_TEXT_MAX) return text;
   const specific = `\n\n[Shortened to fit ${THESIS_TEXT_MAX.toLocaleString('en-US')} characters; the full text is at ${sourceUrl}]`;
-  const note = specific.length <= 1000 ? specific : '\n\n[Shortened to fit; the full text is at the source URL of this call]';
+  const note =
+    specific.length <= 1000 ? specific : '\n\n[Shortened to fit; the full text is at the source URL of this call]';
   let cut = THESIS_TEXT_MAX - note.length;
   const code = text.charCodeAt(cut - 1);
   if (code >= 0xd800 && code <= 0xdbff) cut -= 1;
@@ -106,10 +108,22 @@ export function foldCallIndex(current: CallIndexEntity | null, event: RecordedEv
   const state = suppressionAfter(current?.state, event);
   if (event.type === 'call.recorded') {
     const record = dataOf('call.recorded', event.data);
-    return { doc: { createdAt: record.createdAt }, state, sortKey: callSortKey(record.createdAt), facet: facetOf(true, state), keys: callKeyValues(record) };
+    return {
+      doc: { createdAt: record.createdAt },
+      state,
+      sortKey: callSortKey(record.createdAt),
+      facet: facetOf(true, state),
+      keys: callKeyValues(record),
+    };
   }
   const doc = current?.doc ?? { createdAt: null };
-  return { doc, state, sortKey: current?.sortKey ?? '', facet: facetOf(doc.createdAt !== null, state), keys: current?.keys ?? {} };
+  return {
+    doc,
+    state,
+    sortKey: current?.sortKey ?? '',
+    facet: facetOf(doc.createdAt !== null, state),
+    keys: current?.keys ?? {},
+  };
 }
 
 /** Call ids compare case-insensitively (a UUID's hex digits). */
@@ -120,7 +134,8 @@ export const callsProjector: Projector<StoredCall | null, CallState> = {
   typePrefixes: ['call.recorded', 'call.suppressed', 'call.restored'],
   keyOf(event) {
     if (event.type === 'call.recorded') return callDocId((event.data as { id: string }).id);
-    if (event.type === 'call.suppressed' || event.type === 'call.restored') return callDocId((event.data as { callId: string }).callId);
+    if (event.type === 'call.suppressed' || event.type === 'call.restored')
+      return callDocId((event.data as { callId: string }).callId);
     return null;
   },
   fold: foldCall,

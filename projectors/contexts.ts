@@ -11,7 +11,13 @@ export type StoredContext = Omit<ProjectContext, 'freshness' | 'voters'> & {
   freshness: Omit<ProjectContext['freshness'], 'readAt'>;
 };
 
-type StandingVote = { direction: 'up' | 'down'; name: string | null; avatar: string | null; at: string; position: number };
+type StandingVote = {
+  direction: 'up' | 'down';
+  name: string | null;
+  avatar: string | null;
+  at: string;
+  position: number;
+};
 
 /** One standing vote per voter; a withdrawn vote (`none`) removes it. */
 export type ContextState = { votes: Record<string, StandingVote> };
@@ -33,7 +39,10 @@ function recentVoters(votes: readonly StandingVote[]): { name: string | null; av
     .map((v) => ({ name: v.name, avatar: v.avatar }));
 }
 
-export function foldContext(current: Entity<StoredContext, ContextState> | null, event: RecordedEvent): Entity<StoredContext, ContextState> {
+export function foldContext(
+  current: Entity<StoredContext, ContextState> | null,
+  event: RecordedEvent,
+): Entity<StoredContext, ContextState> {
   // Copy-on-write: the nested objects this fold edits are copied; votes only when a vote changes them.
   const doc: StoredContext = current
     ? { ...current.doc, research: { ...current.doc.research }, freshness: { ...current.doc.freshness } }
@@ -61,7 +70,14 @@ export function foldContext(current: Entity<StoredContext, ContextState> | null,
       const d = dataOf('vote.cast', event.data);
       state = { votes: { ...state.votes } };
       if (d.direction === 'none') delete state.votes[d.voterId];
-      else state.votes[d.voterId] = { direction: d.direction, name: d.name, avatar: d.avatar, at: d.at, position: event.position };
+      else
+        state.votes[d.voterId] = {
+          direction: d.direction,
+          name: d.name,
+          avatar: d.avatar,
+          at: d.at,
+          position: event.position,
+        };
       const standing = Object.values(state.votes);
       const up = standing.filter((v) => v.direction === 'up');
       const down = standing.filter((v) => v.direction === 'down');

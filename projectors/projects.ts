@@ -189,7 +189,8 @@ function applySighting(doc: Project, state: ProjectState, d: EventData<'project.
     newestAt = at;
     if (d.handle !== undefined) {
       const handle = d.handle === null ? null : d.handle.replace(/^@/, '');
-      if (handle?.toLowerCase() !== doc.handle?.toLowerCase()) state.handleClaimedAt = handle === null ? null : position;
+      if (handle?.toLowerCase() !== doc.handle?.toLowerCase())
+        state.handleClaimedAt = handle === null ? null : position;
       doc.handle = handle;
     }
     if (d.identity !== undefined) doc.identity = d.identity;
@@ -207,7 +208,12 @@ function applyFollowers(doc: Project, d: EventData<'followers.observed'>): void 
   // Observations dated after the message's own time are not verified yet.
   if (ms(d.checkedAt) > ms(d.at)) return;
   if (doc.followerStats && ms(doc.followerStats.checkedAt) >= ms(d.checkedAt)) return;
-  const stats: FollowerStats = { source: d.source, handle: d.handle.replace(/^@/, ''), value: d.value, checkedAt: d.checkedAt };
+  const stats: FollowerStats = {
+    source: d.source,
+    handle: d.handle.replace(/^@/, ''),
+    value: d.value,
+    checkedAt: d.checkedAt,
+  };
   doc.followerStats = stats;
 }
 
@@ -258,7 +264,11 @@ export function foldProject(current: ProjectEntity | null, event: RecordedEvent)
   // changes it (copy-on-write): while those are the very same values, the derived ones are too, and
   // are taken over instead of made again for every event (new URL per website, sorting, a date parse).
   const sighted = state.firstSeenAt !== null;
-  if (current === null || state.firstSeenAt !== current.state.firstSeenAt || state.rivalListedAt !== current.state.rivalListedAt) {
+  if (
+    current === null ||
+    state.firstSeenAt !== current.state.firstSeenAt ||
+    state.rivalListedAt !== current.state.rivalListedAt
+  ) {
     doc.rival = { lead: rivalLead(state.firstSeenAt, state.rivalListedAt) };
   }
   const sameKeySources =
@@ -271,7 +281,10 @@ export function foldProject(current: ProjectEntity | null, event: RecordedEvent)
     doc,
     state,
     // Sources may send any UTC offset; the listing order compares instants, not spellings.
-    sortKey: current !== null && doc.firstSeenByUs === current.doc.firstSeenByUs ? current.sortKey : new Date(doc.firstSeenByUs).toISOString(),
+    sortKey:
+      current !== null && doc.firstSeenByUs === current.doc.firstSeenByUs
+        ? current.sortKey
+        : new Date(doc.firstSeenByUs).toISOString(),
     facet: !sighted ? PROJECT_FACETS.pending : doc.dossier ? PROJECT_FACETS.dossier : PROJECT_FACETS.noDossier,
     keys: sameKeySources ? current.keys : sighted ? projectKeys(doc) : {},
   };

@@ -7,7 +7,10 @@ import type { Entity, Projector } from './projector.ts';
 export const PULSE_COLLECTION = 'pulse';
 
 /** One document per configured beat: its current card, served as published (quiet cards too). */
-export function foldPulse(current: Entity<PulseCard, null> | null, event: RecordedEvent): Entity<PulseCard, null> | null {
+export function foldPulse(
+  current: Entity<PulseCard, null> | null,
+  event: RecordedEvent,
+): Entity<PulseCard, null> | null {
   if (event.type !== 'pulse.published') return current;
   const { card } = dataOf('pulse.published', event.data);
   return { doc: card, state: null, sortKey: '', facet: 'card', keys: {} };

@@ -107,9 +107,25 @@ export function foldEvents<D, S>(
     let versions = (pending as FoldedDoc<D, S> | undefined)?.versions;
     if (docChanged && projector.versioned?.(next.facet)) {
       versions ??= [];
-      versions.push({ seq: event.position, writtenAt: event.recordedAt, sortKey: next.sortKey, facet: next.facet, doc: next.doc });
+      versions.push({
+        seq: event.position,
+        writtenAt: event.recordedAt,
+        sortKey: next.sortKey,
+        facet: next.facet,
+        doc: next.doc,
+      });
     }
-    changed.set(id, folded(id, next, known, docChanged ? event.position : before!.seq, docChanged ? event.recordedAt : before!.writtenAt, versions));
+    changed.set(
+      id,
+      folded(
+        id,
+        next,
+        known,
+        docChanged ? event.position : before!.seq,
+        docChanged ? event.recordedAt : before!.writtenAt,
+        versions,
+      ),
+    );
   }
   return changed;
 }
@@ -141,7 +157,14 @@ class FoldedDoc<D, S> implements StoredDoc<D, S> {
   readonly versions: VersionWrite[] | undefined;
   #json: string | undefined;
   #utf8: Uint8Array | undefined;
-  constructor(id: string, next: Entity<D, S>, known: string | undefined, seq: number, writtenAt: string, versions: VersionWrite[] | undefined) {
+  constructor(
+    id: string,
+    next: Entity<D, S>,
+    known: string | undefined,
+    seq: number,
+    writtenAt: string,
+    versions: VersionWrite[] | undefined,
+  ) {
     this.id = id;
     this.doc = next.doc;
     this.state = next.state;
@@ -277,7 +300,9 @@ export function createProjectionRunner(
       const from = Math.min(...afters);
       const head = await log.headPosition();
       if (head <= from) return { done: true, applied: 0, checkpoint: from };
-      const counts = await Promise.all(projectors.map((p, i) => (afters[i]! < head ? store.count(p.collection) : Promise.resolve(1))));
+      const counts = await Promise.all(
+        projectors.map((p, i) => (afters[i]! < head ? store.count(p.collection) : Promise.resolve(1))),
+      );
       const work: Pending[] = projectors.map((projector, i) => ({
         projector,
         after: afters[i]!,
@@ -317,7 +342,9 @@ export function createProjectionRunner(
         if (held >= HEAP_CHECK_FROM_DOCS && heapFull(maxHeapBytes)) break;
       }
       const checkpoint = position;
-      const applied = await Promise.all(work.map((w) => (w.after < checkpoint ? commit(w, checkpoint) : Promise.resolve(0))));
+      const applied = await Promise.all(
+        work.map((w) => (w.after < checkpoint ? commit(w, checkpoint) : Promise.resolve(0))),
+      );
       return { done: false, applied: applied.reduce((sum, n) => sum + n, 0), checkpoint, lagged };
     });
   }
@@ -344,6 +371,11 @@ export function createProjectionRunner(
 }
 
 /** The runner of one read model alone (tests, and callers that need one collection brought up to date). */
-export function createProjectorRunner(log: EventLog, store: ReadStore, projector: Projector, options: RunnerOptions = {}): ProjectorRunner {
+export function createProjectorRunner(
+  log: EventLog,
+  store: ReadStore,
+  projector: Projector,
+  options: RunnerOptions = {},
+): ProjectorRunner {
   return createProjectionRunner(log, store, [projector], options);
 }

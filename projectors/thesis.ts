@@ -45,12 +45,19 @@ export function emptyThesisRecord(contract: string): ThesisRecord {
  * Pure fold of one `thesis-<contract>` event (only its type and data matter, so the feed can
  * apply the request it just appended). Events of another job than the latest are ignored.
  */
-export function foldThesisRecord(current: ThesisRecord | null, event: Pick<RecordedEvent, 'type' | 'data'>): ThesisRecord | null {
+export function foldThesisRecord(
+  current: ThesisRecord | null,
+  event: Pick<RecordedEvent, 'type' | 'data'>,
+): ThesisRecord | null {
   switch (event.type) {
     case 'thesis.requested': {
       const d = dataOf('thesis.requested', event.data);
       const base = current ?? emptyThesisRecord(d.contract);
-      return { ...base, job: { requestId: d.requestId, phase: 'queued', requestedAt: d.at, startedAt: null }, cooldownUntil: null };
+      return {
+        ...base,
+        job: { requestId: d.requestId, phase: 'queued', requestedAt: d.at, startedAt: null },
+        cooldownUntil: null,
+      };
     }
     case 'thesis.started': {
       const d = dataOf('thesis.started', event.data);
@@ -95,7 +102,10 @@ export function foldThesisStream(events: readonly RecordedEvent[]): ThesisRecord
 export const thesisProjector: Projector<ThesisRecord, ThesisFoldState> = {
   collection: THESIS_COLLECTION,
   typePrefixes: THESIS_JOB_EVENT_TYPES,
-  keyOf: (event) => (THESIS_JOB_EVENT_TYPES as readonly string[]).includes(event.type) ? (event.data as { contract: string }).contract.toLowerCase() : null,
+  keyOf: (event) =>
+    (THESIS_JOB_EVENT_TYPES as readonly string[]).includes(event.type)
+      ? (event.data as { contract: string }).contract.toLowerCase()
+      : null,
   fold(current, event) {
     const doc = foldThesisRecord(current?.doc ?? null, event);
     if (doc === null) return null;

@@ -93,10 +93,13 @@ export function createCommitSignals(feed?: CommitFeed, options: CommitSignalOpti
         setState('reconnecting');
         const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(failures, 30));
         failures += 1;
-        cancelReopen = schedule(() => {
-          cancelReopen = undefined;
-          open();
-        }, Math.round(ceiling / 2 + (ceiling / 2) * Math.random()));
+        cancelReopen = schedule(
+          () => {
+            cancelReopen = undefined;
+            open();
+          },
+          Math.round(ceiling / 2 + (ceiling / 2) * Math.random()),
+        );
       },
     };
     try {

@@ -47,7 +47,11 @@ export const apiDocs = z.registry<SchemaDocs>();
 
 type AnyObject = z.ZodObject<z.ZodRawShape>;
 
-function describeFields<S extends AnyObject>(schema: S, fields: { [K in keyof S['shape']]: string }, description?: string): void {
+function describeFields<S extends AnyObject>(
+  schema: S,
+  fields: { [K in keyof S['shape']]: string },
+  description?: string,
+): void {
   apiDocs.add(schema, { fields, ...(description === undefined ? {} : { description }) });
 }
 
@@ -114,7 +118,8 @@ describeFields(
     token: 'The project token, or null when it has none (yet).',
     links: 'Official links.',
     unverified: 'Claims the project makes that research could not confirm.',
-    onchain: 'On-chain snapshot taken when the dossier was written (not live; re-read the project to refresh), or null.',
+    onchain:
+      'On-chain snapshot taken when the dossier was written (not live; re-read the project to refresh), or null.',
   },
   'The research dossier written about a project.',
 );
@@ -137,9 +142,12 @@ describeFields(dossierSchema.shape.links, {
 describeFields(
   calltrackerSummarySchema,
   {
-    status: 'Outcome of the call-tracker look-up: matched (calls found), checked_no_match (verified: no calls), identity_unknown or identity_mismatch (the token could not be resolved).',
-    historyComplete: 'Whether the complete, orderable call history was verified; the first-call fields are published only then.',
-    posts: 'Verified calls of this chain-qualified token: 0 is a verified no-call result, null means the identity is unresolved.',
+    status:
+      'Outcome of the call-tracker look-up: matched (calls found), checked_no_match (verified: no calls), identity_unknown or identity_mismatch (the token could not be resolved).',
+    historyComplete:
+      'Whether the complete, orderable call history was verified; the first-call fields are published only then.',
+    posts:
+      'Verified calls of this chain-qualified token: 0 is a verified no-call result, null means the identity is unresolved.',
     firstAt: 'When the token was first called (only with a complete history).',
     firstMcap: 'Market cap in USD at the first call, not the cheapest or latest (only with a complete history).',
     firstCaller: 'Call-tracker handle of the first caller (only with a complete history).',
@@ -155,7 +163,8 @@ describeFields(
   projectSchema,
   {
     id: 'Stable project id. Match on this, never on handle.',
-    handle: 'Social handle without the leading @; null for projects without one. A handle can be abandoned and reused by another account.',
+    handle:
+      'Social handle without the leading @; null for projects without one. A handle can be abandoned and reused by another account.',
     identity: 'The public identity submitted for the project, or null.',
     name: 'Display name.',
     pfp: 'Profile image URL.',
@@ -188,7 +197,8 @@ describeFields(
   projectContextSchema,
   {
     votes: 'Standing community votes.',
-    voters: 'The most recent voters per side; shown only to an allowlisted key owner. Null means withheld, not no voters.',
+    voters:
+      'The most recent voters per side; shown only to an allowlisted key owner. Null means withheld, not no voters.',
     research: 'Research progress.',
     freshness: 'When each source was last read.',
   },
@@ -239,7 +249,8 @@ describeFields(
   syncPageSchema,
   {
     projects: 'Projects the archive wrote since the starting point, oldest write first, each at its latest state.',
-    cursor: 'Opaque bookmark after the last row served; always present, also on an empty page. Send it back to continue now or later.',
+    cursor:
+      'Opaque bookmark after the last row served; always present, also on an empty page. Send it back to continue now or later.',
     hasMore: 'Whether more rows are ready now; when false, the cursor resumes with what is written later.',
     limit: 'The page size used (1–100).',
     readAt: 'When the read model was read.',
@@ -250,7 +261,8 @@ describeFields(
 describeFields(
   projectSearchSchema,
   {
-    state: 'found (one match), missing (none), ambiguous (several: narrow by a chain-qualified contract or the project id) or chain_required (a bare contract on several chains).',
+    state:
+      'found (one match), missing (none), ambiguous (several: narrow by a chain-qualified contract or the project id) or chain_required (a bare contract on several chains).',
     project: 'The project when found; else null.',
     context: 'Its context when found; else null.',
     readAt: 'When the read model was read.',
@@ -284,8 +296,16 @@ describeFields(
   },
   'A news topic and its current card.',
 );
-describeFields(pulseListSchema, { beats: 'All eight beats, in a fixed order.', readAt: 'When the read model was read.' }, 'The current pulse.');
-describeFields(pulseOneSchema, { beat: 'The beat asked for.', readAt: 'When the read model was read.' }, 'One beat of the pulse.');
+describeFields(
+  pulseListSchema,
+  { beats: 'All eight beats, in a fixed order.', readAt: 'When the read model was read.' },
+  'The current pulse.',
+);
+describeFields(
+  pulseOneSchema,
+  { beat: 'The beat asked for.', readAt: 'When the read model was read.' },
+  'One beat of the pulse.',
+);
 
 describeFields(
   pnlSchema,
@@ -340,7 +360,8 @@ describeFields(
     ggXHandle: 'Social handle the call tracker links to the token.',
     ggWebsite: 'Website the call tracker links to the token.',
     description: "The call tracker's description of the token.",
-    project: 'The board project, set only for an unambiguous current contract match; null means no safe link (the call stays).',
+    project:
+      'The board project, set only for an unambiguous current contract match; null means no safe link (the call stays).',
   },
   'A token named in a call.',
 );
@@ -351,7 +372,8 @@ describeFields(
     createdAt: 'When the call was made.',
     updatedAt: 'When the call was last edited at the source.',
     sourceUrl: 'The call at the call tracker.',
-    thesisText: "The author's thesis as plain text: an opinion, not a verified fact or a recommendation. A long post may be shortened with an explicit note; the original is at sourceUrl.",
+    thesisText:
+      "The author's thesis as plain text: an opinion, not a verified fact or a recommendation. A long post may be shortened with an explicit note; the original is at sourceUrl.",
     caller: 'Who made the call.',
     tokens: 'The tokens called (1–20).',
   },
@@ -442,7 +464,11 @@ describeFields(askSchema, {
 });
 describeFields(
   askListSchema,
-  { projectId: 'The project.', asks: 'Questions and research requests about it, newest first.', readAt: 'When the read model was read.' },
+  {
+    projectId: 'The project.',
+    asks: 'Questions and research requests about it, newest first.',
+    readAt: 'When the read model was read.',
+  },
   'What was asked of the research assistant about a project, and what it answered.',
 );
 

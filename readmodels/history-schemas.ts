@@ -50,7 +50,9 @@ export const projectDiffSchema = z
   })
   .strict();
 
-export const changedFieldsSchema = z.object({ id: z.string(), changedFields: z.array(projectFieldNameSchema) }).strict();
+export const changedFieldsSchema = z
+  .object({ id: z.string(), changedFields: z.array(projectFieldNameSchema) })
+  .strict();
 
 export const syncPageChangesSchema = syncPageSchema
   .extend({ changes: z.array(changedFieldsSchema).max(SYNC_LIMIT_MAX) })
@@ -64,18 +66,24 @@ export type ProjectDiff = z.infer<typeof projectDiffSchema>;
 export type ChangedFields = z.infer<typeof changedFieldsSchema>;
 export type SyncPageChanges = z.infer<typeof syncPageChangesSchema>;
 
-const ASOF_FIELD = 'The point this answer is for: `at`, when the archive recorded the last project write at or before it (null before the first), and `cursor`, a delta cursor at exactly that point (send it as `asOf` to read more pages as of the same point, or as `cursor` to sync what was written since).';
+const ASOF_FIELD =
+  'The point this answer is for: `at`, when the archive recorded the last project write at or before it (null before the first), and `cursor`, a delta cursor at exactly that point (send it as `asOf` to read more pages as of the same point, or as `cursor` to sync what was written since).';
 
 apiDocs.add(asOfPointSchema, {
   description: 'A point in the archive.',
   fields: {
     at: 'recordedAt of the last project write at or before the point; null when no project had been written yet.',
-    cursor: 'A delta cursor at the point: as `asOf`, exactly this point; as `cursor` in delta mode, the writes after it.',
+    cursor:
+      'A delta cursor at the point: as `asOf`, exactly this point; as `cursor` in delta mode, the writes after it.',
   },
 });
 apiDocs.add(boardPageAsOfSchema, {
   description: 'A board page as it stood at a point (asOf).',
-  fields: { ...apiDocs.get(boardPageSchema)?.fields, total: 'Projects on the board at the point (with the has_dossier filter, matching it).', asOf: ASOF_FIELD },
+  fields: {
+    ...apiDocs.get(boardPageSchema)?.fields,
+    total: 'Projects on the board at the point (with the has_dossier filter, matching it).',
+    asOf: ASOF_FIELD,
+  },
 });
 apiDocs.add(projectReadAsOfSchema, {
   description: 'One project as it stood at a point (asOf).',
@@ -100,22 +108,24 @@ apiDocs.add(projectDiffSchema, {
   fields: {
     from: 'The starting point (exclusive).',
     to: 'The end point (inclusive); pinned by `next` while paging.',
-    changes: 'Up to `limit` rows, ordered by the position of each project\'s last write up to `to`, then id.',
+    changes: "Up to `limit` rows, ordered by the position of each project's last write up to `to`, then id.",
     next: 'Send as `cursor` for the next page; null on the last page.',
     readAt: 'When the read model was read.',
   },
 });
 apiDocs.add(changedFieldsSchema, {
-  description: 'Which top-level fields of one delta row differ from the project as of the request\'s starting point.',
+  description: "Which top-level fields of one delta row differ from the project as of the request's starting point.",
   fields: {
     id: 'The project id (the row of `projects` at the same index).',
-    changedFields: 'Top-level fields that differ from the project at the starting point; every field for a project new since then.',
+    changedFields:
+      'Top-level fields that differ from the project at the starting point; every field for a project new since then.',
   },
 });
 apiDocs.add(syncPageChangesSchema, {
   description: 'A delta page with include=changes.',
   fields: {
     ...apiDocs.get(syncPageSchema)?.fields,
-    changes: 'Parallel to `projects`: for each row, the top-level fields that differ from the project as of the starting point (cursor or since).',
+    changes:
+      'Parallel to `projects`: for each row, the top-level fields that differ from the project as of the starting point (cursor or since).',
   },
 });

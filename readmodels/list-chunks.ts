@@ -45,7 +45,10 @@ export type PageStart = { bound: ChunkStart | null; skip: number };
  * answers once the page's chunk is fed (a store stops reading chunks there); `end` answers when every
  * chunk was fed without reaching it (the counters say otherwise): the plain walk from the end is still right.
  */
-export function pageFinder(ascending: boolean, skip: number): { feed(start: ChunkStart, n: number): PageStart | null; end(): PageStart } {
+export function pageFinder(
+  ascending: boolean,
+  skip: number,
+): { feed(start: ChunkStart, n: number): PageStart | null; end(): PageStart } {
   let before = 0;
   let edge: ChunkStart | null = null;
   return {
@@ -68,7 +71,10 @@ export function pageFinder(ascending: boolean, skip: number): { feed(start: Chun
  * The first piece keeps the chunk's `start`, so rows before its first row that come later still
  * fall in it.
  */
-export function pieceCutter(start: ChunkStart, total: number): { add(key: string, id: string, facet: string): Piece | null; end(): Piece } {
+export function pieceCutter(
+  start: ChunkStart,
+  total: number,
+): { add(key: string, id: string, facet: string): Piece | null; end(): Piece } {
   const size = Math.ceil(Math.max(1, total) / Math.max(1, Math.ceil(total / CHUNK_ROWS_CUT)));
   let piece: Piece = { start, total: 0, facets: new Map() };
   return {

@@ -45,7 +45,10 @@ export type StoredDoc<D = unknown, S = unknown> = {
  * for a versioned collection every public write the batch made to it, oldest first (the history read
  * model, readmodels/history/port.ts; a store with `history` records them in the same transaction).
  */
-export type DocWrite<D = unknown, S = unknown> = Omit<StoredDoc<D, S>, 'json' | 'utf8'> & { json?: string; versions?: readonly VersionWrite[] };
+export type DocWrite<D = unknown, S = unknown> = Omit<StoredDoc<D, S>, 'json' | 'utf8'> & {
+  json?: string;
+  versions?: readonly VersionWrite[];
+};
 
 /**
  * A commit applies only when the stored checkpoint is still the one the batch started from; otherwise
@@ -84,7 +87,12 @@ export interface ReadStore {
    * With `expected`, the batch applies only if the stored checkpoint equals it at commit time
    * (compare-and-set: two writers on one collection never apply a fold twice nor move it back).
    */
-  commit(collection: string, writes: readonly DocWrite[], checkpoint: number, expected?: number): Promise<CommitOutcome>;
+  commit(
+    collection: string,
+    writes: readonly DocWrite[],
+    checkpoint: number,
+    expected?: number,
+  ): Promise<CommitOutcome>;
   get<D = unknown, S = unknown>(collection: string, id: string): Promise<StoredDoc<D, S> | null>;
   getMany<D = unknown, S = unknown>(collection: string, ids: readonly string[]): Promise<Map<string, StoredDoc<D, S>>>;
   /** Ids of documents having `value` under lookup key `key`, at most `limit`, in id order. */
@@ -94,14 +102,29 @@ export interface ReadStore {
    * as it is read (two reads, ids then documents, could return a document a commit in between had
    * moved off the value).
    */
-  findDocs<D = unknown, S = unknown>(collection: string, key: string, value: string, limit: number): Promise<StoredDoc<D, S>[]>;
+  findDocs<D = unknown, S = unknown>(
+    collection: string,
+    key: string,
+    value: string,
+    limit: number,
+  ): Promise<StoredDoc<D, S>[]>;
   /** `findIds` for several values of one key in one read: value → ids (at most `limit` each, in id order); values without ids are absent. */
-  findIdsMany(collection: string, key: string, values: readonly string[], limit: number): Promise<Map<string, string[]>>;
+  findIdsMany(
+    collection: string,
+    key: string,
+    values: readonly string[],
+    limit: number,
+  ): Promise<Map<string, string[]>>;
   /**
    * Lookup values of `key` that start with `prefix`, each with a document holding it, at most `limit`
    * pairs in (value, id) order: one range of the key's index (completion of a handle as it is typed).
    */
-  findKeysByPrefix(collection: string, key: string, prefix: string, limit: number): Promise<{ value: string; id: string }[]>;
+  findKeysByPrefix(
+    collection: string,
+    key: string,
+    prefix: string,
+    limit: number,
+  ): Promise<{ value: string; id: string }[]>;
   /**
    * A page of the listing and its total, both from one snapshot: a commit from another connection
    * lands before the read or after it, never between the total and the rows. Costs the page at any

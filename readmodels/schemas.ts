@@ -161,9 +161,7 @@ export const pulseCardSchema = z
   })
   .strict();
 
-export const beatSchema = z
-  .object({ id: str, label: str, blurb: str, card: pulseCardSchema.nullable() })
-  .strict();
+export const beatSchema = z.object({ id: str, label: str, blurb: str, card: pulseCardSchema.nullable() }).strict();
 
 // ---- Call records (spec 2.8)
 
@@ -275,12 +273,8 @@ export const thesisItemSchema = z
     id: str,
     text: z.string().max(THESIS_TEXT_MAX),
     createdAt: isoDateTime,
-    author: z
-      .object({ name: nullableStr, handle: nullableStr, avatar: nullableStr, verified: z.boolean() })
-      .strict(),
-    trade: z
-      .object({ usdValue: nullableNum, realizedPnlUsd: nullableNum, unrealizedPnlUsd: nullableNum })
-      .strict(),
+    author: z.object({ name: nullableStr, handle: nullableStr, avatar: nullableStr, verified: z.boolean() }).strict(),
+    trade: z.object({ usdValue: nullableNum, realizedPnlUsd: nullableNum, unrealizedPnlUsd: nullableNum }).strict(),
   })
   .strict();
 
@@ -397,7 +391,8 @@ export const projectSummarySchema = z
   .strict();
 
 /** A board or delta page in either view (the listing tools'): every row full, or every row a summary. */
-const projectRowsSchema = (max: number) => z.union([z.array(projectSchema).max(max), z.array(projectSummarySchema).max(max)]);
+const projectRowsSchema = (max: number) =>
+  z.union([z.array(projectSchema).max(max), z.array(projectSummarySchema).max(max)]);
 export const boardPageInViewSchema = boardPageSchema.extend({ projects: projectRowsSchema(BOARD_PAGE_SIZE) }).strict();
 export const syncPageInViewSchema = syncPageSchema.extend({ projects: projectRowsSchema(SYNC_LIMIT_MAX) }).strict();
 
@@ -416,12 +411,12 @@ export const projectSearchSchema = z
 
 /** The eight configured beats (config/beats.ts), always all of them. */
 export const BEAT_COUNT = 8;
-export const pulseListSchema = z.object({ beats: z.array(beatSchema).length(BEAT_COUNT), readAt: isoDateTime }).strict();
+export const pulseListSchema = z
+  .object({ beats: z.array(beatSchema).length(BEAT_COUNT), readAt: isoDateTime })
+  .strict();
 export const pulseOneSchema = z.object({ beat: beatSchema, readAt: isoDateTime }).strict();
 
-export const askListSchema = z
-  .object({ projectId: str, asks: z.array(askSchema), readAt: isoDateTime })
-  .strict();
+export const askListSchema = z.object({ projectId: str, asks: z.array(askSchema), readAt: isoDateTime }).strict();
 
 export type Project = z.infer<typeof projectSchema>;
 export type ProjectContext = z.infer<typeof projectContextSchema>;
@@ -456,7 +451,9 @@ export const HISTORY_LIMIT_MAX = 100;
 type ProjectField = keyof Project;
 
 /** One changed top-level field of a Project; `before` is null on the project's first write. */
-export type ProjectFieldChange = { [F in ProjectField]: { field: F; before: Project[F] | null; after: Project[F] } }[ProjectField];
+export type ProjectFieldChange = {
+  [F in ProjectField]: { field: F; before: Project[F] | null; after: Project[F] };
+}[ProjectField];
 
 const projectFieldChangeSchemas = (Object.keys(projectSchema.shape) as ProjectField[]).map((field) => {
   const value = projectSchema.shape[field];
@@ -468,7 +465,10 @@ const projectFieldChangeSchemas = (Object.keys(projectSchema.shape) as ProjectFi
 /** Derived from projectSchema field by field, so a field added to Project is covered here too. */
 export const projectFieldChangeSchema = z.discriminatedUnion(
   'field',
-  projectFieldChangeSchemas as unknown as [(typeof projectFieldChangeSchemas)[number], ...(typeof projectFieldChangeSchemas)[number][]],
+  projectFieldChangeSchemas as unknown as [
+    (typeof projectFieldChangeSchemas)[number],
+    ...(typeof projectFieldChangeSchemas)[number][],
+  ],
 ) as unknown as z.ZodType<ProjectFieldChange>;
 
 export const projectWriteSchema = z

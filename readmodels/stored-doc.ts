@@ -62,7 +62,8 @@ class LazyStoredDoc<D, S> implements StoredDoc<D, S> {
   }
 
   get state(): S {
-    if (this.#state === UNPARSED) this.#state = (this.#stateText === undefined ? null : JSON.parse(this.#stateText)) as S;
+    if (this.#state === UNPARSED)
+      this.#state = (this.#stateText === undefined ? null : JSON.parse(this.#stateText)) as S;
     return this.#state;
   }
 

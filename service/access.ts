@@ -2,7 +2,14 @@ import { hash, randomBytes } from 'node:crypto';
 import type { AppendResult, EventLog } from '../eventstore/port.ts';
 import { commandEventId } from '../events/ids.ts';
 import { streams } from '../events/streams.ts';
-import { KEYS_COLLECTION, keysProjector, OWNERS_COLLECTION, ownersProjector, type KeyDoc, type OwnerDoc } from '../projectors/access.ts';
+import {
+  KEYS_COLLECTION,
+  keysProjector,
+  OWNERS_COLLECTION,
+  ownersProjector,
+  type KeyDoc,
+  type OwnerDoc,
+} from '../projectors/access.ts';
 import type { Projector } from '../projectors/projector.ts';
 import { foldEvents } from '../projectors/runner.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
@@ -104,7 +111,12 @@ export function createAccess(store: ReadStore, now: () => Date = () => new Date(
     async authenticate(authorization, memo) {
       if (typeof authorization !== 'string') return null;
       let keyHash: string;
-      if (memo?.authorization !== undefined && memo.keyHash !== undefined && sameText(memo.authorization, authorization)) keyHash = memo.keyHash;
+      if (
+        memo?.authorization !== undefined &&
+        memo.keyHash !== undefined &&
+        sameText(memo.authorization, authorization)
+      )
+        keyHash = memo.keyHash;
       else {
         const hashed = keyHashOf(authorization);
         if (hashed === null) return null;
@@ -152,12 +164,22 @@ const SETTLE_BATCH = 1000;
  */
 type SettleTarget = 'event' | 'head';
 
-async function settle(stores: AccessStores, projector: Projector, position: number, target: SettleTarget): Promise<void> {
+async function settle(
+  stores: AccessStores,
+  projector: Projector,
+  position: number,
+  target: SettleTarget,
+): Promise<void> {
   const { log, store } = stores;
   for (;;) {
     const after = await store.checkpoint(projector.collection);
     if (after >= position) return;
-    const events = await log.readAll({ afterPosition: after, toPosition: position, typePrefixes: projector.typePrefixes, limit: SETTLE_BATCH });
+    const events = await log.readAll({
+      afterPosition: after,
+      toPosition: position,
+      typePrefixes: projector.typePrefixes,
+      limit: SETTLE_BATCH,
+    });
     const last = events.at(-1)?.position;
     // When `position` is the command's own event (of the projector's types), a short page must hold
     // it: one that does not came from a node that lags, and moves the checkpoint only to what it saw.
@@ -205,7 +227,11 @@ function positionOf(result: AppendResult): number {
 export type IssuedKey = { key: string; keyId: string; owner: string; expiresAt: string | null };
 
 /** Appends `key.issued` and settles the keys read model; the raw key is returned once and never stored. */
-export async function issueKey(stores: AccessStores, owner: string, options: { expiresAt?: string | null; now?: Date } = {}): Promise<IssuedKey> {
+export async function issueKey(
+  stores: AccessStores,
+  owner: string,
+  options: { expiresAt?: string | null; now?: Date } = {},
+): Promise<IssuedKey> {
   const { log } = stores;
   const key = `pbk_${randomBytes(32).toString('base64url')}`;
   const keyHash = hashKey(key);
@@ -229,7 +255,9 @@ export async function revokeKey(stores: AccessStores, keyId: string, now = new D
   const { log } = stores;
   const revision = await log.streamRevision(streams.key(keyId));
   if (revision === null) return { ok: false, reason: `no key with id ${keyId}` };
-  const appended = await log.append(streams.key(keyId), [{ id: commandEventId(), type: 'key.revoked', data: { keyId, revokedAt: now.toISOString() } }]);
+  const appended = await log.append(streams.key(keyId), [
+    { id: commandEventId(), type: 'key.revoked', data: { keyId, revokedAt: now.toISOString() } },
+  ]);
   await settle(stores, keysProjector, positionOf(appended), 'event');
   return { ok: true };
 }
@@ -244,7 +272,14 @@ const ownerEventType: Record<OwnerChange, string> = {
 };
 
 /** Appends the owner change and returns once the owners read model reflects it. */
-export async function changeOwner(stores: AccessStores, owner: string, change: OwnerChange, now = new Date()): Promise<void> {
-  const appended = await stores.log.append(streams.owner(owner), [{ id: commandEventId(), type: ownerEventType[change], data: { owner, at: now.toISOString() } }]);
+export async function changeOwner(
+  stores: AccessStores,
+  owner: string,
+  change: OwnerChange,
+  now = new Date(),
+): Promise<void> {
+  const appended = await stores.log.append(streams.owner(owner), [
+    { id: commandEventId(), type: ownerEventType[change], data: { owner, at: now.toISOString() } },
+  ]);
   await settle(stores, ownersProjector, positionOf(appended), 'event');
 }

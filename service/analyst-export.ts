@@ -44,7 +44,11 @@ function kindOf(schema: z.ZodType): 'string' | 'number' | 'json' {
 function columnsOf<R>(shape: Record<string, z.ZodType>, leaveOut: readonly string[] = []): Column<R>[] {
   return Object.entries(shape)
     .filter(([name]) => !leaveOut.includes(name))
-    .map(([name, schema]) => ({ name, kind: kindOf(schema), value: (row: R) => (row as Record<string, unknown>)[name] }));
+    .map(([name, schema]) => ({
+      name,
+      kind: kindOf(schema),
+      value: (row: R) => (row as Record<string, unknown>)[name],
+    }));
 }
 
 type ProjectRow = { doc: Project; seq: number; writtenAt: string };
@@ -75,7 +79,11 @@ function cell(kind: Column<unknown>['kind'], value: unknown): unknown {
   return value;
 }
 
-function parquetTable<R>(path: string, columns: readonly Column<R>[], metadata: Record<string, string>): TableWriter<R> {
+function parquetTable<R>(
+  path: string,
+  columns: readonly Column<R>[],
+  metadata: Record<string, string>,
+): TableWriter<R> {
   const types = {
     string: { type: 'BYTE_ARRAY', converted_type: 'UTF8' },
     json: { type: 'BYTE_ARRAY', converted_type: 'JSON' },
@@ -112,7 +120,9 @@ function ndjsonTable<R>(path: string, columns: readonly Column<R>[]): TableWrite
   return {
     async write(rows) {
       if (failure) throw failure;
-      const text = rows.map((r) => JSON.stringify(Object.fromEntries(columns.map((c) => [c.name, c.value(r) ?? null])))).join('\n');
+      const text = rows
+        .map((r) => JSON.stringify(Object.fromEntries(columns.map((c) => [c.name, c.value(r) ?? null]))))
+        .join('\n');
       if (rows.length > 0 && !stream.write(`${text}\n`)) await once(stream, 'drain');
     },
     async finish() {
@@ -169,8 +179,11 @@ export async function exportAsOf(options: AnalystExportOptions): Promise<Analyst
     // Projects: the board as of the point, in board order, walked by keyset.
     const projects = open('projects', PROJECT_COLUMNS);
     outputs.push(projects);
-    for (let after: { sortKey: string; id: string } | undefined; ; ) {
-      const rows = await history.scan<Project>(PROJECTS_COLLECTION, point.seq, { ...(after ? { after } : {}), limit: EXPORT_BATCH });
+    for (let after: { sortKey: string; id: string } | undefined; ;) {
+      const rows = await history.scan<Project>(PROJECTS_COLLECTION, point.seq, {
+        ...(after ? { after } : {}),
+        limit: EXPORT_BATCH,
+      });
       await projects.table.write(rows.map((r) => ({ doc: r.doc, seq: r.seq, writtenAt: r.writtenAt })));
       summary.projects += rows.length;
       options.onProgress?.({ file: projects.file, rows: summary.projects });
@@ -184,8 +197,12 @@ export async function exportAsOf(options: AnalystExportOptions): Promise<Analyst
     // then; one written after it (new, changed, suppressed) is left out and counted.
     const calls = open('calls', CALL_COLUMNS);
     outputs.push(calls);
-    for (let before: { sortKey: string; id: string } | undefined; ; ) {
-      const rows = await store.listKeyset<StoredCall>(CALLS_COLLECTION, { facets: [CALL_FACETS.visible], ...(before ? { before } : {}), limit: EXPORT_BATCH });
+    for (let before: { sortKey: string; id: string } | undefined; ;) {
+      const rows = await store.listKeyset<StoredCall>(CALLS_COLLECTION, {
+        facets: [CALL_FACETS.visible],
+        ...(before ? { before } : {}),
+        limit: EXPORT_BATCH,
+      });
       const kept = rows.filter((r) => r.seq <= point.seq).map((r) => r.doc);
       summary.callsWrittenLater += rows.length - kept.length;
       await calls.table.write(kept);
@@ -201,11 +218,19 @@ export async function exportAsOf(options: AnalystExportOptions): Promise<Analyst
     const events = open('events', EVENT_COLUMNS);
     outputs.push(events);
     const withheld: Record<string, number> = {};
-    for (let after = 0; after < point.seq; ) {
+    for (let after = 0; after < point.seq;) {
       const batch = await log.readAll({ afterPosition: after, toPosition: point.seq, limit: EXPORT_BATCH });
       if (batch.length === 0) break;
       const rows = batch.filter((e) => privatePrefix(e.type) === null).map((e) => redact(e, withheld));
-      await events.table.write(rows.map((e) => ({ position: e.position, stream: e.stream, type: e.type, recordedAt: e.recordedAt, data: e.data })));
+      await events.table.write(
+        rows.map((e) => ({
+          position: e.position,
+          stream: e.stream,
+          type: e.type,
+          recordedAt: e.recordedAt,
+          data: e.data,
+        })),
+      );
       summary.events += rows.length;
       options.onProgress?.({ file: events.file, rows: summary.events });
       after = batch[batch.length - 1]!.position;

@@ -23,9 +23,16 @@ export type AsksService = {
   ask(caller: Caller, input: unknown): Promise<Result<AskReceipt>>;
 };
 
-const NOT_ALLOWLISTED = 'this operation is open to allowlisted key owners only; ask the operator to allowlist your key owner';
+const NOT_ALLOWLISTED =
+  'this operation is open to allowlisted key owners only; ask the operator to allowlist your key owner';
 
-export function createAsksService(deps: { log: EventLog; store: ReadStore; access: Access; projects: ProjectsService; now: () => Date }): AsksService {
+export function createAsksService(deps: {
+  log: EventLog;
+  store: ReadStore;
+  access: Access;
+  projects: ProjectsService;
+  now: () => Date;
+}): AsksService {
   const { log, store, access, projects, now } = deps;
 
   /** Re-checked on every call: the owner's stream is folded per request. */
@@ -60,9 +67,17 @@ export function createAsksService(deps: { log: EventLog; store: ReadStore; acces
       const { question } = parsed.value;
       const event =
         question === undefined
-          ? { type: 'research.requested', data: { projectId, requestId: id, owner: caller.owner, at } satisfies EventData<'research.requested'> }
-          : { type: 'ask.asked', data: { projectId, askId: id, question, owner: caller.owner, at } satisfies EventData<'ask.asked'> };
-      const appended = await log.append(streams.project(projectId), [{ id: commandEventId(), ...event, metadata: { source: 'ask_researcher', keyId: caller.keyId } }]);
+          ? {
+              type: 'research.requested',
+              data: { projectId, requestId: id, owner: caller.owner, at } satisfies EventData<'research.requested'>,
+            }
+          : {
+              type: 'ask.asked',
+              data: { projectId, askId: id, question, owner: caller.owner, at } satisfies EventData<'ask.asked'>,
+            };
+      const appended = await log.append(streams.project(projectId), [
+        { id: commandEventId(), ...event, metadata: { source: 'ask_researcher', keyId: caller.keyId } },
+      ]);
       if (!appended.ok) return fail(errors.unavailable('the request could not be stored; retry shortly', 5));
       return ok({ id, projectId, kind: question === undefined ? 'research' : 'question', state: 'queued' });
     },

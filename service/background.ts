@@ -134,7 +134,9 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
     );
     if (failures === 0) return settled;
     const quietTimer = new AbortController();
-    const quiet = clock.sleep(policy.recoveredAfterMs, AbortSignal.any([quietTimer.signal, signal])).then((): Outcome => ({ kind: 'quiet' }));
+    const quiet = clock
+      .sleep(policy.recoveredAfterMs, AbortSignal.any([quietTimer.signal, signal]))
+      .then((): Outcome => ({ kind: 'quiet' }));
     const first = await Promise.race([settled, quiet]);
     quietTimer.abort();
     return first;
@@ -160,7 +162,8 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
         const previous = statuses.get(name)!;
         if (failures === 1 || reason !== previous.reason) {
           // Logged again only when the cause changes (a store that was unreachable now has a full disk).
-          const cause = outcome.kind === 'failed' ? errorFields(outcome.error) : { errorName: 'ended without being stopped' };
+          const cause =
+            outcome.kind === 'failed' ? errorFields(outcome.error) : { errorName: 'ended without being stopped' };
           logger.warn({ loop: name, reason, ...cause }, 'background loop failed; retrying with backoff');
         }
         if (failures === 1) record(name, 'retrying', failures, reason);

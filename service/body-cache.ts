@@ -79,7 +79,10 @@ export function createBodyCache(options: BodyCacheOptions = {}): BodyCache {
   const maxBytes = options.maxBytes ?? BODY_CACHE_BYTES_DEFAULT;
   const keepAfterMisses = options.keepAfterMisses ?? 1;
   /** In the order kept or last given a second chance; `used`: asked for since then (see `set`). */
-  const entries = new Map<string, { body: JsonBody<unknown>; bytes: number; span: TimeSpan | undefined; used: boolean }>();
+  const entries = new Map<
+    string,
+    { body: JsonBody<unknown>; bytes: number; span: TimeSpan | undefined; used: boolean }
+  >();
   /** Misses per key under the current version, while fewer than keepAfterMisses. */
   const missed = new Map<string, number>();
   let version: CacheVersion = [-1, -1];

@@ -71,7 +71,11 @@ const encodeCallCursor = (c: CallCursor): string =>
 type Filters = { contract: string | null; chain: string | null };
 
 const describeFilters = (f: Filters) =>
-  f.contract === null ? 'no contract or chain filter' : f.chain === null ? `contract=${f.contract} without chain` : `contract=${f.contract} and chain=${f.chain}`;
+  f.contract === null
+    ? 'no contract or chain filter'
+    : f.chain === null
+      ? `contract=${f.contract} without chain`
+      : `contract=${f.contract} and chain=${f.chain}`;
 
 /** Newest first: createdAt (as its sort key) descending, ties by id descending. */
 function newerFirst(a: StoredDoc, b: StoredDoc): number {
@@ -101,8 +105,16 @@ export type ServedCall = { json: string; value(): CallRecord };
  * at least one. The envelope is measured with a longest possible `next`, so the real page (whose
  * `next` is that long at most) stays inside. Each call's text is the one the page is sent with.
  */
-export function fitCalls<C extends { json: string }>(calls: readonly C[], envelope: Omit<CallPage, 'calls' | 'next'>, budget: number, surface: Surface): C[] {
-  let used = sizeOnSurface(JSON.stringify({ calls: [], next: 'x'.repeat(CURSOR_MAX), ...envelope } satisfies CallPage), surface);
+export function fitCalls<C extends { json: string }>(
+  calls: readonly C[],
+  envelope: Omit<CallPage, 'calls' | 'next'>,
+  budget: number,
+  surface: Surface,
+): C[] {
+  let used = sizeOnSurface(
+    JSON.stringify({ calls: [], next: 'x'.repeat(CURSOR_MAX), ...envelope } satisfies CallPage),
+    surface,
+  );
   const comma = sizeOnSurface(',', surface);
   const served: C[] = [];
   for (const call of calls) {
@@ -177,14 +189,23 @@ const PNL_MEMBER = '"pnl":';
  * is the record's own; any surprise (a token that already has a project, a text that is not what the
  * call serialises to) falls back to serialising the served value.
  */
-export function servedCallText(text: string, call: ReadTimeFields, pnl: StoredCall['caller']['pnl'], links: readonly string[], served: () => CallRecord): string {
+export function servedCallText(
+  text: string,
+  call: ReadTimeFields,
+  pnl: StoredCall['caller']['pnl'],
+  links: readonly string[],
+  served: () => CallRecord,
+): string {
   const tokenTexts = call.tokens.map((t) => JSON.stringify(t));
   const tokensAt = text.indexOf(TOKENS_MEMBER);
   const arrayAt = tokensAt + TOKENS_MEMBER.length;
   const arrayText = `[${tokenTexts.join(',')}]`;
-  if (tokensAt < 0 || !text.startsWith(arrayText, arrayAt) || call.tokens.some((t) => 'project' in t)) return JSON.stringify(served());
+  if (tokensAt < 0 || !text.startsWith(arrayText, arrayAt) || call.tokens.some((t) => 'project' in t))
+    return JSON.stringify(served());
   const linked = `[${tokenTexts.map((t, i) => `${t.slice(0, -1)}${t.length > 2 ? ',' : ''}"project":${links[i]}}`).join(',')}]`;
-  const splices: { at: number; length: number; text: string }[] = [{ at: arrayAt, length: arrayText.length, text: linked }];
+  const splices: { at: number; length: number; text: string }[] = [
+    { at: arrayAt, length: arrayText.length, text: linked },
+  ];
   if (call.caller.pnl !== null && pnl === null) {
     const pnlAt = text.indexOf(PNL_MEMBER);
     const stored = JSON.stringify(call.caller.pnl);
@@ -257,7 +278,12 @@ export type CallsDeps = {
 };
 
 /** Every read model a call page is read from: the calls, their index, the collector's freshness and the projects (token links). */
-const CALL_PAGE_SOURCES = [CALLS_COLLECTION, CALL_INDEX_COLLECTION, CALLS_COLLECTOR_COLLECTION, PROJECTS_COLLECTION] as const;
+const CALL_PAGE_SOURCES = [
+  CALLS_COLLECTION,
+  CALL_INDEX_COLLECTION,
+  CALLS_COLLECTOR_COLLECTION,
+  PROJECTS_COLLECTION,
+] as const;
 
 export function createCallsService(deps: CallsDeps): CallsService {
   const { store, bodies } = deps;
@@ -276,7 +302,9 @@ export function createCallsService(deps: CallsDeps): CallsService {
   }
 
   /** Project links by `<chain>:<contract>`: the one current public project holding it, else null. */
-  async function projectLinks(calls: readonly ReadTimeFields[]): Promise<Map<string, { link: CallProject | null; json: string }>> {
+  async function projectLinks(
+    calls: readonly ReadTimeFields[],
+  ): Promise<Map<string, { link: CallProject | null; json: string }>> {
     const wanted = new Set<string>();
     for (const call of calls) for (const token of call.tokens) wanted.add(linkKey(token));
     const links = new Map<string, { link: CallProject | null; json: string }>();
@@ -324,14 +352,23 @@ export function createCallsService(deps: CallsDeps): CallsService {
    * `atReadTime` for stored rows, as text made from each row's stored text (see `servedCallText`):
    * only the tokens and pnl are parsed; the whole record only when the tool surface asks for values.
    */
-  async function servedAtReadTime(rows: readonly StoredDoc<StoredCall>[], readAt: Date): Promise<{ served: ServedCall[]; fields: ReadTimeFields[] }> {
+  async function servedAtReadTime(
+    rows: readonly StoredDoc<StoredCall>[],
+    readAt: Date,
+  ): Promise<{ served: ServedCall[]; fields: ReadTimeFields[] }> {
     const fields = rows.map((row) => readTimeFieldsOf(row.json) ?? row.doc);
     const links = await projectLinks(fields);
     const served = rows.map((row, i) => {
       const call = fields[i]!;
       let value: CallRecord | undefined;
       const served = () => (value ??= servedCall(row.doc, readAt, links));
-      const json = servedCallText(row.json, call, pnlAtReadTime(call.caller.pnl, readAt), call.tokens.map((t) => links.get(linkKey(t))?.json ?? 'null'), served);
+      const json = servedCallText(
+        row.json,
+        call,
+        pnlAtReadTime(call.caller.pnl, readAt),
+        call.tokens.map((t) => links.get(linkKey(t))?.json ?? 'null'),
+        served,
+      );
       return { json, value: served };
     });
     return { served, fields };
@@ -341,14 +378,24 @@ export function createCallsService(deps: CallsDeps): CallsService {
    * Visible calls after the cursor position, newest first: `take` of them at most (the caller
    * asks for one more than it serves, to know whether anything is left).
    */
-  async function candidates(filters: Filters, after: { sortKey: string; id: string } | null, take: number): Promise<Result<StoredDoc<StoredCall>[]>> {
+  async function candidates(
+    filters: Filters,
+    after: { sortKey: string; id: string } | null,
+    take: number,
+  ): Promise<Result<StoredDoc<StoredCall>[]>> {
     if (filters.contract === null) {
       return ok(
-        await store.listKeyset<StoredCall>(CALLS_COLLECTION, { facets: [CALL_FACETS.visible], ...(after ? { before: after } : {}), limit: take }),
+        await store.listKeyset<StoredCall>(CALLS_COLLECTION, {
+          facets: [CALL_FACETS.visible],
+          ...(after ? { before: after } : {}),
+          limit: take,
+        }),
       );
     }
     const [key, value] =
-      filters.chain === null ? [CALL_KEYS.contract, filters.contract] : [CALL_KEYS.chainContract, `${filters.chain}:${filters.contract}`];
+      filters.chain === null
+        ? [CALL_KEYS.contract, filters.contract]
+        : [CALL_KEYS.chainContract, `${filters.chain}:${filters.contract}`];
     const ids = await store.findIds(CALL_INDEX_COLLECTION, key, value, CONTRACT_CANDIDATES_MAX + 1);
     // Refused on the index alone, before any call payload is read.
     if (ids.length > CONTRACT_CANDIDATES_MAX) {
@@ -360,16 +407,21 @@ export function createCallsService(deps: CallsDeps): CallsService {
     }
     if (ids.length === 0) return ok([]);
     // Candidates are picked and ordered on the payload-free index ...
-    const entries = [...(await store.getMany(CALL_INDEX_COLLECTION, ids)).values()].filter((d) => d.facet === CALL_FACETS.visible);
+    const entries = [...(await store.getMany(CALL_INDEX_COLLECTION, ids)).values()].filter(
+      (d) => d.facet === CALL_FACETS.visible,
+    );
     entries.sort(newerFirst);
     const ordered = after ? entries.filter((d) => isAfter(d, after)) : entries;
     // ... and only the page's payloads are read, each checked for suppression now (there is no call
     // cache; the index may trail the records by a batch, so the record decides).
     const picked: StoredDoc<StoredCall>[] = [];
-    for (let i = 0; picked.length < take && i < ordered.length; ) {
+    for (let i = 0; picked.length < take && i < ordered.length;) {
       const chunk = ordered.slice(i, i + take - picked.length);
       i += chunk.length;
-      const docs = await store.getMany<StoredCall | null>(CALLS_COLLECTION, chunk.map((d) => d.id));
+      const docs = await store.getMany<StoredCall | null>(
+        CALLS_COLLECTION,
+        chunk.map((d) => d.id),
+      );
       for (const entry of chunk) {
         const stored = docs.get(entry.id);
         // The row as read, with the index entry's order key (its document is parsed only if asked for).
@@ -383,16 +435,25 @@ export function createCallsService(deps: CallsDeps): CallsService {
 
   function parseFilters(contract: string | undefined, chain: string | undefined): Result<Filters> {
     if (chain !== undefined && contract === undefined) {
-      return fail(errors.badRequest("parameter 'chain' is allowed only together with 'contract'; add 'contract' or drop 'chain'"));
+      return fail(
+        errors.badRequest("parameter 'chain' is allowed only together with 'contract'; add 'contract' or drop 'chain'"),
+      );
     }
-    return ok({ contract: contract === undefined ? null : normalizeContract(contract), chain: chain === undefined ? null : normalizeChain(chain) });
+    return ok({
+      contract: contract === undefined ? null : normalizeContract(contract),
+      chain: chain === undefined ? null : normalizeChain(chain),
+    });
   }
 
   function parseCursor(cursor: string | undefined, filters: Filters): Result<{ sortKey: string; id: string } | null> {
     if (cursor === undefined) return ok(null);
     const decoded = decodeCursor(callCursorSchema, cursor);
     if (!decoded.ok) {
-      return fail(errors.badRequest("parameter 'cursor' is not a cursor this service issued; send the 'next' value of a page unchanged, or drop 'cursor' to start from the newest call"));
+      return fail(
+        errors.badRequest(
+          "parameter 'cursor' is not a cursor this service issued; send the 'next' value of a page unchanged, or drop 'cursor' to start from the newest call",
+        ),
+      );
     }
     const bound: Filters = { contract: decoded.value.contract, chain: decoded.value.chain };
     if (bound.contract !== filters.contract || bound.chain !== filters.chain) {
@@ -440,10 +501,19 @@ export function createCallsService(deps: CallsDeps): CallsService {
     return result;
   }
 
-  type PageQuery = { filters: Filters; after: { sortKey: string; id: string } | null; limit: number; budget: number; surface: Surface };
+  type PageQuery = {
+    filters: Filters;
+    after: { sortKey: string; id: string } | null;
+    limit: number;
+    budget: number;
+    surface: Surface;
+  };
 
   /** One call page as read at `readAt`, and the read times it stays the same for (but for readAt). */
-  async function readPage(query: PageQuery, readAt: Date): Promise<{ page: Result<JsonBody<CallPage>>; span: TimeSpan }> {
+  async function readPage(
+    query: PageQuery,
+    readAt: Date,
+  ): Promise<{ page: Result<JsonBody<CallPage>>; span: TimeSpan }> {
     const { filters, after, limit, budget, surface } = query;
     const rows = await candidates(filters, after, limit + 1);
     const always = { from: -Infinity, until: Infinity };
@@ -456,10 +526,13 @@ export function createCallsService(deps: CallsDeps): CallsService {
     const more = rows.value.length > served.length;
     const last = served[served.length - 1];
     const lastRow = last ? rows.value[served.length - 1]! : null;
-    const next =
-      more && lastRow ? encodeCallCursor({ sortKey: lastRow.sortKey, id: lastRow.id, ...filters }) : null;
+    const next = more && lastRow ? encodeCallCursor({ sortKey: lastRow.sortKey, id: lastRow.id, ...filters }) : null;
     const page = jsonBody<CallPage, 'calls'>({
-      calls: { raw: true, bytes: () => `[${served.map((c) => c.json).join(',')}]`, value: () => served.map((c) => c.value()) },
+      calls: {
+        raw: true,
+        bytes: () => `[${served.map((c) => c.json).join(',')}]`,
+        value: () => served.map((c) => c.value()),
+      },
       next,
       ...envelope,
     });

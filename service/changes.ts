@@ -26,12 +26,21 @@ export type OpenStream = {
 
 export type ChangeStreams = {
   /** Checks the starting point, then takes one of the key's stream slots; `signal` aborts when the client goes away. */
-  open(keyId: string, query: unknown, lastEventId: string | undefined, signal: AbortSignal): Promise<Result<OpenStream>>;
+  open(
+    keyId: string,
+    query: unknown,
+    lastEventId: string | undefined,
+    signal: AbortSignal,
+  ): Promise<Result<OpenStream>>;
   /** Open streams in this process (tests, the benchmark). */
   openCount(): number;
 };
 
-export function createChangeStreams(deps: { projects: ProjectsService; commits: CommitWatch; heartbeatMs?: number }): ChangeStreams {
+export function createChangeStreams(deps: {
+  projects: ProjectsService;
+  commits: CommitWatch;
+  heartbeatMs?: number;
+}): ChangeStreams {
   const { projects, commits } = deps;
   const heartbeatMs = deps.heartbeatMs ?? HEARTBEAT_MS;
   const openByKey = new Map<string, number>();
@@ -62,7 +71,8 @@ export function createChangeStreams(deps: { projects: ProjectsService; commits: 
     async open(keyId, query, lastEventId, signal) {
       const feed = await projects.changes(query, lastEventId);
       if (!feed.ok) return feed;
-      if (commits.closed.aborted) return fail(errors.unavailable('The service is shutting down; reconnect shortly.', 1));
+      if (commits.closed.aborted)
+        return fail(errors.unavailable('The service is shutting down; reconnect shortly.', 1));
       const open = openByKey.get(keyId) ?? 0;
       if (open >= MAX_OPEN_STREAMS_PER_KEY) {
         return fail(

@@ -13,7 +13,11 @@ export type ServiceError = {
 export type Result<T> = { ok: true; value: T } | { ok: false; error: ServiceError };
 
 /** What every HTTP surface answers for a refusal: one rule for REST and MCP alike. */
-export type ErrorResponse = { status: number; headers: Record<string, string>; body: { error: { code: string; message: string } } };
+export type ErrorResponse = {
+  status: number;
+  headers: Record<string, string>;
+  body: { error: { code: string; message: string } };
+};
 
 /**
  * A ServiceError as an HTTP answer: its status, the envelope, Retry-After in whole seconds (at least 1),
@@ -34,7 +38,9 @@ export const ECHO_MAX = 100;
  * anything but printable ASCII, and `\` and `'`, written as a `\uXXXX` escape.
  */
 export function echoed(input: string): string {
-  const escaped = input.slice(0, ECHO_MAX).replace(/[^\x20-\x7e]|[\\']/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const escaped = input
+    .slice(0, ECHO_MAX)
+    .replace(/[^\x20-\x7e]|[\\']/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   return input.length > ECHO_MAX ? `${escaped}…` : escaped;
 }
 
@@ -47,7 +53,10 @@ export const errors = {
   forbidden: (message: string): ServiceError => ({ status: 403, code: 'forbidden', message }),
   notFound: (message: string): ServiceError => ({ status: 404, code: 'not_found', message }),
   conflict: (message: string): ServiceError => ({ status: 409, code: 'conflict', message }),
-  rateLimited: (retryAfter: number, message = 'Rate limit exceeded; retry after the Retry-After interval.'): ServiceError => ({
+  rateLimited: (
+    retryAfter: number,
+    message = 'Rate limit exceeded; retry after the Retry-After interval.',
+  ): ServiceError => ({
     status: 429,
     code: 'rate_limited',
     message,

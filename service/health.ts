@@ -99,7 +99,10 @@ export function createHealth(options: HealthOptions): Health {
       const [head, checkpoints, limiterUp] = await Promise.all([
         probe(() => log.headPosition(), timeoutMs),
         // With no collections named, still prove the store answers.
-        probe(() => Promise.all((collections.length > 0 ? collections : ['readyz']).map(async (c) => store.checkpoint(c))), timeoutMs),
+        probe(
+          () => Promise.all((collections.length > 0 ? collections : ['readyz']).map(async (c) => store.checkpoint(c))),
+          timeoutMs,
+        ),
         limiter ? probe(() => limiter.ping(), timeoutMs) : Promise.resolve(undefined),
       ]);
 

@@ -25,7 +25,12 @@ import { decodeCursor, encodeCursor } from './cursor.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
 import { readProjectStream } from './history.ts';
 import { deltaCursorSchema, type ProjectsService } from './projects.ts';
-import { boardQuerySchema, diffQuerySchema, projectAsOfQuerySchema, searchAsOfQuerySchema } from './requests/history-board.ts';
+import {
+  boardQuerySchema,
+  diffQuerySchema,
+  projectAsOfQuerySchema,
+  searchAsOfQuerySchema,
+} from './requests/history-board.ts';
 import { dateTimeParam, parseParams } from './requests/params.ts';
 import { projectParamsSchema } from './requests/projects.ts';
 import type { SearchService } from './search.ts';
@@ -77,7 +82,14 @@ const AS_OF_BODY_BYTES = 8 * 1024 * 1024;
 
 /** Diff cursor: the archive, both points, and the last row served. */
 const diffCursorSchema = z
-  .object({ v: z.literal(1), a: z.string(), f: z.number().int().min(0), t: z.number().int().min(0), s: z.number().int().min(0), i: z.string() })
+  .object({
+    v: z.literal(1),
+    a: z.string(),
+    f: z.number().int().min(0),
+    t: z.number().int().min(0),
+    s: z.number().int().min(0),
+    i: z.string(),
+  })
   .strict();
 
 export type Point = { seq: number; at: string | null };
@@ -101,11 +113,18 @@ export async function resolvePoint(
   }
   const decoded = decodeCursor(deltaCursorSchema, value);
   if (!decoded.ok) {
-    return fail(errors.badRequest(`parameter '${name}' must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z, or a delta cursor this service issued`));
+    return fail(
+      errors.badRequest(
+        `parameter '${name}' must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z, or a delta cursor this service issued`,
+      ),
+    );
   }
-  if (decoded.value.archive !== deps.archive) return fail(errors.conflict(`parameter '${name}' is a cursor issued by a different archive`));
+  if (decoded.value.archive !== deps.archive)
+    return fail(errors.conflict(`parameter '${name}' is a cursor issued by a different archive`));
   if (decoded.value.seq > (await store.checkpoint(C, { fresh: true }))) {
-    return fail(errors.unavailable(`parameter '${name}' names a point the read model has not reached yet; retry shortly`, 1));
+    return fail(
+      errors.unavailable(`parameter '${name}' names a point the read model has not reached yet; retry shortly`, 1),
+    );
   }
   return ok({ seq: decoded.value.seq, at: (await history.pointAtSeq(C, decoded.value.seq))?.writtenAt ?? null });
 }
@@ -113,7 +132,10 @@ export async function resolvePoint(
 /** A point as answers name it: its time and a delta cursor (bookmark) at exactly its position. */
 export function namedPoint(archive: string, point: Point, hasDossier?: boolean): AsOfPoint {
   const f = hasDossier === undefined ? 'all' : hasDossier ? 'dossier' : 'no_dossier';
-  return { at: point.at, cursor: encodeCursor({ v: 1, a: archive, s: point.seq, i: '', f } satisfies z.input<typeof deltaCursorSchema>) };
+  return {
+    at: point.at,
+    cursor: encodeCursor({ v: 1, a: archive, s: point.seq, i: '', f } satisfies z.input<typeof deltaCursorSchema>),
+  };
 }
 
 /** Top-level fields whose values differ (compared as JSON, as the projector's own texts are). */
@@ -138,7 +160,8 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
 
   async function historyStore(): Promise<Result<HistoryStore>> {
     const history = store.history;
-    if (!history) return fail(errors.unavailable('This read store keeps no history: reads as of a point are not available here.'));
+    if (!history)
+      return fail(errors.unavailable('This read store keeps no history: reads as of a point are not available here.'));
     const from = await history.recordedFrom(C);
     if (from > 0) {
       return fail(
@@ -159,12 +182,17 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
     return { seq, at: (await history.pointAtSeq(C, seq))?.writtenAt ?? null };
   }
 
-  const named = async (point: Point, hasDossier?: boolean): Promise<AsOfPoint> => namedPoint(await archiveId(), point, hasDossier);
+  const named = async (point: Point, hasDossier?: boolean): Promise<AsOfPoint> =>
+    namedPoint(await archiveId(), point, hasDossier);
 
   /** The point as the request named it: its time, or the cursor's position. */
-  const pointText = (given: string, point: Point) => (dateTimeParam.safeParse(given).success ? given : `position ${point.seq}`);
+  const pointText = (given: string, point: Point) =>
+    dateTimeParam.safeParse(given).success ? given : `position ${point.seq}`;
 
-  async function boardAsOf(history: HistoryStore, q: z.output<typeof boardQuerySchema>): Promise<Result<JsonBody<BoardPageAsOf>>> {
+  async function boardAsOf(
+    history: HistoryStore,
+    q: z.output<typeof boardQuerySchema>,
+  ): Promise<Result<JsonBody<BoardPageAsOf>>> {
     const point = await pointOf(history, 'asOf', q.asOf!);
     if (!point.ok) return point;
     const page = q.page ?? 1;
@@ -173,7 +201,8 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
     const key = `${point.value.seq} ${page} ${String(q.has_dossier)}`;
     const kept = asOfBodies.get(version, key);
     if (kept) return ok(withReadAt<BoardPageAsOf>(kept, readAtNow()));
-    const facets = q.has_dossier === undefined ? undefined : [q.has_dossier ? PROJECT_FACETS.dossier : PROJECT_FACETS.noDossier];
+    const facets =
+      q.has_dossier === undefined ? undefined : [q.has_dossier ? PROJECT_FACETS.dossier : PROJECT_FACETS.noDossier];
     const readAt = readAtNow();
     const { total, docs } = await history.list<Project>(C, point.value.seq, {
       ...(facets ? { facets } : {}),
@@ -196,7 +225,11 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
   async function changedSince(at: number, rows: readonly Project[]): Promise<Result<ChangedFields[]>> {
     const history = await historyStore();
     if (!history.ok) return history;
-    const then = await history.value.getMany<Project>(C, rows.map((r) => r.id), at);
+    const then = await history.value.getMany<Project>(
+      C,
+      rows.map((r) => r.id),
+      at,
+    );
     return ok(rows.map((row) => ({ id: row.id, changedFields: differingFields(then.get(row.id)?.doc ?? null, row) })));
   }
 
@@ -204,14 +237,19 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
     const cursor = lastEventId ?? query.cursor;
     if (cursor !== undefined) {
       const decoded = decodeCursor(deltaCursorSchema, cursor);
-      return decoded.ok ? ok(decoded.value.seq) : fail(errors.badRequest("parameter 'cursor' is not a cursor this service issued; start again with 'since'"));
+      return decoded.ok
+        ? ok(decoded.value.seq)
+        : fail(errors.badRequest("parameter 'cursor' is not a cursor this service issued; start again with 'since'"));
     }
     if (query.since === undefined || query.since === 'now') return ok(await store.checkpoint(C, { fresh: true }));
     // Rows written at or after `since` are served: the starting point is the last event recorded before it.
     return ok(await log.positionBefore(new Date(query.since).toISOString()));
   }
 
-  async function deltaWithChanges(query: Record<string, unknown>, q: z.output<typeof boardQuerySchema>): Promise<Result<JsonBody<SyncPageChanges>>> {
+  async function deltaWithChanges(
+    query: Record<string, unknown>,
+    q: z.output<typeof boardQuerySchema>,
+  ): Promise<Result<JsonBody<SyncPageChanges>>> {
     const { include: _include, ...rest } = query;
     // The start is read before the page: a page never holds a row older than its starting point.
     const start = await startOf(q);
@@ -226,7 +264,10 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
 
   async function contextAt(caller: Caller, project: Project, at: number, readAt: string): Promise<ProjectContext> {
     const events = (await readProjectStream(log, project.id)).filter(
-      (e) => e.position <= at && contextsProjector.typePrefixes.some((prefix) => e.type.startsWith(prefix)) && contextsProjector.keyOf(e) === project.id,
+      (e) =>
+        e.position <= at &&
+        contextsProjector.typePrefixes.some((prefix) => e.type.startsWith(prefix)) &&
+        contextsProjector.keyOf(e) === project.id,
     );
     const stored = foldEvents(contextsProjector, new Map(), events).get(project.id)?.doc ?? emptyContext();
     // As the live read shows a context: voter names only for an allowlisted key owner.
@@ -256,11 +297,18 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
       const q = parsed.value;
       const deltaMode = q.since !== undefined || q.cursor !== undefined;
       if (q.asOf !== undefined && deltaMode) {
-        return fail(errors.badRequest("parameter 'asOf' applies to board mode (page) only; in delta mode send a cursor or since"));
+        return fail(
+          errors.badRequest("parameter 'asOf' applies to board mode (page) only; in delta mode send a cursor or since"),
+        );
       }
-      if (q.include !== undefined && !deltaMode) return fail(errors.badRequest("parameter 'include=changes' applies to delta mode (since or cursor) only"));
+      if (q.include !== undefined && !deltaMode)
+        return fail(errors.badRequest("parameter 'include=changes' applies to delta mode (since or cursor) only"));
       if (q.asOf !== undefined && (q.limit !== undefined || q.wait !== undefined)) {
-        return fail(errors.badRequest(`parameters 'limit' and 'wait' apply to delta mode only; the board has a fixed page size of ${BOARD_PAGE_SIZE}`));
+        return fail(
+          errors.badRequest(
+            `parameters 'limit' and 'wait' apply to delta mode only; the board has a fixed page size of ${BOARD_PAGE_SIZE}`,
+          ),
+        );
       }
       if (q.include !== undefined) return deltaWithChanges(query as Record<string, unknown>, q);
       const history = await historyStore();
@@ -281,9 +329,13 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
       const found = await projects.resolve(p.value.handle);
       if (!found) return fail(errors.notFound(`no project with id or handle '${p.value.handle}'`));
       const version: Version<Project> | null = await history.value.get<Project>(C, found.id, point.value.seq);
-      if (!version) return fail(errors.notFound(`project '${found.id}' was not yet on the board at ${pointText(q.value.asOf!, point.value)}`));
+      if (!version)
+        return fail(
+          errors.notFound(`project '${found.id}' was not yet on the board at ${pointText(q.value.asOf!, point.value)}`),
+        );
       const asOf = await named(point.value);
-      if (q.value.include !== 'context') return ok(jsonBody<ProjectReadAsOf, 'project'>({ project: storedJson(version), asOf }));
+      if (q.value.include !== 'context')
+        return ok(jsonBody<ProjectReadAsOf, 'project'>({ project: storedJson(version), asOf }));
       const context = await contextAt(caller, version.doc, point.value.seq, readAtNow());
       return ok(jsonBody<ProjectReadAsOf, 'project'>({ project: storedJson(version), context, asOf }));
     },
@@ -301,11 +353,18 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
       const today = todayBody.value.value();
       const asOf = await named(point.value);
       const readAt = readAtNow();
-      if (today.state !== 'found' || today.project === null) return ok({ ...today, project: null, context: null, asOf, readAt });
+      if (today.state !== 'found' || today.project === null)
+        return ok({ ...today, project: null, context: null, asOf, readAt });
       const version = await history.value.get<Project>(C, today.project.id, point.value.seq);
       // Found today but not yet on the board then: missing at that point.
       if (!version) return ok({ state: 'missing', project: null, context: null, asOf, readAt });
-      return ok({ state: 'found', project: version.doc, context: await contextAt(caller, version.doc, point.value.seq, readAt), asOf, readAt });
+      return ok({
+        state: 'found',
+        project: version.doc,
+        context: await contextAt(caller, version.doc, point.value.seq, readAt),
+        asOf,
+        readAt,
+      });
     },
 
     async diff(query) {
@@ -318,15 +377,21 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
       let to: Point;
       let after: { seq: number; id: string } | undefined;
       if (q.cursor !== undefined) {
-        if (q.from !== undefined || q.to !== undefined) return fail(errors.badRequest("send either 'from' and 'to' (to start) or 'cursor' (to continue), not both"));
+        if (q.from !== undefined || q.to !== undefined)
+          return fail(errors.badRequest("send either 'from' and 'to' (to start) or 'cursor' (to continue), not both"));
         const decoded = decodeCursor(diffCursorSchema, q.cursor);
-        if (!decoded.ok) return fail(errors.badRequest("parameter 'cursor' is not a diff cursor this service issued; start again with 'from'"));
-        if (decoded.value.a !== (await archiveId())) return fail(errors.conflict("this cursor was issued by a different archive; start again with 'from'"));
+        if (!decoded.ok)
+          return fail(
+            errors.badRequest("parameter 'cursor' is not a diff cursor this service issued; start again with 'from'"),
+          );
+        if (decoded.value.a !== (await archiveId()))
+          return fail(errors.conflict("this cursor was issued by a different archive; start again with 'from'"));
         from = { seq: decoded.value.f, at: (await history.value.pointAtSeq(C, decoded.value.f))?.writtenAt ?? null };
         to = { seq: decoded.value.t, at: (await history.value.pointAtSeq(C, decoded.value.t))?.writtenAt ?? null };
         after = { seq: decoded.value.s, id: decoded.value.i };
       } else {
-        if (q.from === undefined) return fail(errors.badRequest("parameter 'from' must be given (or 'cursor' to continue)"));
+        if (q.from === undefined)
+          return fail(errors.badRequest("parameter 'from' must be given (or 'cursor' to continue)"));
         const start = await pointOf(history.value, 'from', q.from);
         if (!start.ok) return start;
         const end = q.to === undefined ? ok(await now(history.value)) : await pointOf(history.value, 'to', q.to);
@@ -337,7 +402,12 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
       }
       const limit = q.limit ?? DIFF_LIMIT_DEFAULT;
       const readAt = readAtNow();
-      const rows = await history.value.changes<Project>(C, { from: from.seq, to: to.seq, ...(after ? { after } : {}), limit: limit + 1 });
+      const rows = await history.value.changes<Project>(C, {
+        from: from.seq,
+        to: to.seq,
+        ...(after ? { after } : {}),
+        limit: limit + 1,
+      });
       const served = rows.slice(0, limit);
       const changes = served.map(({ before, after: now }): ProjectChange => ({
         id: now.id,
@@ -349,7 +419,14 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
       const last = served[served.length - 1]?.after;
       const next =
         rows.length > limit && last
-          ? encodeCursor({ v: 1, a: await archiveId(), f: from.seq, t: to.seq, s: last.seq, i: last.id } satisfies z.output<typeof diffCursorSchema>)
+          ? encodeCursor({
+              v: 1,
+              a: await archiveId(),
+              f: from.seq,
+              t: to.seq,
+              s: last.seq,
+              i: last.id,
+            } satisfies z.output<typeof diffCursorSchema>)
           : null;
       return ok({ from: await named(from), to: await named(to), changes, next, readAt });
     },

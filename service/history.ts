@@ -30,14 +30,21 @@ export function readProjectStream(log: EventLog, projectId: string): Promise<Rec
 
 /** The events a projector would fold into document `id`, as its runner selects them. */
 function eventsFor(projector: Projector, id: string, events: readonly RecordedEvent[]): RecordedEvent[] {
-  return events.filter((e) => projector.typePrefixes.some((prefix) => e.type.startsWith(prefix)) && projector.keyOf(e) === id);
+  return events.filter(
+    (e) => projector.typePrefixes.some((prefix) => e.type.startsWith(prefix)) && projector.keyOf(e) === id,
+  );
 }
 
 /**
  * Document `id` as the projector had it once the archive had recorded everything up to `asOfMs`
  * (recordedAt, compared as instants); null when nothing was folded by then.
  */
-export function foldAsOf<D, S>(projector: Projector<D, S>, id: string, events: readonly RecordedEvent[], asOfMs: number): StoredDoc<D, S> | null {
+export function foldAsOf<D, S>(
+  projector: Projector<D, S>,
+  id: string,
+  events: readonly RecordedEvent[],
+  asOfMs: number,
+): StoredDoc<D, S> | null {
   const upTo = eventsFor(projector as Projector, id, events).filter((e) => Date.parse(e.recordedAt) <= asOfMs);
   return foldEvents(projector, new Map(), upTo).get(id) ?? null;
 }
@@ -77,14 +84,20 @@ export function projectWrites(projectId: string, events: readonly RecordedEvent[
 }
 
 /** History cursor: bound to the archive and the project; continues with writes older than `s`. */
-const historyCursorSchema = z.object({ v: z.literal(1), a: z.string(), p: z.string(), s: z.number().int().min(1) }).strict();
+const historyCursorSchema = z
+  .object({ v: z.literal(1), a: z.string(), p: z.string(), s: z.number().int().min(1) })
+  .strict();
 
 export type HistoryService = {
   /** GET /v1/projects/{handle}/history: newest first, cursor-paged. */
   history(params: unknown, query: unknown): Promise<Result<ProjectHistory>>;
 };
 
-export function createHistoryService(deps: { log: EventLog; projects: ProjectsService; now?: () => Date }): HistoryService {
+export function createHistoryService(deps: {
+  log: EventLog;
+  projects: ProjectsService;
+  now?: () => Date;
+}): HistoryService {
   const { log, projects } = deps;
   const now = deps.now ?? (() => new Date());
   return {
@@ -101,10 +114,18 @@ export function createHistoryService(deps: { log: EventLog; projects: ProjectsSe
       let before = Number.POSITIVE_INFINITY;
       if (q.value.cursor !== undefined) {
         const decoded = decodeCursor(historyCursorSchema, q.value.cursor);
-        if (!decoded.ok) return fail(errors.badRequest("parameter 'cursor' is not a history cursor this service issued; start again without it"));
-        if (decoded.value.a !== archive) return fail(errors.conflict('this cursor was issued by a different archive; start again without it'));
+        if (!decoded.ok)
+          return fail(
+            errors.badRequest("parameter 'cursor' is not a history cursor this service issued; start again without it"),
+          );
+        if (decoded.value.a !== archive)
+          return fail(errors.conflict('this cursor was issued by a different archive; start again without it'));
         if (decoded.value.p !== projectId) {
-          return fail(errors.badRequest("parameter 'cursor' belongs to another project's history; send it with that project, or start again without it"));
+          return fail(
+            errors.badRequest(
+              "parameter 'cursor' belongs to another project's history; send it with that project, or start again without it",
+            ),
+          );
         }
         before = decoded.value.s;
       }
@@ -116,7 +137,10 @@ export function createHistoryService(deps: { log: EventLog; projects: ProjectsSe
         .reverse();
       const writes = older.slice(0, limit);
       const last = writes[writes.length - 1];
-      const next = older.length > limit && last ? encodeCursor({ v: 1, a: archive, p: projectId, s: last.seq } satisfies z.output<typeof historyCursorSchema>) : null;
+      const next =
+        older.length > limit && last
+          ? encodeCursor({ v: 1, a: archive, p: projectId, s: last.seq } satisfies z.output<typeof historyCursorSchema>)
+          : null;
       return ok({ projectId, writes, next, readAt });
     },
   };

@@ -1,7 +1,14 @@
 import { z } from 'zod';
 import type { EventLog } from '../eventstore/port.ts';
 import { CONTEXTS_COLLECTION, contextsProjector, emptyContext, type StoredContext } from '../projectors/contexts.ts';
-import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS, PROJECT_FACETS, projectsProjector, type ProjectState, isPublicProject } from '../projectors/projects.ts';
+import {
+  PROJECTS_COLLECTION,
+  PUBLIC_PROJECT_FACETS,
+  PROJECT_FACETS,
+  projectsProjector,
+  type ProjectState,
+  isPublicProject,
+} from '../projectors/projects.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import {
   BOARD_PAGE_SIZE,
@@ -66,7 +73,13 @@ export type ProjectsService = {
  * on the wire (v version, a archive, s seq, i id, f filter) keep it short; read by name.
  */
 export const deltaCursorSchema = z
-  .object({ v: z.literal(1), a: z.string(), s: z.number().int().min(0), i: z.string(), f: z.enum(['all', 'dossier', 'no_dossier']) })
+  .object({
+    v: z.literal(1),
+    a: z.string(),
+    s: z.number().int().min(0),
+    i: z.string(),
+    f: z.enum(['all', 'dossier', 'no_dossier']),
+  })
   .strict()
   .transform((wire) => ({ archive: wire.a, seq: wire.s, id: wire.i, filter: wire.f }));
 type DeltaCursor = z.output<typeof deltaCursorSchema>;
@@ -130,7 +143,11 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
 
   async function board(q: ProjectsQuery): Promise<Result<JsonBody<BoardPage>>> {
     if (q.limit !== undefined) {
-      return fail(errors.badRequest(`parameter 'limit' applies to delta mode (since or cursor) only; the board has a fixed page size of ${BOARD_PAGE_SIZE}`));
+      return fail(
+        errors.badRequest(
+          `parameter 'limit' applies to delta mode (since or cursor) only; the board has a fixed page size of ${BOARD_PAGE_SIZE}`,
+        ),
+      );
     }
     const page = q.page ?? 1;
     return cachedRead(`board ${page} ${filterName(q.has_dossier)}`, () => boardPage(page, q.has_dossier));
@@ -140,7 +157,11 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     const facets = facetsFor(hasDossier);
     const readAt = readAtNow();
     // The total and the rows from one snapshot: a commit between them would answer a total that is not the page's.
-    const { total, docs } = await store.list<Project>(PROJECTS_COLLECTION, { facets, offset: (page - 1) * BOARD_PAGE_SIZE, limit: BOARD_PAGE_SIZE });
+    const { total, docs } = await store.list<Project>(PROJECTS_COLLECTION, {
+      facets,
+      offset: (page - 1) * BOARD_PAGE_SIZE,
+      limit: BOARD_PAGE_SIZE,
+    });
     return ok(
       jsonBody<BoardPage, 'projects'>({
         projects: storedJsonList(docs),
@@ -154,7 +175,11 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
   }
 
   /** Where a delta read starts, once the query's starting point is checked against this archive and filter. */
-  type DeltaStart = { archive: string; filter: DeltaCursor['filter']; start: { after: Position } | { fromWrittenAt: string } };
+  type DeltaStart = {
+    archive: string;
+    filter: DeltaCursor['filter'];
+    start: { after: Position } | { fromWrittenAt: string };
+  };
 
   async function deltaStart(q: ProjectsQuery, lastEventId?: string): Promise<Result<DeltaStart>> {
     if (q.since !== undefined && q.cursor !== undefined) {
@@ -167,19 +192,24 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     const name = lastEventId !== undefined ? "header 'Last-Event-ID'" : "parameter 'cursor'";
     if (cursor !== undefined) {
       const decoded = decodeCursor(deltaCursorSchema, cursor);
-      if (!decoded.ok) return fail(errors.badRequest(`${name} is not a cursor this service issued; start again with 'since'`));
+      if (!decoded.ok)
+        return fail(errors.badRequest(`${name} is not a cursor this service issued; start again with 'since'`));
       if (decoded.value.archive !== archive) {
         return fail(errors.conflict("this cursor was issued by a different archive; start again with 'since'"));
       }
       if (decoded.value.filter !== filter) {
         return fail(
-          errors.badRequest(`${name} was issued with a different has_dossier filter; send the same has_dossier as when it was issued, or start again with 'since'`),
+          errors.badRequest(
+            `${name} was issued with a different has_dossier filter; send the same has_dossier as when it was issued, or start again with 'since'`,
+          ),
         );
       }
       return ok({ archive, filter, start: { after: { seq: decoded.value.seq, id: decoded.value.id } } });
     }
-    if (q.since === SINCE_NOW) return ok({ archive, filter, start: { after: { seq: await store.checkpoint(PROJECTS_COLLECTION), id: '' } } });
-    if (q.since !== undefined) return ok({ archive, filter, start: { fromWrittenAt: new Date(q.since).toISOString() } });
+    if (q.since === SINCE_NOW)
+      return ok({ archive, filter, start: { after: { seq: await store.checkpoint(PROJECTS_COLLECTION), id: '' } } });
+    if (q.since !== undefined)
+      return ok({ archive, filter, start: { fromWrittenAt: new Date(q.since).toISOString() } });
     // No starting point: the beginning of the archive (sync_projects only; REST's list is board mode then).
     return ok({ archive, filter, start: { after: { seq: 0, id: '' } } });
   }
@@ -193,8 +223,14 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     const upToSeq = await store.checkpoint(PROJECTS_COLLECTION);
     // A cursor with no id is a bookmark: everything at its seq was seen already (since=now marks the
     // latest write, which may be a project row), so the read starts at the next seq.
-    const storeStart = 'after' in start && start.after.id === '' ? { after: { seq: start.after.seq + 1, id: '' } } : start;
-    const rows = await store.delta<Project>(PROJECTS_COLLECTION, { start: storeStart, upToSeq, facets: facetsFor(hasDossier), limit: limit + 1 });
+    const storeStart =
+      'after' in start && start.after.id === '' ? { after: { seq: start.after.seq + 1, id: '' } } : start;
+    const rows = await store.delta<Project>(PROJECTS_COLLECTION, {
+      start: storeStart,
+      upToSeq,
+      facets: facetsFor(hasDossier),
+      limit: limit + 1,
+    });
     const hasMore = rows.length > limit;
     const served = rows.slice(0, limit);
     const last = served[served.length - 1];
@@ -224,7 +260,9 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
   }
 
   const cursorAt = (from: DeltaStart, position: Position): string =>
-    encodeCursor({ v: 1, a: from.archive, s: position.seq, i: position.id, f: from.filter } satisfies z.input<typeof deltaCursorSchema>);
+    encodeCursor({ v: 1, a: from.archive, s: position.seq, i: position.id, f: from.filter } satisfies z.input<
+      typeof deltaCursorSchema
+    >);
 
   async function delta(q: ProjectsQuery, options: WaitOptions = {}): Promise<Result<JsonBody<SyncPage>>> {
     const from = await deltaStart(q);
@@ -237,12 +275,19 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     }
     // A page without a wait depends on the read model and its starting point alone.
     if (q.wait === undefined) {
-      return cachedRead(`delta ${JSON.stringify([from.value.start, from.value.filter, limit])}`, () => deltaPage(from.value, q, limit));
+      return cachedRead(`delta ${JSON.stringify([from.value.start, from.value.filter, limit])}`, () =>
+        deltaPage(from.value, q, limit),
+      );
     }
     return deltaPage(from.value, q, limit, options);
   }
 
-  async function deltaPage(from: DeltaStart, q: ProjectsQuery, limit: number, options: WaitOptions = {}): Promise<Result<JsonBody<SyncPage>>> {
+  async function deltaPage(
+    from: DeltaStart,
+    q: ProjectsQuery,
+    limit: number,
+    options: WaitOptions = {},
+  ): Promise<Result<JsonBody<SyncPage>>> {
     // Long-poll: an empty page waits for a commit past what it read, until `wait` seconds have passed.
     const deadline = performance.now() + (q.wait ?? 0) * 1000;
     let read: DeltaRead;
@@ -258,7 +303,15 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
       if (outcome !== 'passed') break;
     }
     const cursor = cursorAt(from, read.position);
-    return ok(jsonBody<SyncPage, 'projects'>({ projects: storedJsonList(read.rows), cursor, hasMore: read.hasMore, limit, readAt }));
+    return ok(
+      jsonBody<SyncPage, 'projects'>({
+        projects: storedJsonList(read.rows),
+        cursor,
+        hasMore: read.hasMore,
+        limit,
+        readAt,
+      }),
+    );
   }
 
   async function resolve(handleOrId: string): Promise<StoredDoc<Project, ProjectState> | null> {
@@ -266,9 +319,13 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     if (isPublicProject(byId)) return byId;
     const handle = handleOrId.replace(/^@/, '').toLowerCase();
     if (handle === '') return null;
-    const candidates = (await store.findDocs<Project, ProjectState>(PROJECTS_COLLECTION, 'handle', handle, 100)).filter(isPublicProject);
+    const candidates = (await store.findDocs<Project, ProjectState>(PROJECTS_COLLECTION, 'handle', handle, 100)).filter(
+      isPublicProject,
+    );
     // A reused handle resolves to the project that claimed it most recently.
-    candidates.sort((a, b) => (b.state.handleClaimedAt ?? -1) - (a.state.handleClaimedAt ?? -1) || (a.id < b.id ? 1 : -1));
+    candidates.sort(
+      (a, b) => (b.state.handleClaimedAt ?? -1) - (a.state.handleClaimedAt ?? -1) || (a.id < b.id ? 1 : -1),
+    );
     return candidates[0] ?? null;
   }
 
@@ -276,9 +333,12 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     const wanted = prefix.replace(/^@/, '').toLowerCase().slice(0, 200);
     // Bounded: a few times the answer, as a handle may be held by a project that is not served yet.
     const pairs = await store.findKeysByPrefix(PROJECTS_COLLECTION, 'handle', wanted, limit * 3);
-    const docs = await store.getMany<Project, ProjectState>(PROJECTS_COLLECTION, [...new Set(pairs.map((pair) => pair.id))]);
+    const docs = await store.getMany<Project, ProjectState>(PROJECTS_COLLECTION, [
+      ...new Set(pairs.map((pair) => pair.id)),
+    ]);
     const handles = new Set<string>();
-    for (const pair of pairs) if (handles.size < limit && isPublicProject(docs.get(pair.id) ?? null)) handles.add(pair.value);
+    for (const pair of pairs)
+      if (handles.size < limit && isPublicProject(docs.get(pair.id) ?? null)) handles.add(pair.value);
     return [...handles];
   }
 
@@ -287,7 +347,12 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return contextFrom(caller, project, stored, readAt);
   }
 
-  async function contextFrom(caller: Caller, project: Project, stored: StoredContext, readAt: string): Promise<ProjectContext> {
+  async function contextFrom(
+    caller: Caller,
+    project: Project,
+    stored: StoredContext,
+    readAt: string,
+  ): Promise<ProjectContext> {
     const { allowlisted } = await access.ownerAccess(caller.owner);
     return {
       votes: stored.votes,
@@ -301,11 +366,17 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
    * The project as it stood at `at`: its stream folded by the projectors' own code up to the
    * events recorded by then. The id comes from the live read model (an id first, then a handle).
    */
-  async function asOf(caller: Caller, projectId: string, at: string, withContext: boolean): Promise<Result<JsonBody<ProjectRead>>> {
+  async function asOf(
+    caller: Caller,
+    projectId: string,
+    at: string,
+    withContext: boolean,
+  ): Promise<Result<JsonBody<ProjectRead>>> {
     const atMs = Date.parse(at);
     const events = await readProjectStream(log, projectId);
     const project = foldAsOf(projectsProjector, projectId, events, atMs);
-    if (!isPublicProject(project)) return fail(errors.notFound(`project '${projectId}' was not yet on the board at ${at}`));
+    if (!isPublicProject(project))
+      return fail(errors.notFound(`project '${projectId}' was not yet on the board at ${at}`));
     if (!withContext) return ok(jsonBody<ProjectRead, never>({ project: project.doc }));
     const context = foldAsOf(contextsProjector, projectId, events, atMs)?.doc ?? emptyContext();
     const read = { project: project.doc, context: await contextFrom(caller, project.doc, context, readAtNow()) };
@@ -318,10 +389,16 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     const q = parsed.value;
     const deltaMode = q.since !== undefined || q.cursor !== undefined;
     if (deltaMode && q.page !== undefined) {
-      return fail(errors.badRequest("parameter 'page' (board mode) cannot be combined with 'since' or 'cursor' (delta mode)"));
+      return fail(
+        errors.badRequest("parameter 'page' (board mode) cannot be combined with 'since' or 'cursor' (delta mode)"),
+      );
     }
     if (!deltaMode && q.wait !== undefined) {
-      return fail(errors.badRequest("parameter 'wait' applies to delta mode (since or cursor) only: the board has nothing to wait for"));
+      return fail(
+        errors.badRequest(
+          "parameter 'wait' applies to delta mode (since or cursor) only: the board has nothing to wait for",
+        ),
+      );
     }
     return deltaMode ? delta(q, options) : board(q);
   }
@@ -338,7 +415,11 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     if (!parsed.ok) return fail(errors.badRequest(parsed.message));
     const q = parsed.value;
     if (lastEventId === undefined && q.since === undefined && q.cursor === undefined) {
-      return fail(errors.badRequest("send 'cursor' (to continue), 'since' (to start, or 'now' for new writes only) or the Last-Event-ID header (to resume)"));
+      return fail(
+        errors.badRequest(
+          "send 'cursor' (to continue), 'since' (to start, or 'now' for new writes only) or the Last-Event-ID header (to resume)",
+        ),
+      );
     }
     // On reconnect, Last-Event-ID replaces whatever starting point the URL still carries.
     const from = await deltaStart(lastEventId === undefined ? q : { has_dossier: q.has_dossier }, lastEventId);
@@ -347,7 +428,10 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return ok({
       async next(limit) {
         const read = await sharedDelta(position, q.has_dossier, limit);
-        const rows = read.rows.map((row) => ({ cursor: cursorAt(position, { seq: row.seq, id: row.id }), json: row.json }));
+        const rows = read.rows.map((row) => ({
+          cursor: cursorAt(position, { seq: row.seq, id: row.id }),
+          json: row.json,
+        }));
         position = { ...position, start: { after: read.position } };
         return { rows, hasMore: read.hasMore, upToSeq: read.upToSeq };
       },
@@ -370,13 +454,22 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return enrichedOrPast(caller, handle, q.value);
   }
 
-  async function enrichedOrPast(caller: Caller, handle: string, q: z.infer<typeof projectQuerySchema>): Promise<Result<JsonBody<ProjectRead>>> {
+  async function enrichedOrPast(
+    caller: Caller,
+    handle: string,
+    q: z.infer<typeof projectQuerySchema>,
+  ): Promise<Result<JsonBody<ProjectRead>>> {
     const found = await resolve(handle);
     if (!found) return fail(errors.notFound(`no project with id or handle '${echoed(handle)}'`));
     if (q.asOf !== undefined) return asOf(caller, found.id, q.asOf, q.include === 'context');
     if (q.include !== 'context') return ok(jsonBody<ProjectRead, 'project'>({ project: storedJson(found) }));
     const readAt = readAtNow();
-    return ok(jsonBody<ProjectRead, 'project'>({ project: storedJson(found), context: await contextFor(caller, found.doc, readAt) }));
+    return ok(
+      jsonBody<ProjectRead, 'project'>({
+        project: storedJson(found),
+        context: await contextFor(caller, found.doc, readAt),
+      }),
+    );
   }
 
   return {
@@ -387,7 +480,8 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     isEnriched(query) {
       // Neither parameter given: a plain read (no parse needed to say so).
       const given = query as Record<string, unknown> | null | undefined;
-      if (typeof given === 'object' && given !== null && given.include === undefined && given.asOf === undefined) return false;
+      if (typeof given === 'object' && given !== null && given.include === undefined && given.asOf === undefined)
+        return false;
       const parsed = parseParams(projectQuerySchema, query);
       // As-of reads fold the project's stream on every request: protected like include=context.
       return parsed.ok && (parsed.value.include === 'context' || parsed.value.asOf !== undefined);

@@ -26,8 +26,16 @@ export function createPulseService(deps: { store: ReadStore; now?: () => Date })
       const q = parseParams(pulseListQuerySchema, query);
       if (!q.ok) return fail(errors.badRequest(q.message));
       const readAt = now().toISOString();
-      const cards = await store.getMany<PulseCard>(PULSE_COLLECTION, BEATS.map((b) => b.id));
-      const beats: Beat[] = BEATS.map((b) => ({ id: b.id, label: b.label, blurb: b.blurb, card: cards.get(b.id)?.doc ?? null }));
+      const cards = await store.getMany<PulseCard>(
+        PULSE_COLLECTION,
+        BEATS.map((b) => b.id),
+      );
+      const beats: Beat[] = BEATS.map((b) => ({
+        id: b.id,
+        label: b.label,
+        blurb: b.blurb,
+        card: cards.get(b.id)?.doc ?? null,
+      }));
       return ok({ beats, readAt });
     },
 
@@ -37,7 +45,10 @@ export function createPulseService(deps: { store: ReadStore; now?: () => Date })
       const q = parseParams(pulseOneQuerySchema, query);
       if (!q.ok) return fail(errors.badRequest(q.message));
       const beat = BEATS.find((b) => b.id === p.value.beat);
-      if (!beat) return fail(errors.notFound(`no beat '${echoed(p.value.beat)}'; beats are ${BEATS.map((b) => b.id).join(', ')}`));
+      if (!beat)
+        return fail(
+          errors.notFound(`no beat '${echoed(p.value.beat)}'; beats are ${BEATS.map((b) => b.id).join(', ')}`),
+        );
       const readAt = now().toISOString();
       const card = (await store.get<PulseCard>(PULSE_COLLECTION, beat.id))?.doc ?? null;
       return ok({ beat: { id: beat.id, label: beat.label, blurb: beat.blurb, card }, readAt });

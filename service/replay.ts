@@ -57,7 +57,12 @@ async function readCheckpoints(store: ReadStore, collections: readonly string[])
 }
 
 /** Waits until no process uses `generation`; false if some still did after `timeoutMs`. */
-async function released(space: GenerationSpace, generation: number, timeoutMs: number, clock: () => number): Promise<boolean> {
+async function released(
+  space: GenerationSpace,
+  generation: number,
+  timeoutMs: number,
+  clock: () => number,
+): Promise<boolean> {
   const deadline = clock() + timeoutMs;
   while (await space.inUse(generation)) {
     if (clock() >= deadline) return false;
@@ -118,7 +123,8 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
           head: Math.max(head, position),
           eventsApplied,
           eventsPerSecond: Math.round((eventsApplied / elapsedMs) * 1000),
-          secondsLeft: positionsPerMs > 0 ? Math.max(0, Math.max(head, position) - position) / positionsPerMs / 1000 : null,
+          secondsLeft:
+            positionsPerMs > 0 ? Math.max(0, Math.max(head, position) - position) / positionsPerMs / 1000 : null,
           elapsedMs,
         };
       };
@@ -151,7 +157,10 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
       }
       for (const [collection, stored] of await readCheckpoints(store, collections)) {
         if (stored < (liveCheckpoints.get(collection) ?? 0)) {
-          return { ok: false, reason: `the new ${collection} read model stayed behind the live one; the live generation is unchanged` };
+          return {
+            ok: false,
+            reason: `the new ${collection} read model stayed behind the live one; the live generation is unchanged`,
+          };
         }
         checkpoints.set(collection, stored);
       }
@@ -159,21 +168,28 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
       const finished = progress();
 
       if (!(await lock.held())) {
-        return { ok: false, reason: 'the replay lock was lost (another replay may have taken it over); nothing was switched' };
+        return {
+          ok: false,
+          reason: 'the replay lock was lost (another replay may have taken it over); nothing was switched',
+        };
       }
       // Closed before the switch: a serving process then opens the new generation with no other
       // connection holding it (SQLite), and nothing more is written to it from here.
       await store.close();
       const switched = await space.switchPointer(live, target);
       if (!switched.ok) {
-        return { ok: false, reason: `the live generation changed during the replay (${switched.reason}); nothing was switched` };
+        return {
+          ok: false,
+          reason: `the live generation changed during the replay (${switched.reason}); nothing was switched`,
+        };
       }
       built = true;
       note(`switched to ${space.label(target)} (generation ${target})`);
 
       let leftBehind: string | null = null;
       try {
-        if (space.removalDisturbsUsers) note(`waiting for processes still using ${space.label(live)} to move to generation ${target}`);
+        if (space.removalDisturbsUsers)
+          note(`waiting for processes still using ${space.label(live)} to move to generation ${target}`);
         if (await released(space, live, options.releaseTimeoutMs ?? 60_000, clock)) {
           await space.remove(live);
           note(`removed ${space.label(live)} (generation ${live})`);

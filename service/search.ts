@@ -89,7 +89,9 @@ export function createSearchService(deps: SearchDeps): SearchService {
   const outcomes = createVersionedMap<Outcome>(OUTCOMES_KEPT_MAX);
 
   async function byKey(key: string, value: string): Promise<StoredDoc<Project, ProjectState>[]> {
-    return (await store.findDocs<Project, ProjectState>(PROJECTS_COLLECTION, key, value, 100)).filter((doc) => isPublicProject(doc));
+    return (await store.findDocs<Project, ProjectState>(PROJECTS_COLLECTION, key, value, 100)).filter((doc) =>
+      isPublicProject(doc),
+    );
   }
 
   type Outcome = { state: ProjectSearchState; project: StoredDoc<Project> | null };
@@ -111,14 +113,17 @@ export function createSearchService(deps: SearchDeps): SearchService {
       case 'website':
         return outcome(await byKey('website', form.host));
       case 'chainContract':
-        return outcome(await byKey('chainContract', `${normalizeChain(form.chain)}:${normalizeContract(form.contract)}`));
+        return outcome(
+          await byKey('chainContract', `${normalizeChain(form.chain)}:${normalizeContract(form.contract)}`),
+        );
       case 'contract': {
         const contract = normalizeContract(form.contract);
         const matches = await byKey('contract', contract);
         if (matches.length <= 1) return outcome(matches);
         const chains = new Set<string>();
         for (const m of matches) {
-          for (const cc of m.keys.chainContract ?? []) if (cc.endsWith(`:${contract}`)) chains.add(cc.slice(0, -contract.length - 1));
+          for (const cc of m.keys.chainContract ?? [])
+            if (cc.endsWith(`:${contract}`)) chains.add(cc.slice(0, -contract.length - 1));
         }
         // A bare contract on several chains is narrowed by chain; several projects on one chain are not.
         return { state: chains.size > 1 ? 'chain_required' : 'ambiguous', project: null };
@@ -157,7 +162,8 @@ export function createSearchService(deps: SearchDeps): SearchService {
         ),
       );
     }
-    if (!result.project) return ok(jsonBody<ProjectSearchResult, never>({ state: result.state, project: null, context: null, readAt }));
+    if (!result.project)
+      return ok(jsonBody<ProjectSearchResult, never>({ state: result.state, project: null, context: null, readAt }));
     const context = await projects.contextFor(caller, result.project.doc, readAt);
     const project = storedJson<Project | null>(result.project);
     return ok(jsonBody<ProjectSearchResult, 'project'>({ state: result.state, project, context, readAt }));

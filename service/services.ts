@@ -90,12 +90,20 @@ export function createServices(deps: ServiceDeps): Services {
     bodies,
     generation: () => deps.stores.generations()?.serving ?? 0,
   });
-  const search = createSearchService({ store, projects, now: deps.now, generation: () => deps.stores.generations()?.serving ?? 0 });
+  const search = createSearchService({
+    store,
+    projects,
+    now: deps.now,
+    generation: () => deps.stores.generations()?.serving ?? 0,
+  });
   return {
     config: deps.config,
     stores: deps.stores,
     access,
-    guard: createGuard(access, deps.gate ?? createRateGate(deps.limiter, { protocolLimit: deps.config.PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT })),
+    guard: createGuard(
+      access,
+      deps.gate ?? createRateGate(deps.limiter, { protocolLimit: deps.config.PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT }),
+    ),
     health: createHealth({
       log,
       store,
@@ -110,12 +118,32 @@ export function createServices(deps: ServiceDeps): Services {
     changes: createChangeStreams({ projects, commits }),
     asks: createAsksService({ log, store, access, projects, now }),
     history: createHistoryService({ log, projects, now }),
-    thesis: createThesisFeed({ log, store, access, config: deps.config, heartbeat: deps.heartbeat ?? createInProcessHeartbeat({ now }), now }),
+    thesis: createThesisFeed({
+      log,
+      store,
+      access,
+      config: deps.config,
+      heartbeat: deps.heartbeat ?? createInProcessHeartbeat({ now }),
+      now,
+    }),
     // Call pages are served again from their rendered bytes while what they were read from is unchanged
     // (a page is at most 512 KiB; eight of the largest fit).
-    calls: createCallsService({ store, now, generation: () => deps.stores.generations()?.serving ?? 0, bodies: createBodyCache({ maxBytes: CALL_BODY_CACHE_BYTES, keepAfterMisses: 2 }) }),
+    calls: createCallsService({
+      store,
+      now,
+      generation: () => deps.stores.generations()?.serving ?? 0,
+      bodies: createBodyCache({ maxBytes: CALL_BODY_CACHE_BYTES, keepAfterMisses: 2 }),
+    }),
     search,
-    historyBoard: createHistoryBoardService({ log, store, access, projects, search, now: deps.now, generation: () => deps.stores.generations()?.serving ?? 0 }),
+    historyBoard: createHistoryBoardService({
+      log,
+      store,
+      access,
+      projects,
+      search,
+      now: deps.now,
+      generation: () => deps.stores.generations()?.serving ?? 0,
+    }),
     pulse: createPulseService({ store, now }),
     now,
   };

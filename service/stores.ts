@@ -4,7 +4,11 @@ import { openEventLog } from '../eventstore/open.ts';
 import type { Projector } from '../projectors/projector.ts';
 import { projectors } from '../projectors/registry.ts';
 import { createProjectionRunner, type ProjectorRunner, type RunnerOptions } from '../projectors/runner.ts';
-import { openGenerationalReadStore, type GenerationalReadStore, type WriterGeneration } from '../readmodels/generations/generational-read-store.ts';
+import {
+  openGenerationalReadStore,
+  type GenerationalReadStore,
+  type WriterGeneration,
+} from '../readmodels/generations/generational-read-store.ts';
 import type { GenerationSpace } from '../readmodels/generations/port.ts';
 import { createMongoGenerationSpace } from '../readmodels/mongodb/mongodb-generations.ts';
 import { createCommitSignals, signalCommits, type CommitSignals } from '../readmodels/commit-signal.ts';
@@ -47,7 +51,10 @@ export type ProjectionLimits = Required<Pick<RunnerOptions, 'batchSize' | 'maxPe
  * below its time and cache limits, so commits there stay at a few thousand documents.
  */
 export function projectionLimits(config: Config, purpose: 'live' | 'replay'): ProjectionLimits {
-  if (config.MONGODB_URL !== undefined) return purpose === 'live' ? { batchSize: 10_000, maxPendingDocs: 5_000 } : { batchSize: 20_000, maxPendingDocs: 10_000 };
+  if (config.MONGODB_URL !== undefined)
+    return purpose === 'live'
+      ? { batchSize: 10_000, maxPendingDocs: 5_000 }
+      : { batchSize: 20_000, maxPendingDocs: 10_000 };
   return EMBEDDED_LIMITS;
 }
 
@@ -55,7 +62,11 @@ export const EMBEDDED_LIMITS: ProjectionLimits = { batchSize: 10_000_000, maxPen
 
 /** Where the configuration keeps read-model generations: MongoDB when MONGODB_URL is set, else the data directory. */
 export function openGenerationSpace(config: Config): GenerationSpace {
-  return config.MONGODB_URL !== undefined ? createMongoGenerationSpace(config.MONGODB_URL) : createSqliteGenerationSpace(config.PULSEBOARD_DATA_DIR, { mapBytes: config.PULSEBOARD_SQLITE_MAP_MB * 1024 * 1024 });
+  return config.MONGODB_URL !== undefined
+    ? createMongoGenerationSpace(config.MONGODB_URL)
+    : createSqliteGenerationSpace(config.PULSEBOARD_DATA_DIR, {
+        mapBytes: config.PULSEBOARD_SQLITE_MAP_MB * 1024 * 1024,
+      });
 }
 
 /**

@@ -11,8 +11,14 @@ export type ProjectSummary = z.output<typeof projectSummarySchema>;
  * wrote it (read from the stored rows in one read; a row written again since the page was read
  * shows that later time).
  */
-export async function summarize<P extends { projects: Project[] }>(store: ReadStore, page: P): Promise<Omit<P, 'projects'> & { projects: ProjectSummary[] }> {
-  const stored = await store.getMany<Project>(PROJECTS_COLLECTION, page.projects.map((project) => project.id));
+export async function summarize<P extends { projects: Project[] }>(
+  store: ReadStore,
+  page: P,
+): Promise<Omit<P, 'projects'> & { projects: ProjectSummary[] }> {
+  const stored = await store.getMany<Project>(
+    PROJECTS_COLLECTION,
+    page.projects.map((project) => project.id),
+  );
   return {
     ...page,
     projects: page.projects.map((project) => ({

@@ -10,7 +10,8 @@ import type { ServiceError } from '../../service/errors.ts';
 
 /** What Node's HTTP parser refused, as an envelope error. */
 export function parserRejection(code: string | undefined): ServiceError {
-  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, code: 'bad_request', message: 'request headers are too large (limit about 16 KB)' };
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return { status: 431, code: 'bad_request', message: 'request headers are too large (limit about 16 KB)' };
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_REQUEST_HEADERS_TIMEOUT') {
     return { status: 408, code: 'bad_request', message: 'the request was not received in time' };
   }

@@ -12,7 +12,7 @@ export function callOperations(services: Services): RestOperation[] {
       path: '/v1/calltracker/calls',
       summary: 'Stored call records, newest first',
       description:
-        'Newest `createdAt` first, ties by id. Follow `next` with the same `contract` and `chain` until it is null, even when a page holds fewer than `limit` calls: a page holds as many whole calls as fit a 512 KiB response budget and never a shortened text (a single call larger than the budget is served alone). Browsing, not a delta sync: calls can be edited, backfilled or suppressed between pages; re-read a call by id for its current version. Each read checks suppression (no call cache). `pnl` is null when unknown, future-dated or at least 24 hours old; a token\'s `project` is set only when exactly one current project holds that chain and contract (`href` is `/projects/<id>`, relative to the site).',
+        "Newest `createdAt` first, ties by id. Follow `next` with the same `contract` and `chain` until it is null, even when a page holds fewer than `limit` calls: a page holds as many whole calls as fit a 512 KiB response budget and never a shortened text (a single call larger than the budget is served alone). Browsing, not a delta sync: calls can be edited, backfilled or suppressed between pages; re-read a call by id for its current version. Each read checks suppression (no call cache). `pnl` is null when unknown, future-dated or at least 24 hours old; a token's `project` is set only when exactly one current project holds that chain and contract (`href` is `/projects/<id>`, relative to the site).",
       tags: ['calls'],
       protection: () => 'protected',
       request: { query: callsQuerySchema },
@@ -28,12 +28,16 @@ export function callOperations(services: Services): RestOperation[] {
       method: 'GET',
       path: '/v1/calltracker/calls/:id',
       summary: 'One stored call with its thesis, caller profile and uniquely matched current projects',
-      description: 'Unknown and suppressed calls are both 404. Read-time rules as for the listing (`pnl`, token `project`).',
+      description:
+        'Unknown and suppressed calls are both 404. Read-time rules as for the listing (`pnl`, token `project`).',
       tags: ['calls'],
       protection: () => 'protected',
       request: { params: callParamsSchema, query: callQuerySchema },
       responses: { 200: { description: 'The call with the collector freshness', schema: callDetailSchema } },
-      errors: { 400: 'The id is not a UUID, or an unknown query parameter was sent', 404: 'No visible call with that id (unknown or suppressed)' },
+      errors: {
+        400: 'The id is not a UUID, or an unknown query parameter was sent',
+        404: 'No visible call with that id (unknown or suppressed)',
+      },
       run: ({ params, query }) => reply(services.calls.get(params, query)),
     },
   ];

@@ -11,7 +11,7 @@ export function diffOperation(services: Services): RestOperation {
     path: '/v1/projects/diff',
     summary: 'What changed on the board between two points',
     description:
-      "One row per project whose document at `to` differs from the one at `from` (`from` exclusive, `to` inclusive, default now), in delta order (the position of its last write up to `to`, then id): `change` is `added` (not on the board at `from`) or `changed`, `fields` names the top-level fields that differ, `before` and `after` are the Project at each point. A project written and changed back in between has no row. A point is an ISO 8601 time (the last project write recorded at or before it) or a delta cursor (exactly its position); `from` and `to` in the answer name both points. Page with `next` (it pins both points).",
+      'One row per project whose document at `to` differs from the one at `from` (`from` exclusive, `to` inclusive, default now), in delta order (the position of its last write up to `to`, then id): `change` is `added` (not on the board at `from`) or `changed`, `fields` names the top-level fields that differ, `before` and `after` are the Project at each point. A project written and changed back in between has no row. A point is an ISO 8601 time (the last project write recorded at or before it) or a delta cursor (exactly its position); `from` and `to` in the answer name both points. Page with `next` (it pins both points).',
     tags: ['projects'],
     protection: () => 'protected',
     request: { query: diffQuerySchema },

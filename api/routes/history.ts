@@ -11,7 +11,7 @@ export function historyOperations(services: Services): RestOperation[] {
       path: '/v1/projects/:handle/history',
       summary: "A project's writes, newest first",
       description:
-        "Every write the archive made to the project, newest first: `writtenAt` and `seq` (as in delta mode), the event type, and the top-level fields that changed with their values before and after. A write is an event that changed the public document; the first write (the first sighting) lists every field with `before` null. Page with `next` until it is null; a cursor belongs to one project. The handle is resolved as in GET /projects/{handle} (an id first, then the most recent claim).",
+        'Every write the archive made to the project, newest first: `writtenAt` and `seq` (as in delta mode), the event type, and the top-level fields that changed with their values before and after. A write is an event that changed the public document; the first write (the first sighting) lists every field with `before` null. Page with `next` until it is null; a cursor belongs to one project. The handle is resolved as in GET /projects/{handle} (an id first, then the most recent claim).',
       tags: ['projects'],
       protection: () => 'protected',
       request: { params: historyParamsSchema, query: historyQuerySchema },

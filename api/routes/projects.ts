@@ -43,14 +43,19 @@ export function projectOperations(services: Services): RestOperation[] {
       path: '/v1/projects/changes',
       summary: 'The delta as a live stream of server-sent events',
       description:
-        "Server-sent events (`text/event-stream`) on the delta cursor: one event per written project row, in delta order, `id:` the cursor after that row and `data:` the same Project JSON as a delta page; then every later write as it is committed. A comment line (`: heartbeat`) at least every 15 s while idle. Start with `cursor` (from a delta page or an event id) or `since` (`now` for new writes only); on reconnect the `Last-Event-ID` header wins over both, so nothing is sent twice and nothing is missed, also across `pulseboard replay`. Opening a stream spends one request; at most 2 streams per key may be open (the third is 429).",
+        'Server-sent events (`text/event-stream`) on the delta cursor: one event per written project row, in delta order, `id:` the cursor after that row and `data:` the same Project JSON as a delta page; then every later write as it is committed. A comment line (`: heartbeat`) at least every 15 s while idle. Start with `cursor` (from a delta page or an event id) or `since` (`now` for new writes only); on reconnect the `Last-Event-ID` header wins over both, so nothing is sent twice and nothing is missed, also across `pulseboard replay`. Opening a stream spends one request; at most 2 streams per key may be open (the third is 429).',
       tags: ['projects'],
       protection: () => 'basic',
       produces: 'text/event-stream',
       request: { query: changesQuerySchema },
-      responses: { 200: { description: 'The stream: one event per written project row (its data is a Project)', schema: projectSchema } },
+      responses: {
+        200: {
+          description: 'The stream: one event per written project row (its data is a Project)',
+          schema: projectSchema,
+        },
+      },
       errors: {
-        400: "Invalid parameter; none of cursor, since and Last-Event-ID; or a cursor that does not decode or carries another has_dossier",
+        400: 'Invalid parameter; none of cursor, since and Last-Event-ID; or a cursor that does not decode or carries another has_dossier',
         409: 'The cursor was issued by a different archive; start again from since',
         429: 'Rate limit exceeded, or 2 streams of this key are open already',
         503: 'The service is shutting down; reconnect shortly',
@@ -68,11 +73,16 @@ export function projectOperations(services: Services): RestOperation[] {
       path: '/v1/projects/:handle',
       summary: 'One project by stable id or social handle',
       description:
-        'An id always wins over a handle; a reused handle resolves to the project that claimed it most recently. `include=context` adds votes, research status and freshness (voter names only for an allowlisted key owner; otherwise `voters` is null). With `asOf` (an ISO time or a delta cursor): the project as it stood at that point, read from the history model, and `asOf` naming the point; the handle is resolved on today\'s board (use the id for a project whose handle changed).',
+        "An id always wins over a handle; a reused handle resolves to the project that claimed it most recently. `include=context` adds votes, research status and freshness (voter names only for an allowlisted key owner; otherwise `voters` is null). With `asOf` (an ISO time or a delta cursor): the project as it stood at that point, read from the history model, and `asOf` naming the point; the handle is resolved on today's board (use the id for a project whose handle changed).",
       tags: ['projects'],
       protection: (query) => (services.projects.isEnriched(query) ? 'protected' : 'basic'),
       request: { params: projectParamsSchema, query: projectAsOfQuerySchema },
-      responses: { 200: { description: 'The project, with context when asked (and the point with asOf)', schema: projectReadSchema.or(projectReadAsOfSchema) } },
+      responses: {
+        200: {
+          description: 'The project, with context when asked (and the point with asOf)',
+          schema: projectReadSchema.or(projectReadAsOfSchema),
+        },
+      },
       errors: {
         400: 'Invalid handle, include or asOf value',
         404: 'No project with that id or handle, or (with asOf) not yet on the board at that point',

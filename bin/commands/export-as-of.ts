@@ -27,14 +27,21 @@ Exit status: 0 written, 1 failed, 2 usage error.
 export async function runAsOfExport(args: string[]): Promise<number> {
   const parsed = parseStrict({
     args,
-    options: { format: { type: 'string' }, 'as-of': { type: 'string' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      format: { type: 'string' },
+      'as-of': { type: 'string' },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
     allowPositionals: false,
   });
   if (!parsed.ok) return usageError('export', parsed.reason);
   const { values } = parsed.parsed;
   if (values.help) return printHelp(USAGE);
-  if (values.format !== 'parquet' && values.format !== 'ndjson') return usageError('export', '--format must be parquet or ndjson');
-  if (values.out === undefined || values.out === '') return usageError('export', '--out needs a directory to write the files into');
+  if (values.format !== 'parquet' && values.format !== 'ndjson')
+    return usageError('export', '--format must be parquet or ndjson');
+  if (values.out === undefined || values.out === '')
+    return usageError('export', '--out needs a directory to write the files into');
   const format: ExportFormat = values.format;
   const config = parseConfig();
   if (!config.ok) {
@@ -45,13 +52,17 @@ export async function runAsOfExport(args: string[]): Promise<number> {
   try {
     stores = await openStores(config.config);
   } catch (error) {
-    process.stderr.write(`pulseboard export: cannot open the stores: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(
+      `pulseboard export: cannot open the stores: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
     return 1;
   }
   try {
     const history = stores.store.history;
     if (!history) {
-      process.stderr.write('pulseboard export: this read store keeps no history; an export as of a point is not available\n');
+      process.stderr.write(
+        'pulseboard export: this read store keeps no history; an export as of a point is not available\n',
+      );
       return 1;
     }
     if ((await history.recordedFrom('projects')) > 0) {
@@ -61,9 +72,13 @@ export async function runAsOfExport(args: string[]): Promise<number> {
     const archive = await stores.log.archiveId();
     const checkpoint = await stores.store.checkpoint('projects', { fresh: true });
     const given = values['as-of'];
-    const point = given === undefined
-      ? { ok: true as const, value: { seq: checkpoint, at: (await history.pointAtSeq('projects', checkpoint))?.writtenAt ?? null } }
-      : await resolvePoint({ log: stores.log, store: stores.store, history, archive }, 'as-of', given);
+    const point =
+      given === undefined
+        ? {
+            ok: true as const,
+            value: { seq: checkpoint, at: (await history.pointAtSeq('projects', checkpoint))?.writtenAt ?? null },
+          }
+        : await resolvePoint({ log: stores.log, store: stores.store, history, archive }, 'as-of', given);
     if (!point.ok) {
       process.stderr.write(`pulseboard export: ${point.error.message.replace("parameter 'as-of'", '--as-of')}\n`);
       return point.error.status === 400 ? 2 : 1;

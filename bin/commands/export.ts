@@ -5,7 +5,13 @@ import { parseArgs } from 'node:util';
 import { parseConfig } from '../../config/config.ts';
 import { openEventLog } from '../../eventstore/open.ts';
 import type { EventLog } from '../../eventstore/port.ts';
-import { exportEvents, PRIVATE_FIELDS, PRIVATE_TYPE_PREFIXES, type ExportProgress, type ExportSummary } from '../../service/export.ts';
+import {
+  exportEvents,
+  PRIVATE_FIELDS,
+  PRIVATE_TYPE_PREFIXES,
+  type ExportProgress,
+  type ExportSummary,
+} from '../../service/export.ts';
 import { dateTimeParam } from '../../service/requests/params.ts';
 import { parseErrorReason, usageError as oneLineUsageError } from '../args.ts';
 import { runAsOfExport } from './export-as-of.ts';
@@ -55,7 +61,8 @@ function parse(args: string[]): Parsed {
   for (const name of ['from', 'to'] as const) {
     const value = values[name];
     if (value === undefined) return { ok: false, reason: `--${name} is required` };
-    if (!dateTimeParam.safeParse(value).success) return { ok: false, reason: `--${name} must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z` };
+    if (!dateTimeParam.safeParse(value).success)
+      return { ok: false, reason: `--${name} must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z` };
   }
   const from = new Date(values.from!).toISOString();
   const to = new Date(values.to!).toISOString();
@@ -64,11 +71,17 @@ function parse(args: string[]): Parsed {
   if (values.types !== undefined) {
     types = values.types.split(',').map((t) => t.trim());
     if (types.some((t) => !/^[A-Za-z0-9_.-]{1,100}$/.test(t))) {
-      return { ok: false, reason: '--types must be a comma-separated list of event type prefixes, e.g. project.,call.' };
+      return {
+        ok: false,
+        reason: '--types must be a comma-separated list of event type prefixes, e.g. project.,call.',
+      };
     }
   }
   if (values.out === '') return { ok: false, reason: '--out needs a file name, or - for stdout' };
-  return { ok: true, options: { from, to, types, includePrivate: values['include-private'] === true, out: values.out ?? '-' } };
+  return {
+    ok: true,
+    options: { from, to, types, includePrivate: values['include-private'] === true, out: values.out ?? '-' },
+  };
 }
 
 /** Writes lines with backpressure; the first stream error fails the next write. */
@@ -110,7 +123,8 @@ function privacyReport(summary: ExportSummary, includePrivate: boolean): string 
       (leftOut.length > 0 ? ` (${leftOut.map(([p, c]) => `${p}* ${c}`).join(', ')})` : ''),
     `export: private fields read "[withheld]" (${Object.entries(PRIVATE_FIELDS)
       .map(([type, fields]) => `${type} ${fields.join('/')}`)
-      .join(', ')}): ${count(withheld)} withheld` + (withheld.length > 0 ? ` (${withheld.map(([f, c]) => `${f} ${c}`).join(', ')})` : ''),
+      .join(', ')}): ${count(withheld)} withheld` +
+      (withheld.length > 0 ? ` (${withheld.map(([f, c]) => `${f} ${c}`).join(', ')})` : ''),
     'export: add --include-private to include them',
   ];
   return `${lines.join('\n')}\n`;
@@ -137,7 +151,9 @@ export async function run(args: string[]): Promise<number> {
   try {
     log = openEventLog(config.config);
   } catch (error) {
-    process.stderr.write(`pulseboard export: cannot open the event log: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(
+      `pulseboard export: cannot open the event log: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
     return 2;
   }
 
@@ -149,7 +165,9 @@ export async function run(args: string[]): Promise<number> {
     if (toFile) await once(stream, 'open');
   } catch (error) {
     await log.close();
-    process.stderr.write(`pulseboard export: cannot write ${options.out}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`);
+    process.stderr.write(
+      `pulseboard export: cannot write ${options.out}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`,
+    );
     return 1;
   }
   const sink = lineSink(stream);
@@ -158,7 +176,12 @@ export async function run(args: string[]): Promise<number> {
   try {
     const summary = await exportEvents(
       log,
-      { from: options.from, to: options.to, includePrivate: options.includePrivate, ...(options.types ? { typePrefixes: options.types } : {}) },
+      {
+        from: options.from,
+        to: options.to,
+        includePrivate: options.includePrivate,
+        ...(options.types ? { typePrefixes: options.types } : {}),
+      },
       {
         write: async (line) => {
           await sink.write(line);
@@ -176,7 +199,9 @@ export async function run(args: string[]): Promise<number> {
       await sink.end();
       renameSync(partial, options.out);
     }
-    process.stderr.write(`export: ${summary.written} events written, recorded from ${options.from} until ${options.to}${toFile ? ` to ${options.out}` : ''}\n`);
+    process.stderr.write(
+      `export: ${summary.written} events written, recorded from ${options.from} until ${options.to}${toFile ? ` to ${options.out}` : ''}\n`,
+    );
     process.stderr.write(privacyReport(summary, options.includePrivate));
     return 0;
   } catch (error) {

@@ -2,7 +2,14 @@ import { createWriteStream, fstatSync } from 'node:fs';
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { parseConfig } from '../../config/config.ts';
-import { defaultCalls, EPOCH_MS, MIN_CALLS, MIN_DAYS, MIN_PROJECTS, type GenerateOptions } from '../../ingest/generate/context.ts';
+import {
+  defaultCalls,
+  EPOCH_MS,
+  MIN_CALLS,
+  MIN_DAYS,
+  MIN_PROJECTS,
+  type GenerateOptions,
+} from '../../ingest/generate/context.ts';
 import { generateLines } from '../../ingest/generate/generate.ts';
 import { writeLines } from '../../ingest/generate/write.ts';
 import { parseErrorReason, usageError as oneLineUsageError } from '../args.ts';
@@ -30,11 +37,17 @@ function usageError(message: string): number {
 
 type Parsed = { ok: true; options: GenerateOptions; out: string; help: boolean } | { ok: false; reason: string };
 
-function integer(name: string, text: string | undefined, fallback: number | null, min: number): { ok: true; value: number } | { ok: false; reason: string } {
+function integer(
+  name: string,
+  text: string | undefined,
+  fallback: number | null,
+  min: number,
+): { ok: true; value: number } | { ok: false; reason: string } {
   if (text === undefined) {
     return fallback === null ? { ok: false, reason: `--${name} is required` } : { ok: true, value: fallback };
   }
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text))) return { ok: false, reason: `--${name} must be a whole number, got ${JSON.stringify(text)}` };
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text)))
+    return { ok: false, reason: `--${name} must be a whole number, got ${JSON.stringify(text)}` };
   const value = Number(text);
   if (value < min) return { ok: false, reason: `--${name} must be at least ${min}` };
   return { ok: true, value };
@@ -61,7 +74,12 @@ function parse(args: string[], followerProvider: string): Parsed {
     return { ok: false, reason: parseErrorReason(error) };
   }
   if (values.help === true) {
-    return { ok: true, help: true, out: '-', options: { projects: 0, seed: 0, calls: 0, days: 0, hotContractCalls: 0, followerProvider } };
+    return {
+      ok: true,
+      help: true,
+      out: '-',
+      options: { projects: 0, seed: 0, calls: 0, days: 0, hotContractCalls: 0, followerProvider },
+    };
   }
   const projects = integer('projects', values.projects, null, MIN_PROJECTS);
   if (!projects.ok) return projects;
@@ -92,16 +110,29 @@ export async function run(args: string[]): Promise<number> {
   }
   const config = parseConfig();
   if (!config.ok) return usageError(config.reason);
-  const parsed = { ...flags, options: { ...flags.options, followerProvider: config.config.PULSEBOARD_FOLLOWER_PROVIDER } };
+  const parsed = {
+    ...flags,
+    options: { ...flags.options, followerProvider: config.config.PULSEBOARD_FOLLOWER_PROVIDER },
+  };
 
   const toStdout = parsed.out === '-';
   const out = toStdout ? process.stdout : createWriteStream(parsed.out);
   // Progress only when the data goes to a file: into a pipe, the reader (e.g. ingest) reports its own.
-  const progress = toStdout && !stdoutIsFile() ? null : createProgress({ label: 'generate', unit: 'messages', out: process.stderr, terminal: process.stderr.isTTY === true });
+  const progress =
+    toStdout && !stdoutIsFile()
+      ? null
+      : createProgress({
+          label: 'generate',
+          unit: 'messages',
+          out: process.stderr,
+          terminal: process.stderr.isTTY === true,
+        });
   const tracker = trackProgress(progress, parsed.options.days);
   const interrupted = () => {
     progress?.end();
-    process.stderr.write(`pulseboard generate: interrupted at ${tracker.summary()}; ${toStdout ? 'the output' : parsed.out} is incomplete\n`);
+    process.stderr.write(
+      `pulseboard generate: interrupted at ${tracker.summary()}; ${toStdout ? 'the output' : parsed.out} is incomplete\n`,
+    );
     process.exit(130);
   };
   if (progress) process.once('SIGINT', interrupted);
@@ -119,7 +150,9 @@ export async function run(args: string[]): Promise<number> {
     const code = (error as NodeJS.ErrnoException).code;
     // The reader went away (e.g. `| head`): not an error of ours.
     if (toStdout && code === 'EPIPE') return 0;
-    process.stderr.write(`pulseboard generate: cannot write ${toStdout ? 'stdout' : parsed.out}: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(
+      `pulseboard generate: cannot write ${toStdout ? 'stdout' : parsed.out}: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
     return toStdout ? 1 : 2;
   } finally {
     process.off('SIGINT', interrupted);
@@ -139,7 +172,10 @@ function stdoutIsFile(): boolean {
 const DAY_MS = 86_400_000;
 
 /** Messages come in time order over the period, so the share of the period passed is the share done. */
-function trackProgress(progress: Progress | null, days: number): { observe: ((message: { at: string }) => void) | undefined; summary: () => string } {
+function trackProgress(
+  progress: Progress | null,
+  days: number,
+): { observe: ((message: { at: string }) => void) | undefined; summary: () => string } {
   let written = 0;
   let fraction = 0;
   return {

@@ -42,14 +42,26 @@ function checkFile(path: string): string | null {
 }
 
 type Parsed =
-  | { ok: true; files: string[]; deadLetter: string | undefined; batchSize: number | undefined; progressIntervalMs: number | undefined; help: boolean }
+  | {
+      ok: true;
+      files: string[];
+      deadLetter: string | undefined;
+      batchSize: number | undefined;
+      progressIntervalMs: number | undefined;
+      help: boolean;
+    }
   | { ok: false; reason: string };
 
 function parse(args: string[]): Parsed {
   try {
     const { values, positionals } = parseArgs({
       args,
-      options: { 'dead-letter': { type: 'string' }, 'batch-size': { type: 'string' }, 'progress-interval': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        'dead-letter': { type: 'string' },
+        'batch-size': { type: 'string' },
+        'progress-interval': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
       allowPositionals: true,
       strict: true,
     });
@@ -98,7 +110,9 @@ export async function run(args: string[]): Promise<number> {
   try {
     log = openEventLog(config);
   } catch (error) {
-    process.stderr.write(`pulseboard ingest: cannot open the event log: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(
+      `pulseboard ingest: cannot open the event log: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
     return 2;
   }
 
@@ -109,7 +123,9 @@ export async function run(args: string[]): Promise<number> {
   );
 
   // Percentages are the bytes of the lines read against the files' sizes; stdin has no size, so only counts and rate.
-  const totalBytes = parsed.files.includes('-') ? null : parsed.files.reduce((sum, file) => sum + statSync(file).size, 0);
+  const totalBytes = parsed.files.includes('-')
+    ? null
+    : parsed.files.reduce((sum, file) => sum + statSync(file).size, 0);
   let linesRead = 0;
   let bytesRead = 0;
   const sample = () => ({ done: linesRead, fraction: totalBytes ? Math.min(bytesRead / totalBytes, 1) : null });
@@ -159,7 +175,9 @@ export async function run(args: string[]): Promise<number> {
     process.stdout.write(`accepted ${accepted}, duplicate ${duplicate}, rejected ${rejected}\n`);
     if (rejected > 0) process.stderr.write(`pulseboard ingest: ${rejected} rejected; see ${deadLetterPath}\n`);
     if (!result.ok) {
-      process.stderr.write(`pulseboard ingest: stopped at ${result.file}:${result.line}: event log failed: ${result.reason}\n`);
+      process.stderr.write(
+        `pulseboard ingest: stopped at ${result.file}:${result.line}: event log failed: ${result.reason}\n`,
+      );
       // Each batch is stored whole or not at all, so what the failure cost is exact (a full disk included).
       process.stderr.write(
         `pulseboard ingest: nothing from ${result.file}:${result.line} on was stored, every batch before it was; ` +
@@ -176,7 +194,9 @@ export async function run(args: string[]): Promise<number> {
     progress.end();
     for (const input of inputs) if (input.stream !== process.stdin) input.stream.destroy();
     await deadLetter.close().catch((error: unknown) => {
-      process.stderr.write(`pulseboard ingest: dead-letter file ${deadLetterPath}: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.stderr.write(
+        `pulseboard ingest: dead-letter file ${deadLetterPath}: ${error instanceof Error ? error.message : String(error)}\n`,
+      );
     });
     await log.close();
   }

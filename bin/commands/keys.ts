@@ -23,19 +23,29 @@ export async function run(args: string[]): Promise<number> {
   if (action === '--help' || action === '-h') return printHelp(USAGE);
   if (action === undefined) return usageError('keys', 'name an action: issue, revoke or list');
   if (action === 'issue') {
-    const parsed = parseStrict({ args: rest, options: { owner: { type: 'string' }, expires: { type: 'string' }, ...HELP }, allowPositionals: false });
+    const parsed = parseStrict({
+      args: rest,
+      options: { owner: { type: 'string' }, expires: { type: 'string' }, ...HELP },
+      allowPositionals: false,
+    });
     if (!parsed.ok) return usageError('keys', parsed.reason);
     const { owner, expires, help } = parsed.parsed.values;
     if (help) return printHelp(USAGE);
-    if (!owner || !/^[A-Za-z0-9._@-]{1,100}$/.test(owner)) return usageError('keys', 'issue needs --owner NAME (letters, digits, . _ @ -; at most 100)');
-    if (expires !== undefined && Number.isNaN(Date.parse(expires))) return usageError('keys', '--expires must be an ISO 8601 date-time');
+    if (!owner || !/^[A-Za-z0-9._@-]{1,100}$/.test(owner))
+      return usageError('keys', 'issue needs --owner NAME (letters, digits, . _ @ -; at most 100)');
+    if (expires !== undefined && Number.isNaN(Date.parse(expires)))
+      return usageError('keys', '--expires must be an ISO 8601 date-time');
     const config = loadConfig();
     const stores = await openStores(config);
     try {
-      const issued = await issueKey(stores, owner, { expiresAt: expires === undefined ? null : new Date(expires).toISOString() });
+      const issued = await issueKey(stores, owner, {
+        expiresAt: expires === undefined ? null : new Date(expires).toISOString(),
+      });
       process.stdout.write(`${issued.key}\n`);
       // The id on stderr, so that KEY=$(pulseboard keys issue …) still captures the key alone.
-      process.stderr.write(`key id ${issued.keyId} (owner ${owner}); revoke it with: pulseboard keys revoke ${issued.keyId}\n`);
+      process.stderr.write(
+        `key id ${issued.keyId} (owner ${owner}); revoke it with: pulseboard keys revoke ${issued.keyId}\n`,
+      );
       return 0;
     } finally {
       await stores.close();
@@ -46,7 +56,8 @@ export async function run(args: string[]): Promise<number> {
     if (!parsed.ok) return usageError('keys', parsed.reason);
     if (parsed.parsed.values.help) return printHelp(USAGE);
     const positionals = parsed.parsed.positionals;
-    if (positionals.length !== 1) return usageError('keys', 'revoke needs exactly one KEY_ID (see pulseboard keys list)');
+    if (positionals.length !== 1)
+      return usageError('keys', 'revoke needs exactly one KEY_ID (see pulseboard keys list)');
     const keyId = positionals[0]!;
     const config = loadConfig();
     const stores = await openStores(config);
@@ -71,7 +82,11 @@ export async function run(args: string[]): Promise<number> {
     try {
       await settleKeys(stores);
       for await (const doc of allKeys(stores.store)) {
-        const state = doc.revokedAt ? `revoked ${doc.revokedAt}` : doc.expiresAt ? `expires ${doc.expiresAt}` : 'active';
+        const state = doc.revokedAt
+          ? `revoked ${doc.revokedAt}`
+          : doc.expiresAt
+            ? `expires ${doc.expiresAt}`
+            : 'active';
         process.stdout.write(`${doc.keyId}\t${doc.owner}\tissued ${doc.issuedAt}\t${state}\n`);
       }
       return 0;

@@ -61,7 +61,8 @@ export async function run(args: string[]): Promise<number> {
   const values = parsed.parsed.values;
   if (values.help) return printHelp(USAGE);
   if (!values.url) return usageError('mirror', '--url URL is required, e.g. --url http://127.0.0.1:8080');
-  if (!/^https?:\/\/[^\s/]+/.test(values.url) || !URL.canParse(values.url)) return usageError('mirror', '--url must be an http:// or https:// URL');
+  if (!/^https?:\/\/[^\s/]+/.test(values.url) || !URL.canParse(values.url))
+    return usageError('mirror', '--url must be an http:// or https:// URL');
   const key = values.key ?? process.env['PULSEBOARD_KEY'];
   if (!key) return usageError('mirror', '--key KEY is required (or set PULSEBOARD_KEY)');
   if (!values.to) return usageError('mirror', '--to is required: sqlite:FILE or postgres://…');
@@ -79,7 +80,9 @@ export async function run(args: string[]): Promise<number> {
   try {
     store = await openStore(target);
   } catch (error) {
-    process.stderr.write(`pulseboard mirror: cannot use the store ${where}: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(
+      `pulseboard mirror: cannot use the store ${where}: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
     return 2;
   }
 
@@ -95,7 +98,9 @@ export async function run(args: string[]): Promise<number> {
     const announce = () => {
       if (announced) return;
       announced = true;
-      progress.line(`mirror: ${url} into ${store.name}, ${startState.cursor === null ? 'from the beginning' : 'from the stored cursor'}`);
+      progress.line(
+        `mirror: ${url} into ${store.name}, ${startState.cursor === null ? 'from the beginning' : 'from the stored cursor'}`,
+      );
     };
     const end = await follow({
       client: createClient({
@@ -103,7 +108,8 @@ export async function run(args: string[]): Promise<number> {
         key,
         // Short waits (a lost connection retried) pass silently; a long one is said, once.
         onWait: (error, seconds) => {
-          if (seconds >= LONG_WAIT_SECONDS) progress.line(`mirror: ${error.code}; waiting ${Math.ceil(seconds)} s as the service asks`);
+          if (seconds >= LONG_WAIT_SECONDS)
+            progress.line(`mirror: ${error.code}; waiting ${Math.ceil(seconds)} s as the service asks`);
         },
       }),
       store,
@@ -116,7 +122,8 @@ export async function run(args: string[]): Promise<number> {
         announce();
         progress.page(rows, caughtUp);
       },
-      onRetry: (error, seconds) => progress.line(`mirror: ${error.code} (${error.message}); resuming from the stored cursor in ${seconds} s`),
+      onRetry: (error, seconds) =>
+        progress.line(`mirror: ${error.code} (${error.message}); resuming from the stored cursor in ${seconds} s`),
     });
     if (!end.ok) {
       const hint = !end.beforeFirstPage
@@ -128,10 +135,14 @@ export async function run(args: string[]): Promise<number> {
       return end.beforeFirstPage ? 2 : 1;
     }
     announce();
-    progress.line(`mirror: ${end.end === 'caught_up' ? 'caught up' : 'stopped'}; ${progress.summary()} this run, ${end.state.seq} changes in all`);
+    progress.line(
+      `mirror: ${end.end === 'caught_up' ? 'caught up' : 'stopped'}; ${progress.summary()} this run, ${end.state.seq} changes in all`,
+    );
     return 0;
   } catch (error) {
-    progress.line(`pulseboard mirror: the store ${where} failed: ${error instanceof Error ? error.message : String(error)}; the stored cursor is kept`);
+    progress.line(
+      `pulseboard mirror: the store ${where} failed: ${error instanceof Error ? error.message : String(error)}; the stored cursor is kept`,
+    );
     return 1;
   } finally {
     process.off('SIGINT', onSignal);

@@ -18,7 +18,8 @@ export async function run(args: string[]): Promise<number> {
   if (parsed.parsed.values.help) return printHelp(USAGE);
   const [action, owner, ...extra] = parsed.parsed.positionals;
   if (action === undefined) return usageError('owners', 'name an action: allow, deny, link or unlink');
-  if (!CHANGES.includes(action as OwnerChange)) return usageError('owners', `unknown action '${action}'; use allow, deny, link or unlink`);
+  if (!CHANGES.includes(action as OwnerChange))
+    return usageError('owners', `unknown action '${action}'; use allow, deny, link or unlink`);
   if (!owner) return usageError('owners', `${action} needs the owner's NAME`);
   if (extra.length > 0) return usageError('owners', `unexpected argument '${extra[0]}'`);
   const stores = await openStores(loadConfig());

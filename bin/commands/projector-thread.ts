@@ -61,7 +61,10 @@ export function createProjectorThread(options: ProjectorThreadOptions = {}): Pro
 
     run(signal) {
       return new Promise<void>((resolve, reject) => {
-        const worker = new Worker(workerUrl, { workerData: options.workerData, resourceLimits: { maxOldGenerationSizeMb: WORKER_MAX_OLD_GENERATION_MB } });
+        const worker = new Worker(workerUrl, {
+          workerData: options.workerData,
+          resourceLimits: { maxOldGenerationSizeMb: WORKER_MAX_OLD_GENERATION_MB },
+        });
         let grace: NodeJS.Timeout | null = null;
         const onAbort = () => {
           worker.postMessage('stop');

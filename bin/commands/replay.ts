@@ -25,11 +25,18 @@ A replay that fails or is interrupted leaves the live generation untouched; run 
 Exit status: 0 switched, 1 failed (live generation unchanged), 2 usage error.
 `;
 
-type Parsed = { ok: true; batchSize: number | undefined; intervalMs: number; help: boolean } | { ok: false; reason: string };
+type Parsed =
+  { ok: true; batchSize: number | undefined; intervalMs: number; help: boolean } | { ok: false; reason: string };
 
-function wholeNumber(value: string | undefined, name: string, min: number, max: number): { ok: true; value: number | undefined } | { ok: false; reason: string } {
+function wholeNumber(
+  value: string | undefined,
+  name: string,
+  min: number,
+  max: number,
+): { ok: true; value: number | undefined } | { ok: false; reason: string } {
   if (value === undefined) return { ok: true, value: undefined };
-  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) return { ok: false, reason: `${name} must be a whole number from ${min} to ${max}` };
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max)
+    return { ok: false, reason: `${name} must be a whole number from ${min} to ${max}` };
   return { ok: true, value: Number(value) };
 }
 
@@ -37,7 +44,11 @@ function parse(args: string[]): Parsed {
   try {
     const { values } = parseArgs({
       args,
-      options: { 'batch-size': { type: 'string' }, 'progress-interval': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        'batch-size': { type: 'string' },
+        'progress-interval': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
       strict: true,
       allowPositionals: false,
     });
@@ -75,7 +86,9 @@ export async function run(args: string[]): Promise<number> {
   try {
     log = openEventLog(config.config);
   } catch (error) {
-    process.stderr.write(`pulseboard replay: cannot open the event log: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(
+      `pulseboard replay: cannot open the event log: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
     return 2;
   }
 
@@ -100,13 +113,16 @@ export async function run(args: string[]): Promise<number> {
       process.stderr.write(`pulseboard replay: ${outcome.reason}\n`);
       return 1;
     }
-    if (outcome.leftBehind) process.stderr.write(`replay: could not remove ${outcome.leftBehind}; the next replay removes it\n`);
+    if (outcome.leftBehind)
+      process.stderr.write(`replay: could not remove ${outcome.leftBehind}; the next replay removes it\n`);
     process.stdout.write(
       `replayed ${outcome.head} log positions (${outcome.eventsApplied} events applied) in ${(outcome.elapsedMs / 1000).toFixed(1)} s; generation ${outcome.generation} is live\n`,
     );
     return 0;
   } catch (error) {
-    process.stderr.write(`pulseboard replay: ${error instanceof Error ? error.message : String(error)}; the live generation is unchanged\n`);
+    process.stderr.write(
+      `pulseboard replay: ${error instanceof Error ? error.message : String(error)}; the live generation is unchanged\n`,
+    );
     return 1;
   } finally {
     await space.close().catch(() => undefined);

@@ -44,10 +44,15 @@ Exit status: 0 stopped by SIGINT/SIGTERM, 1 cannot start (port in use, a server 
 type ServeArgs = { ok: true; role: Role; help: boolean } | { ok: false; reason: string };
 
 function parse(args: string[]): ServeArgs {
-  const parsed = parseStrict({ args, options: { role: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: false });
+  const parsed = parseStrict({
+    args,
+    options: { role: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    allowPositionals: false,
+  });
   if (!parsed.ok) return parsed;
   const { role = 'all', help = false } = parsed.parsed.values;
-  if (!(ROLES as readonly string[]).includes(role)) return { ok: false, reason: `--role must be one of ${ROLES.join(', ')}, got '${role}'` };
+  if (!(ROLES as readonly string[]).includes(role))
+    return { ok: false, reason: `--role must be one of ${ROLES.join(', ')}, got '${role}'` };
   return { ok: true, role: role as Role, help };
 }
 
@@ -67,9 +72,11 @@ function listenProblem(host: string, port: number): Promise<string | null> {
 
 function describeListenError(error: unknown, host: string, port: number): string {
   const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'EADDRINUSE') return `port ${port} on ${host} is already in use (is another pulseboard running? set PORT to use another port)`;
+  if (code === 'EADDRINUSE')
+    return `port ${port} on ${host} is already in use (is another pulseboard running? set PORT to use another port)`;
   if (code === 'EACCES') return `not allowed to listen on ${host}:${port} (set PORT above 1023)`;
-  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return `cannot listen on ${host}:${port}: no such local address (check HOST)`;
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
+    return `cannot listen on ${host}:${port}: no such local address (check HOST)`;
   return `cannot listen on ${host}:${port}: ${error instanceof Error ? error.message : String(error)}`;
 }
 
@@ -123,7 +130,10 @@ type Outcome<T> = { ok: true; value: T } | { ok: false; reason: string };
 async function byDeadline<T>(deadline: number, work: () => Promise<T>): Promise<Outcome<T>> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<Outcome<T>>((resolve) => {
-    timer = setTimeout(() => resolve({ ok: false, reason: `no answer within ${START_DEADLINE_MS / 1000} s` }), Math.max(0, deadline - Date.now()));
+    timer = setTimeout(
+      () => resolve({ ok: false, reason: `no answer within ${START_DEADLINE_MS / 1000} s` }),
+      Math.max(0, deadline - Date.now()),
+    );
   });
   const settled = Promise.resolve()
     .then(work)
@@ -169,7 +179,8 @@ async function shutdown(opened: Opened, log: FastifyInstance['log'] | null, sign
   const started = performance.now();
   const since = (from: number) => Math.round(performance.now() - from);
   const step = async (close: (() => Promise<unknown>) | undefined) => {
-    if (close) await close().catch((error: unknown) => log?.warn({ err: messageOf(error) }, 'shutdown: a close failed'));
+    if (close)
+      await close().catch((error: unknown) => log?.warn({ err: messageOf(error) }, 'shutdown: a close failed'));
   };
   const loops = opened.loops();
   const inFlight = opened.openRequests?.count() ?? 0;
@@ -186,7 +197,10 @@ async function shutdown(opened: Opened, log: FastifyInstance['log'] | null, sign
     log?.info({ waitedMs: since(at) }, 'shutdown: Kafka consumer stopped');
   }
   const backgroundMs = await backgroundDone;
-  log?.info({ backgroundLoops: loops, waitedMs: backgroundMs }, 'shutdown: projector batch and background loops finished');
+  log?.info(
+    { backgroundLoops: loops, waitedMs: backgroundMs },
+    'shutdown: projector batch and background loops finished',
+  );
   at = performance.now();
   await step(opened.limiter && (() => opened.limiter!.close()));
   await step(opened.heartbeat && (() => opened.heartbeat!.close()));
@@ -241,15 +255,23 @@ export async function run(args: string[]): Promise<number> {
     ...(opened.kafka ? { 'kafka-ingest': kafkaLoopStatus(opened.kafka.state()) } : {}),
   });
 
-  const readStoreName = config.MONGODB_URL !== undefined ? `MongoDB at ${where(config.MONGODB_URL)}` : `SQLite in ${config.PULSEBOARD_DATA_DIR}`;
-  const eventLogName = config.EVENTSTORE_URL !== undefined ? `KurrentDB at ${where(config.EVENTSTORE_URL)}` : `SQLite in ${config.PULSEBOARD_DATA_DIR}`;
+  const readStoreName =
+    config.MONGODB_URL !== undefined
+      ? `MongoDB at ${where(config.MONGODB_URL)}`
+      : `SQLite in ${config.PULSEBOARD_DATA_DIR}`;
+  const eventLogName =
+    config.EVENTSTORE_URL !== undefined
+      ? `KurrentDB at ${where(config.EVENTSTORE_URL)}`
+      : `SQLite in ${config.PULSEBOARD_DATA_DIR}`;
   const storesOpened = await byDeadline(deadline, () => openStores(config));
-  if (!storesOpened.ok) return failStart(opened, `cannot open the read store (${readStoreName}): ${storesOpened.reason}`, 1);
+  if (!storesOpened.ok)
+    return failStart(opened, `cannot open the read store (${readStoreName}): ${storesOpened.reason}`, 1);
   const stores = storesOpened.value;
   opened.stores = stores;
   const logAnswers = await byDeadline(deadline, () => stores.log.headPosition());
   if (!logAnswers.ok) return failStart(opened, `cannot reach the event log (${eventLogName}): ${logAnswers.reason}`, 1);
-  if (role === 'all' || role === 'projectors') projectorThread = createProjectorThread({ onCommit: stores.commits.emit });
+  if (role === 'all' || role === 'projectors')
+    projectorThread = createProjectorThread({ onCommit: stores.commits.emit });
 
   const embedded = config.EVENTSTORE_URL === undefined && config.MONGODB_URL === undefined;
   const local = role === 'all' && embedded;
@@ -264,7 +286,10 @@ export async function run(args: string[]): Promise<number> {
   const metrics = metricsFor(services);
 
   if (thesisChoice?.ok) {
-    if (thesisChoice.kind === 'sample') process.stderr.write('thesis feed: using the bundled SAMPLE source (set PULSEBOARD_THESIS_SOURCE_URL for the provider)\n');
+    if (thesisChoice.kind === 'sample')
+      process.stderr.write(
+        'thesis feed: using the bundled SAMPLE source (set PULSEBOARD_THESIS_SOURCE_URL for the provider)\n',
+      );
     const reader = createThesisReader({ log: stores.log, store: stores.store, source: thesisChoice.source, heartbeat });
     opened.background.push(supervisor.supervise('thesis-reader', (signal) => reader.run(signal)));
   }
@@ -284,7 +309,9 @@ export async function run(args: string[]): Promise<number> {
         if (state.status !== 'running' && state.status !== 'restarting') return;
         const level = state.status === 'restarting' ? 'warn' : 'info';
         const error = state.status === 'restarting' ? { error: state.lastError } : {};
-        process.stderr.write(`${JSON.stringify({ level, msg: `ingest: Kafka source ${state.status}`, brokers, ...error })}\n`);
+        process.stderr.write(
+          `${JSON.stringify({ level, msg: `ingest: Kafka source ${state.status}`, brokers, ...error })}\n`,
+        );
       },
     });
     opened.kafka = kafka;
@@ -295,7 +322,8 @@ export async function run(args: string[]): Promise<number> {
         void kafka.start({ retry: true });
         await firstRunning;
       });
-      if (!running.ok) return failStart(opened, `cannot reach Kafka at ${brokers}: ${kafka.state().lastError ?? running.reason}`, 1);
+      if (!running.ok)
+        return failStart(opened, `cannot reach Kafka at ${brokers}: ${kafka.state().lastError ?? running.reason}`, 1);
       process.stderr.write(`ingest: consuming Kafka at ${brokers}\n`);
     }
   }
@@ -303,7 +331,10 @@ export async function run(args: string[]): Promise<number> {
   const logger = config.PULSEBOARD_LOG_LEVEL === 'silent' ? false : { level: config.PULSEBOARD_LOG_LEVEL };
   const metricsOn = config.PULSEBOARD_METRICS === 'on';
   // Worker roles answer only /healthz, /readyz (and /metrics), with the API's envelope and request ids.
-  const app = role === 'all' || role === 'api' ? buildApp(services, { logger, metrics }) : buildWorkerApp(services, { logger, metrics });
+  const app =
+    role === 'all' || role === 'api'
+      ? buildApp(services, { logger, metrics })
+      : buildWorkerApp(services, { logger, metrics });
   opened.app = app;
   opened.openRequests = trackOpenRequests(app.server);
   try {
@@ -318,28 +349,41 @@ export async function run(args: string[]): Promise<number> {
     try {
       await metricsApp.listen({ port: config.PULSEBOARD_METRICS_PORT, host: config.HOST });
     } catch (error) {
-      return failStart(opened, `metrics: ${describeListenError(error, config.HOST, config.PULSEBOARD_METRICS_PORT)}`, 1);
+      return failStart(
+        opened,
+        `metrics: ${describeListenError(error, config.HOST, config.PULSEBOARD_METRICS_PORT)}`,
+        1,
+      );
     }
     const bound = metricsApp.server.address();
-    process.stdout.write(`metrics on http://${config.HOST}:${typeof bound === 'object' && bound ? bound.port : config.PULSEBOARD_METRICS_PORT}/metrics\n`);
+    process.stdout.write(
+      `metrics on http://${config.HOST}:${typeof bound === 'object' && bound ? bound.port : config.PULSEBOARD_METRICS_PORT}/metrics\n`,
+    );
   }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const url = `http://${config.HOST}:${port}`;
   // Listen first, then catch up: a process restarted behind a backlog answers /healthz at once and
   // reports its lag in /readyz, and reads serve up to each collection's committed checkpoint meanwhile.
-  if (projectorThread) opened.background.push(supervisor.supervise('projectors', (signal) => projectorThread.run(signal)));
+  if (projectorThread)
+    opened.background.push(supervisor.supervise('projectors', (signal) => projectorThread.run(signal)));
   if (role === 'all' && opened.kafka) {
     void opened.kafka.start({ retry: true });
-    process.stderr.write(`ingest: consuming Kafka at ${config.KAFKA_BROKERS} (retried in the background while unreachable)\n`);
+    process.stderr.write(
+      `ingest: consuming Kafka at ${config.KAFKA_BROKERS} (retried in the background while unreachable)\n`,
+    );
   }
   process.stdout.write(`pulseboard (${role}) listening on ${url}/v1  (MCP: ${url}/mcp, docs: ${url}/docs)\n`);
   const localKey = local ? await firstLocalKey(stores) : null;
   if (localKey) {
-    process.stdout.write(`API key for this local instance (shown once; owner "${LOCAL_OWNER}", allowlisted and linked):\n${localKey}\n`);
+    process.stdout.write(
+      `API key for this local instance (shown once; owner "${LOCAL_OWNER}", allowlisted and linked):\n${localKey}\n`,
+    );
     process.stdout.write(`try: curl -H "Authorization: Bearer ${localKey}" ${url}/v1/projects\n`);
   } else if (local) {
-    process.stdout.write(`API key: the local owner's first key was printed by an earlier start; issue another with: npx pulseboard keys issue --owner ${LOCAL_OWNER}\n`);
+    process.stdout.write(
+      `API key: the local owner's first key was printed by an earlier start; issue another with: npx pulseboard keys issue --owner ${LOCAL_OWNER}\n`,
+    );
   }
 
   const signal = await new Promise<string>((resolve) => {

@@ -36,14 +36,18 @@ export async function openPostgresMirror(url: string): Promise<MirrorStore> {
       source text,
       updated_at timestamptz
     )`);
-    await client.query(`INSERT INTO ${CURSOR_TABLE} (one, cursor, seq) VALUES (1, NULL, 0) ON CONFLICT (one) DO NOTHING`);
+    await client.query(
+      `INSERT INTO ${CURSOR_TABLE} (one, cursor, seq) VALUES (1, NULL, 0) ON CONFLICT (one) DO NOTHING`,
+    );
   } catch (error) {
     await client.end().catch(() => {});
     throw error;
   }
 
   const readState = async (lock: boolean) => {
-    const result = await client.query<{ cursor: string | null; seq: string }>(`SELECT cursor, seq FROM ${CURSOR_TABLE} WHERE one = 1${lock ? ' FOR UPDATE' : ''}`);
+    const result = await client.query<{ cursor: string | null; seq: string }>(
+      `SELECT cursor, seq FROM ${CURSOR_TABLE} WHERE one = 1${lock ? ' FOR UPDATE' : ''}`,
+    );
     const row = result.rows[0]!;
     return { cursor: row.cursor, seq: Number(row.seq) };
   };
@@ -58,7 +62,10 @@ export async function openPostgresMirror(url: string): Promise<MirrorStore> {
         const stored = await readState(true);
         if (stored.cursor !== from.cursor || stored.seq !== from.seq) {
           await client.query('ROLLBACK');
-          return { ok: false, reason: 'the stored cursor moved under this mirror: is another mirror writing to the same store?' };
+          return {
+            ok: false,
+            reason: 'the stored cursor moved under this mirror: is another mirror writing to the same store?',
+          };
         }
         const page = numbered(rows, from.seq);
         if (page.rows.length > 0) {
@@ -70,7 +77,10 @@ export async function openPostgresMirror(url: string): Promise<MirrorStore> {
             [page.rows.map((r) => r.id), page.rows.map((r) => r.json), page.rows.map((r) => r.seq)],
           );
         }
-        await client.query(`UPDATE ${CURSOR_TABLE} SET cursor = $1, seq = $2, source = $3, updated_at = now() WHERE one = 1`, [cursor, page.seq, source]);
+        await client.query(
+          `UPDATE ${CURSOR_TABLE} SET cursor = $1, seq = $2, source = $3, updated_at = now() WHERE one = 1`,
+          [cursor, page.seq, source],
+        );
         await client.query('COMMIT');
         return { ok: true, state: { cursor, seq: page.seq } };
       } catch (error) {

@@ -16,7 +16,12 @@ const PIPE_INTERVAL_MS = 60_000;
 
 const grouped = (n: number) => Math.round(n).toLocaleString('en-US');
 
-export function createMirrorProgress(options: { out: { write(text: string): unknown }; terminal: boolean; intervalMs?: number; now?: () => number }) {
+export function createMirrorProgress(options: {
+  out: { write(text: string): unknown };
+  terminal: boolean;
+  intervalMs?: number;
+  now?: () => number;
+}) {
   const now = options.now ?? Date.now;
   const started = now();
   const intervalMs = options.intervalMs ?? (options.terminal ? TERMINAL_INTERVAL_MS : PIPE_INTERVAL_MS);
@@ -31,7 +36,8 @@ export function createMirrorProgress(options: { out: { write(text: string): unkn
     const seconds = Math.max((now() - started) / 1000, 0.001);
     return `${grouped(rows)} rows, ${grouped(rows / seconds)} rows/s`;
   };
-  const describeNow = () => `mirror: ${summary()}, lag ${Math.ceil(lagSeconds())} s${caughtUp ? ' (caught up, following)' : ''}`;
+  const describeNow = () =>
+    `mirror: ${summary()}, lag ${Math.ceil(lagSeconds())} s${caughtUp ? ' (caught up, following)' : ''}`;
 
   return {
     page(count: number, isCaughtUp: boolean) {

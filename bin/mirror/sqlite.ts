@@ -29,7 +29,9 @@ export function openSqliteMirror(file: string): MirrorStore {
     `INSERT INTO ${MIRROR_TABLE} (id, project, written_at, seq) VALUES (?, ?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET project = excluded.project, written_at = excluded.written_at, seq = excluded.seq`,
   );
-  const moveCursor = db.prepare(`UPDATE ${CURSOR_TABLE} SET cursor = ?, seq = ?, source = ?, updated_at = ? WHERE one = 1`);
+  const moveCursor = db.prepare(
+    `UPDATE ${CURSOR_TABLE} SET cursor = ?, seq = ?, source = ?, updated_at = ? WHERE one = 1`,
+  );
   const current = () => {
     const row = readState.get() as { cursor: string | null; seq: number };
     return { cursor: row.cursor, seq: Number(row.seq) };
@@ -44,7 +46,10 @@ export function openSqliteMirror(file: string): MirrorStore {
         const stored = current();
         if (stored.cursor !== from.cursor || stored.seq !== from.seq) {
           db.exec('ROLLBACK');
-          return { ok: false, reason: 'the stored cursor moved under this mirror: is another mirror writing to the same store?' };
+          return {
+            ok: false,
+            reason: 'the stored cursor moved under this mirror: is another mirror writing to the same store?',
+          };
         }
         const writtenAt = new Date().toISOString();
         const page = numbered(rows, from.seq);

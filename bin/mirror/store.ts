@@ -34,7 +34,9 @@ export type StoreTarget = { kind: 'sqlite'; file: string } | { kind: 'postgres';
 export function parseTarget(to: string): StoreTarget | { reason: string } {
   if (to.startsWith('sqlite:')) {
     const file = to.slice('sqlite:'.length);
-    return file === '' ? { reason: '--to sqlite: needs a file name, e.g. sqlite:board.sqlite' } : { kind: 'sqlite', file };
+    return file === ''
+      ? { reason: '--to sqlite: needs a file name, e.g. sqlite:board.sqlite' }
+      : { kind: 'sqlite', file };
   }
   if (/^postgres(ql)?:\/\//.test(to)) return { kind: 'postgres', url: to };
   return { reason: '--to must be sqlite:FILE or a postgres://… URL' };

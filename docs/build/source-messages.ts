@@ -29,11 +29,11 @@ const EFFECTS: Record<SourceType, string> = {
   'followers.observed':
     '`followerStats` is the observation with the latest `checkedAt` that is not later than `at`. `source` must equal the configured follower provider (`PULSEBOARD_FOLLOWER_PROVIDER`, default `followerscope`); any other source is rejected.',
   'dossier.written':
-    'The project\'s `dossier` is replaced (its `onchain` snapshot may be null); `context.freshness.dossierAt = at`; `research.hasDossier = true`.',
+    "The project's `dossier` is replaced (its `onchain` snapshot may be null); `context.freshness.dossierAt = at`; `research.hasDossier = true`.",
   'onchain.checked':
     '`context.freshness.onchainCheckedAt = at`; when a dossier exists, its `onchain` snapshot is replaced.',
   'calltracker.checked':
-    'Sets the project\'s `calltracker` summary with `checkedAt = at` and `multiple = mcap / firstMcap`; the first-call fields and `multiple` are null unless `historyComplete`. `posts` must be null when `status` is `identity_unknown` or `identity_mismatch`, and 0 when it is `checked_no_match`; otherwise the message is rejected. `context.freshness.ggCheckedAt = at`.',
+    "Sets the project's `calltracker` summary with `checkedAt = at` and `multiple = mcap / firstMcap`; the first-call fields and `multiple` are null unless `historyComplete`. `posts` must be null when `status` is `identity_unknown` or `identity_mismatch`, and 0 when it is `checked_no_match`; otherwise the message is rejected. `context.freshness.ggCheckedAt = at`.",
   'vote.cast':
     'One standing vote per voter: a later vote of the same voter replaces the earlier one, `none` withdraws it. `votes.up` / `votes.down` count the standing votes; `voters` lists the 20 most recent voters per side.',
   'research.updated': 'Sets `context.research` (a project without any record reads as `not_requested`).',
@@ -41,9 +41,10 @@ const EFFECTS: Record<SourceType, string> = {
     'The ask with that id (created by a research ask, or created here with `question` null when unknown) gets the status and answer, and `answeredAt = at` once answered.',
   'call.recorded':
     'A call record, stored as sent; a later message with the same call `id` replaces it (an edit). The tokens carry no `project` link (it is computed at read time). A `thesisText` over 12,000 characters is shortened to fit, ending with an explicit note that the original is at `sourceUrl`. Thesis text is private: it appears only in the call-record reads, never in logs, errors or exports.',
-  'call.suppressed': 'The call disappears from listings and detail reads (404) until a `call.restored` with the same `callId`.',
+  'call.suppressed':
+    'The call disappears from listings and detail reads (404) until a `call.restored` with the same `callId`.',
   'call.restored': 'Undoes a suppression.',
-  'calls.collected': 'Sets the call collection\'s freshness (`CallFreshness` in the call-record pages).',
+  'calls.collected': "Sets the call collection's freshness (`CallFreshness` in the call-record pages).",
   'pulse.published': `The beat's current pulse card. \`card.beat\` must be a configured beat id: ${BEATS.map((b) => `\`${b.id}\``).join(', ')}.`,
 };
 
@@ -109,7 +110,8 @@ const FIELD_MEANINGS: Record<SourceType | 'envelope', Record<string, string>> = 
     answer: 'The answer, once answered.',
   },
   'call.recorded': {
-    thesisText: "The author's thesis (private). Over 12,000 characters it is shortened with a note pointing at sourceUrl.",
+    thesisText:
+      "The author's thesis (private). Over 12,000 characters it is shortened with a note pointing at sourceUrl.",
     tokens: 'The tokens called (1–20), without the project link (computed when read).',
   },
   'call.suppressed': { callId: 'The call to hide.' },
@@ -143,7 +145,8 @@ function typeText(schema: Json): string {
   if (schema.format === 'date-time') notes.push('ISO 8601 date-time with Z or an offset');
   else if (schema.format === 'uuid') notes.push('UUID');
   else if (typeof schema.format === 'string') notes.push(schema.format);
-  if (typeof schema.minLength === 'number' && schema.minLength > 0) notes.push(`at least ${schema.minLength} character${schema.minLength === 1 ? '' : 's'}`);
+  if (typeof schema.minLength === 'number' && schema.minLength > 0)
+    notes.push(`at least ${schema.minLength} character${schema.minLength === 1 ? '' : 's'}`);
   if (typeof schema.maxLength === 'number') notes.push(`at most ${schema.maxLength.toLocaleString('en')} characters`);
   if (typeof schema.minimum === 'number') notes.push(`≥ ${schema.minimum}`);
   if (typeof schema.maximum === 'number' && schema.maximum !== INTEGER_LIMIT) notes.push(`≤ ${schema.maximum}`);
@@ -179,17 +182,39 @@ function rows(schema: Json, prefix: string): Row[] {
   for (const [name, property] of Object.entries(properties)) {
     const path = `${prefix}${name}`;
     const inner = objectInside(property);
-    out.push({ path, required: required.has(name), meaning: typeof property.description === 'string' ? property.description : undefined, type: inner ? typeText({ ...property, ...(property.type === 'object' ? { type: 'object' } : {}) }).replace(/object/g, 'object (fields below)') : typeText(property) });
-    if (inner) out.push(...rows(inner, `${path}${property.type === 'array' || (Array.isArray(property.anyOf) && (property.anyOf as Json[]).some((o) => o.type === 'array')) ? '[]' : ''}.`));
+    out.push({
+      path,
+      required: required.has(name),
+      meaning: typeof property.description === 'string' ? property.description : undefined,
+      type: inner
+        ? typeText({ ...property, ...(property.type === 'object' ? { type: 'object' } : {}) }).replace(
+            /object/g,
+            'object (fields below)',
+          )
+        : typeText(property),
+    });
+    if (inner)
+      out.push(
+        ...rows(
+          inner,
+          `${path}${property.type === 'array' || (Array.isArray(property.anyOf) && (property.anyOf as Json[]).some((o) => o.type === 'array')) ? '[]' : ''}.`,
+        ),
+      );
   }
   return out;
 }
 
 function meaningOf(type: SourceType | 'envelope', row: Row): string {
   const own = FIELD_MEANINGS[type][row.path] ?? row.meaning;
-  const call = type !== 'call.recorded' ? undefined : row.path.startsWith('tokens[].') ? TOKEN_FIELDS[row.path.slice('tokens[].'.length)] : CALL_FIELDS[row.path];
+  const call =
+    type !== 'call.recorded'
+      ? undefined
+      : row.path.startsWith('tokens[].')
+        ? TOKEN_FIELDS[row.path.slice('tokens[].'.length)]
+        : CALL_FIELDS[row.path];
   const meaning = own ?? call;
-  if (meaning === undefined) throw new Error(`${type} ${row.path} has no meaning: add it to FIELD_MEANINGS or readmodels/descriptions.ts`);
+  if (meaning === undefined)
+    throw new Error(`${type} ${row.path} has no meaning: add it to FIELD_MEANINGS or readmodels/descriptions.ts`);
   return meaning;
 }
 
@@ -197,7 +222,9 @@ function table(type: SourceType | 'envelope', schema: z.ZodType): string {
   const rendered = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }) as Json;
   annotateDescriptions(schema, rendered);
   const cell = (text: string) => text.replace(/\|/g, '\\|');
-  const lines = rows(rendered, '').map((r) => `| \`${r.path}\` | ${r.required ? 'yes' : 'no'} | ${cell(r.type)} | ${cell(meaningOf(type, r))} |`);
+  const lines = rows(rendered, '').map(
+    (r) => `| \`${r.path}\` | ${r.required ? 'yes' : 'no'} | ${cell(r.type)} | ${cell(meaningOf(type, r))} |`,
+  );
   return ['| field | required | type and limits | meaning |', '|---|---|---|---|', ...lines].join('\n');
 }
 

@@ -61,7 +61,10 @@ export function reconnectDelay(attempt: number, baseDelayMs: number, maxDelayMs:
   return Math.round(ceiling / 2 + (ceiling / 2) * random());
 }
 
-export function createAppendSubscription(source: SubscriptionSource, options: AppendSubscriptionOptions): AppendSubscription {
+export function createAppendSubscription(
+  source: SubscriptionSource,
+  options: AppendSubscriptionOptions,
+): AppendSubscription {
   const { signals } = options;
   const baseDelayMs = options.baseDelayMs ?? 100;
   const maxDelayMs = options.maxDelayMs ?? 10_000;

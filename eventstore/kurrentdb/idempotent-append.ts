@@ -83,13 +83,20 @@ function revisionMatches(expected: ExpectedRevision, actual: number | null): boo
 }
 
 /** The stored copy of each id among `ids`, found through its markers (ids never stored are absent). */
-async function findStored(server: IdempotencyServer, stream: string, ids: readonly string[], revision: number | null): Promise<Map<string, StoredRef>> {
+async function findStored(
+  server: IdempotencyServer,
+  stream: string,
+  ids: readonly string[],
+  revision: number | null,
+): Promise<Map<string, StoredRef>> {
   const found = new Map<string, StoredRef>();
   if (revision === null) return found;
   await Promise.all(
     ids.map(async (id) => {
       const markers = await server.readMarkers(id);
-      const candidates = [...new Set(markers.filter((m) => m.stream === stream && m.revision <= revision).map((m) => m.revision))];
+      const candidates = [
+        ...new Set(markers.filter((m) => m.stream === stream && m.revision <= revision).map((m) => m.revision)),
+      ];
       for (const candidate of candidates) {
         const stored = await server.readAt(stream, candidate);
         if (stored && stored.id.toLowerCase() === id) {
@@ -132,10 +139,16 @@ export async function appendIdempotent(
 
     // A retry of an append that already landed is idempotent whatever revision it expected.
     if (fresh.length === 0) return { ok: true, events: finish(), revision: revision ?? -1 };
-    if (!revisionMatches(expected, revision)) return { ok: false, reason: 'wrong_expected_revision', actualRevision: revision };
+    if (!revisionMatches(expected, revision))
+      return { ok: false, reason: 'wrong_expected_revision', actualRevision: revision };
 
     const firstRevision = (revision ?? -1) + 1;
-    await server.writeMarkers(fresh.map(({ event }, k) => ({ eventId: event.id.toLowerCase(), marker: { stream, revision: firstRevision + k } })));
+    await server.writeMarkers(
+      fresh.map(({ event }, k) => ({
+        eventId: event.id.toLowerCase(),
+        marker: { stream, revision: firstRevision + k },
+      })),
+    );
     const outcome = await server.appendExpecting(
       stream,
       fresh.map(({ event }) => event),
@@ -149,7 +162,9 @@ export async function appendIdempotent(
 
     const written = await server.readRange(stream, firstRevision, fresh.length);
     if (written.length !== fresh.length) {
-      throw new Error(`append to ${stream}: expected ${fresh.length} events from revision ${firstRevision}, read ${written.length}`);
+      throw new Error(
+        `append to ${stream}: expected ${fresh.length} events from revision ${firstRevision}, read ${written.length}`,
+      );
     }
     fresh.forEach(({ index, event }, k) => {
       const ref = written[k]!;

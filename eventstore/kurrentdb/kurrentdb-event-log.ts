@@ -34,7 +34,11 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { sleepUntilAppend } from '../append-signals.ts';
-import { createAppendSubscription, type AppendSubscriptionState, type SubscriptionSource } from './append-subscription.ts';
+import {
+  createAppendSubscription,
+  type AppendSubscriptionState,
+  type SubscriptionSource,
+} from './append-subscription.ts';
 import {
   DEFAULT_DEDUPE_WINDOW_SECONDS,
   ID_MARKER_TYPE,
@@ -101,7 +105,9 @@ function toSafeNumber(value: bigint, what: string): number {
 /** The port position of an event: its commit position, which equals its prepare position (see top). */
 function portPosition(position: Position | undefined, event: { streamId: string; revision: bigint }): number {
   if (!position) {
-    throw new Error(`KurrentDB returned ${event.streamId}@${event.revision} without a log position (the server must be 22.6 or newer)`);
+    throw new Error(
+      `KurrentDB returned ${event.streamId}@${event.revision} without a log position (the server must be 22.6 or newer)`,
+    );
   }
   if (position.commit !== position.prepare) {
     throw new Error(
@@ -133,7 +139,12 @@ function dataOf(event: KurrentRecordedEvent): unknown {
 
 function metadataOf(event: KurrentRecordedEvent): Record<string, unknown> {
   const metadata: unknown = event.metadata;
-  if (typeof metadata === 'object' && metadata !== null && !Array.isArray(metadata) && !(metadata instanceof Uint8Array)) {
+  if (
+    typeof metadata === 'object' &&
+    metadata !== null &&
+    !Array.isArray(metadata) &&
+    !(metadata instanceof Uint8Array)
+  ) {
     return metadata as Record<string, unknown>;
   }
   return {};
@@ -179,13 +190,17 @@ function filterFor(prefixes: readonly string[] | undefined): Filter | 'nothing' 
  */
 /** gRPC UNAVAILABLE, as the client's typed error or as a raw gRPC status (status 14). */
 export function isUnavailable(error: unknown): boolean {
-  return error instanceof UnavailableError || (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 14);
+  return (
+    error instanceof UnavailableError ||
+    (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 14)
+  );
 }
 
 function namingTheServer(log: EventLog, connectionString: string): EventLog {
   const where = connectionString.replace(/\/\/[^@/]*@/, '//');
   const translate = (error: unknown): never => {
-    if (isUnavailable(error)) throw new EventLogUnavailableError(`KurrentDB at ${where} does not answer (unavailable)`, { cause: error });
+    if (isUnavailable(error))
+      throw new EventLogUnavailableError(`KurrentDB at ${where} does not answer (unavailable)`, { cause: error });
     throw error;
   };
   return {
@@ -197,7 +212,8 @@ function namingTheServer(log: EventLog, connectionString: string): EventLog {
     readAll: (options) => log.readAll(options).catch(translate),
     headPosition: () => log.headPosition().catch(translate),
     positionBefore: (time) => log.positionBefore(time).catch(translate),
-    waitForAppend: (afterPosition, timeoutMs, signal) => log.waitForAppend(afterPosition, timeoutMs, signal).catch(translate),
+    waitForAppend: (afterPosition, timeoutMs, signal) =>
+      log.waitForAppend(afterPosition, timeoutMs, signal).catch(translate),
     subscriptionState: () => log.subscriptionState?.() ?? 'idle',
     close: () => log.close().catch(translate),
   };
@@ -263,7 +279,10 @@ const MARKERS_PER_MULTI_APPEND = 500;
  */
 type MarkerWrite = { eventId: string; marker: IdMarker };
 
-function markerWriter(client: KurrentDBClient, lifetime: BucketLifetime): (markers: readonly MarkerWrite[]) => Promise<void> {
+function markerWriter(
+  client: KurrentDBClient,
+  lifetime: BucketLifetime,
+): (markers: readonly MarkerWrite[]) => Promise<void> {
   let multi: 'untried' | 'verified' | 'off' = 'untried';
   const oneByOne = async (markers: readonly MarkerWrite[]) => {
     await Promise.all(markers.map(({ eventId, marker }) => writeMarker(client, lifetime, eventId, marker)));
@@ -279,7 +298,11 @@ function markerWriter(client: KurrentDBClient, lifetime: BucketLifetime): (marke
         const fresh = [...new Set(buckets.filter((bucket) => !lifetime.written.has(bucket)))];
         const state = ANY as AppendStreamState;
         await client.multiStreamAppend([
-          ...fresh.map((bucket) => ({ streamName: `$$${bucket}`, expectedState: state, events: [lifetime.metadata()] })),
+          ...fresh.map((bucket) => ({
+            streamName: `$$${bucket}`,
+            expectedState: state,
+            events: [lifetime.metadata()],
+          })),
           ...part.map(({ eventId, marker }, k) => ({
             streamName: buckets[k]!,
             expectedState: state,
@@ -391,7 +414,10 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
       };
     },
   };
-  const subscription = createAppendSubscription(source, { signals, ...(options.onSubscriptionState ? { onState: options.onSubscriptionState } : {}) });
+  const subscription = createAppendSubscription(source, {
+    signals,
+    ...(options.onSubscriptionState ? { onState: options.onSubscriptionState } : {}),
+  });
 
   const lifetime = bucketLifetime(options.dedupeWindowSeconds ?? DEFAULT_DEDUPE_WINDOW_SECONDS);
   const writeMarkers = markerWriter(client, lifetime);
@@ -420,7 +446,9 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
         try {
           await client.appendToStream(
             stream,
-            events.map((event) => jsonEvent({ id: event.id, type: event.type, data: payloads.get(event)!, metadata: event.metadata ?? {} })),
+            events.map((event) =>
+              jsonEvent({ id: event.id, type: event.type, data: payloads.get(event)!, metadata: event.metadata ?? {} }),
+            ),
             { streamState, requiresLeader: true },
           );
           return 'ok';
@@ -435,7 +463,11 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
   async function readRevisions(stream: string, fromRevision: number, count: number): Promise<KurrentRecordedEvent[]> {
     const events: KurrentRecordedEvent[] = [];
     try {
-      for await (const resolved of client.readStream(stream, { fromRevision: BigInt(fromRevision), maxCount: count, requiresLeader: true })) {
+      for await (const resolved of client.readStream(stream, {
+        fromRevision: BigInt(fromRevision),
+        maxCount: count,
+        requiresLeader: true,
+      })) {
         if (resolved.event) events.push(resolved.event);
       }
     } catch (error) {
@@ -446,7 +478,12 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
 
   async function lastRevision(stream: string): Promise<number | null> {
     try {
-      for await (const resolved of client.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1, requiresLeader: true })) {
+      for await (const resolved of client.readStream(stream, {
+        direction: BACKWARDS,
+        fromRevision: END,
+        maxCount: 1,
+        requiresLeader: true,
+      })) {
         if (resolved.event) return toSafeNumber(resolved.event.revision, 'stream revision');
       }
     } catch (error) {
@@ -500,10 +537,14 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
         // setStreamMetadata drops its expected-revision option (client 1.3.1), so the metadata event
         // is appended directly: the first writer wins, every later one reads the winner's id.
         try {
-          await client.appendToStream(ARCHIVE_METADATA_STREAM, jsonEvent({ type: '$metadata', data: { [ARCHIVE_KEY]: randomUUID() } }), {
-            streamState: NO_STREAM,
-            requiresLeader: true,
-          });
+          await client.appendToStream(
+            ARCHIVE_METADATA_STREAM,
+            jsonEvent({ type: '$metadata', data: { [ARCHIVE_KEY]: randomUUID() } }),
+            {
+              streamState: NO_STREAM,
+              requiresLeader: true,
+            },
+          );
         } catch (error) {
           if (!(error instanceof WrongExpectedVersionError)) throw error;
         }
@@ -514,11 +555,16 @@ function openKurrentDbEventLog(connectionString: string, options: KurrentDbEvent
       return id;
     },
 
-    async append(stream: string, events: readonly NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
+    async append(
+      stream: string,
+      events: readonly NewEvent[],
+      expected: ExpectedRevision = 'any',
+    ): Promise<AppendResult> {
       // Bad input is refused before anything is read or written.
       const payloads = new Map<NewEvent, JSONType>();
       for (const event of events) {
-        if (!UUID.test(event.id)) throw new TypeError(`event id ${JSON.stringify(event.id)} is not a UUID (KurrentDB requires one)`);
+        if (!UUID.test(event.id))
+          throw new TypeError(`event id ${JSON.stringify(event.id)} is not a UUID (KurrentDB requires one)`);
         payloads.set(event, jsonData(event));
       }
       const result = await appendIdempotent(idempotencyServer(payloads), stream, events, expected);
@@ -716,7 +762,10 @@ async function appendGroupsPerStream(
   const worker = async (): Promise<void> => {
     for (let next = pending[cursor++]; next; next = pending[cursor++]) {
       const [stream, indexes] = next;
-      const result = await append(stream, indexes.flatMap((index) => groups[index]!.events));
+      const result = await append(
+        stream,
+        indexes.flatMap((index) => groups[index]!.events),
+      );
       if (!result.ok) throw new Error(`event log refused an 'any' append to ${stream}: ${result.reason}`);
       let offset = 0;
       for (const index of indexes) {

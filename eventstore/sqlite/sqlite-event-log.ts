@@ -97,7 +97,8 @@ export function createSqliteEventLog(path: string): EventLog {
   wakeOnOtherWriters(db, appended);
 
   inTransaction(db, () => {
-    const existing = db.prepare(`SELECT value FROM log_meta WHERE key = 'archive_id'`).get() as { value: string } | undefined;
+    const existing = db.prepare(`SELECT value FROM log_meta WHERE key = 'archive_id'`).get() as
+      { value: string } | undefined;
     if (!existing) db.prepare(`INSERT INTO log_meta (key, value) VALUES ('archive_id', ?)`).run(randomUUID());
   });
 
@@ -166,10 +167,16 @@ export function createSqliteEventLog(path: string): EventLog {
       );
       return { ok: true, position: Number(info.lastInsertRowid) };
     } catch (error) {
-      const stored = (error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE ? (selectById.get(event.id) as EventRow | undefined) : undefined;
+      const stored =
+        (error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE
+          ? (selectById.get(event.id) as EventRow | undefined)
+          : undefined;
       // Any other failure (or a (stream, revision) clash, which the revision cache rules out) aborts the batch.
       if (!stored) throw error;
-      return { ok: false, stored: { id: stored.id, position: stored.position, revision: stored.revision, duplicate: true } };
+      return {
+        ok: false,
+        stored: { id: stored.id, position: stored.position, revision: stored.revision, duplicate: true },
+      };
     }
   }
 
@@ -182,7 +189,8 @@ export function createSqliteEventLog(path: string): EventLog {
     const head = (selectHead.get() as { head: number }).head;
     if (head !== revisionsHead || revisionCache.size > REVISION_CACHE_LIMIT) revisionCache.clear();
     const unknown = new Set<string>();
-    for (const group of groups) if (group.events.length > 0 && !revisionCache.has(group.stream)) unknown.add(group.stream);
+    for (const group of groups)
+      if (group.events.length > 0 && !revisionCache.has(group.stream)) unknown.add(group.stream);
     if (unknown.size > 0) {
       for (const stream of unknown) revisionCache.set(stream, -1);
       for (const row of lookupInChunks<{ stream: string; revision: number }>(selectStreamRevisions, [...unknown])) {
@@ -217,7 +225,11 @@ export function createSqliteEventLog(path: string): EventLog {
       return row.value;
     },
 
-    async append(stream: string, events: readonly NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
+    async append(
+      stream: string,
+      events: readonly NewEvent[],
+      expected: ExpectedRevision = 'any',
+    ): Promise<AppendResult> {
       const result = inTransaction(db, (): AppendResult => {
         // Results come back in input order; an id already stored, or repeated earlier in this batch,
         // is a duplicate reporting the stored (or first) event.
@@ -226,7 +238,8 @@ export function createSqliteEventLog(path: string): EventLog {
         const firstIndex = new Map<string, number>();
         events.forEach((event, index) => {
           const stored = selectById.get(event.id) as EventRow | undefined;
-          if (stored) results[index] = { id: stored.id, position: stored.position, revision: stored.revision, duplicate: true };
+          if (stored)
+            results[index] = { id: stored.id, position: stored.position, revision: stored.revision, duplicate: true };
           else if (!firstIndex.has(event.id)) {
             firstIndex.set(event.id, index);
             fresh.push({ index, event });
@@ -242,7 +255,8 @@ export function createSqliteEventLog(path: string): EventLog {
           });
         // A retry of an append that already landed is idempotent whatever revision it expected.
         if (fresh.length === 0) return { ok: true, events: finish(), revision: actual ?? -1 };
-        if (!revisionMatches(expected, actual)) return { ok: false, reason: 'wrong_expected_revision', actualRevision: actual };
+        if (!revisionMatches(expected, actual))
+          return { ok: false, reason: 'wrong_expected_revision', actualRevision: actual };
         let revision = actual ?? -1;
         const recordedAt = nextRecordedAt();
         for (const { index, event } of fresh) {
@@ -384,7 +398,9 @@ function wakeOnOtherWriters(db: DatabaseSync, appended: EventEmitter): void {
 function positionBefore(db: DatabaseSync, time: string): number {
   const at = Date.parse(time);
   if (Number.isNaN(at)) throw new RangeError(`positionBefore: ${JSON.stringify(time)} is not an ISO 8601 time`);
-  const firstFrom = db.prepare('SELECT position, recorded_at FROM events WHERE position >= ? ORDER BY position LIMIT 1');
+  const firstFrom = db.prepare(
+    'SELECT position, recorded_at FROM events WHERE position >= ? ORDER BY position LIMIT 1',
+  );
   let low = 0;
   let high = (db.prepare('SELECT COALESCE(MAX(position), 0) AS head FROM events').get() as { head: number }).head;
   while (low < high) {

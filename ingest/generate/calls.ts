@@ -41,7 +41,11 @@ function caller(ctx: GenerateContext, c: number, at: number, pnl: PnlKind, r: Ra
   const { slug } = projectName(profile);
   const pseudo = `${slug}_caller${c}`;
   const checkedAt =
-    pnl === 'fresh' ? at - r.int(10, 1200) * 60_000 : pnl === 'stale' ? at - r.int(25, 240) * HOUR_MS : at + 365 * DAY_MS + r.int(0, 1000) * HOUR_MS;
+    pnl === 'fresh'
+      ? at - r.int(10, 1200) * 60_000
+      : pnl === 'stale'
+        ? at - r.int(25, 240) * HOUR_MS
+        : at + 365 * DAY_MS + r.int(0, 1000) * HOUR_MS;
   return {
     id: uuidv5(`s${ctx.seed}|caller|${c}`, GENERATOR_NAMESPACE),
     pseudo,
@@ -96,7 +100,11 @@ function pickToken(ctx: GenerateContext, r: Random): CallToken {
     const p = projectProfile(ctx, r.int(0, ctx.projects - 1));
     const token = p.dossier?.token;
     const target =
-      p.contract && p.chain ? { chain: p.chain, contract: p.contract } : token?.contract && token.chain ? { chain: token.chain, contract: token.contract } : null;
+      p.contract && p.chain
+        ? { chain: p.chain, contract: p.contract }
+        : token?.contract && token.chain
+          ? { chain: token.chain, contract: token.contract }
+          : null;
     if (target) {
       const t = tokenFields(target.chain, target.contract, p.name, token?.ticker ?? null, r);
       return { ...t, ggXHandle: p.handle?.replace(/^@+/, '') ?? null, ggWebsite: p.website };
@@ -173,7 +181,10 @@ export function* callEdits(ctx: GenerateContext): Generator<Timed> {
       caller: caller(ctx, r.int(0, CALLER_POOL - 1), at, 'fresh', r),
       tokens: record.tokens.length > 1 ? record.tokens.slice(0, -1) : record.tokens,
     };
-    yield { key: at, message: { type: 'call.recorded', id: `s${ctx.seed}-call-${k}-edit1`, at: iso(at), data: edited } };
+    yield {
+      key: at,
+      message: { type: 'call.recorded', id: `s${ctx.seed}-call-${k}-edit1`, at: iso(at), data: edited },
+    };
   }
 }
 
@@ -182,7 +193,15 @@ export function* callSuppressions(ctx: GenerateContext): Generator<Timed> {
     if (!isSuppressed(k)) continue;
     const at = spread(ctx, k, ctx.calls) + SUPPRESS_DELAY_MS;
     if (at >= ctx.endMs) break;
-    yield { key: at, message: { type: 'call.suppressed', id: `s${ctx.seed}-suppress-${k}`, at: iso(at), data: { callId: callId(ctx.seed, k) } } };
+    yield {
+      key: at,
+      message: {
+        type: 'call.suppressed',
+        id: `s${ctx.seed}-suppress-${k}`,
+        at: iso(at),
+        data: { callId: callId(ctx.seed, k) },
+      },
+    };
   }
 }
 
@@ -191,7 +210,15 @@ export function* callRestorations(ctx: GenerateContext): Generator<Timed> {
     if (!isRestored(k)) continue;
     const at = spread(ctx, k, ctx.calls) + RESTORE_DELAY_MS;
     if (at >= ctx.endMs) break;
-    yield { key: at, message: { type: 'call.restored', id: `s${ctx.seed}-restore-${k}`, at: iso(at), data: { callId: callId(ctx.seed, k) } } };
+    yield {
+      key: at,
+      message: {
+        type: 'call.restored',
+        id: `s${ctx.seed}-restore-${k}`,
+        at: iso(at),
+        data: { callId: callId(ctx.seed, k) },
+      },
+    };
   }
 }
 
@@ -259,9 +286,17 @@ export function* pulseCards(ctx: GenerateContext): Generator<Timed> {
         lede: quiet ? 'Nothing moved enough to write up.' : prose(r, r.int(120, 300)),
         plain: quiet || r.chance(0.3) ? null : shortLine(r),
         bullets: quiet ? [] : Array.from({ length: r.int(1, 4) }, () => shortLine(r)),
-        receipts: quiet ? [] : Array.from({ length: r.int(1, 3) }, (_, n) => ({ label: `post ${n + 1}`, href: `https://x.com/i/status/${r.int(1e9, 2e9)}${n}` })),
+        receipts: quiet
+          ? []
+          : Array.from({ length: r.int(1, 3) }, (_, n) => ({
+              label: `post ${n + 1}`,
+              href: `https://x.com/i/status/${r.int(1e9, 2e9)}${n}`,
+            })),
       };
-      yield { key: at, message: { type: 'pulse.published', id: `s${ctx.seed}-pulse-${beat.id}-d${day}`, at: iso(at), data: { card } } };
+      yield {
+        key: at,
+        message: { type: 'pulse.published', id: `s${ctx.seed}-pulse-${beat.id}-d${day}`, at: iso(at), data: { card } },
+      };
     }
   }
 }

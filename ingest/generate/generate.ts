@@ -1,5 +1,13 @@
 import type { SourceMessage } from '../messages.ts';
-import { callEdits, callMessages, callRestorations, callSuppressions, collectorCheckpoints, hotContractCalls, pulseCards } from './calls.ts';
+import {
+  callEdits,
+  callMessages,
+  callRestorations,
+  callSuppressions,
+  collectorCheckpoints,
+  hotContractCalls,
+  pulseCards,
+} from './calls.ts';
 import { createContext, type GenerateOptions } from './context.ts';
 import { mergeByKey } from './merge.ts';
 import { projectMessages } from './projects.ts';
@@ -27,7 +35,10 @@ export function* generateMessages(options: GenerateOptions): Generator<SourceMes
  * NDJSON lines (each ending in a newline). Key order is fixed by construction, so bytes are too.
  * `observe` sees each message before its line is yielded (the CLI's progress reads its `at`).
  */
-export function* generateLines(options: GenerateOptions, observe?: (message: SourceMessage) => void): Generator<string> {
+export function* generateLines(
+  options: GenerateOptions,
+  observe?: (message: SourceMessage) => void,
+): Generator<string> {
   for (const message of generateMessages(options)) {
     observe?.(message);
     yield `${JSON.stringify(message)}\n`;

@@ -117,7 +117,10 @@ export function projectProfile(ctx: GenerateContext, index: number): ProjectProf
           ? plainHandle.toUpperCase()
           : plainHandle
       : null;
-  let website: string | null = kind === 'website' || (kind === 'contract' && index % 5 === 0) ? websiteFor(index, `${slug}${index}.${ownTld}`) : null;
+  let website: string | null =
+    kind === 'website' || (kind === 'contract' && index % 5 === 0)
+      ? websiteFor(index, `${slug}${index}.${ownTld}`)
+      : null;
   let chain: Chain | null = kind === 'contract' ? CHAINS[(index >> 2) % CHAINS.length]! : null;
   let contract: string | null = chain ? contractFor(chain, r) : null;
 
@@ -204,7 +207,8 @@ export function projectProfile(ctx: GenerateContext, index: number): ProjectProf
     asks: index % 7 === 4,
     late: index % 7 === 3,
     onchainWithoutDossier: !hasDossier && index % 11 === 4,
-    abandon: index === FIXTURE.abandonsHandle ? { half: introHalf + 2, newHandle: `${abandonedHandle(seed)}_moved` } : null,
+    abandon:
+      index === FIXTURE.abandonsHandle ? { half: introHalf + 2, newHandle: `${abandonedHandle(seed)}_moved` } : null,
   };
 }
 
@@ -213,7 +217,13 @@ function bare(handle: string): string {
 }
 
 function identityOf(p: ProjectProfile, handle: string | null): Identity {
-  return { kind: p.kind, handle: handle === null ? null : bare(handle), website: p.website, chain: p.chain, contract: p.contract };
+  return {
+    kind: p.kind,
+    handle: handle === null ? null : bare(handle),
+    website: p.website,
+    chain: p.chain,
+    contract: p.contract,
+  };
 }
 
 function followers(p: ProjectProfile, ctx: GenerateContext, half: number): number {
@@ -242,7 +252,9 @@ function onchainSnapshot(r: Random, symbol: string | null): Onchain {
 function dossierOf(p: ProjectProfile, ctx: GenerateContext, version: number): Dossier {
   const r = randomFor(ctx.seed, 'dossier', p.index, version);
   const token = p.dossier?.token ?? null;
-  const chains = [...new Set([token?.chain, p.chain, r.pick(CHAINS)].filter((c): c is string => typeof c === 'string'))];
+  const chains = [
+    ...new Set([token?.chain, p.chain, r.pick(CHAINS)].filter((c): c is string => typeof c === 'string')),
+  ];
   const founders = Array.from({ length: r.int(0, 3) }, (_, n) => ({
     name: r.chance(0.8) ? `Founder ${n + 1} of ${p.name}` : null,
     handle: r.chance(0.6) ? `${p.slug}_founder${n + 1}` : null,
@@ -296,7 +308,10 @@ function manyVotersScript(): [number, 'up' | 'down' | 'none'][] {
 }
 const MANY_VOTERS_SCRIPT = manyVotersScript();
 
-function voter(ctx: GenerateContext, globalVoter: number): { voterId: string; name: string | null; avatar: string | null } {
+function voter(
+  ctx: GenerateContext,
+  globalVoter: number,
+): { voterId: string; name: string | null; avatar: string | null } {
   const r = randomFor(ctx.seed, 'voter', globalVoter);
   const { slug } = projectName(r);
   return {
@@ -314,7 +329,11 @@ export function* projectHalf(ctx: GenerateContext, p: ProjectProfile, half: numb
   const since = half - p.introHalf;
   let slot = 0;
   const timeOf = (h: number, s: number) =>
-    EPOCH_MS + h * HALF_DAY_MS + Math.floor(((p.index * SLOTS_PER_HALF + Math.min(s, SLOTS_PER_HALF - 1)) * HALF_DAY_MS) / (ctx.projects * SLOTS_PER_HALF));
+    EPOCH_MS +
+    h * HALF_DAY_MS +
+    Math.floor(
+      ((p.index * SLOTS_PER_HALF + Math.min(s, SLOTS_PER_HALF - 1)) * HALF_DAY_MS) / (ctx.projects * SLOTS_PER_HALF),
+    );
   const emit = <T extends SourceMessage['type']>(type: T, id: string, data: SourcePayload<T>, at?: number): Timed => {
     const key = timeOf(half, slot);
     slot += 1;
@@ -365,7 +384,8 @@ export function* projectHalf(ctx: GenerateContext, p: ProjectProfile, half: numb
     yield emit('project.sighted', `${base}-late-sighted`, { projectId, fol }, observed);
   }
 
-  if ((p.rival === 'after' || p.rival === 'twice') && since === 2) yield emit('rival.listed', `${base}-rival`, { projectId });
+  if ((p.rival === 'after' || p.rival === 'twice') && since === 2)
+    yield emit('rival.listed', `${base}-rival`, { projectId });
   if (p.rival === 'twice' && since === 8) yield emit('rival.listed', `${base}-rival-again`, { projectId });
 
   if (p.followers && p.handle !== null && since % 4 === 1) {
@@ -401,7 +421,10 @@ export function* projectHalf(ctx: GenerateContext, p: ProjectProfile, half: numb
     (p.dossier?.token?.contract && half > p.dossier.half && (half - p.dossier.half) % 6 === 2) ||
     (p.onchainWithoutDossier && since === 3);
   if (onchainDue) {
-    yield emit('onchain.checked', `${base}-onchain`, { projectId, onchain: onchainSnapshot(r, p.dossier?.token?.ticker ?? null) });
+    yield emit('onchain.checked', `${base}-onchain`, {
+      projectId,
+      onchain: onchainSnapshot(r, p.dossier?.token?.ticker ?? null),
+    });
   }
 
   if (p.calltracker && since >= 2 && (since - 2) % 8 === 0) {
@@ -444,9 +467,15 @@ export function* projectHalf(ctx: GenerateContext, p: ProjectProfile, half: numb
       yield emit('ask.updated', `${base}-ask1`, { projectId, askId: askId(1), status: 'queued' });
     }
     if (since === 3) {
-      yield emit('ask.updated', `${base}-ask0`, { projectId, askId: askId(0), status: 'answered', answer: prose(r, r.int(200, 900)) });
+      yield emit('ask.updated', `${base}-ask0`, {
+        projectId,
+        askId: askId(0),
+        status: 'answered',
+        answer: prose(r, r.int(200, 900)),
+      });
     }
-    if (since === 4) yield emit('ask.updated', `${base}-ask1`, { projectId, askId: askId(1), status: 'failed', answer: null });
+    if (since === 4)
+      yield emit('ask.updated', `${base}-ask1`, { projectId, askId: askId(1), status: 'failed', answer: null });
   }
 }
 

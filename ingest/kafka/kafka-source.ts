@@ -31,7 +31,15 @@
  * Node 24 warnings are dealt with here: producers name their partitioner, and its negative timer
  * delays are kept quiet.
  */
-import { Kafka, Partitioners, logLevel as kafkaLogLevel, type Consumer, type EachBatchPayload, type KafkaMessage, type Producer } from 'kafkajs';
+import {
+  Kafka,
+  Partitioners,
+  logLevel as kafkaLogLevel,
+  type Consumer,
+  type EachBatchPayload,
+  type KafkaMessage,
+  type Producer,
+} from 'kafkajs';
 import type { BatchIngestor, IngestOutcome } from '../pipeline.ts';
 
 export const sourceTopics = {
@@ -201,7 +209,9 @@ export function createBatchHandler(options: BatchHandlerOptions): (payload: Each
     const commit = async (): Promise<void> => {
       if (handled === undefined || !uncommitted) return;
       uncommitted = false;
-      await commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: nextOffset(handled) }] }] });
+      await commitOffsetsIfNecessary({
+        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: nextOffset(handled) }] }],
+      });
     };
     const resolve = (message: KafkaMessage, outcome: IngestOutcome) => {
       options.onMessage?.({ topic: batch.topic, partition: batch.partition, offset: message.offset, outcome });
@@ -220,9 +230,12 @@ export function createBatchHandler(options: BatchHandlerOptions): (payload: Each
       try {
         const append = () => options.ingestor.ingestBatch(values, 'kafka');
         const stored = values.length > 0 ? await heartbeating(append, heartbeat, heartbeatMs) : [];
-        if (stored.length !== values.length) throw new Error(`ingestBatch answered ${stored.length} outcomes for ${values.length} messages`);
+        if (stored.length !== values.length)
+          throw new Error(`ingestBatch answered ${stored.length} outcomes for ${values.length} messages`);
         let next = 0;
-        outcomes = raws.map((raw) => (raw === null ? { status: 'rejected', path: '', reason: 'message has no value' } : stored[next++]!));
+        outcomes = raws.map((raw) =>
+          raw === null ? { status: 'rejected', path: '', reason: 'message has no value' } : stored[next++]!,
+        );
       } catch (error) {
         // Nothing of this part is resolved: it is delivered again, and what was stored of it is a duplicate then.
         await commit().catch(() => undefined);
@@ -247,7 +260,8 @@ export function createBatchHandler(options: BatchHandlerOptions): (payload: Each
           await heartbeating(() => options.deadLetters(letters), heartbeat, heartbeatMs);
         } catch (error) {
           // The part is stored; only the messages before its first reject are fully handled.
-          for (let index = 0; index < part.length && outcomes[index]!.status !== 'rejected'; index += 1) resolve(part[index]!, outcomes[index]!);
+          for (let index = 0; index < part.length && outcomes[index]!.status !== 'rejected'; index += 1)
+            resolve(part[index]!, outcomes[index]!);
           await commit().catch(() => undefined);
           throw error;
         }
@@ -326,7 +340,10 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
     await producer.send({
       topic: deadLetterTopic,
       acks: -1,
-      messages: letters.map((letter) => ({ key: `${letter.topic}:${letter.partition}:${letter.offset}`, value: JSON.stringify(letter) })),
+      messages: letters.map((letter) => ({
+        key: `${letter.topic}:${letter.partition}:${letter.offset}`,
+        value: JSON.stringify(letter),
+      })),
     });
   }
 
@@ -441,9 +458,17 @@ export function quietKafkajsNegativeTimeouts(): void {
   if (negativeTimeoutsQuiet) return;
   negativeTimeoutsQuiet = true;
   const emitWarning = process.emitWarning;
-  process.emitWarning = function emitWarningUnlessKafkajsTimer(this: NodeJS.Process, ...args: Parameters<typeof process.emitWarning>) {
+  process.emitWarning = function emitWarningUnlessKafkajsTimer(
+    this: NodeJS.Process,
+    ...args: Parameters<typeof process.emitWarning>
+  ) {
     const [warning, second] = args as [string | Error, unknown];
-    const type = typeof second === 'string' ? second : typeof second === 'object' && second !== null ? (second as { type?: unknown }).type : undefined;
+    const type =
+      typeof second === 'string'
+        ? second
+        : typeof second === 'object' && second !== null
+          ? (second as { type?: unknown }).type
+          : undefined;
     const name = type ?? (warning instanceof Error ? warning.name : undefined);
     if (name === 'TimeoutNegativeWarning' && raisedInsideKafkajs()) return;
     emitWarning.apply(this, args);
@@ -467,10 +492,13 @@ export function topicFor(type: string): string {
 
 /** The partition key that keeps one entity's messages in order: projectId, call id, or beat. */
 export function keyFor(message: { type?: unknown; data?: unknown }): string | null {
-  const data = typeof message.data === 'object' && message.data !== null ? (message.data as Record<string, unknown>) : {};
+  const data =
+    typeof message.data === 'object' && message.data !== null ? (message.data as Record<string, unknown>) : {};
   const card = typeof data.card === 'object' && data.card !== null ? (data.card as Record<string, unknown>) : {};
   const candidates = [data.projectId, data.callId, message.type === 'call.recorded' ? data.id : undefined, card.beat];
-  const key = candidates.find((candidate): candidate is string => typeof candidate === 'string' && candidate.length > 0);
+  const key = candidates.find(
+    (candidate): candidate is string => typeof candidate === 'string' && candidate.length > 0,
+  );
   if (key !== undefined) return key;
   return message.type === 'calls.collected' ? 'calls-collector' : null;
 }
@@ -485,7 +513,10 @@ export type KafkaFeeder = {
 };
 
 /** A producer for tests, tools and feeding sample data into the source topics. */
-export async function createKafkaFeeder(brokers: readonly string[], clientId = 'pulseboard-feeder'): Promise<KafkaFeeder> {
+export async function createKafkaFeeder(
+  brokers: readonly string[],
+  clientId = 'pulseboard-feeder',
+): Promise<KafkaFeeder> {
   quietKafkajsNegativeTimeouts();
   const kafka = new Kafka({ clientId, brokers: [...brokers], logLevel: kafkaLogLevel.WARN });
   // Named explicitly: keys land where Java clients put them, and kafkajs prints no partitioner notice.

@@ -71,9 +71,12 @@ export function createHttpThesisSource(options: HttpThesisSourceOptions): Thesis
       try {
         body = await readCapped(response, THESIS_SOURCE_MAX_BODY_BYTES);
       } catch {
-        return signal.aborted ? timedOut : { ok: false, outcome: 'source connection failed while sending the response' };
+        return signal.aborted
+          ? timedOut
+          : { ok: false, outcome: 'source connection failed while sending the response' };
       }
-      if (!body.ok) return { ok: false, outcome: `source sent more than ${THESIS_SOURCE_MAX_BODY_BYTES / 1024 / 1024} MiB` };
+      if (!body.ok)
+        return { ok: false, outcome: `source sent more than ${THESIS_SOURCE_MAX_BODY_BYTES / 1024 / 1024} MiB` };
 
       let json: unknown;
       try {
@@ -88,7 +91,10 @@ export function createHttpThesisSource(options: HttpThesisSourceOptions): Thesis
         return { ok: false, outcome: `source response did not match the expected shape (at ${where})` };
       }
       const permalink = parsed.data.permalink;
-      const sourceUrl = permalink !== undefined && /^https?:\/\//.test(permalink) && URL.canParse(permalink) ? permalink : url.toString();
+      const sourceUrl =
+        permalink !== undefined && /^https?:\/\//.test(permalink) && URL.canParse(permalink)
+          ? permalink
+          : url.toString();
       return {
         ok: true,
         items: parsed.data.theses.map(toThesisItem),

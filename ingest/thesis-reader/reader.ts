@@ -12,7 +12,11 @@ import {
 } from '../../readmodels/schemas.ts';
 import { HEARTBEAT_INTERVAL_MS, type WorkerHeartbeat } from '../../service/thesis/heartbeat.ts';
 import { createOpenJobsLedger, type OpenJob, type OpenJobsLedger } from '../../service/thesis/jobs.ts';
-import { THESIS_ABANDONED_SLOT_MS, THESIS_FAILURE_COOLDOWN_MS, THESIS_STUCK_RUNNING_MS } from '../../service/thesis/limits.ts';
+import {
+  THESIS_ABANDONED_SLOT_MS,
+  THESIS_FAILURE_COOLDOWN_MS,
+  THESIS_STUCK_RUNNING_MS,
+} from '../../service/thesis/limits.ts';
 import { errorFields, stderrThesisLogger, type ThesisLogger } from '../../service/thesis/logger.ts';
 import { readThesisRecord } from '../../service/thesis/records.ts';
 import { selectThesisItems } from './select.ts';
@@ -85,7 +89,13 @@ export function createThesisReader(deps: ThesisReaderDeps): ThesisReader {
   async function fail(job: OpenJob, outcome: string, expected: number): Promise<boolean> {
     const at = now();
     const nextEligibleAt = new Date(at.getTime() + THESIS_FAILURE_COOLDOWN_MS).toISOString();
-    const failed = thesisEvent('thesis.failed', { contract: job.contract, requestId: job.requestId, outcome, nextEligibleAt, at: at.toISOString() });
+    const failed = thesisEvent('thesis.failed', {
+      contract: job.contract,
+      requestId: job.requestId,
+      outcome,
+      nextEligibleAt,
+      at: at.toISOString(),
+    });
     const result = await log.append(streams.thesis(job.contract), [{ id: commandEventId(), ...failed }], expected);
     return result.ok;
   }
@@ -93,7 +103,11 @@ export function createThesisReader(deps: ThesisReaderDeps): ThesisReader {
   /** Runs one queued job: start, read once, record, close. */
   async function work(job: OpenJob, revision: number): Promise<boolean> {
     const stream = streams.thesis(job.contract);
-    const started = thesisEvent('thesis.started', { contract: job.contract, requestId: job.requestId, at: now().toISOString() });
+    const started = thesisEvent('thesis.started', {
+      contract: job.contract,
+      requestId: job.requestId,
+      at: now().toISOString(),
+    });
     const start = await log.append(stream, [{ id: commandEventId(), ...started }], revision);
     if (!start.ok) return false; // another reader started it first
 
@@ -108,13 +122,30 @@ export function createThesisReader(deps: ThesisReaderDeps): ThesisReader {
         at: now().toISOString(),
       });
       recorded = (await log.append(stream, [{ id: commandEventId(), ...saved }], start.revision)).ok;
-      if (recorded) logger.info({ contract: job.contract, requestId: job.requestId, items: result.snapshot.items.length, hasMore: result.snapshot.hasMore }, 'thesis snapshot saved');
+      if (recorded)
+        logger.info(
+          {
+            contract: job.contract,
+            requestId: job.requestId,
+            items: result.snapshot.items.length,
+            hasMore: result.snapshot.hasMore,
+          },
+          'thesis snapshot saved',
+        );
     } else {
       recorded = await fail(job, result.outcome, start.revision);
-      if (recorded) logger.warn({ contract: job.contract, requestId: job.requestId, outcome: result.outcome }, 'thesis read failed');
+      if (recorded)
+        logger.warn(
+          { contract: job.contract, requestId: job.requestId, outcome: result.outcome },
+          'thesis read failed',
+        );
     }
     // Not recorded: the job was closed meanwhile (declared stuck elsewhere); its result stands.
-    if (!recorded) logger.warn({ contract: job.contract, requestId: job.requestId }, 'thesis job was settled elsewhere; result discarded');
+    if (!recorded)
+      logger.warn(
+        { contract: job.contract, requestId: job.requestId },
+        'thesis job was settled elsewhere; result discarded',
+      );
     await ledger.close(job, 'finished', now().toISOString());
     return true;
   }
@@ -127,16 +158,23 @@ export function createThesisReader(deps: ThesisReaderDeps): ThesisReader {
       // The POST that opened this slot stopped before its request landed (or lost the race for it).
       if (at.getTime() - Date.parse(job.openedAt) < THESIS_ABANDONED_SLOT_MS) return false;
       await ledger.close(job, 'abandoned', at.toISOString());
-      logger.warn({ contract: job.contract, requestId: job.requestId }, 'thesis job slot freed: its request never landed');
+      logger.warn(
+        { contract: job.contract, requestId: job.requestId },
+        'thesis job slot freed: its request never landed',
+      );
       return true;
     }
     switch (current.phase) {
       case 'queued':
         return work(job, revision);
       case 'running': {
-        if (current.startedAt !== null && at.getTime() - Date.parse(current.startedAt) < THESIS_STUCK_RUNNING_MS) return false;
+        if (current.startedAt !== null && at.getTime() - Date.parse(current.startedAt) < THESIS_STUCK_RUNNING_MS)
+          return false;
         if (await fail(job, 'the reader stopped before the read finished', revision)) {
-          logger.warn({ contract: job.contract, requestId: job.requestId }, 'thesis job left running by a stopped reader marked failed');
+          logger.warn(
+            { contract: job.contract, requestId: job.requestId },
+            'thesis job left running by a stopped reader marked failed',
+          );
         }
         await ledger.close(job, 'finished', at.toISOString());
         return true;

@@ -29,7 +29,12 @@ export function createSampleThesisSource(options: { now?: () => Date } = {}): Th
           id: `sample-${contract.slice(2, 10)}-${i + 1}`,
           text: `[Sample data, not a real thesis] Illustrative thesis ${i + 1} for ${contract.slice(0, 10)}…: the bundled sample adapter wrote this text so the thesis feed can be tried without a provider.`,
           createdAt: new Date(readAt - (i + 1) * 37 * 60_000).toISOString(),
-          author: { name: `Sample author ${author}`, handle: `sample_author_${author}`, avatar: null, verified: author % 3 === 0 },
+          author: {
+            name: `Sample author ${author}`,
+            handle: `sample_author_${author}`,
+            avatar: null,
+            verified: author % 3 === 0,
+          },
           trade: {
             usdValue,
             realizedPnlUsd: Math.round(((byte * 13) % 2000) - 1000),
@@ -37,7 +42,12 @@ export function createSampleThesisSource(options: { now?: () => Date } = {}): Th
           },
         });
       }
-      return { ok: true, items, moreAtSource: false, sourceUrl: `${SAMPLE_SOURCE_HOST}/sample/${THESIS_NETWORK_ID}/${contract.toLowerCase()}` };
+      return {
+        ok: true,
+        items,
+        moreAtSource: false,
+        sourceUrl: `${SAMPLE_SOURCE_HOST}/sample/${THESIS_NETWORK_ID}/${contract.toLowerCase()}`,
+      };
     },
   };
 }

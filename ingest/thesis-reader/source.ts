@@ -12,7 +12,12 @@ import { createSampleThesisSource } from './sample-source.ts';
  * quotes the source's body.
  */
 export type ThesisSourceRead =
-  | { ok: true; items: ThesisItem[]; /** the source said it holds more than it sent */ moreAtSource: boolean; sourceUrl: string }
+  | {
+      ok: true;
+      items: ThesisItem[];
+      /** the source said it holds more than it sent */ moreAtSource: boolean;
+      sourceUrl: string;
+    }
   | { ok: false; outcome: string };
 
 export type ThesisSource = {
@@ -20,11 +25,15 @@ export type ThesisSource = {
   read(contract: string): Promise<ThesisSourceRead>;
 };
 
-export type ThesisSourceChoice = { ok: true; source: ThesisSource; kind: 'http' | 'sample' } | { ok: false; reason: string };
+export type ThesisSourceChoice =
+  { ok: true; source: ThesisSource; kind: 'http' | 'sample' } | { ok: false; reason: string };
 
 /** HTTP when PULSEBOARD_THESIS_SOURCE_URL is set, else the labelled sample adapter (embedded default). */
 export function createThesisSource(
-  config: Pick<Config, 'PULSEBOARD_THESIS_SOURCE_URL' | 'PULSEBOARD_THESIS_SOURCE_KEY' | 'PULSEBOARD_THESIS_SOURCE_TIMEOUT_MS'>,
+  config: Pick<
+    Config,
+    'PULSEBOARD_THESIS_SOURCE_URL' | 'PULSEBOARD_THESIS_SOURCE_KEY' | 'PULSEBOARD_THESIS_SOURCE_TIMEOUT_MS'
+  >,
 ): ThesisSourceChoice {
   const baseUrl = config.PULSEBOARD_THESIS_SOURCE_URL;
   if (baseUrl === undefined) return { ok: true, source: createSampleThesisSource(), kind: 'sample' };

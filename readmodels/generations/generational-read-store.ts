@@ -70,7 +70,10 @@ async function openLive(space: GenerationSpace, instance: string): Promise<Opene
  * the pointer is checked by a timer (one stat call embedded, one indexed lookup in MongoDB).
  * Takes ownership of `space`.
  */
-export async function openGenerationalReadStore(space: GenerationSpace, options: GenerationalOptions): Promise<OpenGenerational> {
+export async function openGenerationalReadStore(
+  space: GenerationSpace,
+  options: GenerationalOptions,
+): Promise<OpenGenerational> {
   const instance = randomUUID();
   let opened: OpenedLive;
   try {
@@ -154,7 +157,10 @@ export async function openGenerationalReadStore(space: GenerationSpace, options:
     }
     if (serving !== newest && (await caughtUp(newest, serving))) serving = newest;
     sweep();
-    await space.announce(instance, [...new Set([...slots].map((s) => s.generation))].sort((a, b) => a - b));
+    await space.announce(
+      instance,
+      [...new Set([...slots].map((s) => s.generation))].sort((a, b) => a - b),
+    );
   }
 
   let running: Promise<void> | null = null;
@@ -191,13 +197,16 @@ export async function openGenerationalReadStore(space: GenerationSpace, options:
       return serving.store.history;
     },
     checkpoint: (collection, options) => serving.store.checkpoint(collection, options),
-    commit: (collection, writes, checkpoint, expected) => serving.store.commit(collection, writes, checkpoint, expected),
+    commit: (collection, writes, checkpoint, expected) =>
+      serving.store.commit(collection, writes, checkpoint, expected),
     get: <D, S>(collection: string, id: string) => serving.store.get<D, S>(collection, id),
     getMany: <D, S>(collection: string, ids: readonly string[]) => serving.store.getMany<D, S>(collection, ids),
     findIds: (collection, key, value, limit) => serving.store.findIds(collection, key, value, limit),
-    findDocs: <D, S>(collection: string, key: string, value: string, limit: number) => serving.store.findDocs<D, S>(collection, key, value, limit),
+    findDocs: <D, S>(collection: string, key: string, value: string, limit: number) =>
+      serving.store.findDocs<D, S>(collection, key, value, limit),
     findIdsMany: (collection, key, values, limit) => serving.store.findIdsMany(collection, key, values, limit),
-    findKeysByPrefix: (collection, key, prefix, limit) => serving.store.findKeysByPrefix(collection, key, prefix, limit),
+    findKeysByPrefix: (collection, key, prefix, limit) =>
+      serving.store.findKeysByPrefix(collection, key, prefix, limit),
     list: <D>(collection: string, query: ListQuery) => serving.store.list<D>(collection, query),
     count: (collection, facets) => serving.store.count(collection, facets),
     listKeyset: <D>(collection: string, query: KeysetQuery) => serving.store.listKeyset<D>(collection, query),

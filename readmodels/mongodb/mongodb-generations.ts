@@ -83,7 +83,10 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
     if (!live) return { ok: true, generation: 0 };
     const { generation } = live;
     if (typeof generation !== 'number' || !Number.isInteger(generation) || generation < 0) {
-      return { ok: false, reason: `the '${LIVE}' document in ${GENERATIONS_COLLECTION} does not hold a generation number; run 'pulseboard replay' to rebuild the read models` };
+      return {
+        ok: false,
+        reason: `the '${LIVE}' document in ${GENERATIONS_COLLECTION} does not hold a generation number; run 'pulseboard replay' to rebuild the read models`,
+      };
     }
     return { ok: true, generation };
   }
@@ -93,13 +96,23 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
     const host = hostname();
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        await meta.insertOne({ _id: LOCK, holder: token, host, pid: process.pid, expiresAt: new Date(clock() + leaseMs) });
+        await meta.insertOne({
+          _id: LOCK,
+          holder: token,
+          host,
+          pid: process.pid,
+          expiresAt: new Date(clock() + leaseMs),
+        });
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
         const current = await meta.findOne({ _id: LOCK });
         if (!current) continue; // released meanwhile
         const expired = !(current.expiresAt instanceof Date) || current.expiresAt.getTime() <= clock();
-        const deadHere = current.host === host && typeof current.pid === 'number' && current.pid !== process.pid && !processAlive(current.pid);
+        const deadHere =
+          current.host === host &&
+          typeof current.pid === 'number' &&
+          current.pid !== process.pid &&
+          !processAlive(current.pid);
         if (!expired && !deadHere) {
           return {
             ok: false,
@@ -111,21 +124,26 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
       }
 
       let lost = false;
-      const renew = setInterval(() => {
-        meta
-          .updateOne({ _id: LOCK, holder: token }, { $set: { expiresAt: new Date(clock() + leaseMs) } })
-          .then((result) => {
-            if (result.matchedCount === 0) lost = true;
-          })
-          .catch(() => undefined); // a missed renewal is caught by held() before the switch
-      }, Math.max(1, Math.floor(leaseMs / 3)));
+      const renew = setInterval(
+        () => {
+          meta
+            .updateOne({ _id: LOCK, holder: token }, { $set: { expiresAt: new Date(clock() + leaseMs) } })
+            .then((result) => {
+              if (result.matchedCount === 0) lost = true;
+            })
+            .catch(() => undefined); // a missed renewal is caught by held() before the switch
+        },
+        Math.max(1, Math.floor(leaseMs / 3)),
+      );
       renew.unref();
       return {
         ok: true,
         async held() {
           if (lost) return false;
           const current = await meta.findOne({ _id: LOCK });
-          return current?.holder === token && current.expiresAt instanceof Date && current.expiresAt.getTime() > clock();
+          return (
+            current?.holder === token && current.expiresAt instanceof Date && current.expiresAt.getTime() > clock()
+          );
         },
         async release() {
           clearInterval(renew);
@@ -137,7 +155,8 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
   }
 
   return {
-    label: (generation) => (generation === 0 ? 'the collections without a _v suffix (generation 0)' : `collections *_v${generation}`),
+    label: (generation) =>
+      generation === 0 ? 'the collections without a _v suffix (generation 0)' : `collections *_v${generation}`,
     pointerLabel: `the '${LIVE}' document in ${GENERATIONS_COLLECTION}`,
     readPointer,
 
@@ -160,7 +179,10 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
         if (!isDuplicateKey(error)) throw error;
       }
       const current = await readPointer();
-      return { ok: false, reason: `the live generation is ${current.ok ? current.generation : 'unreadable'}, not ${expected}` };
+      return {
+        ok: false,
+        reason: `the live generation is ${current.ok ? current.generation : 'unreadable'}, not ${expected}`,
+      };
     },
 
     list: async () => [...(await collectionsByGeneration()).keys()].sort((a, b) => a - b),
@@ -200,7 +222,10 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
     },
 
     async inUse(generation) {
-      const users = await meta.countDocuments({ kind: 'user', generations: generation, at: { $gt: new Date(clock() - staleMs) } }, { limit: 1 });
+      const users = await meta.countDocuments(
+        { kind: 'user', generations: generation, at: { $gt: new Date(clock() - staleMs) } },
+        { limit: 1 },
+      );
       return users > 0;
     },
 

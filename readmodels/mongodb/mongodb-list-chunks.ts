@@ -22,13 +22,23 @@ import {
   type Piece,
 } from '../list-chunks.ts';
 
-export type ChunkDoc = { _id: string; collection: string; startKey: string; startId: string; total: number; facets: Record<string, number> };
+export type ChunkDoc = {
+  _id: string;
+  collection: string;
+  startKey: string;
+  startId: string;
+  total: number;
+  facets: Record<string, number>;
+};
 
 /** The rows of a listing as the chunks read them (the store's documents have more). */
 type ListedRow = { _id: string; sortKey: string; facet: string };
 
 /** A row's place before and after a commit that moved it (`from` undefined: a new document). */
-export type RowMove = { from?: { key: string; id: string; facet: string }; to: { key: string; id: string; facet: string } };
+export type RowMove = {
+  from?: { key: string; id: string; facet: string };
+  to: { key: string; id: string; facet: string };
+};
 
 const chunkId = (collection: string, start: ChunkStart) => JSON.stringify([collection, start.key, start.id]);
 
@@ -76,7 +86,9 @@ export function chunkFor(starts: readonly ChunkStart[], at: ChunkStart): ChunkSt
 
 /** Rows from `from` (inclusive) up to `to` (exclusive; none: to the end), on the listing index. */
 function rowsBetween(from: ChunkStart, to: ChunkStart | null): Filter<ListedRow> {
-  const lower: Filter<ListedRow> = { $or: [{ sortKey: { $gt: from.key } }, { sortKey: from.key, _id: { $gte: from.id } }] };
+  const lower: Filter<ListedRow> = {
+    $or: [{ sortKey: { $gt: from.key } }, { sortKey: from.key, _id: { $gte: from.id } }],
+  };
   if (to === null) return { sortKey: { $gte: from.key }, ...lower };
   const upper: Filter<ListedRow> = { $or: [{ sortKey: { $lt: to.key } }, { sortKey: to.key, _id: { $lt: to.id } }] };
   return { sortKey: { $gte: from.key, $lte: to.key }, $and: [lower, upper] };
@@ -99,11 +111,26 @@ function pieceOf(start: ChunkStart, rows: readonly ListedRow[]): Piece {
 export type MongoChunks = {
   ensureIndex(): Promise<void>;
   /** Cuts a collection written before the chunks existed into chunks, once per process (in resumable steps). */
-  ensureChunked(collection: string, rows: Collection<ListedRow>, inTransaction: (work: (session: ClientSession) => Promise<void>) => Promise<void>): Promise<void>;
+  ensureChunked(
+    collection: string,
+    rows: Collection<ListedRow>,
+    inTransaction: (work: (session: ClientSession) => Promise<void>) => Promise<void>,
+  ): Promise<void>;
   /** Counts a commit's moved rows in their chunks and cuts any chunk that passes its bound (inside the commit's transaction, after its documents are written). */
-  apply(collection: string, moves: readonly RowMove[], rows: Collection<ListedRow>, session: ClientSession): Promise<void>;
+  apply(
+    collection: string,
+    moves: readonly RowMove[],
+    rows: Collection<ListedRow>,
+    session: ClientSession,
+  ): Promise<void>;
   /** Where a page starts, read in `session` (the snapshot of the page's other reads). */
-  locate(collection: string, facets: readonly string[] | undefined, ascending: boolean, skip: number, session: ClientSession): Promise<PageStart>;
+  locate(
+    collection: string,
+    facets: readonly string[] | undefined,
+    ascending: boolean,
+    skip: number,
+    session: ClientSession,
+  ): Promise<PageStart>;
   /** Forgets which collections were found chunked (after `clear`). */
   forget(): void;
 };
@@ -129,7 +156,14 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
   });
 
   /** Replaces the chunk starting at `start` (up to `next`) by the pieces of its rows. */
-  async function cut(collection: string, start: ChunkStart, next: ChunkStart | null, total: number, rows: Collection<ListedRow>, session: ClientSession): Promise<void> {
+  async function cut(
+    collection: string,
+    start: ChunkStart,
+    next: ChunkStart | null,
+    total: number,
+    rows: Collection<ListedRow>,
+    session: ClientSession,
+  ): Promise<void> {
     const cutter = pieceCutter(start, total);
     const pieces: ChunkDoc[] = [];
     const cursor = rows
@@ -245,7 +279,10 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
           updateOne: {
             filter: { _id: id },
             update: {
-              $inc: { total: delta.total, ...Object.fromEntries([...delta.facets].map(([facet, by]) => [`facets.${facetField(facet)}`, by])) },
+              $inc: {
+                total: delta.total,
+                ...Object.fromEntries([...delta.facets].map(([facet, by]) => [`facets.${facetField(facet)}`, by])),
+              },
               $setOnInsert: { collection, startKey: delta.start.key, startId: delta.start.id },
             },
             upsert: true,
@@ -254,7 +291,12 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
         { ordered: false, session },
       );
       const grown = [...deltas].filter(([, delta]) => delta.total > 0).map(([id]) => id);
-      const full = await chunks.find({ _id: { $in: grown }, total: { $gt: CHUNK_ROWS_MAX } }, { projection: { startKey: 1, startId: 1, total: 1 }, session }).toArray();
+      const full = await chunks
+        .find(
+          { _id: { $in: grown }, total: { $gt: CHUNK_ROWS_MAX } },
+          { projection: { startKey: 1, startId: 1, total: 1 }, session },
+        )
+        .toArray();
       for (const chunk of full) {
         const start = { key: chunk.startKey, id: chunk.startId };
         const after = starts.findIndex((s) => compareStarts(s, start) > 0);
@@ -269,11 +311,14 @@ export function createMongoChunks(chunks: Collection<ChunkDoc>): MongoChunks {
       const finder = pageFinder(ascending, skip);
       // Read up to the page's chunk only (leaving the loop closes the cursor).
       const cursor = chunks
-        .find({ collection }, {
-          projection: { startKey: 1, startId: 1, total: 1, facets: 1 },
-          hint: CHUNK_ORDER,
-          session,
-        })
+        .find(
+          { collection },
+          {
+            projection: { startKey: 1, startId: 1, total: 1, facets: 1 },
+            hint: CHUNK_ORDER,
+            session,
+          },
+        )
         .sort({ startKey: direction, startId: direction });
       for await (const doc of cursor) {
         const n = fields === undefined ? doc.total : fields.reduce((sum, field) => sum + (doc.facets[field] ?? 0), 0);

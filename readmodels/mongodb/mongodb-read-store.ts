@@ -31,8 +31,25 @@
  * Indexes for every query of the port are created the first time this process writes to a collection
  * (createIndexes is idempotent); collections are only written by commit, so none exists without them.
  */
-import { Binary, MongoClient, type AnyBulkWriteOperation, type ClientSession, type Collection, type Db, type Filter } from 'mongodb';
-import type { CommitOutcome, DocWrite, DeltaQuery, KeysetQuery, ListPage, ListQuery, ReadStore, StoredDoc } from '../port.ts';
+import {
+  Binary,
+  MongoClient,
+  type AnyBulkWriteOperation,
+  type ClientSession,
+  type Collection,
+  type Db,
+  type Filter,
+} from 'mongodb';
+import type {
+  CommitOutcome,
+  DocWrite,
+  DeltaQuery,
+  KeysetQuery,
+  ListPage,
+  ListQuery,
+  ReadStore,
+  StoredDoc,
+} from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 import { namedMongoError } from './mongodb-faults.ts';
 import { boundFilter, createMongoChunks, type ChunkDoc, type RowMove } from './mongodb-list-chunks.ts';
@@ -109,7 +126,9 @@ function toMongo(write: DocWrite): MongoDoc {
     sortKey: write.sortKey,
     facet: write.facet,
     keys: jsonText(write.keys, 'keys', write.id),
-    lookup: [...new Set(Object.entries(write.keys).flatMap(([key, values]) => values.map((value) => lookupEntry(key, value))))],
+    lookup: [
+      ...new Set(Object.entries(write.keys).flatMap(([key, values]) => values.map((value) => lookupEntry(key, value)))),
+    ],
   };
 }
 
@@ -141,13 +160,19 @@ const counterId = (collection: string, facet: string) => JSON.stringify([collect
  * The rows a commit moved: new ones, and those whose sort key or facet changed, from the batch's
  * previous facets and sort keys. `rows` holds one row per id (the batch's last write of it).
  */
-export function rowMoves(before: readonly { _id: string; facet: string; sortKey: string }[], rows: readonly { _id: string; facet: string; sortKey: string }[]): RowMove[] {
+export function rowMoves(
+  before: readonly { _id: string; facet: string; sortKey: string }[],
+  rows: readonly { _id: string; facet: string; sortKey: string }[],
+): RowMove[] {
   const previous = new Map(before.map((row) => [row._id, row]));
   const moves: RowMove[] = [];
   for (const row of rows) {
     const was = previous.get(row._id);
     if (was && was.facet === row.facet && was.sortKey === row.sortKey) continue;
-    moves.push({ ...(was ? { from: { key: was.sortKey, id: row._id, facet: was.facet } } : {}), to: { key: row.sortKey, id: row._id, facet: row.facet } });
+    moves.push({
+      ...(was ? { from: { key: was.sortKey, id: row._id, facet: was.facet } } : {}),
+      to: { key: row.sortKey, id: row._id, facet: row.facet },
+    });
   }
   return moves;
 }
@@ -166,7 +191,8 @@ export function facetDeltas(moves: readonly RowMove[]): Map<string, number> {
 }
 
 /** The listing's rows as the chunks read them (sort key, id and facet). */
-const listedRows = (target: Collection<MongoDoc>) => target as unknown as Collection<{ _id: string; sortKey: string; facet: string }>;
+const listedRows = (target: Collection<MongoDoc>) =>
+  target as unknown as Collection<{ _id: string; sortKey: string; facet: string }>;
 
 /** No facets given: every document; an empty list: none (as in the SQLite store). */
 function facetFilter(facets: readonly string[] | undefined): Filter<MongoDoc> {
@@ -188,7 +214,9 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
   // What a reader files a kept body under is read at majority, as a page's snapshot reads are: a
   // checkpoint a commit moved on the primary before enough members had it would otherwise be paired
   // with a page read from before that commit, and the page kept under it until the next commit.
-  const committedCheckpoints = db.collection<CheckpointDoc>(generationCollection(CHECKPOINTS, generation), { readConcern: { level: 'majority' } });
+  const committedCheckpoints = db.collection<CheckpointDoc>(generationCollection(CHECKPOINTS, generation), {
+    readConcern: { level: 'majority' },
+  });
   const counters = db.collection<CounterDoc>(generationCollection(COUNTS, generation));
   const chunks = createMongoChunks(db.collection<ChunkDoc>(generationCollection(CHUNKS, generation)));
   let chunkIndex: Promise<void> | undefined;
@@ -197,7 +225,12 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
 
   function collectionOf(name: string): Collection<MongoDoc> {
     // A name ending in _v<N> would be read as another generation's collection, and _pulseboard… names are ours.
-    if (!COLLECTION_NAME.test(name) || name.startsWith('system.') || name.startsWith('_pulseboard') || GENERATION_SUFFIX.test(name)) {
+    if (
+      !COLLECTION_NAME.test(name) ||
+      name.startsWith('system.') ||
+      name.startsWith('_pulseboard') ||
+      GENERATION_SUFFIX.test(name)
+    ) {
       throw new TypeError(`read-model collection name ${JSON.stringify(name)} is not usable as a MongoDB collection`);
     }
     return db.collection<MongoDoc>(generationCollection(name, generation));
@@ -211,7 +244,10 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       chunkIndex.catch(() => {
         chunkIndex = undefined;
       });
-      pending = Promise.all([collection.createIndexes(INDEXES.map((index) => ({ key: { ...index.key }, name: index.name }))), chunkIndex]).then(() => undefined);
+      pending = Promise.all([
+        collection.createIndexes(INDEXES.map((index) => ({ key: { ...index.key }, name: index.name }))),
+        chunkIndex,
+      ]).then(() => undefined);
       ensured.set(name, pending);
       pending.catch(() => ensured.delete(name));
     }
@@ -298,7 +334,10 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
           .toArray();
         await inTransaction(async (session) => {
           if (await counters.findOne({ _id: marker }, { projection: { _id: 1 }, session })) return;
-          const rows: CounterDoc[] = [{ _id: marker, collection: name, facet: '', n: 0 }, ...groups.map((g) => ({ _id: counterId(name, g._id), collection: name, facet: g._id, n: g.n }))];
+          const rows: CounterDoc[] = [
+            { _id: marker, collection: name, facet: '', n: 0 },
+            ...groups.map((g) => ({ _id: counterId(name, g._id), collection: name, facet: g._id, n: g.n })),
+          ];
           await counters.bulkWrite(
             rows.map((row) => ({ replaceOne: { filter: { _id: row._id }, replacement: row, upsert: true } })),
             { ordered: true, session },
@@ -311,10 +350,15 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
     await pending;
   }
 
-  async function count(collection: string, facets: readonly string[] | undefined, session?: ClientSession): Promise<number> {
+  async function count(
+    collection: string,
+    facets: readonly string[] | undefined,
+    session?: ClientSession,
+  ): Promise<number> {
     await ensureCounted(collection);
     if (facets !== undefined && facets.length === 0) return 0;
-    const filter: Filter<CounterDoc> = facets === undefined ? { collection } : { _id: { $in: facets.map((f) => counterId(collection, f)) } };
+    const filter: Filter<CounterDoc> =
+      facets === undefined ? { collection } : { _id: { $in: facets.map((f) => counterId(collection, f)) } };
     const rows = await counters.find(filter, { projection: { n: 1 }, ...(session ? { session } : {}) }).toArray();
     return rows.reduce((sum, row) => sum + row.n, 0);
   }
@@ -345,13 +389,19 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
         outcome = { ok: true };
         if (rows.length > 0) {
           // One read of the batch's previous facets and sort keys (never of whole documents) keeps the counts exact.
-          const before = await target.find({ _id: { $in: rows.map((row) => row._id) } }, { projection: { facet: 1, sortKey: 1 }, session }).toArray();
+          const before = await target
+            .find({ _id: { $in: rows.map((row) => row._id) } }, { projection: { facet: 1, sortKey: 1 }, session })
+            .toArray();
           const moves = rowMoves(before, rows);
           const deltas = facetDeltas(moves);
           if (deltas.size > 0) {
             await counters.bulkWrite(
               [...deltas].map(([facet, by]) => ({
-                updateOne: { filter: { _id: counterId(collection, facet) }, update: { $inc: { n: by }, $setOnInsert: { collection, facet } }, upsert: true },
+                updateOne: {
+                  filter: { _id: counterId(collection, facet) },
+                  update: { $inc: { n: by }, $setOnInsert: { collection, facet } },
+                  upsert: true,
+                },
               })),
               { ordered: false, session },
             );
@@ -366,8 +416,16 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
         // conflict (the transaction retries and the check above then refuses), never a lost batch.
         const advanced =
           stored === undefined
-            ? await checkpoints.updateOne({ _id: collection }, { $setOnInsert: { position: checkpoint } }, { upsert: true, session })
-            : await checkpoints.updateOne({ _id: collection, position: stored }, { $set: { position: checkpoint } }, { session });
+            ? await checkpoints.updateOne(
+                { _id: collection },
+                { $setOnInsert: { position: checkpoint } },
+                { upsert: true, session },
+              )
+            : await checkpoints.updateOne(
+                { _id: collection, position: stored },
+                { $set: { position: checkpoint } },
+                { session },
+              );
         if (advanced.matchedCount + advanced.upsertedCount !== 1) {
           throw new Error(`checkpoint of ${collection} moved during the commit`);
         }
@@ -471,7 +529,13 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
         const fromEnd = total - query.offset - limit;
         const reversed = fromEnd < query.offset;
         const direction = reversed ? 1 : -1;
-        const start = await chunks.locate(collection, query.facets, reversed, reversed ? fromEnd : query.offset, session);
+        const start = await chunks.locate(
+          collection,
+          query.facets,
+          reversed,
+          reversed ? fromEnd : query.offset,
+          session,
+        );
         const bound = start.bound ? boundFilter(start.bound, reversed) : {};
         const pageFilter = { ...facetFilter(query.facets), ...bound } as Filter<MongoDoc>;
         const rows = await target
@@ -518,7 +582,11 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       if ('after' in query.start) {
         // Both bounds on seq: every page is a range of the delta index starting at the cursor, at any depth.
         const { seq, id } = query.start.after;
-        filter = { seq: { $gte: seq, $lte: query.upToSeq }, $or: [{ seq: { $gt: seq } }, { _id: { $gt: id } }], ...facetFilter(query.facets) };
+        filter = {
+          seq: { $gte: seq, $lte: query.upToSeq },
+          $or: [{ seq: { $gt: seq } }, { _id: { $gt: id } }],
+          ...facetFilter(query.facets),
+        };
       } else {
         // writtenAt never decreases with seq (both come from the log): a time maps to a first seq.
         const first = await target

@@ -1,4 +1,17 @@
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { GenerationSpace, PointerRead } from '../generations/port.ts';
@@ -39,7 +52,11 @@ export function readPointer(dataDir: string): PointerRead {
     return { ok: false, reason: `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}` };
   }
   const match = /^(0|[1-9]\d{0,8})\n?$/.exec(text);
-  if (!match) return { ok: false, reason: `${path} does not hold a generation number; run 'pulseboard replay' to rebuild the read models` };
+  if (!match)
+    return {
+      ok: false,
+      reason: `${path} does not hold a generation number; run 'pulseboard replay' to rebuild the read models`,
+    };
   return { ok: true, generation: Number(match[1]) };
 }
 
@@ -121,14 +138,18 @@ export function acquireReplayLock(dataDir: string): FileReplayLock {
   } catch (error) {
     db.close();
     const busy = error instanceof Error && /locked|busy/i.test(error.message);
-    if (!busy) return { ok: false, reason: `cannot lock ${path}: ${error instanceof Error ? error.message : String(error)}` };
+    if (!busy)
+      return { ok: false, reason: `cannot lock ${path}: ${error instanceof Error ? error.message : String(error)}` };
     let holder = '';
     try {
       holder = readFileSync(`${path}.pid`, 'utf8').trim();
     } catch {
       /* not written yet */
     }
-    return { ok: false, reason: `another replay is running${/^\d+$/.test(holder) ? ` (pid ${holder})` : ''} on ${dataDir}` };
+    return {
+      ok: false,
+      reason: `another replay is running${/^\d+$/.test(holder) ? ` (pid ${holder})` : ''} on ${dataDir}`,
+    };
   }
   writeFileSync(`${path}.pid`, `${process.pid}\n`);
   let held = true;
@@ -169,7 +190,8 @@ export function createSqliteGenerationSpace(dataDir: string, options: { mapBytes
     },
     list: async () => listGenerations(dataDir),
     exists: async (generation) => existsSync(generationPath(dataDir, generation)),
-    open: (generation, purpose) => createSqliteReadStore(generationPath(dataDir, generation), purpose === 'build' ? { bulkBuild: true } : serving),
+    open: (generation, purpose) =>
+      createSqliteReadStore(generationPath(dataDir, generation), purpose === 'build' ? { bulkBuild: true } : serving),
     remove: async (generation) => removeGeneration(dataDir, generation),
     async acquireReplayLock() {
       const lock = acquireReplayLock(dataDir);

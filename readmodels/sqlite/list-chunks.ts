@@ -1,5 +1,14 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { CHUNK_ROWS_MAX, consultsChunks, FIRST_CHUNK, pageFinder, pieceCutter, type ChunkStart, type PageStart, type Piece } from '../list-chunks.ts';
+import {
+  CHUNK_ROWS_MAX,
+  consultsChunks,
+  FIRST_CHUNK,
+  pageFinder,
+  pieceCutter,
+  type ChunkStart,
+  type PageStart,
+  type Piece,
+} from '../list-chunks.ts';
 
 /**
  * The SQLite store's listing chunks (readmodels/list-chunks.ts): `list_chunks` (rows per chunk) and
@@ -55,7 +64,8 @@ export const chunkQueries = {
   /** Params: collection, facets…. Each chunk's rows in those facets (every row when `facets` is undefined), from the newest end or (`ascending`) the oldest. */
   walk: (facets: readonly string[] | undefined, ascending: boolean): string => {
     const order = ascending ? 'ASC' : 'DESC';
-    if (facets === undefined) return `SELECT start_key, start_id, total FROM list_chunks WHERE collection = ? ORDER BY start_key ${order}, start_id ${order}`;
+    if (facets === undefined)
+      return `SELECT start_key, start_id, total FROM list_chunks WHERE collection = ? ORDER BY start_key ${order}, start_id ${order}`;
     return `SELECT start_key, start_id, SUM(n) FROM list_chunk_facets WHERE collection = ? AND facet IN (${facets.map(() => '?').join(',')})
       GROUP BY start_key, start_id ORDER BY start_key ${order}, start_id ${order}`;
   },
@@ -80,16 +90,31 @@ type Prepare = (sql: string, rowsAsArrays?: boolean) => StatementSync;
 /** Replaces the chunk starting at `start` by the pieces of its rows (one walk of them). */
 function cutChunk(prepare: Prepare, collection: string, start: ChunkStart, total: number): void {
   const next = prepare(chunkQueries.next, true).get(collection, start.key, start.id) as [string, string] | undefined;
-  prepare('DELETE FROM list_chunks WHERE collection = ? AND start_key = ? AND start_id = ?').run(collection, start.key, start.id);
-  prepare('DELETE FROM list_chunk_facets WHERE collection = ? AND start_key = ? AND start_id = ?').run(collection, start.key, start.id);
+  prepare('DELETE FROM list_chunks WHERE collection = ? AND start_key = ? AND start_id = ?').run(
+    collection,
+    start.key,
+    start.id,
+  );
+  prepare('DELETE FROM list_chunk_facets WHERE collection = ? AND start_key = ? AND start_id = ?').run(
+    collection,
+    start.key,
+    start.id,
+  );
   const insertChunk = prepare('INSERT INTO list_chunks (collection, start_key, start_id, total) VALUES (?, ?, ?, ?)');
-  const insertFacet = prepare('INSERT INTO list_chunk_facets (collection, start_key, start_id, facet, n) VALUES (?, ?, ?, ?, ?)');
+  const insertFacet = prepare(
+    'INSERT INTO list_chunk_facets (collection, start_key, start_id, facet, n) VALUES (?, ?, ?, ?, ?)',
+  );
   const write = (piece: Piece) => {
     insertChunk.run(collection, piece.start.key, piece.start.id, piece.total);
     for (const [facet, n] of piece.facets) insertFacet.run(collection, piece.start.key, piece.start.id, facet, n);
   };
   const cutter = pieceCutter(start, total);
-  const rows = prepare(chunkQueries.rows(next !== undefined), true).iterate(collection, start.key, start.id, ...(next ?? []));
+  const rows = prepare(chunkQueries.rows(next !== undefined), true).iterate(
+    collection,
+    start.key,
+    start.id,
+    ...(next ?? []),
+  );
   for (const [sortKey, id, facet] of rows as Iterable<[string, string, string]>) {
     const closed = cutter.add(sortKey, id, facet);
     if (closed) write(closed);
@@ -111,10 +136,14 @@ const preparer =
  * they existed, cuts each collection's listing into chunks once (one walk of every listing).
  */
 export function ensureChunks(db: DatabaseSync): void {
-  const existed = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'list_chunks'").get() !== undefined;
+  const existed =
+    db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'list_chunks'").get() !== undefined;
   db.exec(CHUNKS);
   if (existed) return;
-  const collections = db.prepare('SELECT collection, SUM(n) AS n FROM doc_counts GROUP BY collection').all() as { collection: string; n: number }[];
+  const collections = db.prepare('SELECT collection, SUM(n) AS n FROM doc_counts GROUP BY collection').all() as {
+    collection: string;
+    n: number;
+  }[];
   for (const { collection, n } of collections) if (n > 0) cutChunk(preparer(db), collection, FIRST_CHUNK, n);
 }
 

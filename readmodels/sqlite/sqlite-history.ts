@@ -1,6 +1,13 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inReadTransaction } from '../../config/sqlite.ts';
-import { OPEN_END, type HistoryStore, type Version, type VersionChange, type VersionWrite, type WritePoint } from '../history/port.ts';
+import {
+  OPEN_END,
+  type HistoryStore,
+  type Version,
+  type VersionChange,
+  type VersionWrite,
+  type WritePoint,
+} from '../history/port.ts';
 import type { ListPage } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 
@@ -49,14 +56,18 @@ CREATE TABLE IF NOT EXISTS history_counts (
 CREATE TABLE IF NOT EXISTS history_recorded_from (collection TEXT PRIMARY KEY, position INTEGER NOT NULL);
 `;
 
-export const CLEAR_HISTORY = 'DELETE FROM history_versions; DELETE FROM history_placements; DELETE FROM history_counts; DELETE FROM history_recorded_from;';
+export const CLEAR_HISTORY =
+  'DELETE FROM history_versions; DELETE FROM history_placements; DELETE FROM history_counts; DELETE FROM history_recorded_from;';
 
 /** Creates the tables (inside the caller's transaction); a store that held documents before gets its gaps recorded. */
 export function ensureHistory(db: DatabaseSync): void {
-  const existed = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'history_versions'").get() !== undefined;
+  const existed =
+    db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'history_versions'").get() !== undefined;
   db.exec(SCHEMA);
   if (existed) return;
-  db.exec('INSERT OR IGNORE INTO history_recorded_from (collection, position) SELECT collection, position FROM checkpoints WHERE position > 0');
+  db.exec(
+    'INSERT OR IGNORE INTO history_recorded_from (collection, position) SELECT collection, position FROM checkpoints WHERE position > 0',
+  );
 }
 
 const VERSION = (p = '') => `${p}id, CAST(${p}doc AS BLOB), ${p}valid_from, ${p}written_at, ${p}sort_key, ${p}facet`;
@@ -118,13 +129,24 @@ export const historyQueries = {
         AND (b.doc IS NULL OR b.doc <> a.doc)
       ORDER BY a.valid_from, a.id LIMIT ${limitText(limit)}`,
   /** Params: collection, at (ISO). */
-  pointAtTime: 'SELECT valid_from, written_at FROM history_versions WHERE collection = ? AND written_at <= ? ORDER BY written_at DESC, valid_from DESC LIMIT 1',
+  pointAtTime:
+    'SELECT valid_from, written_at FROM history_versions WHERE collection = ? AND written_at <= ? ORDER BY written_at DESC, valid_from DESC LIMIT 1',
   /** Params: collection, seq. */
-  pointAtSeq: 'SELECT valid_from, written_at FROM history_versions WHERE collection = ? AND valid_from <= ? ORDER BY valid_from DESC LIMIT 1',
+  pointAtSeq:
+    'SELECT valid_from, written_at FROM history_versions WHERE collection = ? AND valid_from <= ? ORDER BY valid_from DESC LIMIT 1',
 };
 
 const toVersion = <D>(row: VersionRow): Version<D> =>
-  storedFromTexts<D, null>({ id: row[0], doc: row[1], state: undefined, seq: row[2], writtenAt: row[3], sortKey: row[4], facet: row[5], keys: '{}' });
+  storedFromTexts<D, null>({
+    id: row[0],
+    doc: row[1],
+    state: undefined,
+    seq: row[2],
+    writtenAt: row[3],
+    sortKey: row[4],
+    facet: row[5],
+    keys: '{}',
+  });
 
 type Prepare = (sql: string, rowsAsArrays?: boolean) => StatementSync;
 
@@ -142,12 +164,22 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
     'SELECT valid_from, sort_key, facet FROM history_versions WHERE collection = ? AND id = ? ORDER BY valid_from DESC LIMIT 1',
     true,
   );
-  const closeVersion = prepare('UPDATE history_versions SET valid_to = ? WHERE collection = ? AND id = ? AND valid_from = ?');
-  const insertVersion = prepare(`INSERT INTO history_versions (collection, id, valid_from, valid_to, written_at, sort_key, facet, doc)
+  const closeVersion = prepare(
+    'UPDATE history_versions SET valid_to = ? WHERE collection = ? AND id = ? AND valid_from = ?',
+  );
+  const insertVersion =
+    prepare(`INSERT INTO history_versions (collection, id, valid_from, valid_to, written_at, sort_key, facet, doc)
     VALUES (?, ?, ?, ${OPEN_END}, ?, ?, ?, ?)`);
-  const closePlacement = prepare(`UPDATE history_placements SET to_seq = ? WHERE collection = ? AND sort_key = ? AND id = ? AND to_seq = ${OPEN_END}`);
-  const insertPlacement = prepare(`INSERT INTO history_placements (collection, sort_key, id, from_seq, to_seq, facet) VALUES (?, ?, ?, ?, ${OPEN_END}, ?)`);
-  const countNow = prepare('SELECT n FROM history_counts WHERE collection = ? AND facet = ? ORDER BY at_seq DESC LIMIT 1', true);
+  const closePlacement = prepare(
+    `UPDATE history_placements SET to_seq = ? WHERE collection = ? AND sort_key = ? AND id = ? AND to_seq = ${OPEN_END}`,
+  );
+  const insertPlacement = prepare(
+    `INSERT INTO history_placements (collection, sort_key, id, from_seq, to_seq, facet) VALUES (?, ?, ?, ?, ${OPEN_END}, ?)`,
+  );
+  const countNow = prepare(
+    'SELECT n FROM history_counts WHERE collection = ? AND facet = ? ORDER BY at_seq DESC LIMIT 1',
+    true,
+  );
   const setCount = prepare(
     'INSERT INTO history_counts (collection, facet, at_seq, n) VALUES (?, ?, ?, ?) ON CONFLICT (collection, facet, at_seq) DO UPDATE SET n = excluded.n',
   );
@@ -160,14 +192,16 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
   };
 
   function count(collection: string, at: number, facets: readonly string[] | undefined): number {
-    const names = facets ?? (prepare(historyQueries.facets, true).all(collection) as unknown as [string][]).map((r) => r[0]);
+    const names =
+      facets ?? (prepare(historyQueries.facets, true).all(collection) as unknown as [string][]).map((r) => r[0]);
     const probe = prepare(historyQueries.count, true);
     let total = 0;
-    for (const facet of names) total += ((probe.get(collection, facet, at) as unknown as [number] | undefined)?.[0] ?? 0);
+    for (const facet of names) total += (probe.get(collection, facet, at) as unknown as [number] | undefined)?.[0] ?? 0;
     return total;
   }
 
-  const point = (row: [number, string] | undefined): WritePoint | null => (row ? { seq: row[0], writtenAt: row[1] } : null);
+  const point = (row: [number, string] | undefined): WritePoint | null =>
+    row ? { seq: row[0], writtenAt: row[1] } : null;
 
   return {
     write(collection, writes) {
@@ -198,11 +232,16 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
     },
 
     async pointAtTime(collection, at) {
-      return point(prepare(historyQueries.pointAtTime, true).get(collection, new Date(at).toISOString()) as unknown as [number, string] | undefined);
+      return point(
+        prepare(historyQueries.pointAtTime, true).get(collection, new Date(at).toISOString()) as unknown as
+          [number, string] | undefined,
+      );
     },
 
     async pointAtSeq(collection, seq) {
-      return point(prepare(historyQueries.pointAtSeq, true).get(collection, seq) as unknown as [number, string] | undefined);
+      return point(
+        prepare(historyQueries.pointAtSeq, true).get(collection, seq) as unknown as [number, string] | undefined,
+      );
     },
 
     async get<D>(collection: string, id: string, at: number) {
@@ -220,7 +259,11 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
       return found;
     },
 
-    async list<D>(collection: string, at: number, query: { facets?: readonly string[]; offset: number; limit: number }) {
+    async list<D>(
+      collection: string,
+      at: number,
+      query: { facets?: readonly string[]; offset: number; limit: number },
+    ) {
       // The total and the rows from one snapshot, as the live board's; read from the nearer end.
       return inReadTransaction(db, (): ListPage<D> => {
         const total = count(collection, at, query.facets);
@@ -244,18 +287,29 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
       return inReadTransaction(db, () => count(collection, at, facets));
     },
 
-    async scan<D>(collection: string, at: number, query: { facets?: readonly string[]; after?: { sortKey: string; id: string }; limit: number }) {
+    async scan<D>(
+      collection: string,
+      at: number,
+      query: { facets?: readonly string[]; after?: { sortKey: string; id: string }; limit: number },
+    ) {
       const params: (string | number)[] = [collection, at, at];
       if (query.after) params.push(query.after.sortKey, query.after.sortKey, query.after.id);
       params.push(...(query.facets ?? []));
-      const rows = documents(historyQueries.scan(query.facets, query.after !== undefined, query.limit)).all(...params) as unknown as VersionRow[];
+      const rows = documents(historyQueries.scan(query.facets, query.after !== undefined, query.limit)).all(
+        ...params,
+      ) as unknown as VersionRow[];
       return rows.map((r) => toVersion<D>(r));
     },
 
-    async changes<D>(collection: string, query: { from: number; to: number; after?: { seq: number; id: string }; limit: number }) {
+    async changes<D>(
+      collection: string,
+      query: { from: number; to: number; after?: { seq: number; id: string }; limit: number },
+    ) {
       const params: (string | number)[] = [collection, query.from, query.to];
       if (query.after) params.push(query.after.seq, query.after.id);
-      const rows = documents(historyQueries.changes(query.after !== undefined, query.limit)).all(...params) as unknown as (VersionRow[number] | null)[][];
+      const rows = documents(historyQueries.changes(query.after !== undefined, query.limit)).all(
+        ...params,
+      ) as unknown as (VersionRow[number] | null)[][];
       return rows.map((r): VersionChange<D> => ({
         after: toVersion<D>(r.slice(0, 6) as VersionRow),
         before: r[6] === null ? null : toVersion<D>(r.slice(6) as VersionRow),

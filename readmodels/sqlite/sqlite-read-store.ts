@@ -1,7 +1,16 @@
 import { closeSync, fsyncSync, openSync } from 'node:fs';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inReadTransaction, inTransaction, openSqlite } from '../../config/sqlite.ts';
-import type { CommitOutcome, DeltaQuery, DocWrite, KeysetQuery, ListPage, ListQuery, ReadStore, StoredDoc } from '../port.ts';
+import type {
+  CommitOutcome,
+  DeltaQuery,
+  DocWrite,
+  KeysetQuery,
+  ListPage,
+  ListQuery,
+  ReadStore,
+  StoredDoc,
+} from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
 import { CLEAR_HISTORY, createSqliteHistory, ensureHistory } from './sqlite-history.ts';
@@ -114,14 +123,24 @@ export const READ_STORE_PRAGMAS = CACHE_PRAGMA(WRITE_CACHE_KIB);
  * TEXT to BLOB copies the stored bytes as they are: the text is never decoded to a JS string to be
  * encoded back when a response is written). `prefix` names the table in a join.
  */
-const listed = (prefix = ''): string => `${prefix}id, CAST(${prefix}doc AS BLOB), ${prefix}seq, ${prefix}written_at, ${prefix}sort_key, ${prefix}facet, ${prefix}keys`;
+const listed = (prefix = ''): string =>
+  `${prefix}id, CAST(${prefix}doc AS BLOB), ${prefix}seq, ${prefix}written_at, ${prefix}sort_key, ${prefix}facet, ${prefix}keys`;
 /** What `get` reads: the listing's columns and the state. */
 const WITH_STATE = `${listed()}, state`;
 /** Prepared statements kept per store (see `prepared`). */
 const STATEMENTS_KEPT = 512;
 
 /** A row of `listed()` (and `state` after it for `get`), read as an array. */
-type DocRow = [id: string, doc: Uint8Array, seq: number, writtenAt: string, sortKey: string, facet: string, keys: string, state?: string];
+type DocRow = [
+  id: string,
+  doc: Uint8Array,
+  seq: number,
+  writtenAt: string,
+  sortKey: string,
+  facet: string,
+  keys: string,
+  state?: string,
+];
 
 /** A row as the port's stored document (parsed on first access; listing rows carry no state). */
 function toStored<D, S>(row: DocRow): StoredDoc<D, S> {
@@ -212,7 +231,8 @@ export const pageQueries = {
 /** Moves a store written with the earlier WITHOUT ROWID layout to the current one (once, on open). */
 function migrateDocsLayout(db: DatabaseSync): void {
   inTransaction(db, () => {
-    const table = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'docs'").get() as { sql: string } | undefined;
+    const table = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'docs'").get() as
+      { sql: string } | undefined;
     if (!table) {
       db.exec(DOCS_TABLE('docs'));
       return;
@@ -228,9 +248,13 @@ function migrateDocsLayout(db: DatabaseSync): void {
 /** Creates the counters on a store written before they existed (counting what it holds once), and the key triggers. */
 function ensureCounters(db: DatabaseSync): void {
   inTransaction(db, () => {
-    const existed = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'doc_counts'").get() !== undefined;
+    const existed =
+      db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'doc_counts'").get() !== undefined;
     db.exec(COUNTERS);
-    if (!existed) db.exec('INSERT INTO doc_counts (collection, facet, n) SELECT collection, facet, COUNT(*) FROM docs GROUP BY collection, facet');
+    if (!existed)
+      db.exec(
+        'INSERT INTO doc_counts (collection, facet, n) SELECT collection, facet, COUNT(*) FROM docs GROUP BY collection, facet',
+      );
     db.exec(KEY_TRIGGERS);
   });
 }
@@ -337,32 +361,45 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   }
   const getOne = documents(`SELECT ${WITH_STATE} FROM docs WHERE collection = ? AND id = ?`);
   // Any number of ids in one statement: the id list travels as one JSON array.
-  const getSome = documents(`SELECT ${WITH_STATE} FROM docs WHERE collection = ? AND id IN (SELECT value FROM json_each(?))`);
+  const getSome = documents(
+    `SELECT ${WITH_STATE} FROM docs WHERE collection = ? AND id IN (SELECT value FROM json_each(?))`,
+  );
   // Per value, the first `limit` ids in id order (a window over the key's index range for each value).
   const findIdsManyStatement = prepared(`
     SELECT value, id FROM (
       SELECT value, id, row_number() OVER (PARTITION BY value ORDER BY id) AS n FROM doc_keys
       WHERE collection = ? AND key = ? AND value IN (SELECT value FROM json_each(?))
     ) WHERE n <= ? ORDER BY value, id`);
-  const findIdsStatement = (limit: number) => prepared(`SELECT id FROM doc_keys WHERE collection = ? AND key = ? AND value = ? ORDER BY id LIMIT ${sqlLimit(limit)}`);
+  const findIdsStatement = (limit: number) =>
+    prepared(
+      `SELECT id FROM doc_keys WHERE collection = ? AND key = ? AND value = ? ORDER BY id LIMIT ${sqlLimit(limit)}`,
+    );
   const findDocsStatement = (limit: number) => documents(pageQueries.byKey(limit));
   // A range of doc_keys' primary key: values from the prefix up to the prefix followed by the highest code point.
   const findKeysByPrefixStatement = (limit: number) =>
-    prepared(`SELECT value, id FROM doc_keys WHERE collection = ? AND key = ? AND value >= ? AND value < ? ORDER BY value, id LIMIT ${sqlLimit(limit)}`);
-  const firstWrittenAt = prepared('SELECT seq FROM docs WHERE collection = ? AND written_at >= ? ORDER BY written_at, seq LIMIT 1');
+    prepared(
+      `SELECT value, id FROM doc_keys WHERE collection = ? AND key = ? AND value >= ? AND value < ? ORDER BY value, id LIMIT ${sqlLimit(limit)}`,
+    );
+  const firstWrittenAt = prepared(
+    'SELECT seq FROM docs WHERE collection = ? AND written_at >= ? ORDER BY written_at, seq LIMIT 1',
+  );
   const countAll = prepared('SELECT COALESCE(SUM(n), 0) AS n FROM doc_counts WHERE collection = ?');
 
   function count(collection: string, facets: readonly string[] | undefined): number {
     if (facets === undefined) return (countAll.get(collection) as { n: number }).n;
     if (facets.length === 0) return 0;
-    const row = prepared(`SELECT COALESCE(SUM(n), 0) AS n FROM doc_counts WHERE collection = ? AND facet IN (${facets.map(() => '?').join(',')})`).get(
-      collection,
-      ...facets,
-    ) as { n: number };
+    const row = prepared(
+      `SELECT COALESCE(SUM(n), 0) AS n FROM doc_counts WHERE collection = ? AND facet IN (${facets.map(() => '?').join(',')})`,
+    ).get(collection, ...facets) as { n: number };
     return row.n;
   }
 
-  const commitBatch = (collection: string, writes: readonly DocWrite[], checkpoint: number, expected: number | undefined): CommitOutcome =>
+  const commitBatch = (
+    collection: string,
+    writes: readonly DocWrite[],
+    checkpoint: number,
+    expected: number | undefined,
+  ): CommitOutcome =>
     inTransaction(db, (): CommitOutcome => {
       if (expected !== undefined) {
         const actual = (getCheckpoint.get(collection) as { position: number } | undefined)?.position ?? 0;
@@ -374,7 +411,8 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
         const json = w.json ?? JSON.stringify(w.doc);
         const state = JSON.stringify(w.state);
         const keys = JSON.stringify(w.keys);
-        if (json === undefined || state === undefined || keys === undefined) throw new TypeError(`document ${w.id} is not JSON`);
+        if (json === undefined || state === undefined || keys === undefined)
+          throw new TypeError(`document ${w.id} is not JSON`);
         // Lookup keys follow from `keys` (KEY_TRIGGERS).
         upsert.run(collection, w.id, json, state, w.seq, w.writtenAt, w.sortKey, w.facet, keys);
       }
@@ -428,14 +466,20 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     },
 
     async findKeysByPrefix(collection, key, prefix, limit) {
-      const rows = findKeysByPrefixStatement(limit).all(collection, key, prefix, `${prefix}\u{10FFFF}`) as { value: string; id: string }[];
+      const rows = findKeysByPrefixStatement(limit).all(collection, key, prefix, `${prefix}\u{10FFFF}`) as {
+        value: string;
+        id: string;
+      }[];
       return rows.map((row) => ({ value: row.value, id: row.id }));
     },
 
     async findIdsMany(collection, key, values, limit) {
       const found = new Map<string, string[]>();
       if (values.length === 0 || limit <= 0) return found;
-      for (const row of findIdsManyStatement.all(collection, key, JSON.stringify([...new Set(values)]), limit) as { value: string; id: string }[]) {
+      for (const row of findIdsManyStatement.all(collection, key, JSON.stringify([...new Set(values)]), limit) as {
+        value: string;
+        id: string;
+      }[]) {
         const ids = found.get(row.value);
         if (ids) ids.push(row.id);
         else found.set(row.value, [row.id]);
@@ -475,7 +519,9 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     async listKeyset<D>(collection: string, query: KeysetQuery) {
       const params: (string | number)[] = [collection, ...(query.facets ?? [])];
       if (query.before) params.push(query.before.sortKey, query.before.sortKey, query.before.id);
-      const rows = documents(pageQueries.keyset(query.facets, query.before !== undefined, query.limit)).all(...params) as unknown as DocRow[];
+      const rows = documents(pageQueries.keyset(query.facets, query.before !== undefined, query.limit)).all(
+        ...params,
+      ) as unknown as DocRow[];
       return rows.map((r) => toStored<D, unknown>(r));
     },
 
@@ -503,7 +549,9 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     async clear() {
       forgetCheckpoints();
       inTransaction(db, () => {
-        db.exec(`DELETE FROM docs; DELETE FROM doc_keys; DELETE FROM doc_counts; DELETE FROM checkpoints; ${CLEAR_CHUNKS} ${CLEAR_HISTORY}`);
+        db.exec(
+          `DELETE FROM docs; DELETE FROM doc_keys; DELETE FROM doc_counts; DELETE FROM checkpoints; ${CLEAR_CHUNKS} ${CLEAR_HISTORY}`,
+        );
       });
     },
 

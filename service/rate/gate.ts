@@ -39,18 +39,20 @@ function rateHeaders(limit: number, remaining: number, resetSeconds: number): Re
 
 /** `headers` is complete: the transport sets every header in it, on success and on refusal. */
 export type GateResult =
-  | { ok: true; headers: Record<string, string> }
-  | { ok: false; error: ServiceError; headers: Record<string, string> };
+  { ok: true; headers: Record<string, string> } | { ok: false; error: ServiceError; headers: Record<string, string> };
 
 export type RateGate = { check(keyId: string, protection: Protection, budget?: Budget): Promise<GateResult> };
 
-export type RateGateOptions = { /** Protocol messages per key per window; unset: the requests limit. */ protocolLimit?: number };
+export type RateGateOptions = {
+  /** Protocol messages per key per window; unset: the requests limit. */ protocolLimit?: number;
+};
 
 /** The per-key budgets in front of every authenticated operation, REST and MCP alike. */
 export function createRateGate(limiter: RateLimiter, options: RateGateOptions = {}): RateGate {
   return {
     async check(keyId, protection, budget = 'requests') {
-      if (budget === 'protocol') return protocolOutcome(await consumeSafely(protocolBucket(keyId), options.protocolLimit));
+      if (budget === 'protocol')
+        return protocolOutcome(await consumeSafely(protocolBucket(keyId), options.protocolLimit));
       return requestsOutcome(await consumeSafely(keyId), protection);
     },
   };
@@ -78,7 +80,10 @@ function requestsOutcome(decision: RateDecision, protection: Protection): GateRe
     return {
       ok: false,
       error: errors.rateLimited(decision.retryAfterSeconds),
-      headers: { ...rateHeaders(decision.limit, 0, decision.resetSeconds), 'retry-after': String(decision.retryAfterSeconds) },
+      headers: {
+        ...rateHeaders(decision.limit, 0, decision.resetSeconds),
+        'retry-after': String(decision.retryAfterSeconds),
+      },
     };
   }
   if (protection === 'basic') return { ok: true, headers: {} };
@@ -92,6 +97,11 @@ function requestsOutcome(decision: RateDecision, protection: Protection): GateRe
  */
 function protocolOutcome(decision: RateDecision): GateResult {
   if (decision.ok || decision.reason === 'unavailable') return { ok: true, headers: {} };
-  const message = 'Too many protocol messages (initialize, tools/list, ping, notifications) for this key; retry after the Retry-After interval.';
-  return { ok: false, error: errors.rateLimited(decision.retryAfterSeconds, message), headers: { 'retry-after': String(decision.retryAfterSeconds) } };
+  const message =
+    'Too many protocol messages (initialize, tools/list, ping, notifications) for this key; retry after the Retry-After interval.';
+  return {
+    ok: false,
+    error: errors.rateLimited(decision.retryAfterSeconds, message),
+    headers: { 'retry-after': String(decision.retryAfterSeconds) },
+  };
 }

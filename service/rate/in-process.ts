@@ -80,7 +80,12 @@ export function createInProcessLimiter(options: InProcessLimiterOptions): InProc
       log.count.push(1);
     }
     log.total += 1;
-    return { ok: true, limit, remaining: limit - log.total, resetSeconds: wholeSeconds(log.at[log.head]! + windowMs - at) };
+    return {
+      ok: true,
+      limit,
+      remaining: limit - log.total,
+      resetSeconds: wholeSeconds(log.at[log.head]! + windowMs - at),
+    };
   }
 
   return {

@@ -1,4 +1,3 @@
-
 /**
  * Per-key rate protection shared by REST and MCP: one budget per key id
  * over both surfaces together.

@@ -64,7 +64,13 @@ const TIMEOUT_BACKOFF_MS = 1000;
 const FIRST_CONNECT_WAIT_MS = 1000;
 
 type ConsumeCommand = {
-  pbRateConsume(key: string, limit: number, windowMs: number, member: string, now: string): Promise<[number, number, number]>;
+  pbRateConsume(
+    key: string,
+    limit: number,
+    windowMs: number,
+    member: string,
+    now: string,
+  ): Promise<[number, number, number]>;
 };
 
 export type RedisLimiter = RateLimiter & {
@@ -119,7 +125,13 @@ export function createRedisLimiter(options: RedisLimiterOptions): RedisLimiter {
     try {
       sequence += 1;
       const now = options.now ? String(options.now()) : '';
-      const [allowed, remaining, ms] = await command.pbRateConsume(rateKey(keyId), limit, windowMs, memberPrefix + sequence, now);
+      const [allowed, remaining, ms] = await command.pbRateConsume(
+        rateKey(keyId),
+        limit,
+        windowMs,
+        memberPrefix + sequence,
+        now,
+      );
       const seconds = wholeSeconds(ms);
       if (allowed === 1) return { ok: true, limit, remaining, resetSeconds: seconds };
       return { ok: false, reason: 'limited', limit, remaining: 0, resetSeconds: seconds, retryAfterSeconds: seconds };

@@ -16,7 +16,9 @@ export const callsQuerySchema = z
   .object({
     limit: intParam(1, CALL_PAGE_MAX, CALL_PAGE_DEFAULT)
       .optional()
-      .describe(`Most calls per page: 1 to ${CALL_PAGE_MAX}, default ${CALL_PAGE_DEFAULT}. A maximum, not a promise: the response budget (maxBytes) can make a page shorter.`),
+      .describe(
+        `Most calls per page: 1 to ${CALL_PAGE_MAX}, default ${CALL_PAGE_DEFAULT}. A maximum, not a promise: the response budget (maxBytes) can make a page shorter.`,
+      ),
     maxBytes: intParam(CALL_PAGE_BUDGET_MIN, CALL_PAGE_BUDGET_MAX, CALL_PAGE_BUDGET_MAX)
       .optional()
       .describe(
@@ -27,7 +29,9 @@ export const callsQuerySchema = z
       .min(1, 'must not be empty')
       .max(CURSOR_MAX, `must be at most ${CURSOR_MAX} characters`)
       .optional()
-      .describe("Opaque; the `next` of the previous page. Send it with the same `contract` and `chain` as that page's request."),
+      .describe(
+        "Opaque; the `next` of the previous page. Send it with the same `contract` and `chain` as that page's request.",
+      ),
     contract: z
       .string()
       .max(CONTRACT_FILTER_MAX, `must be at most ${CONTRACT_FILTER_MAX} characters`)
@@ -41,7 +45,9 @@ export const callsQuerySchema = z
       .max(CHAIN_FILTER_MAX, `must be at most ${CHAIN_FILTER_MAX} characters`)
       .regex(FILTER_CHARS, 'must be a chain name or key, e.g. ethereum, eth, base, solana, sol, bsc, arbitrum, arb')
       .optional()
-      .describe('Chain name or key (e.g. ethereum or eth, base, solana or sol, bsc, arbitrum or arb). Allowed only together with `contract`.'),
+      .describe(
+        'Chain name or key (e.g. ethereum or eth, base, solana or sol, bsc, arbitrum or arb). Allowed only together with `contract`.',
+      ),
   })
   .strict();
 

@@ -42,17 +42,32 @@ export const searchAsOfQuerySchema = searchQuerySchema.extend({ asOf: asOfParam.
 /** GET /v1/projects/diff and the diff_projects tool. */
 export const diffQuerySchema = z
   .object({
-    from: asOfParam.optional().describe('The starting point (exclusive): an ISO 8601 date-time or a delta cursor. Required unless `cursor` is sent.'),
-    to: asOfParam.optional().describe('The end point (inclusive), as `from`; default: now (the latest write), pinned by `next`.'),
-    cursor: z.string().min(1).max(CURSOR_MAX).optional().describe('Continue from the `next` of an earlier diff page (it carries both points).'),
-    limit: intParam(1, DIFF_LIMIT_MAX, DIFF_LIMIT_DEFAULT).optional().describe(`Rows per page: 1 to ${DIFF_LIMIT_MAX}, default ${DIFF_LIMIT_DEFAULT}.`),
+    from: asOfParam
+      .optional()
+      .describe(
+        'The starting point (exclusive): an ISO 8601 date-time or a delta cursor. Required unless `cursor` is sent.',
+      ),
+    to: asOfParam
+      .optional()
+      .describe('The end point (inclusive), as `from`; default: now (the latest write), pinned by `next`.'),
+    cursor: z
+      .string()
+      .min(1)
+      .max(CURSOR_MAX)
+      .optional()
+      .describe('Continue from the `next` of an earlier diff page (it carries both points).'),
+    limit: intParam(1, DIFF_LIMIT_MAX, DIFF_LIMIT_DEFAULT)
+      .optional()
+      .describe(`Rows per page: 1 to ${DIFF_LIMIT_MAX}, default ${DIFF_LIMIT_DEFAULT}.`),
   })
   .strict();
 
 /** The list_projects tool with `asOf` (board mode only; delta mode is sync_projects). */
 export const listProjectsAsOfToolSchema = boardQuerySchema.pick({ page: true, has_dossier: true, asOf: true }).strict();
 /** The sync_projects tool with include=changes. */
-export const syncChangesToolSchema = boardQuerySchema.pick({ since: true, cursor: true, limit: true, has_dossier: true, include: true }).strict();
+export const syncChangesToolSchema = boardQuerySchema
+  .pick({ since: true, cursor: true, limit: true, has_dossier: true, include: true })
+  .strict();
 
 export type BoardQuery = z.output<typeof boardQuerySchema>;
 export type DiffQuery = z.output<typeof diffQuerySchema>;

@@ -17,16 +17,35 @@ export const advertised = z.registry<Record<string, unknown>>();
 export const intParam = (min: number, max: number, fallback?: number) => {
   const message = `must be a whole number from ${min} to ${max}`;
   const schema = z
-    .union([z.number(), z.string().regex(/^-?\d+$/, message).transform(Number)], { error: message })
+    .union(
+      [
+        z.number(),
+        z
+          .string()
+          .regex(/^-?\d+$/, message)
+          .transform(Number),
+      ],
+      { error: message },
+    )
     .pipe(z.number().int(message).min(min, message).max(max, message));
-  advertised.add(schema, { type: 'integer', minimum: min, maximum: max, ...(fallback === undefined ? {} : { default: fallback }) });
+  advertised.add(schema, {
+    type: 'integer',
+    minimum: min,
+    maximum: max,
+    ...(fallback === undefined ? {} : { default: fallback }),
+  });
   return schema;
 };
 
-export const boolParam = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], { error: 'must be true or false' });
+export const boolParam = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], {
+  error: 'must be true or false',
+});
 advertised.add(boolParam, { type: 'boolean' });
 
-export const dateTimeParam = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z' });
+export const dateTimeParam = z.iso.datetime({
+  offset: true,
+  message: 'must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z',
+});
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; message: string };
 
@@ -42,7 +61,9 @@ export function parseParams<S extends z.ZodType>(schema: S, input: unknown): Par
   }
   const name = issue.path.length > 0 ? echoed(issue.path.join('.')) : 'request';
   // A query parameter sent twice arrives as an array.
-  if (issue.code === 'invalid_type' && / received array$/.test(issue.message)) return { ok: false, message: `parameter '${name}' must be given once` };
-  const detail = issue.code === 'invalid_union' && !issue.message.startsWith('must') ? 'has an invalid value' : issue.message;
+  if (issue.code === 'invalid_type' && / received array$/.test(issue.message))
+    return { ok: false, message: `parameter '${name}' must be given once` };
+  const detail =
+    issue.code === 'invalid_union' && !issue.message.startsWith('must') ? 'has an invalid value' : issue.message;
   return { ok: false, message: `parameter '${name}' ${detail.startsWith('must') ? detail : `is invalid: ${detail}`}` };
 }

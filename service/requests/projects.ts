@@ -18,15 +18,26 @@ const waitParam = (min: number) =>
 /** GET /v1/projects and the list_projects / sync_projects tools. */
 export const projectsQuerySchema = z
   .object({
-    page: intParam(1, 1_000_000, 1).optional().describe(`Board mode: page number, 1-based, ${BOARD_PAGE_SIZE} projects per page, newest first.`),
+    page: intParam(1, 1_000_000, 1)
+      .optional()
+      .describe(`Board mode: page number, 1-based, ${BOARD_PAGE_SIZE} projects per page, newest first.`),
     since: z
-      .union([z.literal(SINCE_NOW), dateTimeParam], { error: `must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z, or '${SINCE_NOW}'` })
+      .union([z.literal(SINCE_NOW), dateTimeParam], {
+        error: `must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z, or '${SINCE_NOW}'`,
+      })
       .optional()
       .describe(
         `Delta mode: rows the archive wrote at or after this ISO 8601 time (a write, not necessarily a material change). '${SINCE_NOW}': no rows, only a cursor at the latest write, to fetch later writes with.`,
       ),
-    cursor: z.string().min(1).max(512).optional().describe('Delta mode: continue from the cursor of an earlier delta page.'),
-    limit: intParam(1, SYNC_LIMIT_MAX, SYNC_LIMIT_DEFAULT).optional().describe(`Delta mode page size: 1 to ${SYNC_LIMIT_MAX}, default ${SYNC_LIMIT_DEFAULT}.`),
+    cursor: z
+      .string()
+      .min(1)
+      .max(512)
+      .optional()
+      .describe('Delta mode: continue from the cursor of an earlier delta page.'),
+    limit: intParam(1, SYNC_LIMIT_MAX, SYNC_LIMIT_DEFAULT)
+      .optional()
+      .describe(`Delta mode page size: 1 to ${SYNC_LIMIT_MAX}, default ${SYNC_LIMIT_DEFAULT}.`),
     has_dossier: boolParam.optional().describe('Only projects with (true) or without (false) a research dossier.'),
     wait: waitParam(1),
   })
@@ -51,7 +62,9 @@ export type ProjectsQuery = z.output<typeof projectsQuerySchema>;
 
 /** GET /v1/projects/{handle} and the get_project tool. */
 export const projectParamsSchema = z
-  .object({ handle: z.string().min(1).max(200).describe('A social handle (with or without @) or the stable project id.') })
+  .object({
+    handle: z.string().min(1).max(200).describe('A social handle (with or without @) or the stable project id.'),
+  })
   .strict();
 
 export const projectQuerySchema = z
@@ -59,7 +72,9 @@ export const projectQuerySchema = z
     include: z
       .enum(['context'], { message: "must be 'context'" })
       .optional()
-      .describe("'context' adds vote counts, research status and freshness (and voter names for an allowlisted key owner)."),
+      .describe(
+        "'context' adds vote counts, research status and freshness (and voter names for an allowlisted key owner).",
+      ),
     asOf: dateTimeParam
       .optional()
       .describe(

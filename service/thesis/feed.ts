@@ -80,7 +80,8 @@ export function createThesisFeed(deps: ThesisFeedDeps): ThesisFeed {
   const { log, store, access, heartbeat } = deps;
 
   async function admit(caller: Caller): Promise<ServiceError | null> {
-    if (deps.config.PULSEBOARD_THESIS_FEED !== 'on') return errors.unavailable('The thesis feed is disabled on this instance.');
+    if (deps.config.PULSEBOARD_THESIS_FEED !== 'on')
+      return errors.unavailable('The thesis feed is disabled on this instance.');
     const membership = await access.ownerAccess(caller.owner);
     if (!membership.allowlisted || !membership.linked) {
       return errors.forbidden('The thesis feed is open to linked allowlist members only; this key owner is not one.');
@@ -91,13 +92,15 @@ export function createThesisFeed(deps: ThesisFeedDeps): ThesisFeed {
   const openJobsRetryAfter = () => Math.max(1, Math.ceil(deps.config.PULSEBOARD_THESIS_SOURCE_TIMEOUT_MS / 1000));
   const busy = () => errors.unavailable('The thesis feed is busy; retry shortly.', 1);
 
-  type Attempt =
-    | { kind: 'reply'; reply: ThesisReply }
-    | { kind: 'refused'; error: ServiceError }
-    | { kind: 'raced' };
+  type Attempt = { kind: 'reply'; reply: ThesisReply } | { kind: 'refused'; error: ServiceError } | { kind: 'raced' };
 
   /** One try at queuing: slots in a fixed order, then the request itself, undoing on any refusal. */
-  async function tryQueue(caller: Caller, contract: string, expected: number | null, record: ThesisRecord | null): Promise<Attempt> {
+  async function tryQueue(
+    caller: Caller,
+    contract: string,
+    expected: number | null,
+    record: ThesisRecord | null,
+  ): Promise<Attempt> {
     const at = now();
     const atIso = at.toISOString();
     const day = utcDayOf(at);
@@ -111,7 +114,10 @@ export function createThesisFeed(deps: ThesisFeedDeps): ThesisFeed {
       if (memberSlot.reason === 'contention') return { kind: 'refused', error: busy() };
       return {
         kind: 'refused',
-        error: errors.rateLimited(secondsToUtcMidnight(at), `This member has used its ${THESIS_MEMBER_DAILY_SUBMISSIONS} thesis submissions for the UTC day.`),
+        error: errors.rateLimited(
+          secondsToUtcMidnight(at),
+          `This member has used its ${THESIS_MEMBER_DAILY_SUBMISSIONS} thesis submissions for the UTC day.`,
+        ),
       };
     }
     const globalSlot = await takeDailySlot(log, global, job);
@@ -120,7 +126,10 @@ export function createThesisFeed(deps: ThesisFeedDeps): ThesisFeed {
       if (globalSlot.reason === 'contention') return { kind: 'refused', error: busy() };
       return {
         kind: 'refused',
-        error: errors.rateLimited(secondsToUtcMidnight(at), `The ${THESIS_GLOBAL_DAILY_STARTS} thesis reads of the UTC day have all been started.`),
+        error: errors.rateLimited(
+          secondsToUtcMidnight(at),
+          `The ${THESIS_GLOBAL_DAILY_STARTS} thesis reads of the UTC day have all been started.`,
+        ),
       };
     }
     const openSlot = await ledger.take(job);
@@ -135,7 +144,11 @@ export function createThesisFeed(deps: ThesisFeedDeps): ThesisFeed {
     }
 
     const requested = thesisEvent('thesis.requested', { contract, requestId, owner: caller.owner, day, at: atIso });
-    const appended = await log.append(streams.thesis(contract), [{ id: commandEventId(), ...requested }], expected ?? 'no_stream');
+    const appended = await log.append(
+      streams.thesis(contract),
+      [{ id: commandEventId(), ...requested }],
+      expected ?? 'no_stream',
+    );
     if (!appended.ok) {
       // Another POST changed this contract first (most likely queued it): hand everything back.
       await ledger.close({ epoch: openSlot.epoch, requestId }, 'refunded', atIso);
@@ -145,7 +158,10 @@ export function createThesisFeed(deps: ThesisFeedDeps): ThesisFeed {
     }
     logger.info({ contract, requestId }, 'thesis read queued');
     const queued = foldThesisRecord(record, requested);
-    return { kind: 'reply', reply: { httpStatus: 202, status: toThesisStatus(queued, { now: at, workerAvailable: true }) } };
+    return {
+      kind: 'reply',
+      reply: { httpStatus: 202, status: toThesisStatus(queued, { now: at, workerAvailable: true }) },
+    };
   }
 
   return {
@@ -173,16 +189,27 @@ export function createThesisFeed(deps: ThesisFeedDeps): ThesisFeed {
         if (status.status === 'ready') return ok({ httpStatus: 200, status });
         if (status.status === 'failed' && status.nextEligibleAt !== null) {
           return fail(
-            errors.rateLimited(secondsUntil(status.nextEligibleAt, now()), 'The last read of this contract failed; a new one can start after the cooldown (nextEligibleAt).'),
+            errors.rateLimited(
+              secondsUntil(status.nextEligibleAt, now()),
+              'The last read of this contract failed; a new one can start after the cooldown (nextEligibleAt).',
+            ),
           );
         }
         if (!workerAvailable) {
-          return fail(errors.unavailable('The thesis reader is offline, so a new read cannot start now.', Math.ceil(HEARTBEAT_TTL_MS / 1000)));
+          return fail(
+            errors.unavailable(
+              'The thesis reader is offline, so a new read cannot start now.',
+              Math.ceil(HEARTBEAT_TTL_MS / 1000),
+            ),
+          );
         }
         const outcome = await tryQueue(caller, contract, revision, record);
         if (outcome.kind === 'reply') return ok(outcome.reply);
         if (outcome.kind === 'refused') {
-          logger.info({ contract, status: outcome.error.status, retryAfter: outcome.error.retryAfter }, 'thesis request refused');
+          logger.info(
+            { contract, status: outcome.error.status, retryAfter: outcome.error.retryAfter },
+            'thesis request refused',
+          );
           return fail(outcome.error);
         }
       }

@@ -52,7 +52,10 @@ function foldEpoch(epoch: number, events: readonly RecordedEvent[]): EpochView {
   return { epoch, open: [...open.values()], revision: last ? last.revision : null, rotatedTo };
 }
 
-export function createOpenJobsLedger(log: EventLog, options: { cap?: number; rotateAfter?: number } = {}): OpenJobsLedger {
+export function createOpenJobsLedger(
+  log: EventLog,
+  options: { cap?: number; rotateAfter?: number } = {},
+): OpenJobsLedger {
   const cap = options.cap ?? THESIS_OPEN_JOBS;
   const rotateAfter = options.rotateAfter ?? 256;
   let knownEpoch: number | null = null;

@@ -25,7 +25,8 @@ export function countTaken(events: readonly RecordedEvent[]): number {
   const taken = new Set<string>();
   for (const event of events) {
     if (event.type === 'thesis.quota.taken') taken.add(dataOf('thesis.quota.taken', event.data).requestId);
-    else if (event.type === 'thesis.quota.released') taken.delete(dataOf('thesis.quota.released', event.data).requestId);
+    else if (event.type === 'thesis.quota.released')
+      taken.delete(dataOf('thesis.quota.released', event.data).requestId);
   }
   return taken.size;
 }
@@ -52,7 +53,9 @@ export async function releaseDailySlot(log: EventLog, quota: DailyQuota, request
   const stream = streams.thesisQuota(quota.scope, quota.day);
   // One release per request whatever retries happen: the id is derived from the request.
   const id = uuidv5(`thesis.quota.released\u0000${stream}\u0000${requestId}`, EVENT_ID_NAMESPACE);
-  await log.append(stream, [{ id, ...thesisEvent('thesis.quota.released', { scope: quota.scope, day: quota.day, requestId, at }) }]);
+  await log.append(stream, [
+    { id, ...thesisEvent('thesis.quota.released', { scope: quota.scope, day: quota.day, requestId, at }) },
+  ]);
 }
 
 export async function dailyCount(log: EventLog, quota: Omit<DailyQuota, 'cap'>): Promise<number> {

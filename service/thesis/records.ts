@@ -1,6 +1,11 @@
 import type { EventLog } from '../../eventstore/port.ts';
 import { streams } from '../../events/streams.ts';
-import { foldThesisStream, THESIS_COLLECTION, type ThesisFoldState, type ThesisRecord } from '../../projectors/thesis.ts';
+import {
+  foldThesisStream,
+  THESIS_COLLECTION,
+  type ThesisFoldState,
+  type ThesisRecord,
+} from '../../projectors/thesis.ts';
 import type { ReadStore } from '../../readmodels/port.ts';
 
 /** A contract's record as of a stream revision (null: the stream does not exist yet). */
@@ -11,7 +16,11 @@ export type CurrentThesisRecord = { record: ThesisRecord | null; revision: numbe
  * revision (one small read), else a fold of the stream itself. Decisions taken on it (dedupe,
  * cache hit, start) append with `expected = revision`, so a stale read can never double a job.
  */
-export async function readThesisRecord(log: EventLog, store: ReadStore, contract: string): Promise<CurrentThesisRecord> {
+export async function readThesisRecord(
+  log: EventLog,
+  store: ReadStore,
+  contract: string,
+): Promise<CurrentThesisRecord> {
   const stream = streams.thesis(contract);
   const revision = await log.streamRevision(stream);
   if (revision === null) return { record: null, revision: null };

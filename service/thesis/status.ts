@@ -17,7 +17,8 @@ export function toThesisStatus(record: ThesisRecord | null, at: { now: Date; wor
   const now = at.now.getTime();
   const checkedAt = at.now.toISOString();
   const base = { workerAvailable: at.workerAvailable, checkedAt };
-  if (!record?.job) return { status: 'not_requested', snapshot: null, lastOutcome: null, nextEligibleAt: null, ...base };
+  if (!record?.job)
+    return { status: 'not_requested', snapshot: null, lastOutcome: null, nextEligibleAt: null, ...base };
 
   const snapshotAge = record.snapshot ? now - Date.parse(record.snapshot.fetchedAt) : Infinity;
   const snapshot = snapshotAge < THESIS_KEEP_MS ? record.snapshot : null;
@@ -39,7 +40,8 @@ export function toThesisStatus(record: ThesisRecord | null, at: { now: Date; wor
       };
     }
     case 'saved': {
-      if (snapshot === null) return { status: 'not_requested', snapshot: null, lastOutcome: null, nextEligibleAt: null, ...base };
+      if (snapshot === null)
+        return { status: 'not_requested', snapshot: null, lastOutcome: null, nextEligibleAt: null, ...base };
       if (snapshotAge < THESIS_CACHE_MS) {
         const cacheEnds = new Date(Date.parse(snapshot.fetchedAt) + THESIS_CACHE_MS).toISOString();
         return { status: 'ready', snapshot, lastOutcome, nextEligibleAt: cacheEnds, ...base };

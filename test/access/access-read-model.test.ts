@@ -21,7 +21,9 @@ function countingLog(inner: EventLog) {
   const state = { down: false };
   const read = <T>(what: string, work: () => Promise<T>): Promise<T> => {
     reads.push(what);
-    return state.down ? Promise.reject(Object.assign(new Error('injected: event log unavailable'), { code: 'UNAVAILABLE' })) : work();
+    return state.down
+      ? Promise.reject(Object.assign(new Error('injected: event log unavailable'), { code: 'UNAVAILABLE' }))
+      : work();
   };
   const log: EventLog = {
     ...inner,
@@ -60,7 +62,11 @@ describe('access served from the keys and owners read models', () => {
     serving = { ...assembleStores(counted.log, opened.store), close: () => opened.close() };
     command = await openStores(config);
     await command.log.append('project-p1', [
-      { id: 'a6a0a3a4-4b49-5c1c-9a43-3c8e7e8f0001', type: 'project.sighted', data: { projectId: 'p1', handle: 'one', at: '2026-11-01T00:00:00Z' } },
+      {
+        id: 'a6a0a3a4-4b49-5c1c-9a43-3c8e7e8f0001',
+        type: 'project.sighted',
+        data: { projectId: 'p1', handle: 'one', at: '2026-11-01T00:00:00Z' },
+      },
     ]);
     await serving.catchUp();
     app = buildApp(createServices({ config, stores: serving, limiter: createInProcessLimiter({ limit: 1_000_000 }) }));
@@ -74,7 +80,8 @@ describe('access served from the keys and owners read models', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const rest = (key: string, url = '/v1/projects/one') => app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
+  const rest = (key: string, url = '/v1/projects/one') =>
+    app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
 
   it('authenticates without reading the event log, and refuses a revoked key on the very next REST and MCP request', async () => {
     const issued = await issueKey(command, 'dora');
@@ -106,10 +113,15 @@ describe('access served from the keys and owners read models', () => {
     const url = new URL(base);
     const get = (authorization: string) =>
       new Promise<{ status: number; reused: boolean; port: number }>((resolve, reject) => {
-        const req = http.get({ agent, host: url.hostname, port: url.port, path: '/v1/projects/one', headers: { authorization } }, (res) => {
-          res.resume();
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket, port: req.socket?.localPort ?? -1 }));
-        });
+        const req = http.get(
+          { agent, host: url.hostname, port: url.port, path: '/v1/projects/one', headers: { authorization } },
+          (res) => {
+            res.resume();
+            res.on('end', () =>
+              resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket, port: req.socket?.localPort ?? -1 }),
+            );
+          },
+        );
         req.on('error', reject);
       });
     try {
@@ -122,11 +134,24 @@ describe('access served from the keys and owners read models', () => {
         await get('Bearer'),
         await get(`Bearer ${alice.key}`),
       ];
-      assert.deepEqual(answers.map((a) => a.status), [200, 200, 401, 401, 200]);
-      assert.ok(answers.every((a) => a.reused && a.port === first.port), 'every request on the first one\'s connection');
+      assert.deepEqual(
+        answers.map((a) => a.status),
+        [200, 200, 401, 401, 200],
+      );
+      assert.ok(
+        answers.every((a) => a.reused && a.port === first.port),
+        "every request on the first one's connection",
+      );
       assert.deepEqual(await revokeKey(command, alice.keyId), { ok: true });
-      const after = [await get(`Bearer ${alice.key}`), await get(`Bearer ${bob.key}`), await get(`Bearer ${alice.key}`)];
-      assert.deepEqual(after.map((a) => a.status), [401, 200, 401]);
+      const after = [
+        await get(`Bearer ${alice.key}`),
+        await get(`Bearer ${bob.key}`),
+        await get(`Bearer ${alice.key}`),
+      ];
+      assert.deepEqual(
+        after.map((a) => a.status),
+        [401, 200, 401],
+      );
       assert.ok(after.every((a) => a.reused && a.port === first.port));
     } finally {
       agent.destroy();

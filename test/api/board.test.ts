@@ -12,14 +12,31 @@ async function seed(h: Harness) {
     const id = `p${String(i).padStart(3, '0')}`;
     // Two projects share a first-seen time so ties (by id, descending) are exercised.
     const at = day(Math.floor(i / 2));
-    await h.append('project.sighted', `s-${id}`, `project-${id}`, { projectId: id, at, handle: `h${i}`, fol: i * 10, name: `Project ${i}` });
+    await h.append('project.sighted', `s-${id}`, `project-${id}`, {
+      projectId: id,
+      at,
+      handle: `h${i}`,
+      fol: i * 10,
+      name: `Project ${i}`,
+    });
     if (i % 3 === 0) {
       await h.append('dossier.written', `d-${id}`, `project-${id}`, {
         projectId: id,
         at: day(Math.floor(i / 2), 1),
         dossier: {
-          name: `Project ${i}`, category: 'defi', description: 'x', stage: 'live', confidence: 'low', chains: [], founders: [], backers: [],
-          notable: [], token: null, links: { site: null, docs: null, github: null }, unverified: [], onchain: null,
+          name: `Project ${i}`,
+          category: 'defi',
+          description: 'x',
+          stage: 'live',
+          confidence: 'low',
+          chains: [],
+          founders: [],
+          backers: [],
+          notable: [],
+          token: null,
+          links: { site: null, docs: null, github: null },
+          unverified: [],
+          onchain: null,
         },
       });
     }
@@ -47,7 +64,10 @@ describe('GET /v1/projects (board and delta)', () => {
     assert.equal(body.pageSize, 50);
     assert.equal(body.total, PROJECTS);
     assert.equal(body.totalPages, 3);
-    assert.deepEqual(body.projects.slice(0, 3).map((p: any) => p.id), ['p119', 'p118', 'p117']);
+    assert.deepEqual(
+      body.projects.slice(0, 3).map((p: any) => p.id),
+      ['p119', 'p118', 'p117'],
+    );
     const pairs = body.projects.map((p: any) => [p.firstSeenByUs, p.id]);
     const sorted = [...pairs].sort((a, b) => (a[0] === b[0] ? (a[1] < b[1] ? 1 : -1) : a[0] < b[0] ? 1 : -1));
     assert.deepEqual(pairs, sorted);
@@ -119,7 +139,10 @@ describe('GET /v1/projects (board and delta)', () => {
     await h.append('project.sighted', 'refresh-p005', 'project-p005', { projectId: 'p005', at: day(40), fol: 12345 });
     await h.stores.catchUp();
     const later = (await h.get(`/v1/projects?cursor=${empty.cursor}`, key)).json();
-    assert.deepEqual(later.projects.map((p: any) => [p.id, p.fol]), [['p005', 12345]]);
+    assert.deepEqual(
+      later.projects.map((p: any) => [p.id, p.fol]),
+      [['p005', 12345]],
+    );
   });
 
   it('refuses a cursor with other filters (400) and one from another archive (409)', async () => {
@@ -164,7 +187,14 @@ describe('handles, context and voters', () => {
     await h.append('project.sighted', 'a2', 'project-a', { projectId: 'a', at: day(2), handle: 'renamed' });
     await h.append('project.sighted', 'b2', 'project-b', { projectId: 'b', at: day(3), handle: 'SHARED' });
     for (let i = 0; i < 3; i++) {
-      await h.append('vote.cast', `v${i}`, 'project-b', { projectId: 'b', at: day(4, i), voterId: `u${i}`, name: `User ${i}`, avatar: null, direction: i === 2 ? 'down' : 'up' });
+      await h.append('vote.cast', `v${i}`, 'project-b', {
+        projectId: 'b',
+        at: day(4, i),
+        voterId: `u${i}`,
+        name: `User ${i}`,
+        avatar: null,
+        direction: i === 2 ? 'down' : 'up',
+      });
     }
     await h.stores.catchUp();
   });
@@ -187,7 +217,10 @@ describe('handles, context and voters', () => {
     assert.equal(a.context.research.state, 'not_requested');
     assert.equal(a.context.research.hasDossier, false);
     const b = (await h.get('/v1/projects/b?include=context', allowed)).json();
-    assert.deepEqual(b.context.voters.up.map((v: any) => v.name), ['User 1', 'User 0']);
+    assert.deepEqual(
+      b.context.voters.up.map((v: any) => v.name),
+      ['User 1', 'User 0'],
+    );
     assert.equal(b.context.voters.limitPerSide, 20);
     // Allowlist is re-checked on every call.
     await h.key('insider', ['deny']);
@@ -228,7 +261,9 @@ describe('authentication', () => {
       assert.deepEqual(r.headers, responses[0]!.headers, r.name);
       assert.equal(r.body, responses[0]!.body, r.name);
     }
-    assert.deepEqual(JSON.parse(responses[0]!.body), { error: { code: 'unauthorized', message: 'Missing or invalid API key.' } });
+    assert.deepEqual(JSON.parse(responses[0]!.body), {
+      error: { code: 'unauthorized', message: 'Missing or invalid API key.' },
+    });
     // Only a hash is stored: the key text appears nowhere in the log.
     const events = await h.stores.log.readAll({ afterPosition: 0, limit: 1000 });
     assert.ok(!JSON.stringify(events).includes(revoked.key));
@@ -248,7 +283,11 @@ describe('authentication', () => {
     const unknown = await h.get('/v1/nothing', key);
     assert.equal(unknown.status, 404);
     assert.equal(unknown.json().error.code, 'not_found');
-    const wrong = await h.app.inject({ method: 'DELETE', url: '/v1/projects', headers: { authorization: `Bearer ${key}` } });
+    const wrong = await h.app.inject({
+      method: 'DELETE',
+      url: '/v1/projects',
+      headers: { authorization: `Bearer ${key}` },
+    });
     assert.equal(wrong.statusCode, 405);
     assert.equal(wrong.headers.allow, 'GET');
     assert.equal(JSON.parse(wrong.body).error.code, 'bad_request');

@@ -59,7 +59,11 @@ describe('rendered bodies kept per read-model checkpoint', () => {
       assert.ok(after.body.includes('"Renamed"'), `${url}: the new bytes`);
       assert.ok(!after.body.includes('"Project 1"'), `${url}: not the old bytes`);
       // The old ETag no longer answers 304.
-      const revalidated = await h.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}`, 'if-none-match': String(before[i]!.headers.etag) } });
+      const revalidated = await h.app.inject({
+        method: 'GET',
+        url,
+        headers: { authorization: `Bearer ${key}`, 'if-none-match': String(before[i]!.headers.etag) },
+      });
       assert.equal(revalidated.statusCode, 200);
     }
   });
@@ -70,7 +74,11 @@ describe('rendered bodies kept per read-model checkpoint', () => {
     const kept = entries();
     const plain = await h.key('plain');
     const insider = await h.key('insider', ['allow']);
-    for (const url of ['/v1/projects/p2?include=context', '/v1/search?q=p2', '/v1/projects?since=1970-01-01T00:00:00Z&wait=1']) {
+    for (const url of [
+      '/v1/projects/p2?include=context',
+      '/v1/search?q=p2',
+      '/v1/projects?since=1970-01-01T00:00:00Z&wait=1',
+    ]) {
       for (const k of [plain, insider]) assert.equal((await h.get(url, k)).status, 200, url);
     }
     assert.equal(entries(), kept, 'nothing kept for them');
@@ -88,7 +96,13 @@ describe('rendered bodies kept per read-model checkpoint', () => {
 });
 
 describe('createBodyCache', () => {
-  const parts = (n: number) => ({ head: Buffer.alloc(n, 97), tail: Buffer.from('"}'), readAt: '', etag: 'W/"x"', value: () => null });
+  const parts = (n: number) => ({
+    head: Buffer.alloc(n, 97),
+    tail: Buffer.from('"}'),
+    readAt: '',
+    etag: 'W/"x"',
+    value: () => null,
+  });
 
   it('serves an entry only at the version it was kept under; a newer version empties it; an older one neither reads nor fills', () => {
     const cache = createBodyCache({ maxBytes: 1 << 20 });
@@ -99,7 +113,11 @@ describe('createBodyCache', () => {
     cache.set([0, 5], 'b', parts(10));
     assert.equal(cache.stats().entries, 0, 'a request that read the older checkpoint keeps nothing');
     cache.set([1, 2], 'c', parts(10));
-    assert.equal(cache.get([0, 6], 'c'), undefined, 'a newer generation wins over a higher checkpoint of the older one');
+    assert.equal(
+      cache.get([0, 6], 'c'),
+      undefined,
+      'a newer generation wins over a higher checkpoint of the older one',
+    );
     assert.ok(cache.get([1, 2], 'c'));
   });
 

@@ -15,13 +15,17 @@ describe('delta mirror', () => {
       const key = await h.key('mirror');
       await h.stores.catchUp();
       // Projectors follow the log in the background, in small batches, as `serve` runs them.
-      running = projectors.map((p) => createProjectorRunner(h.stores.log, h.stores.store, p, { batchSize: 13, idleWaitMs: 5 }).run(stop.signal));
+      running = projectors.map((p) =>
+        createProjectorRunner(h.stores.log, h.stores.store, p, { batchSize: 13, idleWaitMs: 5 }).run(stop.signal),
+      );
 
       const mirror = new Map<string, { json: string; fol: unknown }>();
       let cursor: string | null = null;
       let pages = 0;
       const follow = async () => {
-        const url: string = cursor ? `/v1/projects?cursor=${cursor}&limit=17` : '/v1/projects?since=2000-01-01T00:00:00Z&limit=17';
+        const url: string = cursor
+          ? `/v1/projects?cursor=${cursor}&limit=17`
+          : '/v1/projects?since=2000-01-01T00:00:00Z&limit=17';
         const body = (await h.get(url, key)).json();
         const checkpoint = await h.stores.store.checkpoint(PROJECTS_COLLECTION);
         for (const p of body.projects) {
@@ -44,9 +48,12 @@ describe('delta mirror', () => {
       await h.stores.catchUp();
       for (let guard = 0; guard < 500 && (await follow()); guard++);
 
-      const truth = (await h.stores.store.list(PROJECTS_COLLECTION, { facets: PUBLIC_PROJECT_FACETS, offset: 0, limit: 100_000 })).docs;
+      const truth = (
+        await h.stores.store.list(PROJECTS_COLLECTION, { facets: PUBLIC_PROJECT_FACETS, offset: 0, limit: 100_000 })
+      ).docs;
       assert.equal(mirror.size, truth.length, 'no row missed');
-      for (const row of truth) assert.equal(mirror.get(row.id)?.json, JSON.stringify(row.doc), `row ${row.id} is current`);
+      for (const row of truth)
+        assert.equal(mirror.get(row.id)?.json, JSON.stringify(row.doc), `row ${row.id} is current`);
       assert.ok(pages > 20);
     } finally {
       stop.abort();

@@ -15,9 +15,25 @@ describe('GET /v1/projects/{handle}/ask and the asks service', () => {
     h = await createHarness({ now: () => NOW });
     alice = await h.key('alice', ['allow']);
     bob = await h.key('bob');
-    await h.append('project.sighted', 's1', 'project-p1', { projectId: 'p1', at: '2026-11-01T00:00:00Z', handle: 'Alpha', fol: 10 });
-    await h.append('project.sighted', 's2', 'project-p2', { projectId: 'p2', at: '2026-11-02T00:00:00Z', handle: 'beta', fol: 20 });
-    await h.append('ask.updated', 'u1', 'project-p1', { projectId: 'p1', askId: 'desk-1', status: 'answered', answer: 'Launched in 2025.', at: '2026-11-03T00:00:00Z' });
+    await h.append('project.sighted', 's1', 'project-p1', {
+      projectId: 'p1',
+      at: '2026-11-01T00:00:00Z',
+      handle: 'Alpha',
+      fol: 10,
+    });
+    await h.append('project.sighted', 's2', 'project-p2', {
+      projectId: 'p2',
+      at: '2026-11-02T00:00:00Z',
+      handle: 'beta',
+      fol: 20,
+    });
+    await h.append('ask.updated', 'u1', 'project-p1', {
+      projectId: 'p1',
+      askId: 'desk-1',
+      status: 'answered',
+      answer: 'Launched in 2025.',
+      at: '2026-11-03T00:00:00Z',
+    });
     await h.stores.catchUp();
   });
   afterAll(() => h.close());
@@ -30,17 +46,32 @@ describe('GET /v1/projects/{handle}/ask and the asks service', () => {
     assert.ok(askListSchema.safeParse(body).success);
     assert.deepEqual(body, {
       projectId: 'p1',
-      asks: [{ id: 'desk-1', question: null, askedAt: null, status: 'answered', answer: 'Launched in 2025.', answeredAt: '2026-11-03T00:00:00Z' }],
+      asks: [
+        {
+          id: 'desk-1',
+          question: null,
+          askedAt: null,
+          status: 'answered',
+          answer: 'Launched in 2025.',
+          answeredAt: '2026-11-03T00:00:00Z',
+        },
+      ],
       readAt: NOW.toISOString(),
     });
     assert.equal((await h.get('/v1/projects/p1/ask', alice)).body, byHandle.body);
-    assert.deepEqual((await h.get('/v1/projects/beta/ask', alice)).json(), { projectId: 'p2', asks: [], readAt: NOW.toISOString() });
+    assert.deepEqual((await h.get('/v1/projects/beta/ask', alice)).json(), {
+      projectId: 'p2',
+      asks: [],
+      readAt: NOW.toISOString(),
+    });
   });
 
   it('answers 404 for an unknown project, 400 for an unknown query parameter, 401 without a key', async () => {
     const missing = await h.get('/v1/projects/nobody/ask', alice);
     assert.equal(missing.status, 404);
-    assert.deepEqual(missing.json(), { error: { code: 'not_found', message: "no project with id or handle 'nobody'" } });
+    assert.deepEqual(missing.json(), {
+      error: { code: 'not_found', message: "no project with id or handle 'nobody'" },
+    });
     const extra = await h.get('/v1/projects/p1/ask?limit=5', alice);
     assert.equal(extra.status, 400);
     assert.deepEqual(extra.json(), { error: { code: 'bad_request', message: "unknown parameter 'limit'" } });
@@ -85,15 +116,40 @@ describe('GET /v1/projects/{handle}/ask and the asks service', () => {
         ['project-p1', 'research.requested'],
       ],
     );
-    assert.deepEqual(appended[0]!.data, { projectId: 'p1', askId: question.value.id, question: 'Who backs it?', owner: 'alice', at: NOW.toISOString() });
-    assert.deepEqual(appended[1]!.data, { projectId: 'p1', requestId: research.value.id, owner: 'alice', at: NOW.toISOString() });
+    assert.deepEqual(appended[0]!.data, {
+      projectId: 'p1',
+      askId: question.value.id,
+      question: 'Who backs it?',
+      owner: 'alice',
+      at: NOW.toISOString(),
+    });
+    assert.deepEqual(appended[1]!.data, {
+      projectId: 'p1',
+      requestId: research.value.id,
+      owner: 'alice',
+      at: NOW.toISOString(),
+    });
 
     await h.stores.catchUp();
     const asks = (await h.get('/v1/projects/p1/ask', alice)).json().asks;
     // Same askedAt (fixed clock): ordered by id, descending; the desk's ask (askedAt null, first heard of earlier) last.
     const expected = [
-      { id: question.value.id, question: 'Who backs it?', askedAt: NOW.toISOString(), status: 'queued', answer: null, answeredAt: null },
-      { id: research.value.id, question: null, askedAt: NOW.toISOString(), status: 'queued', answer: null, answeredAt: null },
+      {
+        id: question.value.id,
+        question: 'Who backs it?',
+        askedAt: NOW.toISOString(),
+        status: 'queued',
+        answer: null,
+        answeredAt: null,
+      },
+      {
+        id: research.value.id,
+        question: null,
+        askedAt: NOW.toISOString(),
+        status: 'queued',
+        answer: null,
+        answeredAt: null,
+      },
     ].sort((a, b) => (a.id < b.id ? 1 : -1));
     assert.deepEqual(asks.slice(0, 2), expected);
     assert.equal(asks[2].id, 'desk-1');
@@ -104,7 +160,12 @@ describe('GET /v1/projects/{handle}/ask and the asks service', () => {
     const alice_ = { keyId: 'k-alice', owner: 'alice' };
     const cases: [unknown, { keyId: string; owner: string }, number, string][] = [
       [{ handle: 'p1', question: '   ' }, alice_, 400, "parameter 'question' must not be blank"],
-      [{ handle: 'p1', question: 'x'.repeat(4001) }, alice_, 400, "parameter 'question' is invalid: Too big: expected string to have <=4000 characters"],
+      [
+        { handle: 'p1', question: 'x'.repeat(4001) },
+        alice_,
+        400,
+        "parameter 'question' is invalid: Too big: expected string to have <=4000 characters",
+      ],
       [{ handle: 'p1', extra: 1 }, alice_, 400, "unknown parameter 'extra'"],
       [{}, alice_, 400, "parameter 'handle' is invalid: Invalid input: expected string, received undefined"],
       [{ handle: 'nobody', question: 'Hi?' }, alice_, 404, "no project with id or handle 'nobody'"],

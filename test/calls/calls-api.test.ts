@@ -60,7 +60,10 @@ describe('GET /v1/calltracker/calls', () => {
     for (let n = 0; n < 45; n++) {
       const createdAt = n === 41 ? iso(Date.parse(day(1)) + 40 * HOUR) : iso(Date.parse(day(1)) + n * HOUR);
       const tokens = [token(n)];
-      if (n % 3 === 0) tokens.push(token(900, { chain: n % 2 === 0 ? 'Ethereum' : 'base', key: n % 2 === 0 ? 'eth' : 'base', contract: SHARED }));
+      if (n % 3 === 0)
+        tokens.push(
+          token(900, { chain: n % 2 === 0 ? 'Ethereum' : 'base', key: n % 2 === 0 ? 'eth' : 'base', contract: SHARED }),
+        );
       await recordCall(h, makeCall(n, { createdAt, tokens }));
     }
     client = await createCheckedClient(h);
@@ -97,12 +100,23 @@ describe('GET /v1/calltracker/calls', () => {
   });
 
   it('filters by contract across chains without chain, and by chain name or key with it', async () => {
-    const everyChain = (await allPages(client, key, `/v1/calltracker/calls?contract=${SHARED.toLowerCase()}&limit=4`)).flatMap((p) => p.calls);
+    const everyChain = (
+      await allPages(client, key, `/v1/calltracker/calls?contract=${SHARED.toLowerCase()}&limit=4`)
+    ).flatMap((p) => p.calls);
     const expected = Array.from({ length: 45 }, (_, n) => n).filter((n) => n % 3 === 0);
     assert.deepEqual(everyChain.map((c: any) => c.id).sort(), expected.map(callId).sort());
-    const onEthereum = expected.filter((n) => n % 2 === 0).map(callId).sort();
+    const onEthereum = expected
+      .filter((n) => n % 2 === 0)
+      .map(callId)
+      .sort();
     for (const chain of ['eth', 'ethereum', 'ETHEREUM', 'mainnet']) {
-      const calls = (await allPages(client, key, `/v1/calltracker/calls?contract=${SHARED.toUpperCase().replace('0X', '0x')}&chain=${chain}`)).flatMap((p) => p.calls);
+      const calls = (
+        await allPages(
+          client,
+          key,
+          `/v1/calltracker/calls?contract=${SHARED.toUpperCase().replace('0X', '0x')}&chain=${chain}`,
+        )
+      ).flatMap((p) => p.calls);
       assert.deepEqual(calls.map((c: any) => c.id).sort(), onEthereum, chain);
     }
     const none = (await client.get(`/v1/calltracker/calls?contract=${SHARED}&chain=solana`, key)).json();
@@ -111,9 +125,18 @@ describe('GET /v1/calltracker/calls', () => {
   });
 
   it('refuses chain without contract and over-long or malformed filters, naming the parameter', async () => {
-    assertBadRequest(await client.get('/v1/calltracker/calls?chain=base', key), /'chain' is allowed only together with 'contract'/);
-    assertBadRequest(await client.get(`/v1/calltracker/calls?contract=${'a'.repeat(101)}`, key), /'contract' must be at most 100/);
-    assertBadRequest(await client.get(`/v1/calltracker/calls?contract=0xabc&chain=${'b'.repeat(61)}`, key), /'chain' must be at most 60/);
+    assertBadRequest(
+      await client.get('/v1/calltracker/calls?chain=base', key),
+      /'chain' is allowed only together with 'contract'/,
+    );
+    assertBadRequest(
+      await client.get(`/v1/calltracker/calls?contract=${'a'.repeat(101)}`, key),
+      /'contract' must be at most 100/,
+    );
+    assertBadRequest(
+      await client.get(`/v1/calltracker/calls?contract=0xabc&chain=${'b'.repeat(61)}`, key),
+      /'chain' must be at most 60/,
+    );
     assertBadRequest(await client.get('/v1/calltracker/calls?contract=0x%20abc', key), /'contract'/);
     assertBadRequest(await client.get('/v1/calltracker/calls?contract=a&contract=b', key), /'contract'/);
     assertBadRequest(await client.get('/v1/calltracker/calls?sort=asc', key), /unknown parameter 'sort'/);
@@ -123,25 +146,53 @@ describe('GET /v1/calltracker/calls', () => {
     const first = (await client.get(`/v1/calltracker/calls?contract=${SHARED}&chain=eth&limit=2`, key)).json();
     assert.ok(first.next);
     // The same filters in another spelling are the same normalized filters.
-    const same = await client.get(`/v1/calltracker/calls?contract=${SHARED.toLowerCase()}&chain=Ethereum&limit=2&cursor=${first.next}`, key);
+    const same = await client.get(
+      `/v1/calltracker/calls?contract=${SHARED.toLowerCase()}&chain=Ethereum&limit=2&cursor=${first.next}`,
+      key,
+    );
     assert.equal(same.status, 200);
-    const otherChain = await client.get(`/v1/calltracker/calls?contract=${SHARED}&chain=base&cursor=${first.next}`, key);
-    assertBadRequest(otherChain, /'cursor' was issued for contract=0xaaaa0+beef and chain=ethereum, but this request has contract=0xaaaa0+beef and chain=base; send the same contract and chain/);
-    assertBadRequest(await client.get(`/v1/calltracker/calls?cursor=${first.next}`, key), /'cursor' was issued for .*no contract or chain filter/);
-    assertBadRequest(await client.get(`/v1/calltracker/calls?contract=${SHARED}&cursor=${first.next}`, key), /without chain/);
+    const otherChain = await client.get(
+      `/v1/calltracker/calls?contract=${SHARED}&chain=base&cursor=${first.next}`,
+      key,
+    );
+    assertBadRequest(
+      otherChain,
+      /'cursor' was issued for contract=0xaaaa0+beef and chain=ethereum, but this request has contract=0xaaaa0+beef and chain=base; send the same contract and chain/,
+    );
+    assertBadRequest(
+      await client.get(`/v1/calltracker/calls?cursor=${first.next}`, key),
+      /'cursor' was issued for .*no contract or chain filter/,
+    );
+    assertBadRequest(
+      await client.get(`/v1/calltracker/calls?contract=${SHARED}&cursor=${first.next}`, key),
+      /without chain/,
+    );
     const unfiltered = (await client.get('/v1/calltracker/calls?limit=1', key)).json();
-    assertBadRequest(await client.get(`/v1/calltracker/calls?contract=${SHARED}&cursor=${unfiltered.next}`, key), /issued for no contract or chain filter/);
-    assertBadRequest(await client.get('/v1/calltracker/calls?cursor=not-a-cursor', key), /'cursor' is not a cursor this service issued/);
+    assertBadRequest(
+      await client.get(`/v1/calltracker/calls?contract=${SHARED}&cursor=${unfiltered.next}`, key),
+      /issued for no contract or chain filter/,
+    );
+    assertBadRequest(
+      await client.get('/v1/calltracker/calls?cursor=not-a-cursor', key),
+      /'cursor' is not a cursor this service issued/,
+    );
     const wrongShape = Buffer.from(JSON.stringify({ v: 2, k: 'x' })).toString('base64url');
     assertBadRequest(await client.get(`/v1/calltracker/calls?cursor=${wrongShape}`, key), /'cursor' is not a cursor/);
-    assertBadRequest(await client.get(`/v1/calltracker/calls?cursor=${'A'.repeat(513)}`, key), /'cursor' must be at most 512/);
+    assertBadRequest(
+      await client.get(`/v1/calltracker/calls?cursor=${'A'.repeat(513)}`, key),
+      /'cursor' must be at most 512/,
+    );
     assertBadRequest(await client.get('/v1/calltracker/calls?cursor=', key), /'cursor'/);
   });
 
   it('keeps cursors within 512 characters for the longest filters', async () => {
     const contract = `0x${'f'.repeat(98)}`;
     const chain = `c${'h'.repeat(59)}`;
-    for (let n = 0; n < 3; n++) await recordCall(h, makeCall(500 + n, { createdAt: day(2, n), tokens: [token(0, { chain, key: chain, contract })] }));
+    for (let n = 0; n < 3; n++)
+      await recordCall(
+        h,
+        makeCall(500 + n, { createdAt: day(2, n), tokens: [token(0, { chain, key: chain, contract })] }),
+      );
     await h.stores.catchUp();
     const pages = await allPages(client, key, `/v1/calltracker/calls?contract=${contract}&chain=${chain}&limit=1`);
     assert.equal(pages.length, 3);
@@ -176,11 +227,18 @@ describe('GET /v1/calltracker/calls', () => {
     const victim = before[4];
     await suppressCall(h, victim, day(29, 2));
     // Only the records are brought up to date; the index still lists the call as visible.
-    const recordsRunner = createProjectorRunner(h.stores.log, h.stores.store, projectors.find((p) => p.collection === CALLS_COLLECTION)!);
+    const recordsRunner = createProjectorRunner(
+      h.stores.log,
+      h.stores.store,
+      projectors.find((p) => p.collection === CALLS_COLLECTION)!,
+    );
     await recordsRunner.catchUp();
     assert.equal((await h.stores.store.get(CALL_INDEX_COLLECTION, victim))!.facet, 'visible');
     const after = (await allPages(client, key, url)).flatMap((p) => p.calls.map((c: any) => c.id));
-    assert.deepEqual(after, before.filter((id: string) => id !== victim));
+    assert.deepEqual(
+      after,
+      before.filter((id: string) => id !== victim),
+    );
     await restoreCall(h, victim, day(29, 3));
     await h.stores.catchUp();
   });
@@ -200,7 +258,12 @@ describe('GET /v1/calltracker/calls', () => {
   });
 
   it('replaces a call on an edit and lists it once', async () => {
-    const edited = makeCall(8, { createdAt: iso(Date.parse(day(1)) + 8 * HOUR), updatedAt: day(20), thesis: 'Edited thesis.', tokens: [token(1), token(2)] });
+    const edited = makeCall(8, {
+      createdAt: iso(Date.parse(day(1)) + 8 * HOUR),
+      updatedAt: day(20),
+      thesis: 'Edited thesis.',
+      tokens: [token(1), token(2)],
+    });
     await recordCall(h, edited);
     await h.stores.catchUp();
     const detail = (await client.get(`/v1/calltracker/calls/${callId(8)}`, key)).json();
@@ -270,15 +333,22 @@ describe('call records: read-time rules', () => {
     await sightProject(h, { projectId: 'twin-1', at: day(5), identity: identity({ chain: 'base', contract: TWICE }) });
     await sightProject(h, { projectId: 'twin-2', at: day(5), identity: identity({ chain: 'Base', contract: TWICE }) });
     await sightProject(h, { projectId: 'solproj', at: day(5), handle: null, name: null });
-    await writeDossier(h, 'solproj', day(6), { name: 'Sol Project', site: 'https://sol.example', token: { ticker: 'SP', contract: SOL, chain: 'solana' } });
+    await writeDossier(h, 'solproj', day(6), {
+      name: 'Sol Project',
+      site: 'https://sol.example',
+      token: { ticker: 'SP', contract: SOL, chain: 'solana' },
+    });
     // A dossier for a project never sighted: not public, so never linked.
-    await writeDossier(h, 'ghost', day(6), { token: { ticker: 'G', contract: '0x3333333333333333333333333333333333333333', chain: 'base' } });
+    await writeDossier(h, 'ghost', day(6), {
+      token: { ticker: 'G', contract: '0x3333333333333333333333333333333333333333', chain: 'base' },
+    });
     await h.stores.catchUp();
   });
   afterAll(() => h.close());
 
   it('serves pnl only when known, not future-dated and younger than 24 hours', async () => {
-    const pnlOf = async (n: number) => (await client.get(`/v1/calltracker/calls/${callId(n)}`, key)).json().call.caller.pnl;
+    const pnlOf = async (n: number) =>
+      (await client.get(`/v1/calltracker/calls/${callId(n)}`, key)).json().call.caller.pnl;
     assert.deepEqual(await pnlOf(0), pnl(iso(NOW.getTime() - HOUR)));
     assert.equal(await pnlOf(1), null, 'exactly 24 hours old');
     assert.deepEqual(await pnlOf(2), pnl(iso(NOW.getTime() - 24 * HOUR + 1000)), 'a second younger than 24 hours');
@@ -318,12 +388,23 @@ describe('call records: read-time rules', () => {
     // Links are resolved on each read: a rename shows at once; a second holder removes the link.
     await sightProject(h, { projectId: 'alpha', at: day(7), name: 'Alpha Renamed' });
     await h.stores.catchUp();
-    assert.equal((await client.get(`/v1/calltracker/calls/${callId(10)}`, key)).json().call.tokens[0].project.name, 'Alpha Renamed');
-    await sightProject(h, { projectId: 'alpha-copy', at: day(7), identity: identity({ chain: 'eth', contract: LINKED }) });
+    assert.equal(
+      (await client.get(`/v1/calltracker/calls/${callId(10)}`, key)).json().call.tokens[0].project.name,
+      'Alpha Renamed',
+    );
+    await sightProject(h, {
+      projectId: 'alpha-copy',
+      at: day(7),
+      identity: identity({ chain: 'eth', contract: LINKED }),
+    });
     await h.stores.catchUp();
     assert.equal((await client.get(`/v1/calltracker/calls/${callId(10)}`, key)).json().call.tokens[0].project, null);
     const stillThere = (await client.get(`/v1/calltracker/calls?contract=${LINKED}`, key)).json();
-    assert.deepEqual(stillThere.calls.map((c: any) => c.id), [callId(10)], 'no safe link does not erase the call');
+    assert.deepEqual(
+      stillThere.calls.map((c: any) => c.id),
+      [callId(10)],
+      'no safe link does not erase the call',
+    );
     assert.ok(callPageSchema.safeParse(stillThere).success);
   });
 });

@@ -60,18 +60,26 @@ describe('call pages within the 512 KiB budget', () => {
     } while (next !== null);
 
     assert.ok(shortPages >= 2, 'the budget, not the limit, ended several pages');
-    assert.deepEqual(served.map((c) => c.id), newestFirst);
+    assert.deepEqual(
+      served.map((c) => c.id),
+      newestFirst,
+    );
     for (const call of served) {
       assert.equal(call.thesisText, expectedText.get(call.id), `thesis of ${call.id}`);
       assert.equal(call.tokens.length, 20);
     }
-    assert.ok(served.some((c) => c.thesisText.length === THESIS_TEXT_MAX && c.thesisText.includes('[Shortened to fit')));
+    assert.ok(
+      served.some((c) => c.thesisText.length === THESIS_TEXT_MAX && c.thesisText.includes('[Shortened to fit')),
+    );
     // Maximal: a page the budget ended could not have taken the next call (measured with the longest `next`).
     for (let i = 0; i < pages.length - 1; i++) {
       if (pages[i].calls.length === 30) continue;
       const withLongestNext = { ...pages[i], next: 'x'.repeat(CURSOR_MAX) };
       const following = pages[i + 1].calls[0];
-      assert.ok(bytes(JSON.stringify(withLongestNext)) + 1 + bytes(JSON.stringify(following)) > CALL_PAGE_BUDGET_BYTES, `page ${i} could hold one more`);
+      assert.ok(
+        bytes(JSON.stringify(withLongestNext)) + 1 + bytes(JSON.stringify(following)) > CALL_PAGE_BUDGET_BYTES,
+        `page ${i} could hold one more`,
+      );
     }
   });
 
@@ -89,7 +97,10 @@ describe('call pages within the 512 KiB budget', () => {
       if (page.next === null) break;
       cursor = page.next;
     }
-    assert.deepEqual(served.map((c) => c.id), newestFirst);
+    assert.deepEqual(
+      served.map((c) => c.id),
+      newestFirst,
+    );
     for (const call of served) assert.equal(call.thesisText, expectedText.get(call.id));
     let restPages = 0;
     for (let next: string | null | undefined; next !== null; restPages++) {

@@ -32,7 +32,8 @@ describe('contract filter candidates (at most 5000)', () => {
     const listKeyset = store.listKeyset.bind(store);
     const get = store.get.bind(store);
     store.getMany = (collection, ids) => {
-      if (collection === CALLS_COLLECTION || collection === CALL_INDEX_COLLECTION) payloadReads.push(`${collection}:${ids.length}`);
+      if (collection === CALLS_COLLECTION || collection === CALL_INDEX_COLLECTION)
+        payloadReads.push(`${collection}:${ids.length}`);
       return getMany(collection, ids);
     };
     store.listKeyset = (collection, query) => {
@@ -48,7 +49,10 @@ describe('contract filter candidates (at most 5000)', () => {
 
   it('refuses a contract present in more than 5000 calls with 400, before reading any call payload or index entry', async () => {
     payloadReads.length = 0;
-    for (const url of [`/v1/calltracker/calls?contract=${A}`, `/v1/calltracker/calls?contract=${A.toUpperCase().replace('0X', '0x')}&chain=base`]) {
+    for (const url of [
+      `/v1/calltracker/calls?contract=${A}`,
+      `/v1/calltracker/calls?contract=${A.toUpperCase().replace('0X', '0x')}&chain=base`,
+    ]) {
       const res = await client.get(url, key);
       assert.equal(res.status, 400);
       assert.equal(res.json().error.code, 'bad_request');
@@ -66,7 +70,11 @@ describe('contract filter candidates (at most 5000)', () => {
       const res = await client.get(`/v1/calltracker/calls?contract=${B}&limit=30${next ? `&cursor=${next}` : ''}`, key);
       assert.equal(res.status, 200);
       const page = res.json();
-      if (pages === 0) assert.deepEqual(page.calls.slice(0, 2).map((c: any) => c.id), [callId(5000), callId(4999)]);
+      if (pages === 0)
+        assert.deepEqual(
+          page.calls.slice(0, 2).map((c: any) => c.id),
+          [callId(5000), callId(4999)],
+        );
       for (const c of page.calls) {
         assert.ok(!seen.has(c.id), `${c.id} served twice`);
         seen.add(c.id);

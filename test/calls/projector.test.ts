@@ -16,7 +16,8 @@ import { THESIS_TEXT_MAX, callRecordSchema } from '../../readmodels/schemas.ts';
 import { callId, card, makeCall, thesisText, token } from '../support/calls-fixtures.ts';
 import { day, eventFactory } from '../support/events.ts';
 
-const fold = (events: ReturnType<ReturnType<typeof eventFactory>>[]) => foldEvents(callsProjector as never, new Map(), events) as Map<string, any>;
+const fold = (events: ReturnType<ReturnType<typeof eventFactory>>[]) =>
+  foldEvents(callsProjector as never, new Map(), events) as Map<string, any>;
 
 describe('calls projector', () => {
   it('stores a recorded call without project links, keyed by lower-case id, sorted by createdAt in UTC', () => {
@@ -30,7 +31,12 @@ describe('calls projector', () => {
     assert.ok(stored.doc.tokens.every((t: object) => !('project' in t)));
     assert.ok(!('at' in stored.doc));
     // With links added at read time it is a valid call record.
-    assert.ok(callRecordSchema.safeParse({ ...stored.doc, tokens: stored.doc.tokens.map((t: object) => ({ ...t, project: null })) }).success);
+    assert.ok(
+      callRecordSchema.safeParse({
+        ...stored.doc,
+        tokens: stored.doc.tokens.map((t: object) => ({ ...t, project: null })),
+      }).success,
+    );
   });
 
   it('indexes every token by contract and chain:contract through the chain table, in a payload-free index', () => {
@@ -48,13 +54,20 @@ describe('calls projector', () => {
     const stored = (foldEvents(callIndexProjector as never, new Map(), [recorded]) as Map<string, any>).get(call.id)!;
     assert.deepEqual(stored.doc, { createdAt: call.createdAt });
     assert.equal(stored.sortKey, callSortKey(call.createdAt));
-    assert.deepEqual(stored.keys.contract, ['0xabcdef0000000000000000000000000000000001', 'So11111111111111111111111111111111111111112']);
+    assert.deepEqual(stored.keys.contract, [
+      '0xabcdef0000000000000000000000000000000001',
+      'So11111111111111111111111111111111111111112',
+    ]);
     assert.deepEqual(stored.keys.chainContract, [
       'arbitrum:0xabcdef0000000000000000000000000000000001',
       'ethereum:0xabcdef0000000000000000000000000000000001',
       'solana:So11111111111111111111111111111111111111112',
     ]);
-    assert.equal(tokenChain({ chain: 'Ethereum Mainnet', key: 'arb' }), 'arbitrum', 'an unknown chain name falls back to a known key');
+    assert.equal(
+      tokenChain({ chain: 'Ethereum Mainnet', key: 'arb' }),
+      'arbitrum',
+      'an unknown chain name falls back to a known key',
+    );
     assert.equal(tokenChain({ chain: 'sui', key: 'x' }), 'sui', 'an unknown chain stays itself, lower-cased');
   });
 
@@ -71,7 +84,9 @@ describe('calls projector', () => {
     assert.equal(stored.facet, CALL_FACETS.suppressed);
     assert.equal((stored.doc as StoredCall).thesisText, 'second');
     assert.equal((stored.doc as StoredCall).tokens.length, 3);
-    const restored = foldEvents(callsProjector as never, docs as never, [eventFactory(10)('call.restored', { callId: first.id.toUpperCase(), at: day(4) })]);
+    const restored = foldEvents(callsProjector as never, docs as never, [
+      eventFactory(10)('call.restored', { callId: first.id.toUpperCase(), at: day(4) }),
+    ]);
     assert.equal((restored.get(first.id) as any).facet, CALL_FACETS.visible);
     // The index follows the same facets and keeps the keys of the latest edit.
     const e2 = eventFactory();
@@ -82,7 +97,9 @@ describe('calls projector', () => {
     ]) as Map<string, any>;
     assert.equal(index.get(first.id).facet, CALL_FACETS.suppressed);
     assert.equal(index.get(first.id).keys.contract.length, 3);
-    const indexRestored = foldEvents(callIndexProjector as never, index as never, [eventFactory(10)('call.restored', { callId: first.id, at: day(4) })]) as Map<string, any>;
+    const indexRestored = foldEvents(callIndexProjector as never, index as never, [
+      eventFactory(10)('call.restored', { callId: first.id, at: day(4) }),
+    ]) as Map<string, any>;
     assert.equal(indexRestored.get(first.id).facet, CALL_FACETS.visible);
     assert.equal(indexRestored.get(first.id).keys.contract.length, 3);
   });
@@ -93,7 +110,9 @@ describe('calls projector', () => {
     const docs = fold([e('call.suppressed', { callId: id, at: day(1) })]);
     assert.equal(docs.get(id)!.facet, CALL_FACETS.pending);
     assert.equal(docs.get(id)!.doc, null);
-    const later = foldEvents(callsProjector as never, docs as never, [eventFactory(5)('call.recorded', { ...makeCall(4, { createdAt: day(2) }), at: day(2) })]);
+    const later = foldEvents(callsProjector as never, docs as never, [
+      eventFactory(5)('call.recorded', { ...makeCall(4, { createdAt: day(2) }), at: day(2) }),
+    ]);
     assert.equal((later.get(id) as any).facet, CALL_FACETS.suppressed);
   });
 

@@ -9,7 +9,16 @@ import type { CallRecord } from '../../readmodels/schemas.ts';
 import { readTimeFieldsOf, servedCallText } from '../../service/calls.ts';
 import { makeCall, pnl, token } from '../support/calls-fixtures.ts';
 
-const link = { id: 'p"1', href: '/projects/p%221', name: 'Pé "one"', avatar: null, bio: 'a\\b\n"tokens":[', xHandle: null, website: null, hasDossier: false };
+const link = {
+  id: 'p"1',
+  href: '/projects/p%221',
+  name: 'Pé "one"',
+  avatar: null,
+  bio: 'a\\b\n"tokens":[',
+  xHandle: null,
+  website: null,
+  hasDossier: false,
+};
 
 function served(call: StoredCall, keepPnl: boolean, links: (typeof link | null)[]): CallRecord {
   return {
@@ -21,16 +30,27 @@ function served(call: StoredCall, keepPnl: boolean, links: (typeof link | null)[
 
 it('spliced text equals JSON.stringify of the served call: links, kept or aged pnl, escapes in the thesis', () => {
   const thesis = 'thesis with "tokens":[ and "pnl":{ inside, \\ back \u2028 and 代币 🦊';
-  const call = makeCall(3, { createdAt: '2026-10-01T00:00:00.000Z', thesis, pnl: pnl('2026-09-30T00:00:00.000Z'), tokens: [token(1), token(2, { description: '"pnl":null' }), token(3)] }) as StoredCall;
+  const call = makeCall(3, {
+    createdAt: '2026-10-01T00:00:00.000Z',
+    thesis,
+    pnl: pnl('2026-09-30T00:00:00.000Z'),
+    tokens: [token(1), token(2, { description: '"pnl":null' }), token(3)],
+  }) as StoredCall;
   const text = JSON.stringify(call);
   const links = [link, null, link];
   for (const keepPnl of [true, false]) {
     const value = served(call, keepPnl, links);
     let made = 0;
-    const out = servedCallText(text, call, value.caller.pnl, links.map((l) => JSON.stringify(l)), () => {
-      made += 1;
-      return value;
-    });
+    const out = servedCallText(
+      text,
+      call,
+      value.caller.pnl,
+      links.map((l) => JSON.stringify(l)),
+      () => {
+        made += 1;
+        return value;
+      },
+    );
     assert.equal(out, JSON.stringify(value));
     assert.equal(made, 0, 'the served value is not serialised again');
   }
@@ -46,7 +66,12 @@ it('a call whose stored text is not what it serialises to falls back to serialis
 it('the tokens and pnl are read from their own slices of the stored text, whatever the thesis and descriptions hold', () => {
   const thesis = 'a thesis with "tokens":[{"x":1}] and "pnl":{"y":2} and ] } [ { \\" inside';
   for (const p of [pnl('2026-09-30T00:00:00.000Z'), null]) {
-    const call = makeCall(5, { createdAt: '2026-10-01T00:00:00.000Z', thesis, pnl: p, tokens: [token(1, { description: '] } "pnl":null [' }), token(2)] }) as StoredCall;
+    const call = makeCall(5, {
+      createdAt: '2026-10-01T00:00:00.000Z',
+      thesis,
+      pnl: p,
+      tokens: [token(1, { description: '] } "pnl":null [' }), token(2)],
+    }) as StoredCall;
     assert.deepEqual(readTimeFieldsOf(JSON.stringify(call)), { tokens: call.tokens, caller: { pnl: call.caller.pnl } });
   }
   assert.equal(readTimeFieldsOf('{"id":"x"}'), null, 'not a call: parsed whole instead');

@@ -17,7 +17,9 @@ const env = { PULSEBOARD_DATA_DIR: dataDir, PORT: '0' };
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const COMMANDS = ['serve', 'keys', 'owners', 'ingest', 'replay', 'export', 'generate'] as const;
-const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
+const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')) as {
+  version: string;
+};
 
 function assertUsageError(run: { code: number | null; stdout: string; stderr: string }, pattern: RegExp): void {
   assert.equal(run.code, 2, run.stderr);
@@ -51,7 +53,11 @@ describe('pulseboard --help, help and --version', () => {
 
   for (const name of COMMANDS) {
     it(`${name} --help and help ${name}: the command's usage on stdout, exit 0, nothing started`, async () => {
-      for (const args of [[name, '--help'], [name, '-h'], ['help', name]]) {
+      for (const args of [
+        [name, '--help'],
+        [name, '-h'],
+        ['help', name],
+      ]) {
         const run = await runCli(args, { env });
         assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`);
         assert.equal(run.stderr, '', args.join(' '));
@@ -68,7 +74,11 @@ describe('pulseboard --help, help and --version', () => {
     }
   });
 
-  for (const args of [['keys', 'issue', '--help'], ['keys', 'list', '--help'], ['keys', 'revoke', '--help']]) {
+  for (const args of [
+    ['keys', 'issue', '--help'],
+    ['keys', 'list', '--help'],
+    ['keys', 'revoke', '--help'],
+  ]) {
     it(`${args.join(' ')} prints the keys usage, exit 0`, async () => {
       const run = await runCli(args, { env });
       assert.equal(run.code, 0, run.stderr);
@@ -80,7 +90,10 @@ describe('pulseboard --help, help and --version', () => {
 
 describe('unknown commands and flags', () => {
   it('an unknown command is named, with the list of commands', async () => {
-    assertUsageError(await runCli(['frobnicate'], { env }), /^pulseboard: unknown command 'frobnicate'; commands: serve, keys, owners, ingest, replay, export, generate/);
+    assertUsageError(
+      await runCli(['frobnicate'], { env }),
+      /^pulseboard: unknown command 'frobnicate'; commands: serve, keys, owners, ingest, replay, export, generate/,
+    );
   });
 
   it('an unknown top-level option is named', async () => {
@@ -89,7 +102,10 @@ describe('unknown commands and flags', () => {
 
   const cases: [string[], RegExp][] = [
     [['serve', '--bogus'], /^pulseboard serve: Unknown option '--bogus' \(see 'pulseboard serve --help'\)/],
-    [['serve', '--role', 'web'], /^pulseboard serve: --role must be one of all, api, projectors, thesis-reader, ingest, got 'web'/],
+    [
+      ['serve', '--role', 'web'],
+      /^pulseboard serve: --role must be one of all, api, projectors, thesis-reader, ingest, got 'web'/,
+    ],
     [['serve', 'extra'], /^pulseboard serve: Unexpected argument 'extra'/],
     [['keys', 'list', '--bogus'], /^pulseboard keys: Unknown option '--bogus'/],
     [['keys', 'issue', '--owner'], /^pulseboard keys: Option '--owner <value>' argument missing/],
@@ -102,7 +118,10 @@ describe('unknown commands and flags', () => {
     [['owners', 'allow', 'ann', '--bogus'], /^pulseboard owners: Unknown option '--bogus'/],
     [['ingest', '--bogus', 'x.ndjson'], /^pulseboard ingest: Unknown option '--bogus'/],
     [['replay', '--batch-size'], /^pulseboard replay: Option '--batch-size <value>' argument missing/],
-    [['export', '--from', '2026-01-01T00:00:00Z', '--to', '2026-01-02T00:00:00Z', '--bogus'], /^pulseboard export: Unknown option '--bogus'/],
+    [
+      ['export', '--from', '2026-01-01T00:00:00Z', '--to', '2026-01-02T00:00:00Z', '--bogus'],
+      /^pulseboard export: Unknown option '--bogus'/,
+    ],
     [['generate', '--projects', '10', '--bogus'], /^pulseboard generate: Unknown option '--bogus'/],
   ];
   for (const [args, pattern] of cases) {

@@ -19,8 +19,16 @@ function flakyFetch(times: number, answer: 'network' | { status: number; retryAf
     if (left > 0) {
       left -= 1;
       if (answer === 'network') throw new TypeError('fetch failed', { cause: new Error('connect ECONNRESET') });
-      const body = JSON.stringify({ error: { code: answer.status === 429 ? 'rate_limited' : 'unavailable', message: 'try later' } });
-      return new Response(body, { status: answer.status, headers: { 'content-type': 'application/json', ...(answer.retryAfter ? { 'retry-after': answer.retryAfter } : {}) } });
+      const body = JSON.stringify({
+        error: { code: answer.status === 429 ? 'rate_limited' : 'unavailable', message: 'try later' },
+      });
+      return new Response(body, {
+        status: answer.status,
+        headers: {
+          'content-type': 'application/json',
+          ...(answer.retryAfter ? { 'retry-after': answer.retryAfter } : {}),
+        },
+      });
     }
     return fetch(input, init);
   };
@@ -35,7 +43,10 @@ describe('pulseboard/client against a running server', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pulseboard-client-'));
-    ({ child, url, key } = await startServe({ PULSEBOARD_DATA_DIR: dir, PULSEBOARD_RATE_LIMIT: '100000' }, { key: true }));
+    ({ child, url, key } = await startServe(
+      { PULSEBOARD_DATA_DIR: dir, PULSEBOARD_RATE_LIMIT: '100000' },
+      { key: true },
+    ));
     assert.ok(url && key, 'the server started and printed a key');
   });
 
@@ -172,7 +183,11 @@ describe('pulseboard/client against a running server', () => {
 
     // Fetching ahead changes nothing in what is walked, and a consumer that stops early cancels the page in flight.
     const ahead: string[] = [];
-    for await (const step of createClient({ baseUrl: url, key }).projects.changes({ since: EPOCH, limit: 40, prefetch: true })) {
+    for await (const step of createClient({ baseUrl: url, key }).projects.changes({
+      since: EPOCH,
+      limit: 40,
+      prefetch: true,
+    })) {
       assert.ok(step.ok);
       ahead.push(...step.page.projects.map((p) => p.id));
     }
@@ -188,10 +203,17 @@ describe('pulseboard/client against a running server', () => {
     const follow = createClient({ baseUrl: url, key }).projects.changes({ cursor: feed.cursor, wait: 30 });
     const iterator = follow[Symbol.asyncIterator]();
     const caughtUp = await iterator.next();
-    assert.ok(!caughtUp.done && caughtUp.value.ok && caughtUp.value.page.projects.length === 0 && caughtUp.value.caughtUp);
+    assert.ok(
+      !caughtUp.done && caughtUp.value.ok && caughtUp.value.page.projects.length === 0 && caughtUp.value.caughtUp,
+    );
     const next = iterator.next();
     const file = join(dir, 'one.ndjson');
-    const message = { type: 'project.sighted', id: 'client-follow-1', at: '2026-11-21T00:00:00.000Z', data: { projectId: 'prj-client-1', handle: 'client_one' } };
+    const message = {
+      type: 'project.sighted',
+      id: 'client-follow-1',
+      at: '2026-11-21T00:00:00.000Z',
+      data: { projectId: 'prj-client-1', handle: 'client_one' },
+    };
     writeFileSync(file, `${JSON.stringify(message)}\n`);
     const ingested = await runCli(['ingest', file], { env: { PULSEBOARD_DATA_DIR: dir } });
     assert.equal(ingested.code, 0, ingested.stderr);

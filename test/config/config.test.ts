@@ -16,7 +16,12 @@ const cases: Record<string, { accepted: string[]; refused: string[]; reason: Reg
     reason: /MONGODB_URL: must be a MongoDB connection string/,
   },
   EVENTSTORE_URL: {
-    accepted: ['kurrentdb://kurrentdb:2113?tls=false', 'kurrentdb+discover://a:2113,b:2113', 'kdb://localhost:2113', 'kurrent://admin:changeit@localhost:2113'],
+    accepted: [
+      'kurrentdb://kurrentdb:2113?tls=false',
+      'kurrentdb+discover://a:2113,b:2113',
+      'kdb://localhost:2113',
+      'kurrent://admin:changeit@localhost:2113',
+    ],
     refused: ['esdb://localhost:2113', 'localhost:2113', 'kurrentdb://bad host:2113', 'nonsense'],
     reason: /EVENTSTORE_URL: must be a KurrentDB connection string/,
   },
@@ -70,7 +75,10 @@ describe('server addresses in the configuration', () => {
 
 describe('MCP settings in the configuration', () => {
   it('lower-cases and trims the allowed hosts and origins; unset stays unset (the loopback defaults)', () => {
-    const parsed = parseConfig({ PULSEBOARD_MCP_ALLOWED_HOSTS: ' MCP.Example.com , api:8080 ', PULSEBOARD_MCP_ALLOWED_ORIGINS: 'HTTPS://App.Example.com' });
+    const parsed = parseConfig({
+      PULSEBOARD_MCP_ALLOWED_HOSTS: ' MCP.Example.com , api:8080 ',
+      PULSEBOARD_MCP_ALLOWED_ORIGINS: 'HTTPS://App.Example.com',
+    });
     assert.ok(parsed.ok);
     assert.deepEqual(parsed.config.PULSEBOARD_MCP_ALLOWED_HOSTS, ['mcp.example.com', 'api:8080']);
     assert.deepEqual(parsed.config.PULSEBOARD_MCP_ALLOWED_ORIGINS, ['https://app.example.com']);
@@ -105,7 +113,11 @@ describe('HTTP operations settings in the configuration', () => {
     assert.equal(defaults.config.PULSEBOARD_CORS_ORIGINS, undefined);
     assert.equal(defaults.config.PULSEBOARD_METRICS, 'on');
     assert.equal(defaults.config.PULSEBOARD_METRICS_PORT, undefined);
-    const listed = parseConfig({ PULSEBOARD_CORS_ORIGINS: 'https://App.example.com, http://localhost:5173', PULSEBOARD_METRICS: 'off', PULSEBOARD_METRICS_PORT: '9464' });
+    const listed = parseConfig({
+      PULSEBOARD_CORS_ORIGINS: 'https://App.example.com, http://localhost:5173',
+      PULSEBOARD_METRICS: 'off',
+      PULSEBOARD_METRICS_PORT: '9464',
+    });
     assert.ok(listed.ok);
     assert.deepEqual(listed.config.PULSEBOARD_CORS_ORIGINS, ['https://app.example.com', 'http://localhost:5173']);
     assert.equal(listed.config.PULSEBOARD_METRICS, 'off');

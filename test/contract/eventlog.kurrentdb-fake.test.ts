@@ -25,25 +25,25 @@ const URL = 'kurrentdb://in-memory:2113?tls=false';
 // multi-stream appends do not read back as written (the adapter must notice and write markers one by one);
 // each a cluster whose followers lag (the adapter must read from the leader).
 for (const mode of ['atomic', 'unsupported', 'garbled'] as const) {
-eventLogContract(`kurrentdb (in-memory client, multiStreamAppend ${mode})`, async () => {
-  const server = createFakeKurrentDbServer({ multiStreamAppend: mode });
-  // Every read the adapter lets a follower answer misses the three newest records.
-  server.followerLag = 3;
-  const log = createKurrentDbEventLog(URL, { client: server.client() });
-  const connections: EventLog[] = [];
-  return {
-    log,
-    async connect() {
-      const connection = createKurrentDbEventLog(URL, { client: server.client() });
-      connections.push(connection);
-      return connection;
-    },
-    async dispose() {
-      for (const connection of connections) await connection.close();
-      await log.close();
-    },
-  };
-});
+  eventLogContract(`kurrentdb (in-memory client, multiStreamAppend ${mode})`, async () => {
+    const server = createFakeKurrentDbServer({ multiStreamAppend: mode });
+    // Every read the adapter lets a follower answer misses the three newest records.
+    server.followerLag = 3;
+    const log = createKurrentDbEventLog(URL, { client: server.client() });
+    const connections: EventLog[] = [];
+    return {
+      log,
+      async connect() {
+        const connection = createKurrentDbEventLog(URL, { client: server.client() });
+        connections.push(connection);
+        return connection;
+      },
+      async dispose() {
+        for (const connection of connections) await connection.close();
+        await log.close();
+      },
+    };
+  });
 }
 
 type Counted = { projectId: string; n: number };
@@ -56,12 +56,23 @@ function counter(collection: string, prefix: string): Projector<Counted, null> {
     keyOf: (event) => (event.data as { projectId?: string }).projectId ?? null,
     fold(current, event) {
       const projectId = (event.data as { projectId: string }).projectId;
-      return { doc: { projectId, n: (current?.doc.n ?? 0) + 1 }, state: null, sortKey: projectId, facet: 'visible', keys: {} };
+      return {
+        doc: { projectId, n: (current?.doc.n ?? 0) + 1 },
+        state: null,
+        sortKey: projectId,
+        facet: 'visible',
+        keys: {},
+      };
     },
   };
 }
 
-const event = (type: string, projectId: string): NewEvent => ({ id: randomUUID(), type, data: { projectId }, metadata: { source: 'test', messageId: randomUUID() } });
+const event = (type: string, projectId: string): NewEvent => ({
+  id: randomUUID(),
+  type,
+  data: { projectId },
+  metadata: { source: 'test', messageId: randomUUID() },
+});
 
 describe('KurrentDB adapter round trips (in-memory client)', () => {
   it('one read of the log per page is shared by every projector, and nothing is read per event', async () => {
@@ -71,15 +82,29 @@ describe('KurrentDB adapter round trips (in-memory client)', () => {
     const store = createSqliteReadStore(join(dir, 'read.sqlite'));
     try {
       const types = ['project.sighted', 'vote.cast', 'dossier.written'];
-      const groups = Array.from({ length: 2500 }, (_, i) => ({ stream: `project-p${i % 40}`, events: [event(types[i % 3]!, `p${i % 40}`)] }));
+      const groups = Array.from({ length: 2500 }, (_, i) => ({
+        stream: `project-p${i % 40}`,
+        events: [event(types[i % 3]!, `p${i % 40}`)],
+      }));
       for (let i = 0; i < groups.length; i += 500) await log.appendBatch(groups.slice(i, i + 500));
-      const projectors = [counter('sightings', 'project.'), counter('votes', 'vote.'), counter('dossiers', 'dossier.')].map((p) => anyProjector(p));
+      const projectors = [
+        counter('sightings', 'project.'),
+        counter('votes', 'vote.'),
+        counter('dossiers', 'dossier.'),
+      ].map((p) => anyProjector(p));
       server.resetCounts();
       const runner = createProjectionRunner(log, store, projectors, { batchSize: 1000 });
       assert.equal(await runner.catchUp(), 2500);
       // Pages of 1000 positions: three forward reads of $all for 2500 events and three read models.
-      assert.deepEqual(Object.fromEntries(server.calls), { readAll: 3, 'readAll backwards': 4 }, 'one $all read per page and one head read per batch; no stream read');
-      assert.equal((await store.get<Counted>('votes', 'p7'))?.doc.n, [...Array(2500).keys()].filter((i) => i % 40 === 7 && i % 3 === 1).length);
+      assert.deepEqual(
+        Object.fromEntries(server.calls),
+        { readAll: 3, 'readAll backwards': 4 },
+        'one $all read per page and one head read per batch; no stream read',
+      );
+      assert.equal(
+        (await store.get<Counted>('votes', 'p7'))?.doc.n,
+        [...Array(2500).keys()].filter((i) => i % 40 === 7 && i % 3 === 1).length,
+      );
       const [first] = await log.readAll({ afterPosition: 0, limit: 1 });
       assert.deepEqual(first!.metadata.source, 'test');
     } finally {
@@ -94,14 +119,21 @@ describe('KurrentDB adapter round trips (in-memory client)', () => {
     const log = createKurrentDbEventLog(URL, { client: server.client() });
     try {
       const batch = (streams: number, perStream: number) =>
-        Array.from({ length: streams * perStream }, (_, i) => ({ stream: `calls-${i % streams}`, events: [event('vote.cast', `p${i}`)] }));
+        Array.from({ length: streams * perStream }, (_, i) => ({
+          stream: `calls-${i % streams}`,
+          events: [event('vote.cast', `p${i}`)],
+        }));
       const cost = async (groups: { stream: string; events: NewEvent[] }[]) => {
         server.resetCounts();
         await log.appendBatch(groups);
         return Object.fromEntries(server.calls);
       };
       // The first multi-stream append of the log is read back once per stream in flight, to check it.
-      assert.deepEqual(await cost(batch(2, 2).map((g) => ({ ...g, stream: `warm-${g.stream}` }))), { readStream: 2 + 2 + 2, multiStreamAppend: 2, appendToStream: 2 });
+      assert.deepEqual(await cost(batch(2, 2).map((g) => ({ ...g, stream: `warm-${g.stream}` }))), {
+        readStream: 2 + 2 + 2,
+        multiStreamAppend: 2,
+        appendToStream: 2,
+      });
       // New streams: no marker can exist, so none is read.
       assert.deepEqual(await cost(batch(10, 30)), { readStream: 10 + 10, multiStreamAppend: 10, appendToStream: 10 });
       // Existing streams, 300 new events: 10 revision reads, 300 marker reads, 10 marker writes, 10 appends, 10 position reads.
@@ -111,7 +143,11 @@ describe('KurrentDB adapter round trips (in-memory client)', () => {
       assert.deepEqual(await cost(next), { readStream: 10 + 300 + 300 });
       // Streams 40 times longer cost the same.
       for (let i = 0; i < 40; i += 1) await log.appendBatch(batch(10, 30));
-      assert.deepEqual(await cost(batch(10, 30)), { readStream: 10 + 300 + 10, multiStreamAppend: 10, appendToStream: 10 });
+      assert.deepEqual(await cost(batch(10, 30)), {
+        readStream: 10 + 300 + 10,
+        multiStreamAppend: 10,
+        appendToStream: 10,
+      });
     } finally {
       await log.close();
     }
@@ -122,17 +158,31 @@ describe('KurrentDB adapter round trips (in-memory client)', () => {
       const server = createFakeKurrentDbServer({ multiStreamAppend: mode });
       const log = createKurrentDbEventLog(URL, { client: server.client() });
       try {
-        const groups = Array.from({ length: 60 }, (_, i) => ({ stream: `calls-${i % 3}`, events: [event('vote.cast', `p${i}`)] }));
+        const groups = Array.from({ length: 60 }, (_, i) => ({
+          stream: `calls-${i % 3}`,
+          events: [event('vote.cast', `p${i}`)],
+        }));
         await log.appendBatch(groups);
         server.resetCounts();
-        const more = Array.from({ length: 60 }, (_, i) => ({ stream: `calls-${i % 3}`, events: [event('vote.cast', `q${i}`)] }));
+        const more = Array.from({ length: 60 }, (_, i) => ({
+          stream: `calls-${i % 3}`,
+          events: [event('vote.cast', `q${i}`)],
+        }));
         await log.appendBatch(more);
         // Each marker bucket this process had not written to yet gets its lifetime first ($maxAge).
         const seen = new Set(groups.map((g) => markerStream(g.events[0]!.id)));
-        const buckets = new Set(more.map((g) => markerStream(g.events[0]!.id)).filter((bucket) => !seen.has(bucket))).size;
-        assert.deepEqual(Object.fromEntries(server.calls), { readStream: 3 + 60 + 3, appendToStream: buckets + 60 + 3 }, `${mode}: tried once, then one by one`);
+        const buckets = new Set(more.map((g) => markerStream(g.events[0]!.id)).filter((bucket) => !seen.has(bucket)))
+          .size;
+        assert.deepEqual(
+          Object.fromEntries(server.calls),
+          { readStream: 3 + 60 + 3, appendToStream: buckets + 60 + 3 },
+          `${mode}: tried once, then one by one`,
+        );
         const again = await log.appendBatch([...groups, ...more]);
-        assert.ok(again.flat().every((e) => e.duplicate), `${mode}: every id is recognised`);
+        assert.ok(
+          again.flat().every((e) => e.duplicate),
+          `${mode}: every id is recognised`,
+        );
         const stored = server.records.filter((r) => r.streamId.startsWith('calls-'));
         assert.equal(stored.length, 120, `${mode}: nothing stored twice`);
       } finally {

@@ -9,7 +9,13 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'vitest';
 import type { AppendResult, NewEvent, ReadAllOptions, RecordedEvent } from '../../eventstore/port.ts';
-import { appendIdempotent, backfillIdMarkers, type IdMarker, type IdempotencyServer, type StoredRef } from '../../eventstore/kurrentdb/idempotent-append.ts';
+import {
+  appendIdempotent,
+  backfillIdMarkers,
+  type IdMarker,
+  type IdempotencyServer,
+  type StoredRef,
+} from '../../eventstore/kurrentdb/idempotent-append.ts';
 import { prng } from '../support/seed.ts';
 
 type Call = keyof IdempotencyServer;
@@ -105,8 +111,16 @@ describe('KurrentDB idempotent append (fake server)', () => {
       assert.ok(retry.events.every((e) => e.duplicate));
       assert.equal(retry.revision, 2);
     }
-    assert.deepEqual(await appendIdempotent(server, 's', [newEvent()], 'no_stream'), { ok: false, reason: 'wrong_expected_revision', actualRevision: 2 });
-    assert.deepEqual(await appendIdempotent(server, 'empty', [newEvent()], 'stream_exists'), { ok: false, reason: 'wrong_expected_revision', actualRevision: null });
+    assert.deepEqual(await appendIdempotent(server, 's', [newEvent()], 'no_stream'), {
+      ok: false,
+      reason: 'wrong_expected_revision',
+      actualRevision: 2,
+    });
+    assert.deepEqual(await appendIdempotent(server, 'empty', [newEvent()], 'stream_exists'), {
+      ok: false,
+      reason: 'wrong_expected_revision',
+      actualRevision: null,
+    });
     assert.deepEqual(
       streams.get('s')!.map((e) => e.id),
       [a.id, b.id, c.id],
@@ -136,7 +150,10 @@ describe('KurrentDB idempotent append (fake server)', () => {
     );
     calls.length = 0;
     const retry = ok(await appendIdempotent(server, 'calls-collector', [oldest]));
-    assert.deepEqual(retry.events.map((e) => [e.revision, e.duplicate]), [[0, true]]);
+    assert.deepEqual(
+      retry.events.map((e) => [e.revision, e.duplicate]),
+      [[0, true]],
+    );
     assert.deepEqual(
       calls.map((c) => `${c.call}:${c.size}`),
       ['lastRevision:1', 'readMarkers:1', 'readAt:1'],
@@ -155,9 +172,15 @@ describe('KurrentDB idempotent append (fake server)', () => {
     // Another event takes the revision the dead attempt's marker names.
     ok(await appendIdempotent(server, 'p', [newEvent()]));
     const retry = ok(await appendIdempotent(server, 'p', [event]));
-    assert.deepEqual(retry.events.map((e) => [e.revision, e.duplicate]), [[2, false]]);
+    assert.deepEqual(
+      retry.events.map((e) => [e.revision, e.duplicate]),
+      [[2, false]],
+    );
     const again = ok(await appendIdempotent(server, 'p', [event]));
-    assert.deepEqual(again.events.map((e) => [e.revision, e.duplicate]), [[2, true]]);
+    assert.deepEqual(
+      again.events.map((e) => [e.revision, e.duplicate]),
+      [[2, true]],
+    );
     assert.equal(streams.get('p')!.filter((e) => e.id === event.id).length, 1);
   });
 
@@ -171,7 +194,10 @@ describe('KurrentDB idempotent append (fake server)', () => {
     delete faults.afterAppend;
     for (let i = 0; i < 5; i += 1) ok(await appendIdempotent(server, 'q', [newEvent()]));
     const retry = ok(await appendIdempotent(server, 'q', [event], 4));
-    assert.deepEqual(retry.events.map((e) => [e.revision, e.duplicate]), [[0, true]]);
+    assert.deepEqual(
+      retry.events.map((e) => [e.revision, e.duplicate]),
+      [[0, true]],
+    );
     assert.equal(streams.get('q')!.length, 6);
   });
 
@@ -188,7 +214,11 @@ describe('KurrentDB idempotent append (fake server)', () => {
       assert.equal(stored.length, 8, `seed ${seed}: ${stored.map((e) => e.id).join(',')}`);
       assert.equal(new Set(stored.map((e) => e.id)).size, 8, `seed ${seed}: an id stored twice`);
       const sharedResults = results.slice(0, 6).map(ok);
-      assert.equal(sharedResults.filter((r) => r.events.every((e) => !e.duplicate)).length, 1, `seed ${seed}: one writer stored them`);
+      assert.equal(
+        sharedResults.filter((r) => r.events.every((e) => !e.duplicate)).length,
+        1,
+        `seed ${seed}: one writer stored them`,
+      );
       for (const result of sharedResults) {
         assert.deepEqual(
           result.events.map((e) => e.position),
@@ -215,13 +245,26 @@ describe('KurrentDB id markers for a log written before them (fake server)', () 
     const log = {
       async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
         const all = [...streams.entries()]
-          .flatMap(([stream, list]) => list.map((ref) => ({ ...ref, stream, type: 'old', data: {}, metadata: {}, recordedAt: '2026-01-01T00:00:00.000Z' })))
+          .flatMap(([stream, list]) =>
+            list.map((ref) => ({
+              ...ref,
+              stream,
+              type: 'old',
+              data: {},
+              metadata: {},
+              recordedAt: '2026-01-01T00:00:00.000Z',
+            })),
+          )
           .sort((a, b) => a.position - b.position);
         return all.filter((e) => e.position > options.afterPosition).slice(0, options.limit);
       },
     };
     const before = await appendIdempotent(server, 's1', [old[1]!.event]);
-    assert.equal(ok(before).events[0]!.duplicate, false, 'without markers an old id is stored again: the reason for the backfill');
+    assert.equal(
+      ok(before).events[0]!.duplicate,
+      false,
+      'without markers an old id is stored again: the reason for the backfill',
+    );
     streams.get('s1')!.pop();
     markers.clear();
 
@@ -233,6 +276,9 @@ describe('KurrentDB id markers for a log written before them (fake server)', () 
       const retry = ok(await appendIdempotent(server, stream, [event]));
       assert.equal(retry.events[0]!.duplicate, true, `${stream} ${event.id}`);
     }
-    assert.equal([...streams.values()].reduce((n, list) => n + list.length, 0), 25);
+    assert.equal(
+      [...streams.values()].reduce((n, list) => n + list.length, 0),
+      25,
+    );
   });
 });

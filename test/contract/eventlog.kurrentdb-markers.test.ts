@@ -19,7 +19,10 @@ for (const mode of ['atomic', 'unsupported'] as const) {
     const server = createFakeKurrentDbServer({ multiStreamAppend: mode });
     let clock = Date.parse('2026-11-26T00:00:00.000Z');
     server.now = () => clock;
-    const log = createKurrentDbEventLog('kurrentdb://in-memory:2113?tls=false', { client: server.client(), dedupeWindowSeconds: HOUR });
+    const log = createKurrentDbEventLog('kurrentdb://in-memory:2113?tls=false', {
+      client: server.client(),
+      dedupeWindowSeconds: HOUR,
+    });
     try {
       const groups = Array.from({ length: 120 }, (_, i) => ({
         stream: `calls-${i % 4}`,
@@ -32,9 +35,12 @@ for (const mode of ['atomic', 'unsupported'] as const) {
       assert.ok(MARKER_BUCKETS === 2 ** 18);
 
       // Within the window, a redelivery is recognised.
-      clock += HOUR / 2 * 1000;
+      clock += (HOUR / 2) * 1000;
       const again = await log.appendBatch(groups);
-      assert.ok(again.flat().every((e) => e.duplicate), 'recognised within the window');
+      assert.ok(
+        again.flat().every((e) => e.duplicate),
+        'recognised within the window',
+      );
 
       // Past it, a scavenge removes every marker; the events and their positions stay.
       clock += HOUR * 1000;

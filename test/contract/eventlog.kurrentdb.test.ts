@@ -65,32 +65,46 @@ describe('EventLog kurrentdb: input checks (no server needed)', () => {
 });
 
 describe('EventLog kurrentdb: an unreachable server (no server needed)', () => {
-  it('kurrentdb: every call fails with the port\'s EventLogUnavailableError naming the server, never a raw gRPC error', { timeout: 120_000 }, async () => {
-    const states: AppendSubscriptionState[] = [];
-    const log = createKurrentDbEventLog('kurrentdb://admin:secret@127.0.0.1:1?tls=false', { onSubscriptionState: (state) => states.push(state) });
-    const calls: [string, () => Promise<unknown>][] = [
-      ['archiveId', () => log.archiveId()],
-      ['append', () => log.append('s', [{ id: randomUUID(), type: 't', data: {} }])],
-      ['readStream', () => log.readStream('s')],
-      ['streamRevision', () => log.streamRevision('s')],
-      ['readAll', () => log.readAll({ afterPosition: 0, limit: 10 })],
-      ['headPosition', () => log.headPosition()],
-      ['positionBefore', () => log.positionBefore('2026-11-20T00:00:00Z')],
-      ['waitForAppend', () => log.waitForAppend(0, 3_600_000)],
-    ];
-    try {
-      for (const [name, call] of calls) {
-        await assert.rejects(call(), (error: unknown) => {
-          assert.ok(error instanceof EventLogUnavailableError, `${name}: ${String(error)}`);
-          assert.equal(error.message, 'KurrentDB at kurrentdb://127.0.0.1:1?tls=false does not answer (unavailable)', name);
-          return true;
-        });
+  it(
+    "kurrentdb: every call fails with the port's EventLogUnavailableError naming the server, never a raw gRPC error",
+    { timeout: 120_000 },
+    async () => {
+      const states: AppendSubscriptionState[] = [];
+      const log = createKurrentDbEventLog('kurrentdb://admin:secret@127.0.0.1:1?tls=false', {
+        onSubscriptionState: (state) => states.push(state),
+      });
+      const calls: [string, () => Promise<unknown>][] = [
+        ['archiveId', () => log.archiveId()],
+        ['append', () => log.append('s', [{ id: randomUUID(), type: 't', data: {} }])],
+        ['readStream', () => log.readStream('s')],
+        ['streamRevision', () => log.streamRevision('s')],
+        ['readAll', () => log.readAll({ afterPosition: 0, limit: 10 })],
+        ['headPosition', () => log.headPosition()],
+        ['positionBefore', () => log.positionBefore('2026-11-20T00:00:00Z')],
+        ['waitForAppend', () => log.waitForAppend(0, 3_600_000)],
+      ];
+      try {
+        for (const [name, call] of calls) {
+          await assert.rejects(call(), (error: unknown) => {
+            assert.ok(error instanceof EventLogUnavailableError, `${name}: ${String(error)}`);
+            assert.equal(
+              error.message,
+              'KurrentDB at kurrentdb://127.0.0.1:1?tls=false does not answer (unavailable)',
+              name,
+            );
+            return true;
+          });
+        }
+        assert.deepEqual(
+          states,
+          ['connecting', 'reconnecting'],
+          'the waiter opened the subscription, which the server refused',
+        );
+      } finally {
+        await log.close();
       }
-      assert.deepEqual(states, ['connecting', 'reconnecting'], 'the waiter opened the subscription, which the server refused');
-    } finally {
-      await log.close();
-    }
-  });
+    },
+  );
 });
 
 /** A subscription source the test drives by hand, and a timer that only records what was scheduled. */
@@ -135,7 +149,9 @@ describe('EventLog kurrentdb: one subscription fanned out to waiters (no server 
     await Promise.all(readies);
     assert.equal(subscription.state(), 'live');
     const woken: number[] = [];
-    const waits = [10, 20, 30].map((after) => sleepUntilAppend(signals, after, 3_600_000).then(() => woken.push(after)));
+    const waits = [10, 20, 30].map((after) =>
+      sleepUntilAppend(signals, after, 3_600_000).then(() => woken.push(after)),
+    );
     server.opened[0]!.appended(25);
     await Promise.all(waits.slice(0, 2));
     assert.deepEqual(woken.sort(), [10, 20]);
@@ -173,7 +189,10 @@ describe('EventLog kurrentdb: one subscription fanned out to waiters (no server 
       assert.equal(subscription.state(), 'reconnecting');
       await subscription.ready(); // does not wait for the server while reconnecting
       const entry = server.scheduled.at(-1)!;
-      assert.equal(entry.delayMs, reconnectDelay(attempt, 100, 1_000, () => 0.5));
+      assert.equal(
+        entry.delayMs,
+        reconnectDelay(attempt, 100, 1_000, () => 0.5),
+      );
       entry.run();
     }
     assert.deepEqual(
@@ -184,7 +203,11 @@ describe('EventLog kurrentdb: one subscription fanned out to waiters (no server 
     assert.equal(woken, false, 'no waiter is woken while the subscription is down');
     server.opened.at(-1)!.confirmed();
     await waiting;
-    assert.equal(woken, true, 'back live: appends made while it was down were not delivered, so every waiter looks again');
+    assert.equal(
+      woken,
+      true,
+      'back live: appends made while it was down were not delivered, so every waiter looks again',
+    );
     assert.deepEqual(states, ['connecting', 'live', 'reconnecting', 'live']);
     // A failure after a success starts the backoff from the base again.
     server.opened.at(-1)!.failed(new Error('UNAVAILABLE'));
@@ -233,24 +256,28 @@ describe('EventLog kurrentdb: one subscription fanned out to waiters (no server 
 });
 
 describe('EventLog kurrentdb: a server that never answers (no server needed)', () => {
-  it('kurrentdb: waitForAppend still ends at its timeout, and on abort, while the subscription waits for a confirmation', { timeout: 60_000 }, async () => {
-    // Accepts connections and says nothing: neither a confirmation nor a refusal ever comes.
-    const sockets: Socket[] = [];
-    const silent = createServer((socket) => sockets.push(socket));
-    silent.listen(0, '127.0.0.1');
-    await once(silent, 'listening');
-    const { port } = silent.address() as AddressInfo;
-    const log = createKurrentDbEventLog(`kurrentdb://127.0.0.1:${port}?tls=false`);
-    try {
-      await log.waitForAppend(0, 50);
-      const controller = new AbortController();
-      const waiting = log.waitForAppend(0, 3_600_000, controller.signal);
-      controller.abort();
-      await waiting;
-    } finally {
-      for (const socket of sockets) socket.destroy();
-      silent.close();
-      await log.close();
-    }
-  });
+  it(
+    'kurrentdb: waitForAppend still ends at its timeout, and on abort, while the subscription waits for a confirmation',
+    { timeout: 60_000 },
+    async () => {
+      // Accepts connections and says nothing: neither a confirmation nor a refusal ever comes.
+      const sockets: Socket[] = [];
+      const silent = createServer((socket) => sockets.push(socket));
+      silent.listen(0, '127.0.0.1');
+      await once(silent, 'listening');
+      const { port } = silent.address() as AddressInfo;
+      const log = createKurrentDbEventLog(`kurrentdb://127.0.0.1:${port}?tls=false`);
+      try {
+        await log.waitForAppend(0, 50);
+        const controller = new AbortController();
+        const waiting = log.waitForAppend(0, 3_600_000, controller.signal);
+        controller.abort();
+        await waiting;
+      } finally {
+        for (const socket of sockets) socket.destroy();
+        silent.close();
+        await log.close();
+      }
+    },
+  );
 });

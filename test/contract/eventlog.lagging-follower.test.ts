@@ -45,7 +45,13 @@ function counter(collection: string, prefix: string): Projector<Counted, null> {
     keyOf: (event) => (event.data as { projectId?: string }).projectId ?? null,
     fold(current, event) {
       const projectId = (event.data as { projectId: string }).projectId;
-      return { doc: { projectId, n: (current?.doc.n ?? 0) + 1 }, state: null, sortKey: projectId, facet: 'visible', keys: {} };
+      return {
+        doc: { projectId, n: (current?.doc.n ?? 0) + 1 },
+        state: null,
+        sortKey: projectId,
+        facet: 'visible',
+        keys: {},
+      };
     },
   };
 }
@@ -53,7 +59,9 @@ const event = (type: string, projectId: string): NewEvent => ({ id: randomUUID()
 
 async function appendMany(log: EventLog, n: number): Promise<void> {
   const types = ['project.sighted', 'vote.cast'];
-  await log.appendBatch(Array.from({ length: n }, (_, i) => ({ stream: `project-p${i % 5}`, events: [event(types[i % 2]!, `p${i % 5}`)] })));
+  await log.appendBatch(
+    Array.from({ length: n }, (_, i) => ({ stream: `project-p${i % 5}`, events: [event(types[i % 2]!, `p${i % 5}`)] })),
+  );
 }
 
 /** Sums every counter document of a collection: the events the runner folded. */
@@ -71,11 +79,19 @@ describe('a lagging KurrentDB follower moves no checkpoint past an event it neve
     // Two followers: the one answering backward reads (the head) is up to date, the other misses 30 records.
     server.followerLag = (method) => (method === 'readAll' ? 30 : 0);
     const store = readStore();
-    const runner = createProjectionRunner(log, store, [counter('sightings', 'project.'), counter('votes', 'vote.')].map((p) => anyProjector(p)));
+    const runner = createProjectionRunner(
+      log,
+      store,
+      [counter('sightings', 'project.'), counter('votes', 'vote.')].map((p) => anyProjector(p)),
+    );
     await runner.catchUp();
     server.followerLag = 0;
     await runner.catchUp();
-    assert.equal((await folded(store, 'sightings')) + (await folded(store, 'votes')), 40, 'every event folded once the followers caught up');
+    assert.equal(
+      (await folded(store, 'sightings')) + (await folded(store, 'votes')),
+      40,
+      'every event folded once the followers caught up',
+    );
     assert.equal(server.servedBy.follower, 0, 'no read of a checkpoint-moving path went to a follower');
   });
 

@@ -39,9 +39,13 @@ const RACER = join(import.meta.dirname, 'fixtures', 'sqlite-append-racer.ts');
 type Racer = { child: ChildProcessWithoutNullStreams; lines: AsyncIterableIterator<string> };
 
 function startRacer(path: string, stream: string, expected: string, eventId: string): Racer {
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', RACER, path, stream, expected, eventId], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--disable-warning=ExperimentalWarning', RACER, path, stream, expected, eventId],
+    {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
@@ -75,7 +79,11 @@ describe('EventLog sqlite: separate processes on one file', () => {
     try {
       for (let round = 0; round < 3; round += 1) {
         const stream = `race-${randomUUID()}`;
-        const seed = await temp.log.append(stream, [{ id: randomUUID(), type: 'contract.race', data: {} }], 'no_stream');
+        const seed = await temp.log.append(
+          stream,
+          [{ id: randomUUID(), type: 'contract.race', data: {} }],
+          'no_stream',
+        );
         assert.equal(seed.ok, true);
         const ids = Array.from({ length: 4 }, () => randomUUID());
         const racers = ids.map((id) => startRacer(temp.path, stream, '0', id));
@@ -83,7 +91,9 @@ describe('EventLog sqlite: separate processes on one file', () => {
           for (const racer of racers) assert.equal(await nextLine(racer), 'ready');
           // Every process has the file open before any of them is told to append.
           for (const racer of racers) racer.child.stdin.write('go\n');
-          const results = await Promise.all(racers.map(async (racer) => JSON.parse(await nextLine(racer)) as AppendResult));
+          const results = await Promise.all(
+            racers.map(async (racer) => JSON.parse(await nextLine(racer)) as AppendResult),
+          );
           const winners = results.filter((r) => r.ok);
           assert.equal(winners.length, 1, JSON.stringify(results));
           for (const loser of results.filter((r) => !r.ok)) {
@@ -142,7 +152,9 @@ describe('EventLog sqlite: separate processes on one file', () => {
       try {
         for (const racer of racers) assert.equal(await nextLine(racer), 'ready');
         for (const racer of racers) racer.child.stdin.write('go\n');
-        const results = await Promise.all(racers.map(async (racer) => JSON.parse(await nextLine(racer)) as AppendResult));
+        const results = await Promise.all(
+          racers.map(async (racer) => JSON.parse(await nextLine(racer)) as AppendResult),
+        );
         assert.ok(results.every((r) => r.ok));
         const duplicates = results.map((r) => (r.ok ? r.events[0]!.duplicate : null));
         assert.equal(duplicates.filter((d) => d === false).length, 1, 'one process stored it');
@@ -186,7 +198,7 @@ describe('EventLog sqlite: batch appends are one transaction', () => {
     }
   });
 
-  it('sqlite: batches over two connections continue each other\'s stream revisions', async () => {
+  it("sqlite: batches over two connections continue each other's stream revisions", async () => {
     const temp = openTempLog();
     try {
       const other = await temp.connect();
@@ -224,7 +236,12 @@ describe('EventLog sqlite: batch appends are one transaction', () => {
         all.slice(0, 700),
         first.map((g) => g.map((e) => ({ ...e, duplicate: true }))),
       );
-      assert.ok(all.slice(700).flat().every((e) => !e.duplicate));
+      assert.ok(
+        all
+          .slice(700)
+          .flat()
+          .every((e) => !e.duplicate),
+      );
       // Stream n % 601 got one event per group in order: revisions 0, 1 (and 2 for the first two streams).
       for (const [n, group] of all.entries()) assert.equal(group[0]!.revision, Math.floor(n / 601), `group ${n}`);
     } finally {

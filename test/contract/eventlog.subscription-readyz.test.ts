@@ -32,7 +32,10 @@ it('readyz: the event log subscription is reported idle, live, reconnecting (deg
     const down = await health.ready();
     assert.deepEqual([down.status, down.checks.eventLogSubscription], ['degraded', 'reconnecting']);
     server.subscriptionsDown = false;
-    assert.ok(await eventually(async () => (await health.ready()).checks.eventLogSubscription === 'live'), 'back once the server takes it again');
+    assert.ok(
+      await eventually(async () => (await health.ready()).checks.eventLogSubscription === 'live'),
+      'back once the server takes it again',
+    );
     assert.equal((await health.ready()).status, 'ready');
     stop.abort();
     await waiting;

@@ -41,7 +41,9 @@ export function generationSpaceContract(adapterName: string, open: OpenSpace, op
   const skip = options.skip ?? false;
   const name = (what: string) => `${adapterName}: ${what}`;
 
-  async function withSpace(work: (handle: GenerationSpaceHandle, clock: { now: number }) => Promise<void>): Promise<void> {
+  async function withSpace(
+    work: (handle: GenerationSpaceHandle, clock: { now: number }) => Promise<void>,
+  ): Promise<void> {
     const clock = { now: Date.parse('2026-11-22T08:00:00Z') };
     const handle = await open({ clock: () => clock.now });
     try {
@@ -52,13 +54,16 @@ export function generationSpaceContract(adapterName: string, open: OpenSpace, op
   }
 
   describe(`GenerationSpace contract: ${adapterName}`, () => {
-    it(name('generation 0 is live before any switch, and the stamp holds still while nothing changes'), skipFor(skip), () =>
-      withSpace(async ({ space }) => {
-        assert.deepEqual(await space.readPointer(), { ok: true, generation: 0 });
-        assert.equal(await space.pointerStamp(), await space.pointerStamp());
-        assert.deepEqual(await space.list(), []);
-        assert.equal(await space.exists(1), false);
-      }),
+    it(
+      name('generation 0 is live before any switch, and the stamp holds still while nothing changes'),
+      skipFor(skip),
+      () =>
+        withSpace(async ({ space }) => {
+          assert.deepEqual(await space.readPointer(), { ok: true, generation: 0 });
+          assert.equal(await space.pointerStamp(), await space.pointerStamp());
+          assert.deepEqual(await space.list(), []);
+          assert.equal(await space.exists(1), false);
+        }),
     );
 
     it(name('a switch is a compare-and-set that every opener of the space sees'), skipFor(skip), () =>
@@ -107,7 +112,7 @@ export function generationSpaceContract(adapterName: string, open: OpenSpace, op
           await one.clear();
           assert.equal(await one.get(COLLECTION, 'b'), null);
           assert.equal(await one.checkpoint(COLLECTION), 0);
-          assert.equal((await zero.get(COLLECTION, 'a'))?.seq, 3, "clearing one generation leaves the others");
+          assert.equal((await zero.get(COLLECTION, 'a'))?.seq, 3, 'clearing one generation leaves the others');
           assert.equal(await zero.checkpoint(COLLECTION), 3);
         } finally {
           await zero.close();
@@ -116,78 +121,87 @@ export function generationSpaceContract(adapterName: string, open: OpenSpace, op
       }),
     );
 
-    it(name('remove drops one generation and nothing else; closing a store leaves the space usable'), skipFor(skip), () =>
-      withSpace(async ({ space }) => {
-        const zero = space.open(0);
-        const two = space.open(2);
-        await zero.commit(COLLECTION, [doc('a', 3)], 3);
-        await two.commit(COLLECTION, [doc('b', 9)], 9);
-        await two.close();
-        await space.remove(2);
-        assert.deepEqual(await space.list(), [0]);
-        assert.equal(await space.exists(2), false);
-        assert.equal((await zero.get(COLLECTION, 'a'))?.seq, 3);
-        await zero.close();
+    it(
+      name('remove drops one generation and nothing else; closing a store leaves the space usable'),
+      skipFor(skip),
+      () =>
+        withSpace(async ({ space }) => {
+          const zero = space.open(0);
+          const two = space.open(2);
+          await zero.commit(COLLECTION, [doc('a', 3)], 3);
+          await two.commit(COLLECTION, [doc('b', 9)], 9);
+          await two.close();
+          await space.remove(2);
+          assert.deepEqual(await space.list(), [0]);
+          assert.equal(await space.exists(2), false);
+          assert.equal((await zero.get(COLLECTION, 'a'))?.seq, 3);
+          await zero.close();
 
-        const again = space.open(2);
-        try {
-          assert.equal(await again.get(COLLECTION, 'b'), null, 'a removed generation opens empty');
-          assert.equal(await again.checkpoint(COLLECTION), 0);
-        } finally {
-          await again.close();
-        }
-      }),
+          const again = space.open(2);
+          try {
+            assert.equal(await again.get(COLLECTION, 'b'), null, 'a removed generation opens empty');
+            assert.equal(await again.checkpoint(COLLECTION), 0);
+          } finally {
+            await again.close();
+          }
+        }),
     );
 
-    it(name('one replay lock at a time; released, it can be taken again; a dead holder is taken over'), skipFor(skip), () =>
-      withSpace(async (handle) => {
-        const first = await handle.space.acquireReplayLock();
-        assert.ok(first.ok);
-        assert.equal(await first.held(), true);
-        const second = await handle.reopen().acquireReplayLock();
-        assert.equal(second.ok, false, 'a second replay is refused while the first holds the lock');
-        assert.match(second.ok ? '' : second.reason, /another replay is running/);
-        await first.release();
-        assert.equal(await first.held(), false);
+    it(
+      name('one replay lock at a time; released, it can be taken again; a dead holder is taken over'),
+      skipFor(skip),
+      () =>
+        withSpace(async (handle) => {
+          const first = await handle.space.acquireReplayLock();
+          assert.ok(first.ok);
+          assert.equal(await first.held(), true);
+          const second = await handle.reopen().acquireReplayLock();
+          assert.equal(second.ok, false, 'a second replay is refused while the first holds the lock');
+          assert.match(second.ok ? '' : second.reason, /another replay is running/);
+          await first.release();
+          assert.equal(await first.held(), false);
 
-        const third = await handle.reopen().acquireReplayLock();
-        assert.ok(third.ok);
-        await third.release();
+          const third = await handle.reopen().acquireReplayLock();
+          assert.ok(third.ok);
+          await third.release();
 
-        await handle.plantDeadLock();
-        const fourth = await handle.space.acquireReplayLock();
-        assert.ok(fourth.ok, `the lock of a replay that is gone is taken over: ${fourth.ok ? '' : fourth.reason}`);
-        await fourth.release();
-      }),
+          await handle.plantDeadLock();
+          const fourth = await handle.space.acquireReplayLock();
+          assert.ok(fourth.ok, `the lock of a replay that is gone is taken over: ${fourth.ok ? '' : fourth.reason}`);
+          await fourth.release();
+        }),
     );
 
-    it(name('announcements keep a generation in use exactly where removal would disturb its users'), skipFor(skip), () =>
-      withSpace(async (handle, clock) => {
-        const { space } = handle;
-        const other = handle.reopen();
-        await space.announce('reader-a', [0, 1]);
-        if (!space.removalDisturbsUsers) {
-          // Removal cannot disturb a user here (an unlinked file stays readable), so nothing is ever in use.
-          assert.equal(await other.inUse(0), false);
-          return;
-        }
-        assert.equal(await other.inUse(0), true, 'another opener sees the announcement');
-        assert.equal(await other.inUse(1), true);
-        assert.equal(await other.inUse(2), false);
+    it(
+      name('announcements keep a generation in use exactly where removal would disturb its users'),
+      skipFor(skip),
+      () =>
+        withSpace(async (handle, clock) => {
+          const { space } = handle;
+          const other = handle.reopen();
+          await space.announce('reader-a', [0, 1]);
+          if (!space.removalDisturbsUsers) {
+            // Removal cannot disturb a user here (an unlinked file stays readable), so nothing is ever in use.
+            assert.equal(await other.inUse(0), false);
+            return;
+          }
+          assert.equal(await other.inUse(0), true, 'another opener sees the announcement');
+          assert.equal(await other.inUse(1), true);
+          assert.equal(await other.inUse(2), false);
 
-        await space.announce('reader-a', [1]);
-        assert.equal(await other.inUse(0), false, 'a changed announcement is written at once');
-        assert.equal(await other.inUse(1), true);
+          await space.announce('reader-a', [1]);
+          assert.equal(await other.inUse(0), false, 'a changed announcement is written at once');
+          assert.equal(await other.inUse(1), true);
 
-        await space.announce('reader-b', [1]);
-        await space.withdraw('reader-a');
-        assert.equal(await other.inUse(1), true, 'reader-b still uses generation 1');
+          await space.announce('reader-b', [1]);
+          await space.withdraw('reader-a');
+          assert.equal(await other.inUse(1), true, 'reader-b still uses generation 1');
 
-        clock.now += 60_000;
-        assert.equal(await other.inUse(1), false, 'an announcement nobody renewed goes stale');
-        await space.announce('reader-b', [1]);
-        assert.equal(await other.inUse(1), true, 'renewed');
-      }),
+          clock.now += 60_000;
+          assert.equal(await other.inUse(1), false, 'an announcement nobody renewed goes stale');
+          await space.announce('reader-b', [1]);
+          assert.equal(await other.inUse(1), true, 'renewed');
+        }),
     );
   });
 }

@@ -34,8 +34,16 @@ generationSpaceContract(
         try {
           await client
             .db()
-            .collection<{ _id: string; holder: string; host: string; pid: number; expiresAt: Date }>(GENERATIONS_COLLECTION)
-            .insertOne({ _id: 'replay-lock', holder: 'killed', host: 'elsewhere', pid: 1, expiresAt: new Date(clock() - 1000) });
+            .collection<{ _id: string; holder: string; host: string; pid: number; expiresAt: Date }>(
+              GENERATIONS_COLLECTION,
+            )
+            .insertOne({
+              _id: 'replay-lock',
+              holder: 'killed',
+              host: 'elsewhere',
+              pid: 1,
+              expiresAt: new Date(clock() - 1000),
+            });
         } finally {
           await client.close();
         }

@@ -13,8 +13,14 @@ async function killLockHolder(dir: string): Promise<void> {
 const lock = acquireReplayLock(${JSON.stringify(dir)});
 process.stdout.write(lock.ok ? 'held\\n' : 'refused\\n');
 setInterval(() => undefined, 1000);`;
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const said = await new Promise<string>((resolve) => child.stdout.setEncoding('utf8').once('data', (d: string) => resolve(d.trim())));
+  const child = spawn(
+    process.execPath,
+    ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const said = await new Promise<string>((resolve) =>
+    child.stdout.setEncoding('utf8').once('data', (d: string) => resolve(d.trim())),
+  );
   const exited = new Promise((resolve) => child.once('exit', resolve));
   child.kill('SIGKILL');
   await exited;

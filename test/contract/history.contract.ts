@@ -20,7 +20,11 @@ import type { ReadStoreHandle } from './readstore.contract.ts';
 
 const C = PROJECTS_COLLECTION;
 
-export function historyContract(adapterName: string, open: () => Promise<ReadStoreHandle>, options: ContractOptions = {}): void {
+export function historyContract(
+  adapterName: string,
+  open: () => Promise<ReadStoreHandle>,
+  options: ContractOptions = {},
+): void {
   describe(`HistoryStore contract: ${adapterName}`, { ...skipFor(options.skip ?? false), timeout: 60_000 }, () => {
     let dir: string;
     let log: EventLog;
@@ -81,7 +85,13 @@ export function historyContract(adapterName: string, open: () => Promise<ReadSto
         for (const facets of [undefined, [PROJECT_FACETS.dossier], [PROJECT_FACETS.noDossier]] as const) {
           const listed = facets === undefined ? reference : reference.filter((d) => facets.includes(d.facet as never));
           assert.equal(await history.count(C, at, facets), listed.length, `count as of ${at} ${facets ?? 'all'}`);
-          for (const [offset, limit] of [[0, 7], [5, 7], [Math.max(0, listed.length - 4), 7], [listed.length, 5], [0, 1000]] as const) {
+          for (const [offset, limit] of [
+            [0, 7],
+            [5, 7],
+            [Math.max(0, listed.length - 4), 7],
+            [listed.length, 5],
+            [0, 1000],
+          ] as const) {
             const page = await history.list(C, at, { ...(facets ? { facets } : {}), offset, limit });
             assert.equal(page.total, listed.length);
             assert.deepEqual(
@@ -92,14 +102,22 @@ export function historyContract(adapterName: string, open: () => Promise<ReadSto
           }
           // The keyset walk an export makes gives the same rows in the same order.
           const walked: string[] = [];
-          for (let after: { sortKey: string; id: string } | undefined; ; ) {
-            const rows = await history.scan(C, at, { ...(facets ? { facets } : {}), ...(after ? { after } : {}), limit: 6 });
+          for (let after: { sortKey: string; id: string } | undefined; ;) {
+            const rows = await history.scan(C, at, {
+              ...(facets ? { facets } : {}),
+              ...(after ? { after } : {}),
+              limit: 6,
+            });
             walked.push(...rows.map((r) => r.json));
             if (rows.length < 6) break;
             const last = rows[rows.length - 1]!;
             after = { sortKey: last.sortKey, id: last.id };
           }
-          assert.deepEqual(walked, listed.map((d) => d.json), `scan as of ${at}`);
+          assert.deepEqual(
+            walked,
+            listed.map((d) => d.json),
+            `scan as of ${at}`,
+          );
         }
       }
     });
@@ -127,16 +145,29 @@ export function historyContract(adapterName: string, open: () => Promise<ReadSto
     });
 
     it('changes between two points: one row per project whose document differs, in delta order, paged', async () => {
-      for (const [from, to] of [[0, head], [100, 401], [401, 402], [233, 777], [777, 233 + 1000]] as const) {
+      for (const [from, to] of [
+        [0, head],
+        [100, 401],
+        [401, 402],
+        [233, 777],
+        [777, 233 + 1000],
+      ] as const) {
         const before = new Map(boardAt(events, from).map((d) => [d.id, d]));
         const after = boardAt(events, Math.min(to, head));
         const expected = after
           .filter((d) => d.seq > from && before.get(d.id)?.json !== d.json)
           .sort((a, b) => a.seq - b.seq || (a.id < b.id ? -1 : 1));
         const got: { id: string; before: string | null; after: string; seq: number }[] = [];
-        for (let cursor: { seq: number; id: string } | undefined; ; ) {
+        for (let cursor: { seq: number; id: string } | undefined; ;) {
           const rows = await history.changes(C, { from, to, ...(cursor ? { after: cursor } : {}), limit: 4 });
-          got.push(...rows.map((r) => ({ id: r.after.id, before: r.before?.json ?? null, after: r.after.json, seq: r.after.seq })));
+          got.push(
+            ...rows.map((r) => ({
+              id: r.after.id,
+              before: r.before?.json ?? null,
+              after: r.after.json,
+              seq: r.after.seq,
+            })),
+          );
           if (rows.length < 4) break;
           const last = rows[rows.length - 1]!.after;
           cursor = { seq: last.seq, id: last.id };

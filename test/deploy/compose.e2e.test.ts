@@ -25,7 +25,9 @@ import { PROJECTS_COLLECTION } from '../../projectors/projects.ts';
 
 const run = promisify(execFile);
 const enabled = process.env.PULSEBOARD_COMPOSE_E2E === '1';
-const skip = enabled ? false : 'runs in CI against `docker compose up` (set PULSEBOARD_COMPOSE_E2E=1 with the stack up)';
+const skip = enabled
+  ? false
+  : 'runs in CI against `docker compose up` (set PULSEBOARD_COMPOSE_E2E=1 with the stack up)';
 
 const API = process.env.PULSEBOARD_COMPOSE_API ?? 'http://127.0.0.1:8080';
 const KAFKA = process.env.PULSEBOARD_COMPOSE_KAFKA ?? '127.0.0.1:9094';
@@ -49,7 +51,8 @@ async function eventually<T>(what: string, check: () => Promise<T | undefined>):
     } catch (error) {
       last = error;
     }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${DEADLINE_MS} ms${last ? ` (last error: ${String(last)})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not within ${DEADLINE_MS} ms${last ? ` (last error: ${String(last)})` : ''}`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }
@@ -75,7 +78,12 @@ function sighting(projectId: string) {
 }
 
 function vote(projectId: string, n: number) {
-  return { type: 'vote.cast', id: `ci-vote-${projectId}-${n}`, at: at(), data: { projectId, voterId: `ci-voter-${n}`, name: `Voter ${n}`, avatar: null, direction: 'up' } };
+  return {
+    type: 'vote.cast',
+    id: `ci-vote-${projectId}-${n}`,
+    at: at(),
+    data: { projectId, voterId: `ci-voter-${n}`, name: `Voter ${n}`, avatar: null, direction: 'up' },
+  };
 }
 
 describe('compose: the distributed deployment end to end', skipFor(skip), () => {
@@ -90,11 +98,26 @@ describe('compose: the distributed deployment end to end', skipFor(skip), () => 
     return body.context?.votes?.up;
   };
   const votesReach = (projectId: string, count: number) =>
-    eventually(`${count} votes on ${projectId} served`, async () => ((await upVotes(projectId)) === count ? true : undefined));
+    eventually(`${count} votes on ${projectId} served`, async () =>
+      (await upVotes(projectId)) === count ? true : undefined,
+    );
 
   beforeAll(async () => {
     if (!enabled) return;
-    key = (await compose('exec', '-T', 'api', 'node', '--disable-warning=ExperimentalWarning', 'bin/pulseboard.ts', 'keys', 'issue', '--owner', 'ci')).trim();
+    key = (
+      await compose(
+        'exec',
+        '-T',
+        'api',
+        'node',
+        '--disable-warning=ExperimentalWarning',
+        'bin/pulseboard.ts',
+        'keys',
+        'issue',
+        '--owner',
+        'ci',
+      )
+    ).trim();
     assert.match(key, /^pbk_/);
     feeder = await createKafkaFeeder([KAFKA], 'pulseboard-ci');
   });
@@ -109,14 +132,20 @@ describe('compose: the distributed deployment end to end', skipFor(skip), () => 
     const log = createKurrentDbEventLog(KURRENTDB);
     try {
       const id = sourceEventId('project.sighted', `ci-sight-${projectId}`);
-      await eventually('the event in KurrentDB', async () => ((await log.readStream(streams.project(projectId))).some((e) => e.id === id) ? true : undefined));
+      await eventually('the event in KurrentDB', async () =>
+        (await log.readStream(streams.project(projectId))).some((e) => e.id === id) ? true : undefined,
+      );
     } finally {
       await log.close();
     }
 
     const mongo = await MongoClient.connect(MONGODB);
     try {
-      await eventually('the document in MongoDB', async () => (await mongo.db().collection<{ _id: string }>(PROJECTS_COLLECTION).findOne({ _id: projectId })) ?? undefined);
+      await eventually(
+        'the document in MongoDB',
+        async () =>
+          (await mongo.db().collection<{ _id: string }>(PROJECTS_COLLECTION).findOne({ _id: projectId })) ?? undefined,
+      );
     } finally {
       await mongo.close();
     }
@@ -127,23 +156,36 @@ describe('compose: the distributed deployment end to end', skipFor(skip), () => 
     });
     const mcp = await fetch(`${API}/mcp`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}` },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_project', arguments: { handle: projectId } } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${key}`,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'get_project', arguments: { handle: projectId } },
+      }),
     });
     assert.equal(mcp.status, 200);
     const body = (await mcp.json()) as { result: { structuredContent: unknown } };
     assert.deepEqual(body.result.structuredContent, rest, 'MCP answers the REST body');
   });
 
-  it('a projector killed while messages arrive serves all of them once started again', { timeout: 300_000 }, async () => {
-    const projectId = randomUUID();
-    await feeder!.send([sighting(projectId), vote(projectId, 0)]);
-    await votesReach(projectId, 1);
-    await compose('kill', 'projectors');
-    await feeder!.send(Array.from({ length: 20 }, (_, n) => vote(projectId, n + 1)));
-    await compose('start', 'projectors');
-    await votesReach(projectId, 21);
-  });
+  it(
+    'a projector killed while messages arrive serves all of them once started again',
+    { timeout: 300_000 },
+    async () => {
+      const projectId = randomUUID();
+      await feeder!.send([sighting(projectId), vote(projectId, 0)]);
+      await votesReach(projectId, 1);
+      await compose('kill', 'projectors');
+      await feeder!.send(Array.from({ length: 20 }, (_, n) => vote(projectId, n + 1)));
+      await compose('start', 'projectors');
+      await votesReach(projectId, 21);
+    },
+  );
 
   it('two projector processes at once serve every message exactly once', { timeout: 300_000 }, async () => {
     await compose('up', '-d', '--no-recreate', '--scale', 'projectors=2', 'projectors');
@@ -155,31 +197,37 @@ describe('compose: the distributed deployment end to end', skipFor(skip), () => 
       await feeder!.send(Array.from({ length: 50 }, (_, n) => vote(projectId, n)));
       const marker = randomUUID();
       await feeder!.send([sighting(marker)]);
-      await eventually('a later message served', async () => ((await get(`/v1/projects/${marker}`)).status === 200 ? true : undefined));
+      await eventually('a later message served', async () =>
+        (await get(`/v1/projects/${marker}`)).status === 200 ? true : undefined,
+      );
       assert.equal(await upVotes(projectId), 50);
     } finally {
       await compose('up', '-d', '--no-recreate', '--scale', 'projectors=1', 'projectors');
     }
   });
 
-  it('with Redis stopped under load, basic reads answer and the instance stays ready', { timeout: 300_000 }, async () => {
-    await compose('stop', 'redis');
-    try {
-      const statuses = new Map<number, number>();
-      await Promise.all(
-        Array.from({ length: 8 }, async () => {
-          for (let i = 0; i < 25; i += 1) {
-            const res = await get('/v1/projects?limit=5');
-            await res.arrayBuffer();
-            statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-          }
-        }),
-      );
-      assert.deepEqual([...statuses.entries()], [[200, 200]], 'every basic read answered 200');
-      const ready = await fetch(`${API}/readyz`);
-      assert.equal(ready.status, 200, `readyz: ${await ready.text()}`);
-    } finally {
-      await compose('start', 'redis');
-    }
-  });
+  it(
+    'with Redis stopped under load, basic reads answer and the instance stays ready',
+    { timeout: 300_000 },
+    async () => {
+      await compose('stop', 'redis');
+      try {
+        const statuses = new Map<number, number>();
+        await Promise.all(
+          Array.from({ length: 8 }, async () => {
+            for (let i = 0; i < 25; i += 1) {
+              const res = await get('/v1/projects?limit=5');
+              await res.arrayBuffer();
+              statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+            }
+          }),
+        );
+        assert.deepEqual([...statuses.entries()], [[200, 200]], 'every basic read answered 200');
+        const ready = await fetch(`${API}/readyz`);
+        assert.equal(ready.status, 200, `readyz: ${await ready.text()}`);
+      } finally {
+        await compose('start', 'redis');
+      }
+    },
+  );
 });

@@ -74,7 +74,10 @@ describe('docker-compose.yml', () => {
       const command = Array.isArray(service.command) ? service.command : [];
       const script = command.indexOf('bin/pulseboard.ts');
       assert.deepEqual(command.slice(0, 2), ['node', '--disable-warning=ExperimentalWarning']);
-      assert.ok(command.slice(2, script).every((flag) => /^--[a-z-]+=\d+$/.test(flag)), `${command.join(' ')}: only Node flags before the script`);
+      assert.ok(
+        command.slice(2, script).every((flag) => /^--[a-z-]+=\d+$/.test(flag)),
+        `${command.join(' ')}: only Node flags before the script`,
+      );
       assert.deepEqual(command.slice(script + 1, script + 3), ['serve', '--role']);
       return command[script + 3];
     });
@@ -106,7 +109,9 @@ describe('docker-compose.yml', () => {
       }
       assert.equal(resolved.HOST, '0.0.0.0', `${name} listens beyond the container's loopback`);
     }
-    const withKafka = pulseboardServices.filter(([, service]) => 'KAFKA_BROKERS' in environmentOf(service)).map(([name]) => name);
+    const withKafka = pulseboardServices
+      .filter(([, service]) => 'KAFKA_BROKERS' in environmentOf(service))
+      .map(([name]) => name);
     assert.deepEqual(withKafka, ['ingest'], 'only the ingest role consumes Kafka');
   });
 
@@ -129,7 +134,8 @@ describe('docker-compose.yml', () => {
       for (const [dependency, { condition }] of Object.entries(dependsOn)) {
         const target = services[dependency];
         assert.ok(target, `${name} depends on ${dependency}, which exists`);
-        if (target.restart === 'no') assert.equal(condition, 'service_completed_successfully', `${name} → ${dependency}`);
+        if (target.restart === 'no')
+          assert.equal(condition, 'service_completed_successfully', `${name} → ${dependency}`);
         else {
           assert.equal(condition, 'service_healthy', `${name} → ${dependency}`);
           assert.ok(target.healthcheck, `${dependency} has the health check ${name} waits for`);
@@ -138,7 +144,8 @@ describe('docker-compose.yml', () => {
     }
     for (const [name, service] of pulseboardServices) {
       const dependsOn = service.depends_on as Record<string, unknown>;
-      for (const store of ['kurrentdb', 'mongodb', 'redis']) assert.ok(store in dependsOn, `${name} waits for ${store}`);
+      for (const store of ['kurrentdb', 'mongodb', 'redis'])
+        assert.ok(store in dependsOn, `${name} waits for ${store}`);
     }
     assert.ok('kafka-init' in (services.ingest?.depends_on as Record<string, unknown>), 'ingest waits for its topics');
   });
@@ -199,7 +206,11 @@ describe('Dockerfile', () => {
     // npm start's flags, read from package.json by bin/start-command.ts, as the read bench starts its servers, so the image cannot drift from what is measured.
     const { flags } = startCommand();
     assert.deepEqual(flags, ['--max-semi-space-size=8', '--heap-growing-percent=50']);
-    assert.ok(lines.includes(`CMD ${JSON.stringify(['node', '--disable-warning=ExperimentalWarning', ...flags, 'bin/pulseboard.ts', 'serve'])}`));
+    assert.ok(
+      lines.includes(
+        `CMD ${JSON.stringify(['node', '--disable-warning=ExperimentalWarning', ...flags, 'bin/pulseboard.ts', 'serve'])}`,
+      ),
+    );
   });
 
   it('limits glibc malloc arenas for every process of the image, as npm start does (issue 12: server memory)', () => {
@@ -208,7 +219,10 @@ describe('Dockerfile', () => {
   });
 
   it('keeps dependencies, data and tests out of the build context', () => {
-    const ignored = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n').map((line) => line.trim());
-    for (const entry of ['node_modules', '.git', 'data', 'test']) assert.ok(ignored.includes(entry), `.dockerignore lists ${entry}`);
+    const ignored = readFileSync(join(root, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((line) => line.trim());
+    for (const entry of ['node_modules', '.git', 'data', 'test'])
+      assert.ok(ignored.includes(entry), `.dockerignore lists ${entry}`);
   });
 });

@@ -15,7 +15,14 @@ import { isSourceType, sourcePayloads } from '../../events/source.ts';
 import { streams } from '../../events/streams.ts';
 import { createKurrentDbEventLog } from '../../eventstore/kurrentdb/kurrentdb-event-log.ts';
 import type { EventLog } from '../../eventstore/port.ts';
-import { createKafkaFeeder, createKafkaSource, defaultDeadLetterTopic, sourceTopics, type DeadLetter, type HandledMessage } from '../../ingest/kafka/kafka-source.ts';
+import {
+  createKafkaFeeder,
+  createKafkaSource,
+  defaultDeadLetterTopic,
+  sourceTopics,
+  type DeadLetter,
+  type HandledMessage,
+} from '../../ingest/kafka/kafka-source.ts';
 import type { BatchIngestor, IngestOutcome, Ingestor } from '../../ingest/pipeline.ts';
 import type { Projector } from '../../projectors/projector.ts';
 import { createProjectorRunner } from '../../projectors/runner.ts';
@@ -36,8 +43,10 @@ function inlineIngestor(log: EventLog): BatchIngestor {
         return { status: 'rejected', path: '', reason: 'not JSON' };
       }
       const { type, id, at } = envelope;
-      if (typeof type !== 'string' || !isSourceType(type)) return { status: 'rejected', path: 'type', reason: 'unknown type' };
-      if (typeof id !== 'string' || typeof at !== 'string') return { status: 'rejected', path: 'id', reason: 'id and at are required' };
+      if (typeof type !== 'string' || !isSourceType(type))
+        return { status: 'rejected', path: 'type', reason: 'unknown type' };
+      if (typeof id !== 'string' || typeof at !== 'string')
+        return { status: 'rejected', path: 'id', reason: 'id and at are required' };
       const parsed = sourcePayloads[type].safeParse(envelope.data);
       if (!parsed.success) {
         const issue = parsed.error.issues[0]!;
@@ -65,7 +74,7 @@ type Board = { id: string; name: string | null; sightings: number };
 const boardProjector: Projector<Board, null> = {
   collection: 'e2e_board',
   typePrefixes: ['project.'],
-  keyOf: (event) => ((event.data as { projectId?: string }).projectId ?? null),
+  keyOf: (event) => (event.data as { projectId?: string }).projectId ?? null,
   fold(current, event) {
     const data = event.data as { projectId: string; name?: string | null; handle?: string | null; at: string };
     const previous = current?.doc;
@@ -96,7 +105,10 @@ describe('distributed: Kafka → KurrentDB → projector → MongoDB', () => {
     await admin.connect();
     await admin.createTopics({
       waitForLeaders: true,
-      topics: [sourceTopics.projects, sourceTopics.calls, defaultDeadLetterTopic].map((topic) => ({ topic, numPartitions: 2 })),
+      topics: [sourceTopics.projects, sourceTopics.calls, defaultDeadLetterTopic].map((topic) => ({
+        topic,
+        numPartitions: 2,
+      })),
     });
     await admin.disconnect();
   });
@@ -107,75 +119,83 @@ describe('distributed: Kafka → KurrentDB → projector → MongoDB', () => {
     for (const stop of stops) await stop();
   });
 
-  it('a produced message is appended once, projected into MongoDB, and a bad one is dead-lettered', { ...skipFor(skip), timeout: 300_000 }, async () => {
-    assert.ok(log && store);
-    const sighting = {
-      type: 'project.sighted',
-      id: 'src-1',
-      at: '2026-11-20T08:00:00Z',
-      data: { projectId: 'p-e2e', handle: 'E2E_Project', name: 'End To End' },
-    };
-    const badCall = {
-      type: 'call.recorded',
-      id: 'src-2',
-      at: '2026-11-20T08:00:01Z',
-      data: { id: 'not-a-uuid', thesisText: 'PRIVATE THESIS TEXT' },
-    };
+  it(
+    'a produced message is appended once, projected into MongoDB, and a bad one is dead-lettered',
+    { ...skipFor(skip), timeout: 300_000 },
+    async () => {
+      assert.ok(log && store);
+      const sighting = {
+        type: 'project.sighted',
+        id: 'src-1',
+        at: '2026-11-20T08:00:00Z',
+        data: { projectId: 'p-e2e', handle: 'E2E_Project', name: 'End To End' },
+      };
+      const badCall = {
+        type: 'call.recorded',
+        id: 'src-2',
+        at: '2026-11-20T08:00:01Z',
+        data: { id: 'not-a-uuid', thesisText: 'PRIVATE THESIS TEXT' },
+      };
 
-    const handled: HandledMessage[] = [];
-    let allHandled: () => void = () => undefined;
-    const done = new Promise<void>((resolve) => {
-      allHandled = resolve;
-    });
-    const source = createKafkaSource({
-      brokers,
-      ingestor: inlineIngestor(log),
-      topics: [sourceTopics.projects, sourceTopics.calls],
-      groupId: 'e2e-ingest',
-      logLevel: 'error',
-      onMessage: (message) => {
-        handled.push(message);
-        if (handled.length === 3) allHandled();
-      },
-    });
-    const feeder = await createKafkaFeeder(brokers);
-    try {
-      await source.start();
-      // The same sighting twice (a redelivery), and one message ingest must reject.
-      await feeder.send([sighting, badCall]);
-      await feeder.send([JSON.stringify(sighting)]);
-      await done;
-    } finally {
-      await feeder.close();
-      await source.stop();
-    }
+      const handled: HandledMessage[] = [];
+      let allHandled: () => void = () => undefined;
+      const done = new Promise<void>((resolve) => {
+        allHandled = resolve;
+      });
+      const source = createKafkaSource({
+        brokers,
+        ingestor: inlineIngestor(log),
+        topics: [sourceTopics.projects, sourceTopics.calls],
+        groupId: 'e2e-ingest',
+        logLevel: 'error',
+        onMessage: (message) => {
+          handled.push(message);
+          if (handled.length === 3) allHandled();
+        },
+      });
+      const feeder = await createKafkaFeeder(brokers);
+      try {
+        await source.start();
+        // The same sighting twice (a redelivery), and one message ingest must reject.
+        await feeder.send([sighting, badCall]);
+        await feeder.send([JSON.stringify(sighting)]);
+        await done;
+      } finally {
+        await feeder.close();
+        await source.stop();
+      }
 
-    const outcomes = handled.map((h) => `${h.topic}:${h.outcome.status}`).sort();
-    assert.deepEqual(outcomes, [`${sourceTopics.calls}:rejected`, `${sourceTopics.projects}:accepted`, `${sourceTopics.projects}:duplicate`]);
+      const outcomes = handled.map((h) => `${h.topic}:${h.outcome.status}`).sort();
+      assert.deepEqual(outcomes, [
+        `${sourceTopics.calls}:rejected`,
+        `${sourceTopics.projects}:accepted`,
+        `${sourceTopics.projects}:duplicate`,
+      ]);
 
-    const stored = await log.readStream(streams.project('p-e2e'));
-    assert.equal(stored.length, 1, 'the redelivered message is stored once');
-    assert.equal(stored[0]!.id, sourceEventId('project.sighted', 'src-1'));
-    assert.deepEqual(stored[0]!.data, { ...sighting.data, at: sighting.at });
+      const stored = await log.readStream(streams.project('p-e2e'));
+      assert.equal(stored.length, 1, 'the redelivered message is stored once');
+      assert.equal(stored[0]!.id, sourceEventId('project.sighted', 'src-1'));
+      assert.deepEqual(stored[0]!.data, { ...sighting.data, at: sighting.at });
 
-    const runner = createProjectorRunner(log, store, boardProjector as unknown as Projector);
-    assert.equal(await runner.catchUp(), 1);
-    const projected = await store.get<Board>('e2e_board', 'p-e2e');
-    assert.deepEqual(projected?.doc, { id: 'p-e2e', name: 'End To End', sightings: 1 });
-    assert.equal(projected?.seq, stored[0]!.position);
-    assert.equal(projected?.writtenAt, stored[0]!.recordedAt);
-    assert.equal(await store.checkpoint('e2e_board'), stored[0]!.position);
-    assert.deepEqual(await store.findIds('e2e_board', 'handle', 'e2e_project', 10), ['p-e2e']);
-    assert.equal(await runner.catchUp(), 0, 'a second catch-up finds nothing new');
+      const runner = createProjectorRunner(log, store, boardProjector as unknown as Projector);
+      assert.equal(await runner.catchUp(), 1);
+      const projected = await store.get<Board>('e2e_board', 'p-e2e');
+      assert.deepEqual(projected?.doc, { id: 'p-e2e', name: 'End To End', sightings: 1 });
+      assert.equal(projected?.seq, stored[0]!.position);
+      assert.equal(projected?.writtenAt, stored[0]!.recordedAt);
+      assert.equal(await store.checkpoint('e2e_board'), stored[0]!.position);
+      assert.deepEqual(await store.findIds('e2e_board', 'handle', 'e2e_project', 10), ['p-e2e']);
+      assert.equal(await runner.catchUp(), 0, 'a second catch-up finds nothing new');
 
-    const letters = await readDeadLetters(brokers, 1);
-    assert.equal(letters.length, 1);
-    const [letter] = letters;
-    assert.equal(letter!.topic, sourceTopics.calls);
-    assert.match(letter!.path, /^data/);
-    assert.deepEqual((letter!.message as { data: { thesisText: string } }).data.thesisText, '[withheld]');
-    assert.equal(JSON.stringify(letters).includes('PRIVATE THESIS TEXT'), false);
-  });
+      const letters = await readDeadLetters(brokers, 1);
+      assert.equal(letters.length, 1);
+      const [letter] = letters;
+      assert.equal(letter!.topic, sourceTopics.calls);
+      assert.match(letter!.path, /^data/);
+      assert.deepEqual((letter!.message as { data: { thesisText: string } }).data.thesisText, '[withheld]');
+      assert.equal(JSON.stringify(letters).includes('PRIVATE THESIS TEXT'), false);
+    },
+  );
 });
 
 async function readDeadLetters(brokers: string[], count: number): Promise<DeadLetter[]> {

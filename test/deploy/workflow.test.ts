@@ -13,9 +13,22 @@ import { images } from '../support/containers.ts';
 const root = join(import.meta.dirname, '..', '..');
 const workflow = parse(readFileSync(join(root, '.github', 'workflows', 'ci.yml'), 'utf8')) as {
   on?: Record<string, unknown>;
-  jobs?: Record<string, { 'runs-on'?: string; needs?: string; env?: Record<string, string>; steps?: { uses?: string; run?: string; with?: Record<string, unknown>; env?: Record<string, string> }[] }>;
+  jobs?: Record<
+    string,
+    {
+      'runs-on'?: string;
+      needs?: string;
+      env?: Record<string, string>;
+      steps?: { uses?: string; run?: string; with?: Record<string, unknown>; env?: Record<string, string> }[];
+    }
+  >;
 };
-const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string>; engines: { node: string } }).scripts;
+const scripts = (
+  JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+    engines: { node: string };
+  }
+).scripts;
 const jobs = workflow.jobs ?? {};
 const steps = Object.values(jobs).flatMap((job) => job.steps ?? []);
 const runs = steps.flatMap((step) => (step.run ? [step.run] : []));
@@ -25,7 +38,8 @@ describe('GitHub workflow', () => {
     assert.ok(workflow.on && 'push' in workflow.on && 'pull_request' in workflow.on);
     assert.deepEqual(Object.keys(jobs).sort(), ['checks', 'compose']);
     assert.equal(jobs.compose!.needs, 'checks');
-    for (const job of Object.values(jobs)) assert.match(job['runs-on'] ?? '', /^ubuntu-/, 'a hosted runner with Docker');
+    for (const job of Object.values(jobs))
+      assert.match(job['runs-on'] ?? '', /^ubuntu-/, 'a hosted runner with Docker');
   });
 
   it('uses Node 24 (package.json engines) in every job, and pins every action to a version', () => {
@@ -51,7 +65,10 @@ describe('GitHub workflow', () => {
     const up = jobs.compose!.steps!.findIndex((step) => step.run?.startsWith('docker compose up'));
     const ready = jobs.compose!.steps!.findIndex((step) => step.run?.includes('/readyz'));
     const e2eIndex = jobs.compose!.steps!.indexOf(e2e!);
-    assert.ok(up >= 0 && up < ready && ready < e2eIndex, 'start the stack, wait until it is ready, then run the end to end');
+    assert.ok(
+      up >= 0 && up < ready && ready < e2eIndex,
+      'start the stack, wait until it is ready, then run the end to end',
+    );
     const checks = jobs.checks!.steps!.find((step) => step.run === 'npm test');
     assert.equal(checks?.env?.PULSEBOARD_REQUIRE_DOCKER, '1', 'the server suites may not skip on GitHub');
   });

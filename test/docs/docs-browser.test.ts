@@ -28,7 +28,12 @@ describe('the /docs page in a headless browser', skipFor(skip), () => {
 
   beforeAll(async () => {
     server = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, 'serve'], {
-      env: { PATH: process.env['PATH'] ?? '', PULSEBOARD_DATA_DIR: join(dir, 'data'), PORT: '0', PULSEBOARD_LOG_LEVEL: 'silent' },
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        PULSEBOARD_DATA_DIR: join(dir, 'data'),
+        PORT: '0',
+        PULSEBOARD_LOG_LEVEL: 'silent',
+      },
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     for await (const line of createInterface({ input: server.stdout! })) {
@@ -85,7 +90,9 @@ describe('the /docs page in a headless browser', skipFor(skip), () => {
     // And the page shows it: the live response's status and a body with projects.
     const live = operation.locator('.live-responses-table tbody .response');
     await live.locator('.response-col_status', { hasText: '200' }).waitFor();
-    const body = JSON.parse((await live.locator('.response-col_description pre.microlight').first().textContent()) ?? '') as { projects: { id: string }[] };
+    const body = JSON.parse(
+      (await live.locator('.response-col_description pre.microlight').first().textContent()) ?? '',
+    ) as { projects: { id: string }[] };
     assert.ok(body.projects.length > 0, 'projects on the page');
     assert.ok(body.projects.every((p) => typeof p.id === 'string'));
 

@@ -13,7 +13,11 @@ import { validateResponse } from '../support/openapi-validator.ts';
 type Json = Record<string, unknown>;
 
 /** Every `properties` entry in a JSON tree, with its path. */
-function properties(node: unknown, path: string, out: { path: string; schema: Json }[] = []): { path: string; schema: Json }[] {
+function properties(
+  node: unknown,
+  path: string,
+  out: { path: string; schema: Json }[] = [],
+): { path: string; schema: Json }[] {
   if (Array.isArray(node)) node.forEach((item, i) => properties(item, `${path}/${i}`, out));
   else if (node && typeof node === 'object') {
     for (const [key, value] of Object.entries(node)) {
@@ -40,7 +44,9 @@ describe('OpenAPI descriptions and examples', () => {
   it('describes every schema property', () => {
     const all = properties(doc, '#');
     assert.ok(all.length > 250, `found ${all.length} properties`);
-    const bare = all.filter((p) => typeof p.schema.description !== 'string' || p.schema.description.length < 3).map((p) => p.path);
+    const bare = all
+      .filter((p) => typeof p.schema.description !== 'string' || p.schema.description.length < 3)
+      .map((p) => p.path);
     assert.deepEqual(bare, []);
   });
 
@@ -50,7 +56,8 @@ describe('OpenAPI descriptions and examples', () => {
       assert.equal(typeof schema.description, 'string', id);
     }
     for (const methods of Object.values<any>(doc.paths)) {
-      for (const op of Object.values<any>(methods)) for (const p of op.parameters) assert.equal(typeof p.description, 'string', `${op.operationId} ${p.name}`);
+      for (const op of Object.values<any>(methods))
+        for (const p of op.parameters) assert.equal(typeof p.description, 'string', `${op.operationId} ${p.name}`);
     }
   });
 });
@@ -71,13 +78,16 @@ describe('OpenAPI examples', () => {
         for (const [status, response] of Object.entries<any>(op.responses)) {
           if (!status.startsWith('2')) continue;
           const stream = response.content['text/event-stream'];
-          const examples = (stream ?? response.content['application/json']).examples as Record<string, { summary: string; value: unknown }> | undefined;
+          const examples = (stream ?? response.content['application/json']).examples as
+            Record<string, { summary: string; value: unknown }> | undefined;
           assert.ok(examples && Object.keys(examples).length > 0, `${op.operationId} ${status} has an example`);
           for (const [name, example] of Object.entries(examples)) {
             assert.ok(example.summary.length > 0, `${op.operationId} ${name} summary`);
             if (stream) {
               // Each event's data is one document of the schema the stream names.
-              const data = String(example.value).split('\n').filter((line) => line.startsWith('data: '));
+              const data = String(example.value)
+                .split('\n')
+                .filter((line) => line.startsWith('data: '));
               assert.ok(data.length > 0, `${op.operationId} ${name} has an event`);
               assert.equal(stream['x-event-data'].$ref, '#/components/schemas/Project');
               // Each event's data is a Project as a delta page carries it: checked inside such a page.

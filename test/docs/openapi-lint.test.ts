@@ -21,7 +21,12 @@ async function lint(script: string, args: string[]): Promise<{ code: number; std
   try {
     const { stdout, stderr } = await run(process.execPath, [script, ...args], {
       cwd: ROOT,
-      env: { PATH: process.env['PATH'] ?? '', REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        REDOCLY_TELEMETRY: 'off',
+        REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true',
+        NO_COLOR: '1',
+      },
       maxBuffer: 64 * 1024 * 1024,
     });
     return { code: 0, stdout, stderr };
@@ -49,7 +54,10 @@ describe('the served OpenAPI document under redocly and spectral', () => {
 
   it('redocly lint (recommended): no errors, no warnings', async () => {
     const result = await lint(REDOCLY, ['lint', file, '--config', join(ROOT, 'redocly.yaml'), '--format', 'json']);
-    const report = JSON.parse(result.stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; message: string; location: { pointer: string }[] }[] };
+    const report = JSON.parse(result.stdout) as {
+      totals: { errors: number; warnings: number };
+      problems: { ruleId: string; message: string; location: { pointer: string }[] }[];
+    };
     const problems = report.problems.map((p) => `${p.ruleId} at ${p.location[0]?.pointer ?? '?'}: ${p.message}`);
     assert.deepEqual(problems, []);
     assert.deepEqual(report.totals, { ...report.totals, errors: 0, warnings: 0 });
@@ -57,8 +65,20 @@ describe('the served OpenAPI document under redocly and spectral', () => {
   });
 
   it('spectral lint (oas ruleset): no errors, no warnings', async () => {
-    const result = await lint(SPECTRAL, ['lint', file, '--ruleset', join(ROOT, '.spectral.yaml'), '--format', 'json', '--fail-severity', 'warn', '--quiet']);
-    const problems = (JSON.parse(result.stdout || '[]') as { code: string; message: string; path: string[]; severity: number }[])
+    const result = await lint(SPECTRAL, [
+      'lint',
+      file,
+      '--ruleset',
+      join(ROOT, '.spectral.yaml'),
+      '--format',
+      'json',
+      '--fail-severity',
+      'warn',
+      '--quiet',
+    ]);
+    const problems = (
+      JSON.parse(result.stdout || '[]') as { code: string; message: string; path: string[]; severity: number }[]
+    )
       .filter((p) => p.severity <= 1)
       .map((p) => `${p.code} at ${p.path.join('.')}: ${p.message}`);
     assert.deepEqual(problems, []);

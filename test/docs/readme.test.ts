@@ -13,7 +13,10 @@ import { configSchema, parseConfig } from '../../config/config.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-const semver = createRequire(import.meta.url)('semver') as { subset: (range: string, superset: string) => boolean; minVersion: (range: string) => { major: number } | null };
+const semver = createRequire(import.meta.url)('semver') as {
+  subset: (range: string, superset: string) => boolean;
+  minVersion: (range: string) => { major: number } | null;
+};
 
 /** Rows of the table under "## Configuration": the variables named in its first cell, and its default cell. */
 function configurationRows(): { names: string[]; defaults: string }[] {
@@ -40,7 +43,11 @@ describe('README.md', () => {
       for (const name of row.names) {
         const value = parsed.config[name as keyof typeof parsed.config];
         if (value === undefined) assert.match(row.defaults, /unset/, `${name}: no default, so the README says unset`);
-        else assert.ok(row.defaults.includes(`\`${String(value)}\``), `${name}: default ${String(value)} in "${row.defaults}"`);
+        else
+          assert.ok(
+            row.defaults.includes(`\`${String(value)}\``),
+            `${name}: default ${String(value)} in "${row.defaults}"`,
+          );
       }
     }
   });
@@ -50,11 +57,16 @@ describe('README.md', () => {
     const minimum = semver.minVersion(manifest.engines.node);
     assert.ok(minimum);
     assert.match(readme, new RegExp(`needs Node ${minimum.major} or later`));
-    const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { engines?: unknown; optional?: boolean }> };
+    const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { engines?: unknown; optional?: boolean }>;
+    };
     const refusing = Object.entries(lock.packages)
       .filter(([path, entry]) => path !== '' && !entry.optional)
       .flatMap(([path, entry]) => {
-        const node = typeof entry.engines === 'object' && entry.engines !== null ? (entry.engines as { node?: string }).node : undefined;
+        const node =
+          typeof entry.engines === 'object' && entry.engines !== null
+            ? (entry.engines as { node?: string }).node
+            : undefined;
         return node !== undefined && !semver.subset(manifest.engines.node, node) ? [`${path} wants node ${node}`] : [];
       });
     assert.deepEqual(refusing, [], `engines.node ${manifest.engines.node} includes versions these packages refuse`);

@@ -11,17 +11,30 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const tracked = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' })
+const tracked = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+  cwd: ROOT,
+  encoding: 'utf8',
+})
   .split('\0')
   .filter((f) => f !== '' && existsSync(join(ROOT, f)));
-const textFiles = tracked.filter((f) => /\.(md|ts|js|json|ya?ml|ndjson|sh|txt)$|(^|\/)(Dockerfile|run|\.gitignore|\.dockerignore)$/.test(f) && !f.endsWith('package-lock.json'));
+const textFiles = tracked.filter(
+  (f) =>
+    /\.(md|ts|js|json|ya?ml|ndjson|sh|txt)$|(^|\/)(Dockerfile|run|\.gitignore|\.dockerignore)$/.test(f) &&
+    !f.endsWith('package-lock.json'),
+);
 const markdown = tracked.filter((f) => f.endsWith('.md'));
 
 /** GitHub-style heading anchors of a Markdown file. */
 function anchors(file: string): Set<string> {
   const out = new Set<string>();
   for (const [, heading] of readFileSync(file, 'utf8').matchAll(/^#{1,6}\s+(.+)$/gm)) {
-    out.add(heading!.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-'));
+    out.add(
+      heading!
+        .trim()
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+        .replace(/\s/g, '-'),
+    );
   }
   return out;
 }
@@ -44,7 +57,8 @@ describe('the repository links nothing outside it', () => {
         const absolute = path === '' ? join(ROOT, file) : resolve(dirname(join(ROOT, file)), path);
         if (relative(ROOT, absolute).startsWith('..')) broken.push(`${file}: ${target} (leaves the repository)`);
         else if (!existsSync(absolute)) broken.push(`${file}: ${target} (no such file)`);
-        else if (anchor && absolute.endsWith('.md') && !anchors(absolute).has(anchor)) broken.push(`${file}: ${target} (no such heading)`);
+        else if (anchor && absolute.endsWith('.md') && !anchors(absolute).has(anchor))
+          broken.push(`${file}: ${target} (no such heading)`);
       }
     }
     assert.deepEqual(broken, []);
@@ -52,7 +66,8 @@ describe('the repository links nothing outside it', () => {
 
   it('no file names a document outside the repository or a path above it', () => {
     // Section marks of the documents the service was built from (`DESIGN §6`, `spec §4.1`) name them too.
-    const outside = /\.\.\/shared\b|\bshared\/(spec|DESIGN|INGEST)|\bINGEST\.md\b|\bDESIGN\.md\b|\bread-api\.md\b|\/work\/|\b(DESIGN|spec|INGEST) §/;
+    const outside =
+      /\.\.\/shared\b|\bshared\/(spec|DESIGN|INGEST)|\bINGEST\.md\b|\bDESIGN\.md\b|\bread-api\.md\b|\/work\/|\b(DESIGN|spec|INGEST) §/;
     const found: string[] = [];
     for (const file of textFiles) {
       if (file === relative(ROOT, import.meta.filename)) continue;

@@ -27,7 +27,11 @@ async function backlogDirectory(dir: string): Promise<string> {
       const events = Array.from({ length: BATCH }, (_, i) => {
         const n = batch * BATCH + i;
         const at = new Date(Date.UTC(2026, 0, 1) + n * 1000).toISOString();
-        return { id: randomUUID(), type: 'project.sighted', data: { projectId: `bk-${n % 20_000}`, handle: `bk${n % 20_000}`, fol: n, at } };
+        return {
+          id: randomUUID(),
+          type: 'project.sighted',
+          data: { projectId: `bk-${n % 20_000}`, handle: `bk${n % 20_000}`, fol: n, at },
+        };
       });
       const appended = await stores.log.append(`backlog-${batch}`, events);
       assert.ok(appended.ok);

@@ -52,7 +52,8 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-const board = (url: string, key: string) => fetch(`${url}/v1/projects`, { headers: { authorization: `Bearer ${key}` } });
+const board = (url: string, key: string) =>
+  fetch(`${url}/v1/projects`, { headers: { authorization: `Bearer ${key}` } });
 
 describe('serve on a busy port', () => {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-busy-port-'));
@@ -77,7 +78,10 @@ describe('serve on a busy port', () => {
     busy.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     busy.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     busy.on('error', () => {}); // the abort is reported through the exit below
-    const [code, signal] = (await new Promise((resolve) => busy.on('close', (c, s) => resolve([c, s])))) as [number | null, string | null];
+    const [code, signal] = (await new Promise((resolve) => busy.on('close', (c, s) => resolve([c, s])))) as [
+      number | null,
+      string | null,
+    ];
     held.server.close();
     assert.equal(signal, null, `still running after ${DEADLINE_MS} ms (killed); stderr: ${stderr}`);
     assert.equal(code, 1, stderr);
@@ -105,7 +109,10 @@ describe('serve on a busy port', () => {
 
   it('a data directory that ingest filled before the first serve still gets a ready-to-use local key', async () => {
     const filled = join(dir, 'filled');
-    const ingested = await runCli(['ingest', '-'], { env: { PULSEBOARD_DATA_DIR: filled }, stdin: `${line(examples['project.sighted'])}\n` });
+    const ingested = await runCli(['ingest', '-'], {
+      env: { PULSEBOARD_DATA_DIR: filled },
+      stdin: `${line(examples['project.sighted'])}\n`,
+    });
     assert.equal(ingested.code, 0, ingested.stderr);
     const started = await start({ PULSEBOARD_DATA_DIR: filled, PORT: '0' });
     children.push(started.child);
@@ -113,15 +120,22 @@ describe('serve on a busy port', () => {
     const board = await fetch(`${started.url}/v1/projects`, { headers: { authorization: `Bearer ${started.key}` } });
     assert.equal(board.status, 200);
     // Allowlisted and linked, as the start-up message says: the thesis feed answers instead of 403.
-    const feed = await fetch(`${started.url}/v1/thesisfeed/theses?contract=0x${'1'.repeat(40)}`, { headers: { authorization: `Bearer ${started.key}` } });
+    const feed = await fetch(`${started.url}/v1/thesisfeed/theses?contract=0x${'1'.repeat(40)}`, {
+      headers: { authorization: `Bearer ${started.key}` },
+    });
     assert.equal(feed.status, 200, await feed.text());
   });
 
   it('a HOST this machine does not have is refused the same way: one line naming it, exit 1', async () => {
     // 192.0.2.1 is TEST-NET-1 (RFC 5737): never a local address.
-    const run = await runCli(['serve'], { env: { PULSEBOARD_DATA_DIR: join(dir, 'other'), HOST: '192.0.2.1', PORT: '18080' } });
+    const run = await runCli(['serve'], {
+      env: { PULSEBOARD_DATA_DIR: join(dir, 'other'), HOST: '192.0.2.1', PORT: '18080' },
+    });
     assert.equal(run.code, 1, run.stderr);
     assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
-    assert.match(run.stderr, /^pulseboard serve: cannot listen on 192\.0\.2\.1:18080: no such local address \(check HOST\)/);
+    assert.match(
+      run.stderr,
+      /^pulseboard serve: cannot listen on 192\.0\.2\.1:18080: no such local address \(check HOST\)/,
+    );
   });
 });

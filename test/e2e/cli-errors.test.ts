@@ -38,7 +38,9 @@ describe('commands that cannot start', () => {
   }
 
   it('an unreachable KurrentDB is named in one line, without the credentials in its URL', async () => {
-    const run = await runCli(['keys', 'list'], { env: { PULSEBOARD_DATA_DIR: dir, EVENTSTORE_URL: 'kurrentdb://admin:secret@127.0.0.1:1?tls=false' } });
+    const run = await runCli(['keys', 'list'], {
+      env: { PULSEBOARD_DATA_DIR: dir, EVENTSTORE_URL: 'kurrentdb://admin:secret@127.0.0.1:1?tls=false' },
+    });
     assert.equal(run.code, 1, run.stderr);
     assertOneLine(run.stderr, /^pulseboard keys: KurrentDB at kurrentdb:\/\/127\.0\.0\.1:1\?tls=false does not answer/);
     assert.doesNotMatch(run.stderr, /secret/);

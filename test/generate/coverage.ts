@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { BEATS } from '../../config/beats.ts';
 import type { SourceMessage } from '../../ingest/messages.ts';
-import { askStatusSchema, calltrackerStatusSchema, researchStateSchema, TOKENS_PER_CALL_MAX } from '../../readmodels/schemas.ts';
+import {
+  askStatusSchema,
+  calltrackerStatusSchema,
+  researchStateSchema,
+  TOKENS_PER_CALL_MAX,
+} from '../../readmodels/schemas.ts';
 
 /**
  * Checks, from the messages alone, that a generated data set exercises every rule the
@@ -16,7 +21,11 @@ function host(website: string): string {
   return new URL(withScheme).hostname.toLowerCase().replace(/^www\./, '');
 }
 
-export type CoverageOptions = { followerProvider: string; days: number; hotContract?: { chain: string; contract: string; count: number } };
+export type CoverageOptions = {
+  followerProvider: string;
+  days: number;
+  hotContract?: { chain: string; contract: string; count: number };
+};
 
 export function assertEveryRule(messages: Iterable<SourceMessage>, options: CoverageOptions): void {
   const epoch = Date.parse('2026-10-01T00:00:00Z');
@@ -97,7 +106,8 @@ export function assertEveryRule(messages: Iterable<SourceMessage>, options: Cove
         }
         if (d.handle !== undefined) {
           const h = d.handle === null ? null : d.handle.replace(/^@+/, '').toLowerCase();
-          if (h !== null && currentHandle.get(d.projectId) !== h) handleClaims.push({ handle: h, projectId: d.projectId, at });
+          if (h !== null && currentHandle.get(d.projectId) !== h)
+            handleClaims.push({ handle: h, projectId: d.projectId, at });
           currentHandle.set(d.projectId, h);
         }
         if (d.identity) {
@@ -187,7 +197,10 @@ export function assertEveryRule(messages: Iterable<SourceMessage>, options: Cove
           else pnl.fresh += 1;
         }
         for (const t of d.tokens) callTokens.push({ chain: t.chain, contract: t.contract });
-        if (options.hotContract && d.tokens.some((t) => t.chain === options.hotContract?.chain && t.contract === options.hotContract.contract)) {
+        if (
+          options.hotContract &&
+          d.tokens.some((t) => t.chain === options.hotContract?.chain && t.contract === options.hotContract.contract)
+        ) {
           hotCalls += 1;
         }
         break;
@@ -218,12 +231,17 @@ export function assertEveryRule(messages: Iterable<SourceMessage>, options: Cove
 
   // A handle abandoned by one project, later claimed by another.
   const reclaimed = handleClaims.some((claim) => {
-    const earlier = handleClaims.find((c) => c.handle === claim.handle && c.projectId !== claim.projectId && c.at < claim.at);
+    const earlier = handleClaims.find(
+      (c) => c.handle === claim.handle && c.projectId !== claim.projectId && c.at < claim.at,
+    );
     return earlier !== undefined && currentHandle.get(earlier.projectId) !== claim.handle;
   });
   assert.ok(reclaimed, 'a handle abandoned by one project and claimed by another');
 
-  assert.ok(dossierWithOnchain > 0 && dossierWithoutOnchain > 0 && dossierWithToken > 0, 'dossiers with/without onchain, with a token');
+  assert.ok(
+    dossierWithOnchain > 0 && dossierWithoutOnchain > 0 && dossierWithToken > 0,
+    'dossiers with/without onchain, with a token',
+  );
   assert.ok(sightings.size > dossierProjects.size, 'some projects without a dossier');
   assert.ok(onchainAfterDossier > 0, 'onchain.checked after a dossier');
   assert.deepEqual([...ctStatuses].sort(), [...calltrackerStatusSchema.options].sort());
@@ -241,7 +259,10 @@ export function assertEveryRule(messages: Iterable<SourceMessage>, options: Cove
     ([contract, chains]) => chains.size >= 2 && (identityContractProjects.get(contract)?.size ?? 0) >= 2,
   );
   assert.ok(twoChains, 'one contract on two chains in two projects');
-  assert.ok([...hosts.values()].some((projects) => projects.size >= 2), 'two projects sharing a website host');
+  assert.ok(
+    [...hosts.values()].some((projects) => projects.size >= 2),
+    'two projects sharing a website host',
+  );
   assert.ok(wwwUrl > 0, 'websites as full URLs with www.');
 
   // Calls.
@@ -249,15 +270,25 @@ export function assertEveryRule(messages: Iterable<SourceMessage>, options: Cove
   assert.ok(fullCalls > 0, 'a call with 20 tokens and a thesis near 12,000 characters');
   assert.ok(overLong > 0, 'a thesis over 12,000 characters (ingest shortens it)');
   const matches = callTokens.map((t) => linkTargets.get(`${t.chain}:${t.contract}`)?.size ?? 0);
-  assert.ok(matches.includes(0) && matches.includes(1) && matches.some((m) => m >= 2), 'tokens matching none, one and two projects');
-  assert.ok(callTokens.some((t) => dossierTokens.has(`${t.chain}:${t.contract}`)), 'a token matching a dossier token');
+  assert.ok(
+    matches.includes(0) && matches.includes(1) && matches.some((m) => m >= 2),
+    'tokens matching none, one and two projects',
+  );
+  assert.ok(
+    callTokens.some((t) => dossierTokens.has(`${t.chain}:${t.contract}`)),
+    'a token matching a dossier token',
+  );
   assert.deepEqual([...new Set(callTokens.map((t) => t.chain))].sort(), [...CHAINS].sort());
   const edited = [...callUpdated.values()].filter((u) => u.length >= 2 && u[u.length - 1]! > u[0]!);
   assert.ok(edited.length > 0, 'a call re-recorded with a later updatedAt');
   assert.ok(restoredAfterSuppression > 0, 'a call suppressed, then restored');
   assert.ok(suppressed.size > restoredAfterSuppression, 'a call that stays suppressed');
   assert.ok(collected > 0, 'calls.collected checkpoints');
-  if (options.hotContract) assert.ok(hotCalls >= options.hotContract.count, `at least ${options.hotContract.count} calls name the hot contract`);
+  if (options.hotContract)
+    assert.ok(
+      hotCalls >= options.hotContract.count,
+      `at least ${options.hotContract.count} calls name the hot contract`,
+    );
 
   // Pulse: all beats but one, some quiet.
   assert.equal(beats.size, BEATS.length - 1);

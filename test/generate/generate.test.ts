@@ -6,7 +6,15 @@ import { Readable } from 'node:stream';
 import { describe, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
-import { defaultCalls, FIXTURE_CHAINS, fixtureContracts, MIN_CALLS, MIN_DAYS, MIN_PROJECTS, type GenerateOptions } from '../../ingest/generate/context.ts';
+import {
+  defaultCalls,
+  FIXTURE_CHAINS,
+  fixtureContracts,
+  MIN_CALLS,
+  MIN_DAYS,
+  MIN_PROJECTS,
+  type GenerateOptions,
+} from '../../ingest/generate/context.ts';
 import { generateLines, generateMessages } from '../../ingest/generate/generate.ts';
 import type { SourceMessage } from '../../ingest/messages.ts';
 import { ingestNdjson, type DeadLetterEntry, type DeadLetterSink } from '../../ingest/ndjson.ts';
@@ -52,7 +60,10 @@ function parsedLines(text: string): SourceMessage[] {
 }
 
 /** Ingests generated lines into a fresh in-memory log; every one must be newly accepted. */
-async function ingestAll(lines: Iterable<string>, followerProvider: string): Promise<{ counts: unknown; rejects: DeadLetterEntry[] }> {
+async function ingestAll(
+  lines: Iterable<string>,
+  followerProvider: string,
+): Promise<{ counts: unknown; rejects: DeadLetterEntry[] }> {
   const log = createSqliteEventLog(':memory:');
   const rejects: DeadLetterEntry[] = [];
   const sink: DeadLetterSink = {
@@ -92,7 +103,9 @@ describe('pulseboard generate', () => {
 
   it('names the configured follower provider', async () => {
     const options = { ...smallest, followerProvider: 'tallyfollow' };
-    const sources = new Set([...generateMessages(options)].filter((m) => m.type === 'followers.observed').map((m) => m.data.source));
+    const sources = new Set(
+      [...generateMessages(options)].filter((m) => m.type === 'followers.observed').map((m) => m.data.source),
+    );
     assert.deepEqual([...sources], ['tallyfollow']);
     const { rejects } = await ingestAll(generateLines(options), 'tallyfollow');
     assert.equal(rejects.length, 0);
@@ -109,16 +122,35 @@ describe('pulseboard generate', () => {
 
   it('has a coverage check that notices a missing rule', () => {
     const all = [...generateMessages(smallest)];
-    const check = (messages: SourceMessage[]) => () => assertEveryRule(messages, { followerProvider: 'followerscope', days: smallest.days });
+    const check = (messages: SourceMessage[]) => () =>
+      assertEveryRule(messages, { followerProvider: 'followerscope', days: smallest.days });
     assert.doesNotThrow(check(all));
     const without = (drop: (m: SourceMessage) => boolean) => check(all.filter((m) => !drop(m)));
-    assert.throws(without((m) => m.id.includes('-late-')), /older than one already sent/);
-    assert.throws(without((m) => m.type === 'vote.cast' && m.data.direction === 'none'), /withdrawn/);
+    assert.throws(
+      without((m) => m.id.includes('-late-')),
+      /older than one already sent/,
+    );
+    assert.throws(
+      without((m) => m.type === 'vote.cast' && m.data.direction === 'none'),
+      /withdrawn/,
+    );
     assert.throws(without((m) => m.type === 'research.updated' && m.data.state === 'paused'));
-    assert.throws(without((m) => m.type === 'pulse.published' && m.data.card.status === 'quiet'), /quiet/);
-    assert.throws(without((m) => m.type === 'call.restored'), /restored/);
-    assert.throws(without((m) => m.type === 'followers.observed' && Date.parse(m.data.checkedAt) > Date.parse(m.at)), /checked after/);
-    assert.throws(without((m) => m.type === 'project.sighted' && m.data.projectId === `prj-s7-0000${MIN_PROJECTS - 1}`), /claimed by another/);
+    assert.throws(
+      without((m) => m.type === 'pulse.published' && m.data.card.status === 'quiet'),
+      /quiet/,
+    );
+    assert.throws(
+      without((m) => m.type === 'call.restored'),
+      /restored/,
+    );
+    assert.throws(
+      without((m) => m.type === 'followers.observed' && Date.parse(m.data.checkedAt) > Date.parse(m.at)),
+      /checked after/,
+    );
+    assert.throws(
+      without((m) => m.type === 'project.sighted' && m.data.projectId === `prj-s7-0000${MIN_PROJECTS - 1}`),
+      /claimed by another/,
+    );
   });
 
   it('adds exactly N hot-contract calls, enough to cross the 5000 candidate limit', () => {
@@ -144,7 +176,11 @@ describe('bundled sample', () => {
     const expected = digest(generateLines(sampleOptions));
     const hash = createHash('sha256');
     for await (const chunk of createReadStream(SAMPLE)) hash.update(chunk as Buffer);
-    assert.equal(hash.digest('hex'), expected.sha256, 'regenerate with: pulseboard generate --projects 300 --seed 1 --out sample/sample.ndjson');
+    assert.equal(
+      hash.digest('hex'),
+      expected.sha256,
+      'regenerate with: pulseboard generate --projects 300 --seed 1 --out sample/sample.ndjson',
+    );
   });
 
   it('stays small, is accepted whole and exercises every rule', async () => {
@@ -161,12 +197,23 @@ describe('bundled sample', () => {
   });
 });
 
-
 const cli = (args: string[]) => runCli(args);
 
 describe('pulseboard generate (child process)', () => {
   it('writes the same lines to stdout and to --out', async () => {
-    const args = ['generate', '--projects', '30', '--seed', '7', '--calls', '60', '--days', '8', '--hot-contract-calls', '25'];
+    const args = [
+      'generate',
+      '--projects',
+      '30',
+      '--seed',
+      '7',
+      '--calls',
+      '60',
+      '--days',
+      '8',
+      '--hot-contract-calls',
+      '25',
+    ];
     const expected = digest(generateLines(smallest));
     const stdout = await cli(args);
     assert.equal(stdout.code, 0, stdout.stderr);

@@ -55,7 +55,10 @@ describe('history reads over HTTP', () => {
     const body = first.json();
     assert.equal(body.total, reference.length);
     assert.equal(body.totalPages, Math.ceil(reference.length / BOARD_PAGE_SIZE));
-    assert.deepEqual(body.projects, reference.slice(0, BOARD_PAGE_SIZE).map((d) => d.doc));
+    assert.deepEqual(
+      body.projects,
+      reference.slice(0, BOARD_PAGE_SIZE).map((d) => d.doc),
+    );
     assert.ok(body.asOf.at <= point.after && typeof body.asOf.cursor === 'string');
 
     // More writes land; page 2 read with the answer's cursor is still the board at that point.
@@ -64,13 +67,19 @@ describe('history reads over HTTP', () => {
     await h.stores.catchUp();
     events = await allEvents(h.stores.log);
     const second = (await h.get(`/v1/projects?page=2&asOf=${body.asOf.cursor}`, key)).json();
-    assert.deepEqual(second.projects, reference.slice(BOARD_PAGE_SIZE, 2 * BOARD_PAGE_SIZE).map((d) => d.doc));
+    assert.deepEqual(
+      second.projects,
+      reference.slice(BOARD_PAGE_SIZE, 2 * BOARD_PAGE_SIZE).map((d) => d.doc),
+    );
     assert.deepEqual(second.asOf, body.asOf);
 
     const dossiers = (await h.get(`/v1/projects?page=1&has_dossier=true&asOf=${body.asOf.cursor}`, key)).json();
     const withDossier = reference.filter((d) => d.facet === 'dossier');
     assert.equal(dossiers.total, withDossier.length);
-    assert.deepEqual(dossiers.projects.map((p: { id: string }) => p.id), withDossier.slice(0, BOARD_PAGE_SIZE).map((d) => d.id));
+    assert.deepEqual(
+      dossiers.projects.map((p: { id: string }) => p.id),
+      withDossier.slice(0, BOARD_PAGE_SIZE).map((d) => d.id),
+    );
 
     const before = (await h.get('/v1/projects?asOf=2020-01-01T00:00:00Z', key)).json();
     assert.deepEqual([before.total, before.projects, before.asOf.at], [0, [], null]);
@@ -113,7 +122,10 @@ describe('history reads over HTTP', () => {
       if (res.json().next === null) break;
       url = `/v1/projects/diff?cursor=${res.json().next}&limit=17`;
     }
-    assert.deepEqual(rows.map((r) => r.id), expected.map((d) => d.id));
+    assert.deepEqual(
+      rows.map((r) => r.id),
+      expected.map((d) => d.id),
+    );
     for (const row of rows) {
       const then = before.get(row.id)?.doc ?? null;
       assert.equal(row.change, then === null ? 'added' : 'changed');
@@ -124,7 +136,8 @@ describe('history reads over HTTP', () => {
   });
 
   it('include=changes on a delta page names the fields each row changed since the cursor', async () => {
-    const start = (await h.get(`/v1/projects?page=1&asOf=${encodeURIComponent(rounds[2]!.after)}`, key)).json().asOf.cursor;
+    const start = (await h.get(`/v1/projects?page=1&asOf=${encodeURIComponent(rounds[2]!.after)}`, key)).json().asOf
+      .cursor;
     const page = await h.get(`/v1/projects?cursor=${start}&limit=40&include=changes`, key);
     assert.equal(page.status, 200, page.body);
     const body = page.json();
@@ -166,7 +179,11 @@ describe('history reads over HTTP', () => {
       ['/v1/projects/diff?cursor=abc', 400, /cursor/],
       ['/v1/projects/diff?from=2026-11-01T00:00:00Z&cursor=abc', 400, /either/],
       ['/v1/projects/diff?from=2026-11-01T00:00:00Z&limit=1000', 400, /limit/],
-      [`/v1/projects?asOf=${Buffer.from(JSON.stringify({ v: 1, a: 'other', s: 1, i: '', f: 'all' })).toString('base64url')}`, 409, /archive/],
+      [
+        `/v1/projects?asOf=${Buffer.from(JSON.stringify({ v: 1, a: 'other', s: 1, i: '', f: 'all' })).toString('base64url')}`,
+        409,
+        /archive/,
+      ],
     ];
     for (const [url, status, message] of cases) {
       const res = await h.get(url, key);

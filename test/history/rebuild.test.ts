@@ -24,7 +24,9 @@ function dump(path: string): Record<string, string> {
   try {
     const out: Record<string, string> = {};
     for (const table of TABLES) {
-      const columns = (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string; pk: number }[]).map((c) => c.name);
+      const columns = (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string; pk: number }[]).map(
+        (c) => c.name,
+      );
       const rows = db.prepare(`SELECT ${columns.join(', ')} FROM ${table} ORDER BY ${columns.join(', ')}`).all();
       out[table] = JSON.stringify(rows);
     }
@@ -40,7 +42,8 @@ it('a replay in one batch and a live catch-up in batches of a few events write t
   const live = join(dir, 'live.sqlite');
   const liveStore = createSqliteReadStore(live);
   // Followed in pieces, as a serving process would while the log grows.
-  for (const batchSize of [1, 3, 50]) await createProjectionRunner(log, liveStore, projectors, { batchSize, maxPendingDocs: 5 }).catchUp();
+  for (const batchSize of [1, 3, 50])
+    await createProjectionRunner(log, liveStore, projectors, { batchSize, maxPendingDocs: 5 }).catchUp();
   await appendBoardHistory(log, { projects: 40, steps: 200, seed: 8, prefix: 'later' });
   await createProjectionRunner(log, liveStore, projectors, { batchSize: 7 }).catchUp();
   await liveStore.close();

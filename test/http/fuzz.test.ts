@@ -17,7 +17,15 @@ import { rawRequest, type RawResponse } from './raw.ts';
 const SEED = 20261122;
 const REQUESTS = 3000;
 const CONCURRENCY = 8;
-const SPEC_CODES = new Set(['unauthorized', 'forbidden', 'rate_limited', 'bad_request', 'not_found', 'conflict', 'unavailable']);
+const SPEC_CODES = new Set([
+  'unauthorized',
+  'forbidden',
+  'rate_limited',
+  'bad_request',
+  'not_found',
+  'conflict',
+  'unavailable',
+]);
 
 type Random = () => number;
 const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
@@ -34,7 +42,8 @@ const SIZES = [0, 1, 8, 100, 1_100, 9_000];
 function segment(random: Random): string {
   const kind = random();
   if (kind < 0.3) return pick(random, ['h1', 'p001', '@H2', 'p059', '1', 'now', 'nobody']);
-  if (kind < 0.45) return pick(random, ['2b7e1516-28ae-4d2a-a6f1-9c1f2d3e4a5b', '00000000-0000-0000-0000-000000000000']);
+  if (kind < 0.45)
+    return pick(random, ['2b7e1516-28ae-4d2a-a6f1-9c1f2d3e4a5b', '00000000-0000-0000-0000-000000000000']);
   if (kind < 0.6) return pick(random, ['%E0%A4', '%zz', '%00', '%2F..%2F', '%C3%A9', '..', '%25']);
   if (kind < 0.75) return encodeURIComponent(junk(random, pick(random, SIZES)));
   return 'x'.repeat(pick(random, [1_001, 5_000]));
@@ -43,11 +52,40 @@ function segment(random: Random): string {
 function query(random: Random): string {
   const kind = random();
   if (kind < 0.3) return '';
-  const params = ['page', 'since', 'cursor', 'limit', 'include', 'contract', 'chain', 'q', 'beat', 'nope', 'page[]', '__proto__'];
-  const values = ['1', '0', '-1', '999999999999', 'context', 'abc', '', '2026-01-01T00:00:00Z', 'now', '0x' + 'a'.repeat(40), '%zz', 'x'.repeat(1_100)];
+  const params = [
+    'page',
+    'since',
+    'cursor',
+    'limit',
+    'include',
+    'contract',
+    'chain',
+    'q',
+    'beat',
+    'nope',
+    'page[]',
+    '__proto__',
+  ];
+  const values = [
+    '1',
+    '0',
+    '-1',
+    '999999999999',
+    'context',
+    'abc',
+    '',
+    '2026-01-01T00:00:00Z',
+    'now',
+    '0x' + 'a'.repeat(40),
+    '%zz',
+    'x'.repeat(1_100),
+  ];
   const n = 1 + Math.floor(random() * 4);
   const parts: string[] = [];
-  for (let i = 0; i < n; i++) parts.push(`${pick(random, params)}=${kind < 0.9 ? encodeURIComponent(pick(random, values)) : pick(random, values)}`);
+  for (let i = 0; i < n; i++)
+    parts.push(
+      `${pick(random, params)}=${kind < 0.9 ? encodeURIComponent(pick(random, values)) : pick(random, values)}`,
+    );
   return `?${parts.join('&')}`;
 }
 
@@ -56,8 +94,23 @@ function body(random: Random): string {
   if (kind < 0.35) return '';
   if (kind < 0.5) return JSON.stringify({ contract: pick(random, ['0x' + 'a'.repeat(40), 'bad', 1, null]) });
   if (kind < 0.65) {
-    const method = pick(random, ['initialize', 'tools/list', 'tools/call', 'ping', 'notifications/initialized', 'nope']);
-    const message = { jsonrpc: pick(random, ['2.0', '1.0']), id: pick(random, [1, 'a', null]), method, params: { name: pick(random, ['get_project', 'list_projects', 'search_projects', 'x']), arguments: { handle: pick(random, ['h1', 'x'.repeat(300)]), q: 'a' } } };
+    const method = pick(random, [
+      'initialize',
+      'tools/list',
+      'tools/call',
+      'ping',
+      'notifications/initialized',
+      'nope',
+    ]);
+    const message = {
+      jsonrpc: pick(random, ['2.0', '1.0']),
+      id: pick(random, [1, 'a', null]),
+      method,
+      params: {
+        name: pick(random, ['get_project', 'list_projects', 'search_projects', 'x']),
+        arguments: { handle: pick(random, ['h1', 'x'.repeat(300)]), q: 'a' },
+      },
+    };
     return JSON.stringify(random() < 0.2 ? [message, message] : message);
   }
   if (kind < 0.8) return `{"broken": ${junk(random, 20)}`;
@@ -81,7 +134,19 @@ describe('seeded fuzz: every answer below 500 and every error in the envelope', 
     port = (h.app.server.address() as AddressInfo).port;
     paths = [
       ...restOperations(h.services).map((op) => ({ method: op.method, path: op.path })),
-      ...['/mcp', '/healthz', '/readyz', '/metrics', '/docs', '/v1/openapi.json', '/', '/v1', '/v1/', '/nowhere', '*'].map((path) => ({ method: 'GET', path })),
+      ...[
+        '/mcp',
+        '/healthz',
+        '/readyz',
+        '/metrics',
+        '/docs',
+        '/v1/openapi.json',
+        '/',
+        '/v1',
+        '/v1/',
+        '/nowhere',
+        '*',
+      ].map((path) => ({ method: 'GET', path })),
     ];
   });
   afterAll(() => h.close());
@@ -89,16 +154,48 @@ describe('seeded fuzz: every answer below 500 and every error in the envelope', 
   function generated(random: Random): { bytes: string | Buffer; method: string; path: string } {
     const route = pick(random, paths);
     const path = route.path.replace(/:[A-Za-z]+/g, () => segment(random)) + query(random);
-    const method = random() < 0.55 ? route.method : pick(random, ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'TRACE', 'PROPFIND', 'get', 'FROB', 'G ET']);
+    const method =
+      random() < 0.55
+        ? route.method
+        : pick(random, [
+            'GET',
+            'POST',
+            'PUT',
+            'DELETE',
+            'PATCH',
+            'OPTIONS',
+            'HEAD',
+            'TRACE',
+            'PROPFIND',
+            'get',
+            'FROB',
+            'G ET',
+          ]);
     const headers: string[] = ['Host: localhost', 'Connection: close'];
     const auth = random();
     if (auth < 0.55) headers.push(`Authorization: Bearer ${key}`);
-    else if (auth < 0.7) headers.push(pick(random, ['Authorization: Bearer pbk_' + 'A'.repeat(43), 'Authorization: Basic abc', 'Authorization: Bearer', `Authorization: Bearer ${'k'.repeat(5_000)}`]));
-    if (random() < 0.4) headers.push(`Accept-Encoding: ${pick(random, ['gzip', 'br', 'gzip, br', 'deflate', '*', 'identity;q=0', 'x'.repeat(300)])}`);
-    if (random() < 0.3) headers.push(`Accept: ${pick(random, ['application/json, text/event-stream', 'application/json', 'text/html', '*/*'])}`);
+    else if (auth < 0.7)
+      headers.push(
+        pick(random, [
+          'Authorization: Bearer pbk_' + 'A'.repeat(43),
+          'Authorization: Basic abc',
+          'Authorization: Bearer',
+          `Authorization: Bearer ${'k'.repeat(5_000)}`,
+        ]),
+      );
+    if (random() < 0.4)
+      headers.push(
+        `Accept-Encoding: ${pick(random, ['gzip', 'br', 'gzip, br', 'deflate', '*', 'identity;q=0', 'x'.repeat(300)])}`,
+      );
+    if (random() < 0.3)
+      headers.push(
+        `Accept: ${pick(random, ['application/json, text/event-stream', 'application/json', 'text/html', '*/*'])}`,
+      );
     if (random() < 0.2) headers.push(`If-None-Match: ${pick(random, ['*', 'W/"abc"', '"x", W/"y"', 'garbage'])}`);
-    if (random() < 0.25) headers.push(`X-Request-Id: ${pick(random, ['ok-id-1', 'bad id', 'x'.repeat(500), '<script>', ''])}`);
-    if (random() < 0.2) headers.push(`Origin: ${pick(random, ['https://app.example.com', 'https://evil.example', 'null'])}`);
+    if (random() < 0.25)
+      headers.push(`X-Request-Id: ${pick(random, ['ok-id-1', 'bad id', 'x'.repeat(500), '<script>', ''])}`);
+    if (random() < 0.2)
+      headers.push(`Origin: ${pick(random, ['https://app.example.com', 'https://evil.example', 'null'])}`);
     if (random() < 0.15) headers.push(`Access-Control-Request-Method: ${pick(random, ['GET', 'POST', 'DELETE'])}`);
     if (random() < 0.1) headers.push(`Mcp-Protocol-Version: ${pick(random, ['2025-06-18', '1999-01-01', ''])}`);
     const sizeClass = random();
@@ -106,13 +203,19 @@ describe('seeded fuzz: every answer below 500 and every error in the envelope', 
     else if (sizeClass < 0.15) headers.push(`X-Padding: ${'p'.repeat(8_000)}`);
     const payload = body(random);
     if (payload !== '' || random() < 0.1) {
-      headers.push(`Content-Type: ${pick(random, ['application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x'])}`);
+      headers.push(
+        `Content-Type: ${pick(random, ['application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x'])}`,
+      );
       if (random() < 0.1) headers.push(`Content-Encoding: ${pick(random, ['gzip', 'br', 'bogus'])}`);
       const framing = random();
       if (framing < 0.8) headers.push(`Content-Length: ${Buffer.byteLength(payload)}`);
       else if (framing < 0.9) {
         headers.push('Transfer-Encoding: chunked');
-        return { bytes: `${method} ${path} HTTP/1.1\r\n${headers.join('\r\n')}\r\n\r\n${Buffer.byteLength(payload).toString(16)}\r\n${payload}\r\n0\r\n\r\n`, method, path };
+        return {
+          bytes: `${method} ${path} HTTP/1.1\r\n${headers.join('\r\n')}\r\n\r\n${Buffer.byteLength(payload).toString(16)}\r\n${payload}\r\n0\r\n\r\n`,
+          method,
+          path,
+        };
       } else headers.push(`Content-Length: ${Math.max(0, Buffer.byteLength(payload) - 3)}`);
     }
     return { bytes: `${method} ${path} HTTP/1.1\r\n${headers.join('\r\n')}\r\n\r\n${payload}`, method, path };
@@ -141,7 +244,13 @@ describe('seeded fuzz: every answer below 500 and every error in the envelope', 
     `GET /${'a'.repeat(70_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
   ];
 
-  function check(where: string, method: string, path: string, res: RawResponse | null | 'timeout', problems: string[]): void {
+  function check(
+    where: string,
+    method: string,
+    path: string,
+    res: RawResponse | null | 'timeout',
+    problems: string[],
+  ): void {
     if (res === 'timeout') {
       problems.push(`${where}: no answer in time`);
       return;
@@ -160,9 +269,15 @@ describe('seeded fuzz: every answer below 500 and every error in the envelope', 
       return;
     }
     const error = (parsed as { error?: { code?: unknown; message?: unknown } }).error;
-    const enveloped = Object.keys(parsed as object).length === 1 && error !== undefined && Object.keys(error).join() === 'code,message' && typeof error.message === 'string';
+    const enveloped =
+      Object.keys(parsed as object).length === 1 &&
+      error !== undefined &&
+      Object.keys(error).join() === 'code,message' &&
+      typeof error.message === 'string';
     if (enveloped && SPEC_CODES.has(error.code as string)) return;
-    const jsonRpc = (parsed as { jsonrpc?: unknown }).jsonrpc === '2.0' && typeof (error as { code?: unknown } | undefined)?.code === 'number';
+    const jsonRpc =
+      (parsed as { jsonrpc?: unknown }).jsonrpc === '2.0' &&
+      typeof (error as { code?: unknown } | undefined)?.code === 'number';
     if (jsonRpc && path.split('?')[0] === '/mcp') return;
     problems.push(`${where}: ${res.status} outside the envelope: ${res.body.slice(0, 200)}`);
   }
@@ -189,7 +304,10 @@ describe('seeded fuzz: every answer below 500 and every error in the envelope', 
     }
     // The spread shows the fuzz reached past the front door (successes, 304s, 4xx of every kind).
     const seen = [...statuses.keys()].sort();
-    assert.ok(seen.includes(200) && seen.includes(401) && seen.includes(404) && seen.includes(400), `statuses seen: ${seen.join(', ')}`);
+    assert.ok(
+      seen.includes(200) && seen.includes(401) && seen.includes(404) && seen.includes(400),
+      `statuses seen: ${seen.join(', ')}`,
+    );
     assert.deepEqual(problems.slice(0, 40), [], `${problems.length} problems`);
   });
 });

@@ -34,7 +34,11 @@ describe('/metrics', () => {
   it('counts requests by operation and status, MCP by tool, rate decisions, and reads projector and log state at scrape time', async () => {
     const auth = { authorization: `Bearer ${key}` };
     const first = await h.app.inject({ method: 'GET', url: '/v1/projects', headers: auth });
-    await h.app.inject({ method: 'GET', url: '/v1/projects', headers: { ...auth, 'if-none-match': String(first.headers.etag) } });
+    await h.app.inject({
+      method: 'GET',
+      url: '/v1/projects',
+      headers: { ...auth, 'if-none-match': String(first.headers.etag) },
+    });
     await h.app.inject({ method: 'GET', url: '/v1/projects/h1', headers: auth });
     await h.app.inject({ method: 'GET', url: '/v1/projects', headers: { authorization: 'Bearer wrong' } });
     await h.app.inject({ method: 'GET', url: '/no/such/thing' });
@@ -48,13 +52,29 @@ describe('/metrics', () => {
     assert.equal(limited.statusCode, 429);
 
     // One projector batch: a new sighting and two thesis jobs (one queued, one started) appended and folded.
-    await h.append('project.sighted', 's-new', 'project-pnew', { projectId: 'pnew', at: '2026-11-05T00:00:00.000Z', handle: 'fresh', fol: 1, name: 'Fresh' });
+    await h.append('project.sighted', 's-new', 'project-pnew', {
+      projectId: 'pnew',
+      at: '2026-11-05T00:00:00.000Z',
+      handle: 'fresh',
+      fol: 1,
+      name: 'Fresh',
+    });
     const contracts = ['0x' + 'a'.repeat(40), '0x' + 'b'.repeat(40)];
     const jobs = ['5b0c3f0e-8a52-4a56-9a4b-0d3f6c1e2a01', '5b0c3f0e-8a52-4a56-9a4b-0d3f6c1e2a02'];
     for (const [i, contract] of contracts.entries()) {
-      await h.append('thesis.requested', `t-req-${i}`, `thesis-${contract}`, { contract, requestId: jobs[i], owner: 'member', day: '2026-11-05', at: '2026-11-05T00:00:00.000Z' });
+      await h.append('thesis.requested', `t-req-${i}`, `thesis-${contract}`, {
+        contract,
+        requestId: jobs[i],
+        owner: 'member',
+        day: '2026-11-05',
+        at: '2026-11-05T00:00:00.000Z',
+      });
     }
-    await h.append('thesis.started', 't-start-1', `thesis-${contracts[1]}`, { contract: contracts[1], requestId: jobs[1], at: '2026-11-05T00:00:01.000Z' });
+    await h.append('thesis.started', 't-start-1', `thesis-${contracts[1]}`, {
+      contract: contracts[1],
+      requestId: jobs[1],
+      at: '2026-11-05T00:00:01.000Z',
+    });
     await h.stores.catchUp();
     const head = await h.stores.log.headPosition();
 
@@ -73,19 +93,32 @@ describe('/metrics', () => {
     assert.equal(sample(text, 'pulseboard_http_request_duration_seconds_count', { operation: 'listProjects' }), 3);
     // The histogram's buckets are cumulative, end at the count (+Inf), and the sum is the seconds taken.
     const bounds = ['0.001', '0.0025', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '+Inf'];
-    const buckets = bounds.map((le) => sample(text, 'pulseboard_http_request_duration_seconds_bucket', { le, operation: 'listProjects' }));
-    assert.ok(buckets.every((n, i) => n !== undefined && (i === 0 || n >= buckets[i - 1]!)), `cumulative buckets: ${buckets.join(' ')}`);
+    const buckets = bounds.map((le) =>
+      sample(text, 'pulseboard_http_request_duration_seconds_bucket', { le, operation: 'listProjects' }),
+    );
+    assert.ok(
+      buckets.every((n, i) => n !== undefined && (i === 0 || n >= buckets[i - 1]!)),
+      `cumulative buckets: ${buckets.join(' ')}`,
+    );
     assert.equal(buckets.at(-1), 3);
     const seconds = sample(text, 'pulseboard_http_request_duration_seconds_sum', { operation: 'listProjects' }) ?? 0;
     assert.ok(seconds > 0 && seconds < 30, `sum ${seconds}`);
-    assert.equal(sample(text, 'pulseboard_rate_limit_decisions_total', { decision: 'refused_unavailable' }), 0, 'every decision is exported, at 0 until counted');
+    assert.equal(
+      sample(text, 'pulseboard_rate_limit_decisions_total', { decision: 'refused_unavailable' }),
+      0,
+      'every decision is exported, at 0 until counted',
+    );
     assert.equal(sample(text, 'pulseboard_rate_limit_decisions_total', { decision: 'limited' }), 1);
     assert.ok((sample(text, 'pulseboard_rate_limit_decisions_total', { decision: 'allowed' }) ?? 0) >= 5);
     assert.equal(sample(text, 'pulseboard_rate_protection_up'), 1);
     assert.equal(sample(text, 'pulseboard_event_log_head'), head);
     assert.equal(sample(text, 'pulseboard_projector_checkpoint', { read_model: 'projects' }), head);
     assert.equal(sample(text, 'pulseboard_projector_lag_events', { read_model: 'projects' }), 0);
-    assert.equal(sample(text, 'pulseboard_thesis_jobs', { state: 'open' }), 0, 'the ledger has no job opened by the feed');
+    assert.equal(
+      sample(text, 'pulseboard_thesis_jobs', { state: 'open' }),
+      0,
+      'the ledger has no job opened by the feed',
+    );
     assert.equal(sample(text, 'pulseboard_thesis_jobs', { state: 'queued' }), 1);
     assert.equal(sample(text, 'pulseboard_thesis_jobs', { state: 'running' }), 1);
     assert.equal(sample(text, 'pulseboard_thesis_jobs', { state: 'saved' }), 0);
@@ -114,7 +147,10 @@ describe('ingest metrics', () => {
       assert.equal((await ingestor.ingest(good, 'ndjson')).status, 'accepted');
       assert.equal((await ingestor.ingest(good, 'ndjson')).status, 'duplicate');
       const outcomes = await ingestor.ingestBatch(['{"type":"nope"}', 'not json'], 'ndjson');
-      assert.deepEqual(outcomes.map((o) => o.status), ['rejected', 'rejected']);
+      assert.deepEqual(
+        outcomes.map((o) => o.status),
+        ['rejected', 'rejected'],
+      );
       const text = await metrics.render();
       assert.equal(sample(text, 'pulseboard_ingest_messages_total', { outcome: 'accepted' }), 1);
       assert.equal(sample(text, 'pulseboard_ingest_messages_total', { outcome: 'duplicate' }), 1);

@@ -6,7 +6,11 @@ export type RawResponse = { status: number; headers: Record<string, string>; bod
  * Sends bytes as they are (no client to fix them up) and reads the first response on the
  * connection; null when the server closed without answering.
  */
-export function rawRequest(port: number, bytes: string | Buffer, timeoutMs = 5000): Promise<RawResponse | null | 'timeout'> {
+export function rawRequest(
+  port: number,
+  bytes: string | Buffer,
+  timeoutMs = 5000,
+): Promise<RawResponse | null | 'timeout'> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
     // A response to HEAD ends with its headers, whatever Content-Length says.

@@ -12,7 +12,13 @@ describe('pulseboard serve: metrics on their own port, request ids in logs, and 
   it('serves /metrics only on PULSEBOARD_METRICS_PORT and logs each shutdown step with its duration', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pulseboard-shutdown-'));
     const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', BIN, 'serve'], {
-      env: { ...process.env, PULSEBOARD_DATA_DIR: dir, PORT: '0', PULSEBOARD_METRICS_PORT: '0', PULSEBOARD_LOG_LEVEL: 'info' },
+      env: {
+        ...process.env,
+        PULSEBOARD_DATA_DIR: dir,
+        PORT: '0',
+        PULSEBOARD_METRICS_PORT: '0',
+        PULSEBOARD_LOG_LEVEL: 'info',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {
@@ -33,7 +39,9 @@ describe('pulseboard serve: metrics on their own port, request ids in logs, and 
         assert.equal(child.exitCode, null, 'serve is running');
       }
 
-      const read = await fetch(`${url}/v1/projects`, { headers: { authorization: `Bearer ${key}`, 'x-request-id': 'shutdown-test-1' } });
+      const read = await fetch(`${url}/v1/projects`, {
+        headers: { authorization: `Bearer ${key}`, 'x-request-id': 'shutdown-test-1' },
+      });
       assert.equal(read.status, 200);
       assert.equal(read.headers.get('x-request-id'), 'shutdown-test-1');
       assert.equal((await fetch(`${url}/metrics`)).status, 404, 'not on the API port');

@@ -35,7 +35,10 @@ describe('transport-level rejections get the envelope and echo nothing', () => {
   const request = (head: string, body = '') => rawRequest(port, `${head}\r\nHost: localhost\r\n\r\n${body}`);
 
   it('headers over the limit: 431', async () => {
-    const res = await rawRequest(port, `GET /v1/projects HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    const res = await rawRequest(
+      port,
+      `GET /v1/projects HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    );
     assertEnvelope(res, 431, 'bad_request');
   });
 
@@ -44,22 +47,48 @@ describe('transport-level rejections get the envelope and echo nothing', () => {
     const anonymous = assertEnvelope(await request(`GET /v1/projects/${long} HTTP/1.1`), 401, 'unauthorized');
     assert.equal(anonymous.headers['www-authenticate'], 'Bearer realm="pulseboard"');
     assert.ok(!anonymous.body.includes('zzzz'));
-    const keyed = assertEnvelope(await request(`GET /v1/projects/${long} HTTP/1.1\r\nAuthorization: Bearer ${key}`), 414, 'bad_request');
+    const keyed = assertEnvelope(
+      await request(`GET /v1/projects/${long} HTTP/1.1\r\nAuthorization: Bearer ${key}`),
+      414,
+      'bad_request',
+    );
     assert.ok(!keyed.body.includes('zzzz'));
     assert.ok(keyed.body.length < 200);
   });
 
   it('bad percent-encoding: 401 without a key, 400 with one', async () => {
     assertEnvelope(await request('GET /v1/projects/%E0%A4echo-me HTTP/1.1'), 401, 'unauthorized');
-    const keyed = assertEnvelope(await request(`GET /v1/projects/%E0%A4echo-me HTTP/1.1\r\nAuthorization: Bearer ${key}`), 400, 'bad_request');
+    const keyed = assertEnvelope(
+      await request(`GET /v1/projects/%E0%A4echo-me HTTP/1.1\r\nAuthorization: Bearer ${key}`),
+      400,
+      'bad_request',
+    );
     assert.ok(!keyed.body.includes('echo-me'));
   });
 
   it('an unknown method, bad chunking and a duplicate Content-Length are 400 bad_request', async () => {
     assertEnvelope(await request('FROBNICATE /v1/projects HTTP/1.1'), 400, 'bad_request');
-    assertEnvelope(await request('POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json', 'zz\r\n{}\r\n0\r\n\r\n'), 400, 'bad_request');
-    assertEnvelope(await request('POST /mcp HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\nContent-Type: application/json', '{}'), 400, 'bad_request');
-    assertEnvelope(await rawRequest(port, 'GET /v1/projects HTTP/1.1\r\nHost: localhost\r\nBad Header Name: x\r\n\r\n'), 400, 'bad_request');
+    assertEnvelope(
+      await request(
+        'POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json',
+        'zz\r\n{}\r\n0\r\n\r\n',
+      ),
+      400,
+      'bad_request',
+    );
+    assertEnvelope(
+      await request(
+        'POST /mcp HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\nContent-Type: application/json',
+        '{}',
+      ),
+      400,
+      'bad_request',
+    );
+    assertEnvelope(
+      await rawRequest(port, 'GET /v1/projects HTTP/1.1\r\nHost: localhost\r\nBad Header Name: x\r\n\r\n'),
+      400,
+      'bad_request',
+    );
   });
 
   it('a server still answers normally after the rejections', async () => {
@@ -74,14 +103,35 @@ describe('request bodies with a Content-Encoding', () => {
     const h = await createHarness();
     try {
       const key = await h.key('member', ['allow', 'link']);
-      const headers = (encoding: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-encoding': encoding });
-      const gz = await h.app.inject({ method: 'POST', url: '/v1/thesisfeed/theses', headers: headers('gzip'), payload: gzipSync('{"contract":"x"}') });
+      const headers = (encoding: string) => ({
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        'content-encoding': encoding,
+      });
+      const gz = await h.app.inject({
+        method: 'POST',
+        url: '/v1/thesisfeed/theses',
+        headers: headers('gzip'),
+        payload: gzipSync('{"contract":"x"}'),
+      });
       assert.equal(gz.statusCode, 400);
       assert.match(gz.json().error.message, /contract/, 'the body was decompressed and validated');
-      const unknown = await h.app.inject({ method: 'POST', url: '/v1/thesisfeed/theses', headers: headers('bogus'), payload: '{}' });
+      const unknown = await h.app.inject({
+        method: 'POST',
+        url: '/v1/thesisfeed/theses',
+        headers: headers('bogus'),
+        payload: '{}',
+      });
       assert.equal(unknown.statusCode, 415);
-      assert.deepEqual(unknown.json(), { error: { code: 'bad_request', message: 'unsupported Content-Encoding; send the body as it is, or gzip or br' } });
-      const broken = await h.app.inject({ method: 'POST', url: '/v1/thesisfeed/theses', headers: headers('gzip'), payload: 'not gzip at all' });
+      assert.deepEqual(unknown.json(), {
+        error: { code: 'bad_request', message: 'unsupported Content-Encoding; send the body as it is, or gzip or br' },
+      });
+      const broken = await h.app.inject({
+        method: 'POST',
+        url: '/v1/thesisfeed/theses',
+        headers: headers('gzip'),
+        payload: 'not gzip at all',
+      });
       assert.equal(broken.statusCode, 400);
       assert.equal(broken.json().error.code, 'bad_request');
     } finally {
@@ -91,7 +141,15 @@ describe('request bodies with a Content-Encoding', () => {
 });
 
 /** The JSON-RPC message of an /mcp answer: a JSON body, or the one event of a 2025-era SSE answer. */
-const rpcOf = (body: string): unknown => JSON.parse(body.startsWith('event:') ? body.split('\n').find((l) => l.startsWith('data: '))!.slice(6) : body);
+const rpcOf = (body: string): unknown =>
+  JSON.parse(
+    body.startsWith('event:')
+      ? body
+          .split('\n')
+          .find((l) => l.startsWith('data: '))!
+          .slice(6)
+      : body,
+  );
 
 describe('request bodies on /mcp, decoded by its JSON parser', () => {
   it('decodes gzip, deflate and br, and refuses what the other POST routes refuse, with the same answers', async () => {
@@ -183,7 +241,11 @@ describe('worker roles share the plumbing', () => {
       assert.equal(missing.statusCode, 404);
       assert.deepEqual(Object.keys(missing.json().error), ['code', 'message']);
       assertEnvelope(await rawRequest(workerPort, 'FROB / HTTP/1.1\r\nHost: x\r\n\r\n'), 400, 'bad_request');
-      assertEnvelope(await rawRequest(workerPort, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), 431, 'bad_request');
+      assertEnvelope(
+        await rawRequest(workerPort, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+        431,
+        'bad_request',
+      );
     } finally {
       await worker.close();
       await h.close();

@@ -7,10 +7,8 @@ import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.t
 import { example, examples, line, THESIS } from './examples.ts';
 import { tempDir } from './helpers.ts';
 
-
-
-
-const pulseboard = (args: string[], env: Record<string, string>, stdin?: string) => runCli(args, { env, ...(stdin === undefined ? {} : { stdin }) });
+const pulseboard = (args: string[], env: Record<string, string>, stdin?: string) =>
+  runCli(args, { env, ...(stdin === undefined ? {} : { stdin }) });
 
 describe('pulseboard ingest (child process)', () => {
   let dir: string;
@@ -50,7 +48,10 @@ describe('pulseboard ingest (child process)', () => {
     assert.equal(result.code, 1);
     assert.equal(result.stdout, 'accepted 1, duplicate 0, rejected 2\n');
     const deadLetter = readFileSync(join(dir, 'data', 'dead-letter.ndjson'), 'utf8');
-    const entries = deadLetter.trim().split('\n').map((l) => JSON.parse(l) as { line: number; path: string; file: string });
+    const entries = deadLetter
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { line: number; path: string; file: string });
     assert.deepEqual(
       entries.map((e) => [e.file, e.line, e.path]),
       [
@@ -68,7 +69,10 @@ describe('pulseboard ingest (child process)', () => {
     const result = await pulseboard(['ingest', '--dead-letter', deadLetter, '-'], env, input);
     assert.equal(result.stdout, 'accepted 1, duplicate 0, rejected 1\n');
     assert.equal(result.code, 1);
-    const [entry] = readFileSync(deadLetter, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { file: string; line: number; path: string });
+    const [entry] = readFileSync(deadLetter, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { file: string; line: number; path: string });
     assert.deepEqual(entry && [entry.file, entry.line, entry.path], ['-', 3, 'type']);
   });
 

@@ -29,7 +29,13 @@ export const examples: { [T in SourceType]: Extract<SourceMessage, { type: T }> 
     type: 'followers.observed',
     id: 'fol-1',
     at,
-    data: { projectId: 'p1', source: 'followerscope', handle: '@AlphaLabs', value: 1250, checkedAt: '2026-11-20T07:30:00Z' },
+    data: {
+      projectId: 'p1',
+      source: 'followerscope',
+      handle: '@AlphaLabs',
+      value: 1250,
+      checkedAt: '2026-11-20T07:30:00Z',
+    },
   },
   'dossier.written': {
     type: 'dossier.written',

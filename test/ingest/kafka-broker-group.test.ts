@@ -24,7 +24,9 @@ const CHILD = join(import.meta.dirname, '..', 'support', 'kafka-ingest-child.ts'
 type Child = { proc: ChildProcess; handled: () => number };
 
 function startChild(options: Record<string, unknown>): Child {
-  const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CHILD, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CHILD, JSON.stringify(options)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let handled = 0;
   createInterface({ input: proc.stdout! }).on('line', (line) => {
     const parsed = JSON.parse(line) as { handled?: number };
@@ -40,11 +42,19 @@ async function killed(child: Child): Promise<void> {
 }
 
 /** Every partition: each message below the committed offset is in the log (offsets are committed only after the append). */
-function assertCommittedAreStored(committed: Map<number, number>, order: Map<number, string[]>, stored: Map<string, number>): number {
+function assertCommittedAreStored(
+  committed: Map<number, number>,
+  order: Map<number, string[]>,
+  stored: Map<string, number>,
+): number {
   let covered = 0;
   for (const [partition, ids] of order) {
     const offset = committed.get(partition) ?? -1;
-    for (let i = 0; i < offset; i += 1) assert.ok(stored.has(ids[i]!), `partition ${partition} committed ${offset} but offset ${i} (${ids[i]}) is not stored`);
+    for (let i = 0; i < offset; i += 1)
+      assert.ok(
+        stored.has(ids[i]!),
+        `partition ${partition} committed ${offset} but offset ${i} (${ids[i]}) is not stored`,
+      );
     covered += Math.max(0, offset);
   }
   return covered;
@@ -64,99 +74,114 @@ describe('Kafka source on a real broker: a group of processes and crashes', () =
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('two processes in one group, one SIGKILLed mid-stream and restarted: 100k messages appended exactly once, offsets committed only after the append', { ...skipFor(skip), timeout: 240_000 }, async () => {
-    const topic = 'pb-group';
-    const groupId = 'pb-group-ingest';
-    await broker!.createTopics([{ topic, partitions: 6 }]);
-    const messages = voteMessages('g', 100_000);
-    const order = await produce(broker!.brokers, topic, messages);
-    assert.equal(order.size, 6, 'the keys spread over all six partitions');
+  it(
+    'two processes in one group, one SIGKILLed mid-stream and restarted: 100k messages appended exactly once, offsets committed only after the append',
+    { ...skipFor(skip), timeout: 240_000 },
+    async () => {
+      const topic = 'pb-group';
+      const groupId = 'pb-group-ingest';
+      await broker!.createTopics([{ topic, partitions: 6 }]);
+      const messages = voteMessages('g', 100_000);
+      const order = await produce(broker!.brokers, topic, messages);
+      assert.equal(order.size, 6, 'the keys spread over all six partitions');
 
-    const eventLog = join(dir, 'group-events.sqlite');
-    const options = { brokers: broker!.brokers, eventLog, groupId, topics: [topic], maxMessagesPerAppend: 1000 };
-    const log = createSqliteEventLog(eventLog);
-    const reader = createLogReader(log);
-    const a = startChild(options);
-    let b = startChild(options);
-    const children = [a, b];
-    try {
-      // Mid-stream: both have taken part, and most messages are still to come.
-      await until('both processes to handle messages', 120_000, async () => (a.handled() > 0 && b.handled() > 0 && a.handled() + b.handled() >= 20_000 ? true : undefined));
-      await killed(b);
-      // Read committed offsets first, then the log: whatever was committed must already be stored.
-      const atKill = await groupProgress(broker!.brokers, groupId, topic);
-      const storedAtKill = await reader.read();
-      const coveredAtKill = assertCommittedAreStored(atKill.committed, order, storedAtKill);
-      assert.ok(storedAtKill.size < messages.length, 'the process was killed mid-stream');
+      const eventLog = join(dir, 'group-events.sqlite');
+      const options = { brokers: broker!.brokers, eventLog, groupId, topics: [topic], maxMessagesPerAppend: 1000 };
+      const log = createSqliteEventLog(eventLog);
+      const reader = createLogReader(log);
+      const a = startChild(options);
+      let b = startChild(options);
+      const children = [a, b];
+      try {
+        // Mid-stream: both have taken part, and most messages are still to come.
+        await until('both processes to handle messages', 120_000, async () =>
+          a.handled() > 0 && b.handled() > 0 && a.handled() + b.handled() >= 20_000 ? true : undefined,
+        );
+        await killed(b);
+        // Read committed offsets first, then the log: whatever was committed must already be stored.
+        const atKill = await groupProgress(broker!.brokers, groupId, topic);
+        const storedAtKill = await reader.read();
+        const coveredAtKill = assertCommittedAreStored(atKill.committed, order, storedAtKill);
+        assert.ok(storedAtKill.size < messages.length, 'the process was killed mid-stream');
 
-      b = startChild(options);
-      children.push(b);
-      const stored = await until('every message in the log', 180_000, async () => {
-        const progress = await groupProgress(broker!.brokers, groupId, topic);
-        const now = await reader.read();
-        assertCommittedAreStored(progress.committed, order, now);
-        const done = [...progress.ends].every(([partition, end]) => progress.committed.get(partition) === end);
-        return done && now.size === messages.length ? now : undefined;
+        b = startChild(options);
+        children.push(b);
+        const stored = await until('every message in the log', 180_000, async () => {
+          const progress = await groupProgress(broker!.brokers, groupId, topic);
+          const now = await reader.read();
+          assertCommittedAreStored(progress.committed, order, now);
+          const done = [...progress.ends].every(([partition, end]) => progress.committed.get(partition) === end);
+          return done && now.size === messages.length ? now : undefined;
+        });
+        assert.ok(coveredAtKill <= messages.length);
+        const doubled = [...stored].filter(([, count]) => count !== 1);
+        assert.deepEqual(doubled, [], 'every message appended exactly once');
+        assert.deepEqual(
+          messages.filter((m) => !stored.has(m.id)).map((m) => m.id),
+          [],
+          'no message lost',
+        );
+        assert.equal(await log.headPosition(), messages.length, 'the log holds one event per message, nothing more');
+      } finally {
+        for (const child of children) await killed(child);
+        await log.close();
+      }
+    },
+  );
+
+  it(
+    'the broker SIGKILLed and restarted mid-ingest: nothing lost, ingest resumes by itself',
+    { ...skipFor(skip), timeout: 240_000 },
+    async () => {
+      const topic = 'pb-broker-crash';
+      const groupId = 'pb-broker-crash-ingest';
+      await broker!.createTopics([{ topic, partitions: 3 }]);
+      const messages = voteMessages('b', 15_000);
+      const order = await produce(broker!.brokers, topic, messages);
+      const log = createSqliteEventLog(join(dir, 'crash-events.sqlite'));
+      const reader = createLogReader(log);
+      let handled = 0;
+      const statuses: string[] = [];
+      const source = createKafkaSource({
+        brokers: broker!.brokers,
+        ingestor: createIngestor(log, { followerProvider: 'followerscope' }),
+        topics: [topic],
+        groupId,
+        logLevel: 'nothing',
+        maxMessagesPerAppend: 500,
+        restartBaseDelayMs: 200,
+        restartMaxDelayMs: 2000,
+        retry: { retries: 3, initialRetryTime: 200, maxRetryTime: 2000 },
+        onMessage: () => (handled += 1),
+        onState: (state) => statuses.push(state.status),
       });
-      assert.ok(coveredAtKill <= messages.length);
-      const doubled = [...stored].filter(([, count]) => count !== 1);
-      assert.deepEqual(doubled, [], 'every message appended exactly once');
-      assert.deepEqual(
-        messages.filter((m) => !stored.has(m.id)).map((m) => m.id),
-        [],
-        'no message lost',
-      );
-      assert.equal(await log.headPosition(), messages.length, 'the log holds one event per message, nothing more');
-    } finally {
-      for (const child of children) await killed(child);
-      await log.close();
-    }
-  });
-
-  it('the broker SIGKILLed and restarted mid-ingest: nothing lost, ingest resumes by itself', { ...skipFor(skip), timeout: 240_000 }, async () => {
-    const topic = 'pb-broker-crash';
-    const groupId = 'pb-broker-crash-ingest';
-    await broker!.createTopics([{ topic, partitions: 3 }]);
-    const messages = voteMessages('b', 15_000);
-    const order = await produce(broker!.brokers, topic, messages);
-    const log = createSqliteEventLog(join(dir, 'crash-events.sqlite'));
-    const reader = createLogReader(log);
-    let handled = 0;
-    const statuses: string[] = [];
-    const source = createKafkaSource({
-      brokers: broker!.brokers,
-      ingestor: createIngestor(log, { followerProvider: 'followerscope' }),
-      topics: [topic],
-      groupId,
-      logLevel: 'nothing',
-      maxMessagesPerAppend: 500,
-      restartBaseDelayMs: 200,
-      restartMaxDelayMs: 2000,
-      retry: { retries: 3, initialRetryTime: 200, maxRetryTime: 2000 },
-      onMessage: () => (handled += 1),
-      onState: (state) => statuses.push(state.status),
-    });
-    try {
-      await source.start();
-      await until('ingest under way', 60_000, async () => (handled >= 3000 ? true : undefined), 20);
-      await broker!.kill();
-      const storedAtKill = (await reader.read()).size;
-      assert.ok(storedAtKill < messages.length, 'the broker died mid-ingest');
-      await new Promise((resolve) => setTimeout(resolve, 2000));
-      await broker!.start();
-      const stored = await until('every message in the log after the broker came back', 180_000, async () => {
-        const now = await reader.read();
-        if (now.size < messages.length) return undefined;
-        const progress = await groupProgress(broker!.brokers, groupId, topic);
-        assertCommittedAreStored(progress.committed, order, now);
-        return [...progress.ends].every(([partition, end]) => progress.committed.get(partition) === end) ? now : undefined;
-      });
-      assert.deepEqual([...stored].filter(([, count]) => count !== 1), []);
-      assert.equal(stored.size, messages.length);
-      assert.equal(source.state().status, 'running', `resumed by itself (statuses: ${statuses.join(' > ')})`);
-    } finally {
-      await source.stop();
-      await log.close();
-    }
-  });
+      try {
+        await source.start();
+        await until('ingest under way', 60_000, async () => (handled >= 3000 ? true : undefined), 20);
+        await broker!.kill();
+        const storedAtKill = (await reader.read()).size;
+        assert.ok(storedAtKill < messages.length, 'the broker died mid-ingest');
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        await broker!.start();
+        const stored = await until('every message in the log after the broker came back', 180_000, async () => {
+          const now = await reader.read();
+          if (now.size < messages.length) return undefined;
+          const progress = await groupProgress(broker!.brokers, groupId, topic);
+          assertCommittedAreStored(progress.committed, order, now);
+          return [...progress.ends].every(([partition, end]) => progress.committed.get(partition) === end)
+            ? now
+            : undefined;
+        });
+        assert.deepEqual(
+          [...stored].filter(([, count]) => count !== 1),
+          [],
+        );
+        assert.equal(stored.size, messages.length);
+        assert.equal(source.state().status, 'running', `resumed by itself (statuses: ${statuses.join(' > ')})`);
+      } finally {
+        await source.stop();
+        await log.close();
+      }
+    },
+  );
 });

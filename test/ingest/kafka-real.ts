@@ -26,20 +26,36 @@ export function kafkaClient(brokers: readonly string[], clientId: string): Kafka
  * Produces the messages (in sends of `chunk`), each to its key's partition, and answers each
  * partition's message ids in offset order (from the offsets the broker assigned).
  */
-export async function produce(brokers: readonly string[], topic: string, messages: readonly { id: string; key: string | null; value: string }[], chunk = 5000): Promise<Map<number, string[]>> {
-  const producer = kafkaClient(brokers, 'pb-test-producer').producer({ maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
+export async function produce(
+  brokers: readonly string[],
+  topic: string,
+  messages: readonly { id: string; key: string | null; value: string }[],
+  chunk = 5000,
+): Promise<Map<number, string[]>> {
+  const producer = kafkaClient(brokers, 'pb-test-producer').producer({
+    maxInFlightRequests: 1,
+    createPartitioner: Partitioners.DefaultPartitioner,
+  });
   await producer.connect();
   const byPartition = new Map<number, { offset: bigint; id: string }[]>();
   try {
     for (let start = 0; start < messages.length; start += chunk) {
       const part = messages.slice(start, start + chunk);
       const partitioner = Partitioners.DefaultPartitioner();
-      const metadata = await producer.send({ topic, acks: -1, messages: part.map(({ key, value }) => ({ key, value })) });
+      const metadata = await producer.send({
+        topic,
+        acks: -1,
+        messages: part.map(({ key, value }) => ({ key, value })),
+      });
       // kafkajs keeps each partition's messages in input order; the broker answers each partition's base offset.
       const partitions = await partitionsOf(brokers, topic);
       const next = new Map(metadata.map((m) => [m.partition, BigInt(m.baseOffset ?? '0')]));
       for (const message of part) {
-        const partition = partitioner({ topic, partitionMetadata: partitions, message: { key: message.key, value: message.value } });
+        const partition = partitioner({
+          topic,
+          partitionMetadata: partitions,
+          message: { key: message.key, value: message.value },
+        });
         const offset = next.get(partition)!;
         next.set(partition, offset + 1n);
         const list = byPartition.get(partition) ?? [];
@@ -50,10 +66,18 @@ export async function produce(brokers: readonly string[], topic: string, message
   } finally {
     await producer.disconnect();
   }
-  return new Map([...byPartition].map(([partition, list]) => [partition, list.sort((a, b) => (a.offset < b.offset ? -1 : 1)).map((m) => m.id)]));
+  return new Map(
+    [...byPartition].map(([partition, list]) => [
+      partition,
+      list.sort((a, b) => (a.offset < b.offset ? -1 : 1)).map((m) => m.id),
+    ]),
+  );
 }
 
-const partitionCache = new Map<string, { partitionId: number; leader: number; replicas: number[]; isr: number[]; partitionErrorCode: number }[]>();
+const partitionCache = new Map<
+  string,
+  { partitionId: number; leader: number; replicas: number[]; isr: number[]; partitionErrorCode: number }[]
+>();
 
 async function partitionsOf(brokers: readonly string[], topic: string) {
   const cached = partitionCache.get(`${brokers.join(',')}/${topic}`);
@@ -90,7 +114,11 @@ export function createLogReader(log: EventLog): { read(): Promise<Map<string, nu
 }
 
 /** The group's committed offset per partition of `topic` (-1: none yet), and each partition's end. */
-export async function groupProgress(brokers: readonly string[], groupId: string, topic: string): Promise<{ committed: Map<number, number>; ends: Map<number, number> }> {
+export async function groupProgress(
+  brokers: readonly string[],
+  groupId: string,
+  topic: string,
+): Promise<{ committed: Map<number, number>; ends: Map<number, number> }> {
   const admin = kafkaClient(brokers, 'pb-test-admin').admin();
   await admin.connect();
   try {
@@ -106,7 +134,12 @@ export async function groupProgress(brokers: readonly string[], groupId: string,
 }
 
 /** Polls `check` until it returns a value (not undefined), or fails after `timeoutMs` with `what`. */
-export async function until<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>, pollMs = 250): Promise<T> {
+export async function until<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined>,
+  pollMs = 250,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -28,10 +28,7 @@ async function closedPort(): Promise<number> {
 }
 
 /** The lines a person reads (structured log lines aside). */
-const plainLines = (stderr: string) =>
-  stderr
-    .split('\n')
-    .filter((line) => line.trim() !== '' && !line.startsWith('{'));
+const plainLines = (stderr: string) => stderr.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('{'));
 
 /**
  * Seconds from spawn to exit, less what loading the command takes on this machine now (`serve --help`
@@ -62,26 +59,41 @@ describe.concurrent('serve with a server down at start', () => {
     assert.equal(result.code, 1, result.stderr);
     assert.ok(result.seconds < BOUND_S, `exited ${result.seconds} s after loading`);
     assert.deepEqual(plainLines(result.stderr).length, 1, result.stderr);
-    assert.match(plainLines(result.stderr)[0]!, new RegExp(`^pulseboard serve: cannot reach Kafka at 127\\.0\\.0\\.1:${kafka}`));
+    assert.match(
+      plainLines(result.stderr)[0]!,
+      new RegExp(`^pulseboard serve: cannot reach Kafka at 127\\.0\\.0\\.1:${kafka}`),
+    );
   });
 
   it('an unreachable MongoDB read store: exit 1 within 30 s, one line naming it without its credentials', async () => {
     const port = await closedPort();
-    const result = await startFailure(['serve', '--role', 'api'], { PULSEBOARD_DATA_DIR: join(dir, 'mongo'), MONGODB_URL: `mongodb://reader:s3cret@127.0.0.1:${port}/pb` });
+    const result = await startFailure(['serve', '--role', 'api'], {
+      PULSEBOARD_DATA_DIR: join(dir, 'mongo'),
+      MONGODB_URL: `mongodb://reader:s3cret@127.0.0.1:${port}/pb`,
+    });
     assert.equal(result.code, 1, result.stderr);
     assert.ok(result.seconds < BOUND_S, `exited ${result.seconds} s after loading`);
     assert.deepEqual(plainLines(result.stderr), [plainLines(result.stderr)[0]]);
-    assert.match(result.stderr, new RegExp(`^pulseboard serve: cannot open the read store \\(MongoDB at mongodb://127\\.0\\.0\\.1:${port}/pb\\)`));
+    assert.match(
+      result.stderr,
+      new RegExp(`^pulseboard serve: cannot open the read store \\(MongoDB at mongodb://127\\.0\\.0\\.1:${port}/pb\\)`),
+    );
     assert.doesNotMatch(result.stderr, /s3cret/);
   });
 
   it('an unreachable KurrentDB event log: exit 1 within 30 s, one line naming it', async () => {
     const port = await closedPort();
-    const result = await startFailure(['serve', '--role', 'projectors'], { PULSEBOARD_DATA_DIR: join(dir, 'kurrent'), EVENTSTORE_URL: `kurrentdb://127.0.0.1:${port}?tls=false` });
+    const result = await startFailure(['serve', '--role', 'projectors'], {
+      PULSEBOARD_DATA_DIR: join(dir, 'kurrent'),
+      EVENTSTORE_URL: `kurrentdb://127.0.0.1:${port}?tls=false`,
+    });
     assert.equal(result.code, 1, result.stderr);
     assert.ok(result.seconds < BOUND_S, `exited ${result.seconds} s after loading`);
     assert.equal(plainLines(result.stderr).length, 1, result.stderr);
-    assert.match(result.stderr, new RegExp(`^pulseboard serve: cannot reach the event log \\(KurrentDB at kurrentdb://127\\.0\\.0\\.1:${port}`));
+    assert.match(
+      result.stderr,
+      new RegExp(`^pulseboard serve: cannot reach the event log \\(KurrentDB at kurrentdb://127\\.0\\.0\\.1:${port}`),
+    );
   });
 
   it('--role all with Kafka down listens, retries ingest in the background, and /readyz says degraded', async () => {

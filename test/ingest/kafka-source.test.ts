@@ -5,7 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, it, vi } from 'vitest';
-import { Kafka, type ConsumerRunConfig, type EachBatchPayload, type KafkaMessage, type OffsetsByTopicPartition, type ProducerRecord } from 'kafkajs';
+import {
+  Kafka,
+  type ConsumerRunConfig,
+  type EachBatchPayload,
+  type KafkaMessage,
+  type OffsetsByTopicPartition,
+  type ProducerRecord,
+} from 'kafkajs';
 import {
   createBatchHandler,
   createKafkaSource,
@@ -74,7 +81,9 @@ function payload(messages: KafkaMessage[], recorded: Recorded, running: () => bo
  * An ingestor answering from a script keyed by the raw value, recording every ingestBatch call;
  * 'THROW' anywhere in a call simulates the event log being down for that whole batch.
  */
-function scriptedIngestor(answers: Record<string, IngestOutcome | 'THROW'>): Pick<BatchIngestor, 'ingestBatch'> & { seen: string[]; calls: string[][] } {
+function scriptedIngestor(
+  answers: Record<string, IngestOutcome | 'THROW'>,
+): Pick<BatchIngestor, 'ingestBatch'> & { seen: string[]; calls: string[][] } {
   const seen: string[] = [];
   const calls: string[][] = [];
   return {
@@ -98,7 +107,11 @@ const committedOffset = (commit: OffsetsByTopicPartition | undefined) => commit?
 
 describe('Kafka source: batch handling', () => {
   it('hands the whole batch to one ingestBatch call in offset order, resolves each once stored, and commits the next offset once', async () => {
-    const ingestor = scriptedIngestor({ a: { status: 'accepted' }, b: { status: 'duplicate' }, c: { status: 'accepted' } });
+    const ingestor = scriptedIngestor({
+      a: { status: 'accepted' },
+      b: { status: 'duplicate' },
+      c: { status: 'accepted' },
+    });
     const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
     const handled: HandledMessage[] = [];
     const letters: DeadLetter[][] = [];
@@ -112,7 +125,9 @@ describe('Kafka source: batch handling', () => {
     await eachBatch(payload([message(10, 'a', 'A'), message(11, 'b', 'B'), message(12, 'c', 'A')], recorded));
     assert.deepEqual(ingestor.calls, [['a', 'b', 'c']], 'one ingestBatch call for the batch, in offset order');
     assert.deepEqual(recorded.resolved, ['10', '11', '12']);
-    assert.deepEqual(recorded.commits, [{ topics: [{ topic: sourceTopics.calls, partitions: [{ partition: 2, offset: '13' }] }] }]);
+    assert.deepEqual(recorded.commits, [
+      { topics: [{ topic: sourceTopics.calls, partitions: [{ partition: 2, offset: '13' }] }] },
+    ]);
     assert.deepEqual(
       handled.map((h) => [h.offset, h.outcome.status]),
       [
@@ -125,7 +140,12 @@ describe('Kafka source: batch handling', () => {
   });
 
   it('dead-letters the rejected messages of a batch in one send, with coordinates and reason, thesis text withheld', async () => {
-    const call = JSON.stringify({ type: 'call.recorded', id: 'm-1', at: '2026-11-20T08:00:00Z', data: { id: 'x', thesisText: 'SECRET THESIS' } });
+    const call = JSON.stringify({
+      type: 'call.recorded',
+      id: 'm-1',
+      at: '2026-11-20T08:00:00Z',
+      data: { id: 'x', thesisText: 'SECRET THESIS' },
+    });
     const ingestor = scriptedIngestor({
       [call]: { status: 'rejected', path: 'data.id', reason: 'Invalid UUID' },
       ok: { status: 'accepted' },
@@ -148,9 +168,22 @@ describe('Kafka source: batch handling', () => {
           key: 'x',
           path: 'data.id',
           reason: 'Invalid UUID',
-          message: { type: 'call.recorded', id: 'm-1', at: '2026-11-20T08:00:00Z', data: { id: 'x', thesisText: '[withheld]' } },
+          message: {
+            type: 'call.recorded',
+            id: 'm-1',
+            at: '2026-11-20T08:00:00Z',
+            data: { id: 'x', thesisText: '[withheld]' },
+          },
         },
-        { topic: sourceTopics.calls, partition: 2, offset: '6', key: null, path: '', reason: 'message has no value', message: null },
+        {
+          topic: sourceTopics.calls,
+          partition: 2,
+          offset: '6',
+          key: null,
+          path: '',
+          reason: 'message has no value',
+          message: null,
+        },
       ],
     ]);
     assert.equal(JSON.stringify(sends).includes('SECRET'), false);
@@ -163,14 +196,21 @@ describe('Kafka source: batch handling', () => {
     const ingestor = scriptedIngestor({ a: { status: 'accepted' }, b: 'THROW', c: { status: 'accepted' } });
     const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
     const eachBatch = createBatchHandler({ ingestor, deadLetters: async () => assert.fail('nothing is rejected') });
-    await assert.rejects(eachBatch(payload([message(20, 'a'), message(21, 'b'), message(22, 'c')], recorded)), /event log unavailable/);
+    await assert.rejects(
+      eachBatch(payload([message(20, 'a'), message(21, 'b'), message(22, 'c')], recorded)),
+      /event log unavailable/,
+    );
     assert.deepEqual(ingestor.calls, [['a', 'b', 'c']]);
     assert.deepEqual(recorded.resolved, []);
     assert.deepEqual(recorded.commits, []);
   });
 
   it('when the dead letters cannot be written, resolves only the stored messages before the first reject', async () => {
-    const ingestor = scriptedIngestor({ ok: { status: 'accepted' }, bad: { status: 'rejected', path: 'type', reason: 'unknown type' }, later: { status: 'accepted' } });
+    const ingestor = scriptedIngestor({
+      ok: { status: 'accepted' },
+      bad: { status: 'rejected', path: 'type', reason: 'unknown type' },
+      later: { status: 'accepted' },
+    });
     const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
     const eachBatch = createBatchHandler({
       ingestor,
@@ -178,7 +218,10 @@ describe('Kafka source: batch handling', () => {
         throw new Error('dead-letter topic unavailable');
       },
     });
-    await assert.rejects(eachBatch(payload([message(2, 'ok'), message(3, 'bad'), message(4, 'later')], recorded)), /dead-letter topic unavailable/);
+    await assert.rejects(
+      eachBatch(payload([message(2, 'ok'), message(3, 'bad'), message(4, 'later')], recorded)),
+      /dead-letter topic unavailable/,
+    );
     assert.deepEqual(recorded.resolved, ['2']);
     assert.deepEqual(recorded.commits.map(committedOffset), ['3']);
   });
@@ -188,8 +231,16 @@ describe('Kafka source: batch handling', () => {
     const ingestor = scriptedIngestor(Object.fromEntries(values.map((v) => [v, { status: 'accepted' as const }])));
     const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
     const eachBatch = createBatchHandler({ ingestor, deadLetters: async () => undefined, maxMessagesPerAppend: 100 });
-    await eachBatch(payload(values.map((v, i) => message(1000 + i, v, `k${i % 7}`)), recorded));
-    assert.deepEqual(ingestor.calls.map((call) => call.length), [100, 100, 50]);
+    await eachBatch(
+      payload(
+        values.map((v, i) => message(1000 + i, v, `k${i % 7}`)),
+        recorded,
+      ),
+    );
+    assert.deepEqual(
+      ingestor.calls.map((call) => call.length),
+      [100, 100, 50],
+    );
     assert.deepEqual(ingestor.seen, values, 'offset order across parts');
     assert.deepEqual(recorded.commits.map(committedOffset), ['1100', '1200', '1250']);
     assert.equal(recorded.heartbeats, 3);
@@ -205,8 +256,18 @@ describe('Kafka source: batch handling', () => {
         running = false;
       },
     });
-    await stopAfterFirst(payload(values.map((v, i) => message(1000 + i, v)), stopped, () => running));
-    assert.deepEqual(stopping.calls.map((call) => call.length), [100], 'no new part once the consumer stops running');
+    await stopAfterFirst(
+      payload(
+        values.map((v, i) => message(1000 + i, v)),
+        stopped,
+        () => running,
+      ),
+    );
+    assert.deepEqual(
+      stopping.calls.map((call) => call.length),
+      [100],
+      'no new part once the consumer stops running',
+    );
     assert.deepEqual(stopped.commits.map(committedOffset), ['1100']);
   });
 
@@ -223,7 +284,11 @@ describe('Kafka source: batch handling', () => {
         return raws.map(() => ({ status: 'accepted' as const }));
       },
     };
-    const eachBatch = createBatchHandler({ ingestor: slow, deadLetters: async () => undefined, heartbeatIntervalMs: 20 });
+    const eachBatch = createBatchHandler({
+      ingestor: slow,
+      deadLetters: async () => undefined,
+      heartbeatIntervalMs: 20,
+    });
     await eachBatch({
       ...base,
       heartbeat: async () => {
@@ -245,7 +310,11 @@ describe('Kafka source: batch handling', () => {
         return raws.map(() => ({ status: 'accepted' as const }));
       },
     };
-    const eachBatch = createBatchHandler({ ingestor: slow, deadLetters: async () => undefined, heartbeatIntervalMs: 10 });
+    const eachBatch = createBatchHandler({
+      ingestor: slow,
+      deadLetters: async () => undefined,
+      heartbeatIntervalMs: 10,
+    });
     let appended = false;
     await eachBatch({
       ...base,
@@ -296,18 +365,30 @@ describe('Kafka source: batch handling', () => {
       });
       const votes = Array.from({ length: 300 }, (_, i) => {
         const projectId = `kafka-${i % 12}`;
-        const value = JSON.stringify({ ...examples['vote.cast'], id: `kafka-${i}`, data: { ...examples['vote.cast'].data, projectId, voterId: `v${i}` } });
+        const value = JSON.stringify({
+          ...examples['vote.cast'],
+          id: `kafka-${i}`,
+          data: { ...examples['vote.cast'].data, projectId, voterId: `v${i}` },
+        });
         return message(i, value, projectId);
       });
       const batch = [...votes, message(300, 'not json'), message(301, '{"type":"nope"}')];
       const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
       await eachBatch(payload(batch, recorded));
-      assert.deepEqual({ ingestBatches, ...calls, sends }, { ingestBatches: 1, append: 0, appendBatch: 1, sends: 1 }, '302 messages, 12 keys');
+      assert.deepEqual(
+        { ingestBatches, ...calls, sends },
+        { ingestBatches: 1, append: 0, appendBatch: 1, sends: 1 },
+        '302 messages, 12 keys',
+      );
       assert.deepEqual(recorded.commits.map(committedOffset), ['302']);
       // A crash after the append and before the commit: the batch comes again and re-appending stores nothing.
       const head = await inner.headPosition();
       const again: HandledMessage[] = [];
-      const redeliver = createBatchHandler({ ingestor, deadLetters: async () => undefined, onMessage: (h) => again.push(h) });
+      const redeliver = createBatchHandler({
+        ingestor,
+        deadLetters: async () => undefined,
+        onMessage: (h) => again.push(h),
+      });
       await redeliver(payload(batch, { resolved: [], commits: [], heartbeats: 0 }));
       assert.equal(await inner.headPosition(), head);
       assert.deepEqual(new Set(again.map((h) => h.outcome.status)), new Set(['duplicate', 'rejected']));
@@ -366,8 +447,18 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 type Listener = (event: { payload: { error: Error; groupId: string; restart: boolean } }) => void;
 
 /** kafkajs consumers as the source sees them, recording what it asked of each. */
-function fakeClients(options: { failConnect?: (n: number) => boolean; connectGate?: Promise<void> | ((n: number) => Promise<void> | undefined) } = {}) {
-  const consumers: { listeners: Map<string, Listener[]>; runConfig?: ConsumerRunConfig; disconnected: boolean; emit(event: string, payload?: unknown): void }[] = [];
+function fakeClients(
+  options: {
+    failConnect?: (n: number) => boolean;
+    connectGate?: Promise<void> | ((n: number) => Promise<void> | undefined);
+  } = {},
+) {
+  const consumers: {
+    listeners: Map<string, Listener[]>;
+    runConfig?: ConsumerRunConfig;
+    disconnected: boolean;
+    emit(event: string, payload?: unknown): void;
+  }[] = [];
   const scheduled: { run: () => void; delayMs: number; cancelled: boolean }[] = [];
   const sent: ProducerRecord[] = [];
   const events = { CRASH: 'consumer.crash', GROUP_JOIN: 'consumer.group_join' };
@@ -423,12 +514,19 @@ function fakeClients(options: { failConnect?: (n: number) => boolean; connectGat
   return { clients, consumers, scheduled, schedule, events, sent };
 }
 
-const ingestorNeverCalled: Pick<BatchIngestor, 'ingestBatch'> = { ingestBatch: async () => assert.fail('no message in these tests') };
+const ingestorNeverCalled: Pick<BatchIngestor, 'ingestBatch'> = {
+  ingestBatch: async () => assert.fail('no message in these tests'),
+};
 
 describe('Kafka source: consumer supervision', () => {
   it('runs partitions concurrently with explicit commits', async () => {
     const fake = fakeClients();
-    const source = createKafkaSource({ brokers: ['unused:9092'], ingestor: ingestorNeverCalled, clients: fake.clients, schedule: fake.schedule });
+    const source = createKafkaSource({
+      brokers: ['unused:9092'],
+      ingestor: ingestorNeverCalled,
+      clients: fake.clients,
+      schedule: fake.schedule,
+    });
     await source.start();
     const config = fake.consumers[0]!.runConfig!;
     assert.equal(config.autoCommit, false);
@@ -447,10 +545,18 @@ describe('Kafka source: consumer supervision', () => {
       b: { status: 'duplicate' },
       bad2: { status: 'rejected', path: 'id', reason: 'id is required' },
     });
-    const source = createKafkaSource({ brokers: ['unused:9092'], ingestor, clients: fake.clients, schedule: fake.schedule, deadLetterTopic: 'dlq' });
+    const source = createKafkaSource({
+      brokers: ['unused:9092'],
+      ingestor,
+      clients: fake.clients,
+      schedule: fake.schedule,
+      deadLetterTopic: 'dlq',
+    });
     await source.start();
     const recorded: Recorded = { resolved: [], commits: [], heartbeats: 0 };
-    await fake.consumers[0]!.runConfig!.eachBatch!(payload([message(0, 'a', 'A'), message(1, 'bad1', 'B'), message(2, 'b', 'A'), message(3, 'bad2', 'C')], recorded));
+    await fake.consumers[0]!.runConfig!.eachBatch!(
+      payload([message(0, 'a', 'A'), message(1, 'bad1', 'B'), message(2, 'b', 'A'), message(3, 'bad2', 'C')], recorded),
+    );
     assert.deepEqual(ingestor.calls, [['a', 'bad1', 'b', 'bad2']]);
     assert.deepEqual(
       fake.sent.map((record) => [record.topic, record.acks, record.messages.map((m) => m.key)]),
@@ -474,7 +580,11 @@ describe('Kafka source: consumer supervision', () => {
       onState: (state) => states.push(state.status),
     });
     await source.start();
-    fake.consumers[0]!.emit(fake.events.CRASH, { error: Object.assign(new Error('The group is rebalancing'), { name: 'KafkaJSProtocolError' }), groupId: 'g', restart: false });
+    fake.consumers[0]!.emit(fake.events.CRASH, {
+      error: Object.assign(new Error('The group is rebalancing'), { name: 'KafkaJSProtocolError' }),
+      groupId: 'g',
+      restart: false,
+    });
     assert.equal(source.state().status, 'restarting');
     assert.equal(source.state().lastError, 'KafkaJSProtocolError: The group is rebalancing');
     // The broker stays away for five attempts: each failed start schedules the next, further out.
@@ -502,7 +612,12 @@ describe('Kafka source: consumer supervision', () => {
 
   it('leaves a crash kafkajs restarts itself to kafkajs, and is running again when the consumer rejoins its group', async () => {
     const fake = fakeClients();
-    const source = createKafkaSource({ brokers: ['unused:9092'], ingestor: ingestorNeverCalled, clients: fake.clients, schedule: fake.schedule });
+    const source = createKafkaSource({
+      brokers: ['unused:9092'],
+      ingestor: ingestorNeverCalled,
+      clients: fake.clients,
+      schedule: fake.schedule,
+    });
     await source.start();
     fake.consumers[0]!.emit(fake.events.CRASH, { error: new Error('connection lost'), groupId: 'g', restart: true });
     assert.equal(source.state().status, 'restarting');
@@ -516,7 +631,12 @@ describe('Kafka source: consumer supervision', () => {
   it('a consumer still connecting when the source stops never starts consuming', async () => {
     const gate = deferred<void>();
     const fake = fakeClients({ connectGate: gate.promise });
-    const source = createKafkaSource({ brokers: ['unused:9092'], ingestor: ingestorNeverCalled, clients: fake.clients, schedule: fake.schedule });
+    const source = createKafkaSource({
+      brokers: ['unused:9092'],
+      ingestor: ingestorNeverCalled,
+      clients: fake.clients,
+      schedule: fake.schedule,
+    });
     const starting = source.start();
     await settle();
     const stopping = source.stop();
@@ -529,7 +649,13 @@ describe('Kafka source: consumer supervision', () => {
 
   it('start({retry}) with the broker down never rejects: it reports restarting with the cause, and runs once a consumer connects', async () => {
     const fake = fakeClients({ failConnect: (n) => n === 0 });
-    const source = createKafkaSource({ brokers: ['unused:9092'], ingestor: ingestorNeverCalled, clients: fake.clients, schedule: fake.schedule, random: () => 0 });
+    const source = createKafkaSource({
+      brokers: ['unused:9092'],
+      ingestor: ingestorNeverCalled,
+      clients: fake.clients,
+      schedule: fake.schedule,
+      random: () => 0,
+    });
     await source.start({ retry: true });
     assert.equal(source.state().status, 'restarting');
     assert.equal(source.state().lastError, 'Error: broker unreachable');
@@ -541,7 +667,12 @@ describe('Kafka source: consumer supervision', () => {
     await source.stop();
     // Without retry the first failure is the caller's.
     const once = fakeClients({ failConnect: () => true });
-    const plain = createKafkaSource({ brokers: ['unused:9092'], ingestor: ingestorNeverCalled, clients: once.clients, schedule: once.schedule });
+    const plain = createKafkaSource({
+      brokers: ['unused:9092'],
+      ingestor: ingestorNeverCalled,
+      clients: once.clients,
+      schedule: once.schedule,
+    });
     await assert.rejects(plain.start(), /broker unreachable/);
     assert.equal(once.scheduled.length, 0);
     await plain.stop();
@@ -551,7 +682,13 @@ describe('Kafka source: consumer supervision', () => {
     const gate = deferred<void>();
     const fake = fakeClients({ connectGate: (n) => (n === 1 ? gate.promise : undefined), failConnect: (n) => n === 1 });
     const states: KafkaSourceState['status'][] = [];
-    const source = createKafkaSource({ brokers: ['unused:9092'], ingestor: ingestorNeverCalled, clients: fake.clients, schedule: fake.schedule, onState: (s) => states.push(s.status) });
+    const source = createKafkaSource({
+      brokers: ['unused:9092'],
+      ingestor: ingestorNeverCalled,
+      clients: fake.clients,
+      schedule: fake.schedule,
+      onState: (s) => states.push(s.status),
+    });
     await source.start();
     fake.consumers[0]!.emit(fake.events.CRASH, { error: new Error('boom'), groupId: 'g', restart: false });
     fake.scheduled[0]!.run();
@@ -583,7 +720,11 @@ describe('Kafka source: quiet on Node 24', () => {
     createKafkaSource({ brokers: ['127.0.0.1:1'], ingestor: ingestorNeverCalled });
     assert.equal(warn.mock.calls.filter((call) => String(call[0]).includes('partitioner')).length, 0);
     new Kafka({ brokers: ['127.0.0.1:1'] }).producer();
-    assert.equal(warn.mock.calls.filter((call) => String(call[0]).includes('partitioner')).length, 1, 'the check would see the notice');
+    assert.equal(
+      warn.mock.calls.filter((call) => String(call[0]).includes('partitioner')).length,
+      1,
+      'the check would see the notice',
+    );
   });
 
   it('drops the negative-timeout warning kafkajs raises on Node 24 (a process without the filter prints it)', async () => {
@@ -601,8 +742,10 @@ describe('Kafka source: quiet on Node 24', () => {
     `;
     const run = (quiet: boolean) =>
       new Promise<string>((resolve, reject) => {
-        execFile(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script(quiet)], (error, _stdout, stderr) =>
-          error ? reject(error) : resolve(stderr),
+        execFile(
+          process.execPath,
+          ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script(quiet)],
+          (error, _stdout, stderr) => (error ? reject(error) : resolve(stderr)),
         );
       });
     assert.match(await run(false), /TimeoutNegativeWarning/, 'without the filter kafkajs makes Node warn');
@@ -619,8 +762,10 @@ describe('Kafka source: quiet on Node 24', () => {
       process.emitWarning('something else', 'DeprecationWarning');
     `;
     const stderr = await new Promise<string>((resolve, reject) => {
-      execFile(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script], (error, _stdout, err) =>
-        error ? reject(error) : resolve(err),
+      execFile(
+        process.execPath,
+        ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script],
+        (error, _stdout, err) => (error ? reject(error) : resolve(err)),
       );
     });
     assert.match(stderr, /TimeoutNegativeWarning: -1 is a negative number\./);

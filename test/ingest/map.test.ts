@@ -60,7 +60,9 @@ describe('message → events', () => {
   it('stores handles without the leading @, keeping their case', () => {
     const sighted = mapMessage(validated(examples['project.sighted']), 'ndjson')[0]!.event.data as { handle: string };
     assert.equal(sighted.handle, 'AlphaLabs');
-    const observed = mapMessage(validated(examples['followers.observed']), 'ndjson')[0]!.event.data as { handle: string };
+    const observed = mapMessage(validated(examples['followers.observed']), 'ndjson')[0]!.event.data as {
+      handle: string;
+    };
     assert.equal(observed.handle, 'AlphaLabs');
 
     const noHandle = example('project.sighted');

@@ -74,7 +74,10 @@ describe('source messages', () => {
 
     const noName = example('dossier.written') as unknown as { data: { dossier: Record<string, unknown> } };
     delete noName.data.dossier['name'];
-    assert.deepEqual(rejection(line(noName)), { path: 'data.dossier.name', reason: 'required field is missing (expected string)' });
+    assert.deepEqual(rejection(line(noName)), {
+      path: 'data.dossier.name',
+      reason: 'required field is missing (expected string)',
+    });
 
     const noId = example('rival.listed') as unknown as Record<string, unknown>;
     delete noId['id'];

@@ -68,7 +68,7 @@ describe('NDJSON ingest', () => {
 
     const result = await run(file, deadLetterPath);
     assert.deepEqual(result, { ok: true, counts: { lines: 8, accepted: 3, duplicate: 0, rejected: 3 } });
-    assert.equal(await log.headPosition() > 0, true);
+    assert.equal((await log.headPosition()) > 0, true);
     assert.equal((await log.readAll({ afterPosition: 0, limit: 10 })).length, 3);
 
     const letters = readDeadLetters(deadLetterPath);
@@ -105,7 +105,10 @@ describe('NDJSON ingest', () => {
 
   it('stops at the line where the event log failed, reporting what it did so far', async () => {
     const file = join(dir, 'in.ndjson');
-    writeFileSync(file, [line(examples['rival.listed']), line(examples['vote.cast']), line(examples['ask.updated'])].join('\n'));
+    writeFileSync(
+      file,
+      [line(examples['rival.listed']), line(examples['vote.cast']), line(examples['ask.updated'])].join('\n'),
+    );
     let appends = 0;
     const flaky: EventLog = {
       ...log,
@@ -147,7 +150,13 @@ describe('NDJSON ingest', () => {
     };
     const deadLetterPath = join(dir, 'dl.ndjson');
     const failed = await run(file, deadLetterPath, { log: flaky, batchSize: 2 });
-    assert.deepEqual(failed, { ok: false, counts: { lines: 4, accepted: 2, duplicate: 0, rejected: 0 }, file, line: 4, reason: 'disk I/O error' });
+    assert.deepEqual(failed, {
+      ok: false,
+      counts: { lines: 4, accepted: 2, duplicate: 0, rejected: 0 },
+      file,
+      line: 4,
+      reason: 'disk I/O error',
+    });
     assert.equal(existsSync(deadLetterPath), false, 'the reject of the failed batch is not dead-lettered yet');
     const headAfterFailure = await log.headPosition();
     assert.equal((await log.readAll({ afterPosition: 0, limit: 100 })).length, 2, 'batch 1 only');
@@ -185,7 +194,12 @@ describe('NDJSON ingest', () => {
 
 describe('dead-letter message', () => {
   it('withholds thesisText at any depth and keeps key order', () => {
-    const value = { a: 1, thesisText: 'secret', nested: [{ thesisText: 'more secret', b: [1, { thesisText: 5 }] }], z: null };
+    const value = {
+      a: 1,
+      thesisText: 'secret',
+      nested: [{ thesisText: 'more secret', b: [1, { thesisText: 5 }] }],
+      z: null,
+    };
     assert.equal(
       JSON.stringify(withholdThesisText(value)),
       JSON.stringify({
@@ -208,6 +222,9 @@ describe('dead-letter message', () => {
     assert.equal(deadLetterMessage('{"type": "rival.listed",').message, '{"type": "rival.listed",');
     assert.equal(deadLetterMessage('{"thesisText": "abc"').message, '[withheld: unparseable line of 20 characters]');
     // An escaped key could spell thesisText without the word showing.
-    assert.equal(deadLetterMessage('{"\\u0074hesisText": "abc"').message, '[withheld: unparseable line of 25 characters]');
+    assert.equal(
+      deadLetterMessage('{"\\u0074hesisText": "abc"').message,
+      '[withheld: unparseable line of 25 characters]',
+    );
   });
 });

@@ -56,7 +56,8 @@ describe('ingest pipeline', () => {
         outcomes.map((o) => o.status),
         [...sourceTypes.map(() => 'accepted'), 'rejected', 'duplicate', 'rejected'],
       );
-      const strip = (events: Awaited<ReturnType<EventLog['readAll']>>) => events.map(({ recordedAt: _at, ...rest }) => rest);
+      const strip = (events: Awaited<ReturnType<EventLog['readAll']>>) =>
+        events.map(({ recordedAt: _at, ...rest }) => rest);
       assert.deepEqual(
         strip(await batchLog.log.readAll({ afterPosition: 0, limit: 100 })),
         strip(await log.readAll({ afterPosition: 0, limit: 100 })),
@@ -77,7 +78,11 @@ describe('ingest pipeline', () => {
     assert.ok(event);
     assert.equal(event.id, sourceEventId('project.sighted', 'sight-1'));
     assert.deepEqual(event.metadata, { source: 'kafka', messageId: 'sight-1' });
-    assert.deepEqual(event.data, { ...examples['project.sighted'].data, handle: 'AlphaLabs', at: examples['project.sighted'].at });
+    assert.deepEqual(event.data, {
+      ...examples['project.sighted'].data,
+      handle: 'AlphaLabs',
+      at: examples['project.sighted'].at,
+    });
   });
 
   it('appends an edit of a call (new message id, same call id) to the same stream', async () => {

@@ -16,7 +16,10 @@ describe('a message with several bad fields', () => {
 
   it('names a bad envelope field and a bad payload field together', () => {
     const message = example('project.sighted');
-    const result = parseRawMessage(line({ ...message, at: 'yesterday', data: { ...message.data, fol: 'many' } }), rules);
+    const result = parseRawMessage(
+      line({ ...message, at: 'yesterday', data: { ...message.data, fol: 'many' } }),
+      rules,
+    );
     assert.ok(!result.ok);
     assert.equal(result.path, 'at, data.fol');
   });

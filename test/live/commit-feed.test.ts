@@ -80,7 +80,7 @@ describe('commit watch over a store-wide commit feed', () => {
   it('without a feed, waits poll as before (the embedded store, other processes)', async () => {
     const signals = createCommitSignals();
     let reads = 0;
-    const watch = createCommitWatch({ readCheckpoint: async () => (reads += 1, 0), pollMs: 10, coverage: signals });
+    const watch = createCommitWatch({ readCheckpoint: async () => ((reads += 1), 0), pollMs: 10, coverage: signals });
     const waiting = watch.waitPast(5, { timeoutMs: 60_000 });
     assert.ok(await eventually(() => reads >= 3), 'polls');
     assert.equal(signals.feedState(), 'none');

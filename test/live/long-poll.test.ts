@@ -150,7 +150,11 @@ describe('delta long-poll (GET /v1/projects?cursor=C&wait=S)', () => {
       h.app.inject({
         method: 'POST',
         url: '/mcp',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
         payload: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'sync_projects', arguments: args } },
       });
     const held = call({ cursor: page.value.cursor, waitSeconds: 30 });
@@ -158,7 +162,13 @@ describe('delta long-poll (GET /v1/projects?cursor=C&wait=S)', () => {
     await appendSightings(h.stores.log, { first: 401, count: 1, prefix: 'lp' });
     await h.stores.catchUp();
     // A 2025-era answer is one SSE event: its data line is the JSON-RPC message.
-    const messageOf = (body: string) => JSON.parse(body.split('\n').find((l) => l.startsWith('data: '))!.slice(6));
+    const messageOf = (body: string) =>
+      JSON.parse(
+        body
+          .split('\n')
+          .find((l) => l.startsWith('data: '))!
+          .slice(6),
+      );
     const result = messageOf((await held).body).result;
     assert.equal(result.isError ?? false, false);
     assert.deepEqual(
@@ -179,7 +189,11 @@ describe('shutdown', () => {
       await h.stores.catchUp();
       const cursor = (await h.get('/v1/projects?since=now', key)).json().cursor as string;
       const t0 = performance.now();
-      const answer = h.app.inject({ method: 'GET', url: `/v1/projects?cursor=${cursor}&wait=30`, headers: { authorization: `Bearer ${key}` } });
+      const answer = h.app.inject({
+        method: 'GET',
+        url: `/v1/projects?cursor=${cursor}&wait=30`,
+        headers: { authorization: `Bearer ${key}` },
+      });
       assert.ok(await eventually(() => h.services.commits.waiting() === 1));
       await h.app.close();
       const res = await answer;

@@ -36,7 +36,10 @@ describe('pulseboard serve: live changes from the projector worker thread, and S
     const cursor = ((await (await get('/v1/projects?since=now')).json()) as { cursor: string }).cursor;
     const held = get(`/v1/projects?cursor=${cursor}&wait=30`);
     const file = join(dir, 'one.ndjson');
-    writeFileSync(file, `${JSON.stringify({ type: 'project.sighted', id: 'live-serve-1', at: '2026-11-21T00:00:00.000Z', data: { projectId: 'prj-live-1', handle: 'live_one' } })}\n`);
+    writeFileSync(
+      file,
+      `${JSON.stringify({ type: 'project.sighted', id: 'live-serve-1', at: '2026-11-21T00:00:00.000Z', data: { projectId: 'prj-live-1', handle: 'live_one' } })}\n`,
+    );
     await run(process.execPath, [...NODE_ARGS, 'ingest', file], { env: env() });
     const res = await held;
     assert.equal(res.status, 200);

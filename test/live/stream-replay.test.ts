@@ -42,7 +42,10 @@ describe('change stream across pulseboard replay and a reconnect', () => {
 
       const run = await replay.exited;
       assert.equal(run.code, 0, run.stderr);
-      assert.ok(await eventually(() => h.stores.generations()!.serving > generationBefore), 'the service reads the new generation');
+      assert.ok(
+        await eventually(() => h.stores.generations()!.serving > generationBefore),
+        'the service reads the new generation',
+      );
       await appendSightings(h.stores.log, { first: 7_000, count: 3_000, prefix: 'w' });
       received.push(...(await second.rows(TOTAL - received.length)));
 

@@ -24,7 +24,9 @@ describe('GET /v1/projects/changes on the bundled sample', () => {
   let h: Harness;
   let key: string;
   let base: string;
-  const lines = readFileSync(SAMPLE_FILE, 'utf8').split('\n').filter((l) => l.trim() !== '');
+  const lines = readFileSync(SAMPLE_FILE, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '');
 
   beforeAll(async () => {
     h = await createHarness({ env: { PULSEBOARD_RATE_LIMIT: '50' } });
@@ -63,14 +65,18 @@ describe('GET /v1/projects/changes on the bundled sample', () => {
       for (const line of lines) {
         const message = JSON.parse(line) as { type: string; data: Record<string, unknown> };
         if (message.type === 'call.recorded') secrets.push(String(message.data['thesisText']));
-        if (message.type === 'vote.cast') for (const f of ['name', 'avatar']) if (typeof message.data[f] === 'string') secrets.push(message.data[f] as string);
-        if (message.type === 'ask.updated' && typeof message.data['answer'] === 'string') secrets.push(message.data['answer']);
+        if (message.type === 'vote.cast')
+          for (const f of ['name', 'avatar'])
+            if (typeof message.data[f] === 'string') secrets.push(message.data[f] as string);
+        if (message.type === 'ask.updated' && typeof message.data['answer'] === 'string')
+          secrets.push(message.data['answer']);
       }
       const distinct = [...new Set(secrets.filter((s) => s.length >= 12))];
       assert.ok(distinct.length > 100, `${distinct.length} private texts to look for`);
       const text = stream.text();
       for (const secret of distinct) assert.ok(!text.includes(secret), 'a private text reached the stream');
-      for (const field of ['"voters"', '"thesisText"', '"thesis"', '"answer"', '"question"']) assert.ok(!text.includes(field), `${field} in the stream`);
+      for (const field of ['"voters"', '"thesisText"', '"thesis"', '"answer"', '"question"'])
+        assert.ok(!text.includes(field), `${field} in the stream`);
     } finally {
       stream.abort();
     }
@@ -82,8 +88,13 @@ describe('GET /v1/projects/changes on the bundled sample', () => {
     try {
       assert.equal(first.status, 200);
       assert.equal(second.status, 200);
-      assert.equal(Number(second.headers.get('ratelimit-remaining')), Number(first.headers.get('ratelimit-remaining')) - 1);
-      const third = await fetch(`${base}/v1/projects/changes?since=now`, { headers: { authorization: `Bearer ${key}` } });
+      assert.equal(
+        Number(second.headers.get('ratelimit-remaining')),
+        Number(first.headers.get('ratelimit-remaining')) - 1,
+      );
+      const third = await fetch(`${base}/v1/projects/changes?since=now`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
       assert.equal(third.status, 429);
       assert.ok(Number(third.headers.get('retry-after')) >= 1);
       const body = (await third.json()) as { error: { code: string; message: string } };
@@ -126,13 +137,19 @@ describe('GET /v1/projects/changes on the bundled sample', () => {
     const unauthenticated = await fetch(`${base}/v1/projects/changes?since=now`);
     assert.equal(unauthenticated.status, 401);
     const filtered = (await h.get('/v1/projects?since=now&has_dossier=true', key)).json().cursor as string;
-    const mismatch = await fetch(`${base}/v1/projects/changes?cursor=${filtered}`, { headers: { authorization: `Bearer ${key}` } });
+    const mismatch = await fetch(`${base}/v1/projects/changes?cursor=${filtered}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     assert.equal(mismatch.status, 400);
     assert.equal(h.services.changes.openCount(), 0);
   });
 
   it('sends a comment heartbeat while idle', async () => {
-    const streams = createChangeStreams({ projects: h.services.projects, commits: h.services.commits, heartbeatMs: 50 });
+    const streams = createChangeStreams({
+      projects: h.services.projects,
+      commits: h.services.commits,
+      heartbeatMs: 50,
+    });
     const gone = new AbortController();
     const opened = await streams.open('k', { since: 'now' }, undefined, gone.signal);
     assert.ok(opened.ok);
@@ -183,7 +200,9 @@ describe('long-poll over HTTP and shutdown', () => {
       await h.stores.catchUp();
       const base = await h.app.listen({ host: '127.0.0.1', port: 0 });
       const cursor = (await h.get('/v1/projects?since=now', key)).json().cursor as string;
-      const answer = fetch(`${base}/v1/projects?cursor=${cursor}&wait=30`, { headers: { authorization: `Bearer ${key}` } });
+      const answer = fetch(`${base}/v1/projects?cursor=${cursor}&wait=30`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
       assert.ok(await eventually(() => h.services.commits.waiting() === 1));
       const t0 = performance.now();
       await h.app.close();

@@ -23,7 +23,10 @@ export type SseClient = {
 
 export async function openStream(url: string, key: string, headers: Record<string, string> = {}): Promise<SseClient> {
   const controller = new AbortController();
-  const res = await fetch(url, { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', ...headers }, signal: controller.signal });
+  const res = await fetch(url, {
+    headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', ...headers },
+    signal: controller.signal,
+  });
   const events: SseEvent[] = [];
   let raw = '';
   let buffer = '';
@@ -91,12 +94,17 @@ export async function openStream(url: string, key: string, headers: Record<strin
 }
 
 /** Appends one `project.sighted` per project, `count` distinct projects from `first`: each writes exactly one new row. */
-export async function appendSightings(log: EventLog, options: { first: number; count: number; prefix: string; dossier?: boolean }): Promise<void> {
+export async function appendSightings(
+  log: EventLog,
+  options: { first: number; count: number; prefix: string; dossier?: boolean },
+): Promise<void> {
   for (let n = options.first; n < options.first + options.count; n++) {
     const projectId = `${options.prefix}-${n}`;
     const data = { projectId, at: day(0, n % 24), fol: n };
     const type = 'project.sighted';
-    const result = await log.append(`project-${projectId}`, [{ id: sourceEventId(type, projectId), type, data, metadata: {} }]);
+    const result = await log.append(`project-${projectId}`, [
+      { id: sourceEventId(type, projectId), type, data, metadata: {} },
+    ]);
     if (!result.ok) throw new Error(`append of ${projectId} failed`);
   }
 }

@@ -32,7 +32,11 @@ describe('the projector worker thread', () => {
       // What it posted is what the worker committed.
       assert.equal(await stores.store.checkpoint(PROJECTS_COLLECTION), head);
       const checkpoints = seen.filter(([c]) => c === PROJECTS_COLLECTION).map(([, cp]) => cp);
-      assert.deepEqual(checkpoints, [...checkpoints].sort((a, b) => a - b), 'in commit order');
+      assert.deepEqual(
+        checkpoints,
+        [...checkpoints].sort((a, b) => a - b),
+        'in commit order',
+      );
     } finally {
       stop.abort();
       await running;

@@ -9,7 +9,9 @@ import { card, makeCall, publishCard, recordCall } from '../support/calls-fixtur
 import { connectClient, postRpc, rpcMessage, seedBoard, toolCall } from './support.ts';
 
 /** ajv-formats is CommonJS: its default export arrives wrapped under Node's ESM loader. */
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv,
+) => Ajv;
 
 const bytes = (text: string) => Buffer.byteLength(text, 'utf8');
 
@@ -25,7 +27,8 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
     h = await createHarness({ env: { PULSEBOARD_RATE_LIMIT: '60' }, now: () => new Date('2026-11-20T08:00:00.000Z') });
     alice = await h.key('alice', ['allow']);
     await seedBoard(h);
-    for (let n = 0; n < 3; n++) await recordCall(h, makeCall(n, { createdAt: new Date(Date.UTC(2026, 10, 1, n)).toISOString(), tokens: 2 }));
+    for (let n = 0; n < 3; n++)
+      await recordCall(h, makeCall(n, { createdAt: new Date(Date.UTC(2026, 10, 1, n)).toISOString(), tokens: 2 }));
     await publishCard(h, card('launches', 1), '2026-11-19T08:00:00.000Z');
     await h.stores.catchUp();
     base = await h.app.listen({ host: '127.0.0.1', port: 0 });
@@ -62,7 +65,8 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
     try {
       const key = await limited.key('chatty');
       const url = await limited.app.listen({ host: '127.0.0.1', port: 0 });
-      for (let i = 0; i < 3; i++) assert.equal((await postRpc(url, key, { jsonrpc: '2.0', id: i, method: 'ping' })).status, 200);
+      for (let i = 0; i < 3; i++)
+        assert.equal((await postRpc(url, key, { jsonrpc: '2.0', id: i, method: 'ping' })).status, 200);
       const refused = await postRpc(url, key, { jsonrpc: '2.0', id: 9, method: 'tools/list' });
       assert.equal(refused.status, 429);
       assert.ok(Number(refused.headers.get('retry-after')) >= 1);
@@ -84,7 +88,11 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
       params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
     });
     const body = await rpcMessage(res);
-    assert.deepEqual(body.result.capabilities, { tools: { listChanged: false }, resources: { listChanged: false }, completions: {} });
+    assert.deepEqual(body.result.capabilities, {
+      tools: { listChanged: false },
+      resources: { listChanged: false },
+      completions: {},
+    });
     assert.equal(body.result.protocolVersion, '2025-06-18');
   });
 
@@ -110,10 +118,25 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
     assert.ok(formats > 20);
     const input = (tool: string, name: string) => listed.find((t) => t.name === tool)!.inputSchema.properties[name];
     const bare = ({ description: _d, ...rest }: Record<string, unknown>) => rest;
-    assert.deepEqual(bare(input('list_projects', 'page')), { type: 'integer', minimum: 1, maximum: 1_000_000, default: 1 });
+    assert.deepEqual(bare(input('list_projects', 'page')), {
+      type: 'integer',
+      minimum: 1,
+      maximum: 1_000_000,
+      default: 1,
+    });
     assert.deepEqual(bare(input('sync_projects', 'limit')), { type: 'integer', minimum: 1, maximum: 100, default: 30 });
-    assert.deepEqual(bare(input('list_calltracker_calls', 'limit')), { type: 'integer', minimum: 1, maximum: 30, default: 20 });
-    assert.deepEqual(bare(input('list_calltracker_calls', 'maxBytes')), { type: 'integer', minimum: 4096, maximum: 524288, default: 163840 });
+    assert.deepEqual(bare(input('list_calltracker_calls', 'limit')), {
+      type: 'integer',
+      minimum: 1,
+      maximum: 30,
+      default: 20,
+    });
+    assert.deepEqual(bare(input('list_calltracker_calls', 'maxBytes')), {
+      type: 'integer',
+      minimum: 4096,
+      maximum: 524288,
+      default: 163840,
+    });
     assert.deepEqual(bare(input('list_projects', 'hasDossier')), { type: 'boolean' });
     assert.deepEqual(bare(input('get_project', 'include')), { type: 'string', enum: ['context'] });
     assert.equal(input('get_pulse', 'beat').enum.length, 8);
@@ -122,11 +145,15 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
       const tool = listed.find((t) => t.name === name) as unknown as { description: string };
       assert.match(tool.description, /small/, `${name} says how to keep results small`);
     }
-    assert.match((listed.find((t) => t.name === 'list_calltracker_calls') as unknown as { description: string }).description, /maxBytes/);
+    assert.match(
+      (listed.find((t) => t.name === 'list_calltracker_calls') as unknown as { description: string }).description,
+      /maxBytes/,
+    );
   });
 
   it('every result of every tool validates against its listed output schema (ajv)', async () => {
-    const listed = (await rpcMessage(await postRpc(base, alice, { jsonrpc: '2.0', id: 1, method: 'tools/list' }))).result.tools as ListedTool[];
+    const listed = (await rpcMessage(await postRpc(base, alice, { jsonrpc: '2.0', id: 1, method: 'tools/list' })))
+      .result.tools as ListedTool[];
     const ajv = addFormats(new Ajv({ allErrors: true, strict: false }));
     const validators = new Map(listed.map((t) => [t.name, ajv.compile(t.outputSchema)]));
     const first = (await h.get('/v1/calltracker/calls?limit=1', alice)).json().calls[0].id as string;
@@ -163,15 +190,23 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
     for (const [i, [name, args]] of calls.entries()) {
       const body = await rpcMessage(await postRpc(base, alice, toolCall(name, args, i)));
       const validate = validators.get(name)!;
-      assert.ok(validate(body.result.structuredContent), `${name} ${JSON.stringify(args)}: ${ajv.errorsText(validate.errors)}`);
+      assert.ok(
+        validate(body.result.structuredContent),
+        `${name} ${JSON.stringify(args)}: ${ajv.errorsText(validate.errors)}`,
+      );
       seen.add(name);
     }
     assert.deepEqual([...seen].sort(), listed.map((t) => t.name).sort(), 'every tool was called');
     // The schemas have teeth: a wrong type or an unknown enum value is refused.
-    const project = (await rpcMessage(await postRpc(base, alice, toolCall('get_project', { handle: 'h1' })))).result.structuredContent;
+    const project = (await rpcMessage(await postRpc(base, alice, toolCall('get_project', { handle: 'h1' })))).result
+      .structuredContent;
     assert.equal(validators.get('get_project')!({ ...project, project: { ...project.project, fol: 'many' } }), false);
-    const pulse = (await rpcMessage(await postRpc(base, alice, toolCall('get_pulse', { beat: 'launches' })))).result.structuredContent;
-    assert.equal(validators.get('get_pulse')!({ ...pulse, beat: { ...pulse.beat, card: { ...pulse.beat.card, status: 'loud' } } }), false);
+    const pulse = (await rpcMessage(await postRpc(base, alice, toolCall('get_pulse', { beat: 'launches' })))).result
+      .structuredContent;
+    assert.equal(
+      validators.get('get_pulse')!({ ...pulse, beat: { ...pulse.beat, card: { ...pulse.beat.card, status: 'loud' } } }),
+      false,
+    );
   });
 
   it('an unknown tool and arguments that are not an object are protocol errors; wrong argument types are tool errors in the envelope', async () => {
@@ -179,18 +214,28 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
     assert.equal(unknown.error.code, -32602);
     assert.match(unknown.error.message, /not found/);
 
-    const notAnObject = await rpcMessage(await postRpc(base, alice, toolCall('get_project', 'str' as unknown as Record<string, unknown>)));
+    const notAnObject = await rpcMessage(
+      await postRpc(base, alice, toolCall('get_project', 'str' as unknown as Record<string, unknown>)),
+    );
     assert.equal(notAnObject.error.code, -32602);
 
-    const noName = await rpcMessage(await postRpc(base, alice, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: {} }));
+    const noName = await rpcMessage(
+      await postRpc(base, alice, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: {} }),
+    );
     assert.equal(noName.error.code, -32602);
 
     const wrongType = await rpcMessage(await postRpc(base, alice, toolCall('list_projects', { page: 'two' })));
     assert.equal(wrongType.result.isError, true);
-    assert.deepEqual(wrongType.result.structuredContent, { error: { code: 'bad_request', message: "parameter 'page' must be a whole number from 1 to 1000000" } });
-    assert.deepEqual(wrongType.result.content, [{ type: 'text', text: JSON.stringify(wrongType.result.structuredContent) }]);
+    assert.deepEqual(wrongType.result.structuredContent, {
+      error: { code: 'bad_request', message: "parameter 'page' must be a whole number from 1 to 1000000" },
+    });
+    assert.deepEqual(wrongType.result.content, [
+      { type: 'text', text: JSON.stringify(wrongType.result.structuredContent) },
+    ]);
     const unknownArgument = await rpcMessage(await postRpc(base, alice, toolCall('list_projects', { pages: 2 })));
-    assert.deepEqual(unknownArgument.result.structuredContent, { error: { code: 'bad_request', message: "unknown parameter 'pages'" } });
+    assert.deepEqual(unknownArgument.result.structuredContent, {
+      error: { code: 'bad_request', message: "unknown parameter 'pages'" },
+    });
     // Numeric strings are still accepted, as on REST, though not advertised.
     const numeric = await rpcMessage(await postRpc(base, alice, toolCall('list_projects', { page: '2' })));
     assert.equal(numeric.result.structuredContent.page, 2);
@@ -198,7 +243,12 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
 });
 
 /** One POST to /mcp with the Host and Origin given (fetch does not let a caller set Host). */
-function postWithHost(url: string, key: string, host: string, origin?: string): Promise<{ status: number; body: string }> {
+function postWithHost(
+  url: string,
+  key: string,
+  host: string,
+  origin?: string,
+): Promise<{ status: number; body: string }> {
   const target = new URL(url);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
@@ -251,14 +301,26 @@ describe('DNS-rebinding protection of /mcp', () => {
         assert.ok(!res.body.includes('evil'), 'the refused value is not echoed');
       }
       // REST is not an MCP transport and is unaffected.
-      assert.equal((await fetch(`${url.replace('/mcp', '')}/v1/projects`, { headers: { authorization: `Bearer ${key}`, origin: 'http://evil.example.com' } })).status, 200);
+      assert.equal(
+        (
+          await fetch(`${url.replace('/mcp', '')}/v1/projects`, {
+            headers: { authorization: `Bearer ${key}`, origin: 'http://evil.example.com' },
+          })
+        ).status,
+        200,
+      );
     } finally {
       await h.close();
     }
   });
 
   it('configured hosts and origins replace the defaults', async () => {
-    const h = await createHarness({ env: { PULSEBOARD_MCP_ALLOWED_HOSTS: 'mcp.example.com,api:8080', PULSEBOARD_MCP_ALLOWED_ORIGINS: 'https://app.example.com' } });
+    const h = await createHarness({
+      env: {
+        PULSEBOARD_MCP_ALLOWED_HOSTS: 'mcp.example.com,api:8080',
+        PULSEBOARD_MCP_ALLOWED_ORIGINS: 'https://app.example.com',
+      },
+    });
     try {
       const key = await h.key('remote');
       const url = `${await h.app.listen({ host: '127.0.0.1', port: 0 })}/mcp`;

@@ -25,8 +25,18 @@ const BASELINES = join(import.meta.dirname, 'conformance');
  */
 const SUITES = [
   { name: '0.1.16, spec 2025-11-25', cli: CONFORMANCE, args: [], baseline: 'expected-failures-2025-11-25.yml' },
-  { name: '0.2.0-alpha.12, --spec-version 2026-07-28', cli: CONFORMANCE_NEXT, args: ['--spec-version', '2026-07-28'], baseline: 'expected-failures-2026-07-28.yml' },
-  { name: '0.2.0-alpha.12, --requirements 2026-07-28', cli: CONFORMANCE_NEXT, args: ['--requirements', '2026-07-28'], baseline: 'expected-failures-2026-07-28.yml' },
+  {
+    name: '0.2.0-alpha.12, --spec-version 2026-07-28',
+    cli: CONFORMANCE_NEXT,
+    args: ['--spec-version', '2026-07-28'],
+    baseline: 'expected-failures-2026-07-28.yml',
+  },
+  {
+    name: '0.2.0-alpha.12, --requirements 2026-07-28',
+    cli: CONFORMANCE_NEXT,
+    args: ['--requirements', '2026-07-28'],
+    baseline: 'expected-failures-2026-07-28.yml',
+  },
 ];
 
 type Run = { code: number | null; stdout: string; stderr: string };
@@ -34,7 +44,12 @@ type Run = { code: number | null; stdout: string; stderr: string };
 /** Runs a command in its own process group, killed as a whole if it outlives the timeout. */
 function run(command: string, args: string[], timeoutMs = 90_000): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, PATH: `${BIN}:${process.env.PATH ?? ''}` }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      cwd: ROOT,
+      env: { ...process.env, PATH: `${BIN}:${process.env.PATH ?? ''}` },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -74,7 +89,13 @@ function printedJson(out: string): any {
 function keyAddingProxy(target: URL, key: string): Promise<Server> {
   const proxy = createServer((incoming, outgoing) => {
     const forwarded = request(
-      { host: target.hostname, port: target.port, path: incoming.url, method: incoming.method, headers: { ...incoming.headers, authorization: `Bearer ${key}` } },
+      {
+        host: target.hostname,
+        port: target.port,
+        path: incoming.url,
+        method: incoming.method,
+        headers: { ...incoming.headers, authorization: `Bearer ${key}` },
+      },
       (answer) => {
         outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(outgoing);
@@ -98,7 +119,14 @@ describe('MCP conformance scenarios and the Inspector CLI against `npm start`', 
     server = spawn('npm', ['start'], {
       cwd: ROOT,
       // The suites send a few hundred requests with one key: budgets that do not get in their way.
-      env: { ...process.env, PULSEBOARD_DATA_DIR: dir, PORT: '0', PULSEBOARD_LOG_LEVEL: 'silent', PULSEBOARD_RATE_LIMIT: '100000', PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT: '100000' },
+      env: {
+        ...process.env,
+        PULSEBOARD_DATA_DIR: dir,
+        PORT: '0',
+        PULSEBOARD_LOG_LEVEL: 'silent',
+        PULSEBOARD_RATE_LIMIT: '100000',
+        PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT: '100000',
+      },
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -126,7 +154,17 @@ describe('MCP conformance scenarios and the Inspector CLI against `npm start`', 
     it(`passes the official conformance suite ${suite.name}, but for its listed expected failures`, async () => {
       const out = join(dir, `conformance-${SUITES.indexOf(suite)}`);
       const target = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/mcp`;
-      const result = await run(NODE, [suite.cli, 'server', '--url', target, ...suite.args, '--expected-failures', join(BASELINES, suite.baseline), '-o', out]);
+      const result = await run(NODE, [
+        suite.cli,
+        'server',
+        '--url',
+        target,
+        ...suite.args,
+        '--expected-failures',
+        join(BASELINES, suite.baseline),
+        '-o',
+        out,
+      ]);
       assert.equal(result.code, 0, `${result.stdout.slice(-4000)}\n${result.stderr}`);
       assert.match(result.stdout, /Baseline check passed/);
       const passed = Number(/Total: (\d+) passed/.exec(result.stdout)?.[1]);
@@ -138,8 +176,25 @@ describe('MCP conformance scenarios and the Inspector CLI against `npm start`', 
     const auth = ['--header', `Authorization: Bearer ${key}`];
     const listed = await run('mcp-inspector', ['--cli', url, '--transport', 'http', ...auth, '--method', 'tools/list']);
     assert.equal(listed.code, 0, listed.stderr);
-    assert.deepEqual(printedJson(listed.stdout).tools.map((t: { name: string }) => t.name).sort(), tools.map((t) => t.name).sort());
-    const called = await run('mcp-inspector', ['--cli', url, '--transport', 'http', ...auth, '--method', 'tools/call', '--tool-name', 'sync_projects', '--tool-arg', 'limit=3']);
+    assert.deepEqual(
+      printedJson(listed.stdout)
+        .tools.map((t: { name: string }) => t.name)
+        .sort(),
+      tools.map((t) => t.name).sort(),
+    );
+    const called = await run('mcp-inspector', [
+      '--cli',
+      url,
+      '--transport',
+      'http',
+      ...auth,
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'sync_projects',
+      '--tool-arg',
+      'limit=3',
+    ]);
     assert.equal(called.code, 0, called.stderr);
     const page = printedJson(called.stdout).structuredContent;
     assert.equal(page.projects.length, 3);

@@ -8,20 +8,29 @@ import { connectClient, seedBoard } from './support.ts';
 
 type Caller = {
   listTools(): Promise<{ tools: { name: string }[] }>;
-  callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<{ structuredContent?: unknown; content?: unknown; isError?: boolean }>;
+  callTool(params: {
+    name: string;
+    arguments: Record<string, unknown>;
+  }): Promise<{ structuredContent?: unknown; content?: unknown; isError?: boolean }>;
   close(): Promise<void>;
 };
 
 /** A v2 client over Streamable HTTP with the key; `auto` probes with server/discover, `legacy` runs the 2025 handshake. */
 async function connectV2(base: string, key: string, mode: 'auto' | 'legacy'): Promise<ClientV2> {
   const client = new ClientV2({ name: 'pulseboard-test', version: '2.0.0' }, { versionNegotiation: { mode } });
-  await client.connect(new TransportV2(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+  await client.connect(
+    new TransportV2(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }),
+  );
   return client;
 }
 
 /** The REST twin's body and the tool's result for the same read, with readAt (the time of each read) aligned. */
 function sameRead(tool: unknown, rest: Record<string, unknown>): void {
-  const result = tool as { structuredContent: Record<string, unknown>; content: { type: string; text: string }[]; isError?: boolean };
+  const result = tool as {
+    structuredContent: Record<string, unknown>;
+    content: { type: string; text: string }[];
+    isError?: boolean;
+  };
   assert.equal(result.isError ?? false, false);
   const aligned = 'readAt' in rest ? { ...rest, readAt: result.structuredContent.readAt } : rest;
   assert.deepEqual(result.structuredContent, aligned);
@@ -37,25 +46,40 @@ describe('both protocol eras, with the v2 client, the v1 client and raw requests
     h = await createHarness({ now: () => new Date('2026-11-20T08:00:00.000Z') });
     key = await h.key('eras', ['allow']);
     await seedBoard(h);
-    for (let n = 0; n < 3; n++) await recordCall(h, makeCall(n, { createdAt: new Date(Date.UTC(2026, 10, 1, n)).toISOString(), tokens: 1 }));
+    for (let n = 0; n < 3; n++)
+      await recordCall(h, makeCall(n, { createdAt: new Date(Date.UTC(2026, 10, 1, n)).toISOString(), tokens: 1 }));
     await h.stores.catchUp();
     base = await h.app.listen({ host: '127.0.0.1', port: 0 });
   });
   afterAll(() => h.close());
 
   const clients: [string, string, () => Promise<Caller & { version(): string | undefined }>][] = [
-    ['v2 client, versionNegotiation auto', '2026-07-28', async () => {
-      const client = await connectV2(base, key, 'auto');
-      return Object.assign(client, { version: () => client.getNegotiatedProtocolVersion() });
-    }],
-    ['v2 client, 2025 handshake', '2025-11-25', async () => {
-      const client = await connectV2(base, key, 'legacy');
-      return Object.assign(client, { version: () => client.getNegotiatedProtocolVersion() });
-    }],
-    ['v1 client (1.32)', '2025-11-25', async () => {
-      const client = await connectClient(base, key);
-      return Object.assign(client as unknown as Caller, { version: () => (client.transport as { protocolVersion?: string } | undefined)?.protocolVersion });
-    }],
+    [
+      'v2 client, versionNegotiation auto',
+      '2026-07-28',
+      async () => {
+        const client = await connectV2(base, key, 'auto');
+        return Object.assign(client, { version: () => client.getNegotiatedProtocolVersion() });
+      },
+    ],
+    [
+      'v2 client, 2025 handshake',
+      '2025-11-25',
+      async () => {
+        const client = await connectV2(base, key, 'legacy');
+        return Object.assign(client, { version: () => client.getNegotiatedProtocolVersion() });
+      },
+    ],
+    [
+      'v1 client (1.32)',
+      '2025-11-25',
+      async () => {
+        const client = await connectClient(base, key);
+        return Object.assign(client as unknown as Caller, {
+          version: () => (client.transport as { protocolVersion?: string } | undefined)?.protocolVersion,
+        });
+      },
+    ],
   ];
 
   for (const [name, version, connect] of clients) {
@@ -64,12 +88,21 @@ describe('both protocol eras, with the v2 client, the v1 client and raw requests
       try {
         assert.equal(client.version(), version);
         const listed = await client.listTools();
-        assert.deepEqual(listed.tools.map((t) => t.name), tools.map((t) => t.name));
+        assert.deepEqual(
+          listed.tools.map((t) => t.name),
+          tools.map((t) => t.name),
+        );
 
-        sameRead(await client.callTool({ name: 'get_project', arguments: { handle: 'h4' } }), (await h.get('/v1/projects/h4', key)).json());
+        sameRead(
+          await client.callTool({ name: 'get_project', arguments: { handle: 'h4' } }),
+          (await h.get('/v1/projects/h4', key)).json(),
+        );
         const page = await client.callTool({ name: 'sync_projects', arguments: { limit: 3 } });
         sameRead(page, (await h.get('/v1/projects?since=2000-01-01T00:00:00Z&limit=3', key)).json());
-        sameRead(await client.callTool({ name: 'list_calltracker_calls', arguments: { limit: 2 } }), (await h.get('/v1/calltracker/calls?limit=2', key)).json());
+        sameRead(
+          await client.callTool({ name: 'list_calltracker_calls', arguments: { limit: 2 } }),
+          (await h.get('/v1/calltracker/calls?limit=2', key)).json(),
+        );
         // A refusal is a tool error in the envelope in every era.
         const missing = await client.callTool({ name: 'get_project', arguments: { handle: 'nobody' } });
         assert.equal(missing.isError, true);
@@ -105,9 +138,17 @@ describe('both protocol eras, with the v2 client, the v1 client and raw requests
       const client = await connectV2(base, key, mode);
       try {
         const listed = await client.listResources();
-        assert.deepEqual(listed.resources.map((r) => r.uri), ['launches', 'funding', 'listings', 'security', 'onchain', 'social', 'infra', 'policy'].map((b) => `pulseboard://pulse/${b}`));
+        assert.deepEqual(
+          listed.resources.map((r) => r.uri),
+          ['launches', 'funding', 'listings', 'security', 'onchain', 'social', 'infra', 'policy'].map(
+            (b) => `pulseboard://pulse/${b}`,
+          ),
+        );
         const templates = await client.listResourceTemplates();
-        assert.deepEqual(templates.resourceTemplates.map((t) => t.uriTemplate), ['pulseboard://projects/{id}', 'pulseboard://calls/{id}', 'pulseboard://pulse/{beat}']);
+        assert.deepEqual(
+          templates.resourceTemplates.map((t) => t.uriTemplate),
+          ['pulseboard://projects/{id}', 'pulseboard://calls/{id}', 'pulseboard://pulse/{beat}'],
+        );
 
         const text = async (uri: string) => {
           const read = await client.readResource({ uri });
@@ -116,22 +157,52 @@ describe('both protocol eras, with the v2 client, the v1 client and raw requests
           assert.equal(read.contents[0]!.mimeType, 'application/json');
           return JSON.parse((read.contents[0] as { text: string }).text) as Record<string, unknown>;
         };
-        const project = (await client.callTool({ name: 'get_project', arguments: { handle: 'p004' } })).structuredContent as Record<string, unknown>;
+        const project = (await client.callTool({ name: 'get_project', arguments: { handle: 'p004' } }))
+          .structuredContent as Record<string, unknown>;
         assert.deepEqual(await text('pulseboard://projects/p004'), project);
         const callId = (await h.get('/v1/calltracker/calls?limit=1', key)).json().calls[0].id as string;
-        const call = (await client.callTool({ name: 'get_calltracker_call', arguments: { id: callId } })).structuredContent as Record<string, unknown>;
-        assert.deepEqual(await text(`pulseboard://calls/${callId}`), { ...call, readAt: (await text(`pulseboard://calls/${callId}`)).readAt });
-        const pulse = (await client.callTool({ name: 'get_pulse', arguments: { beat: 'funding' } })).structuredContent as Record<string, unknown>;
+        const call = (await client.callTool({ name: 'get_calltracker_call', arguments: { id: callId } }))
+          .structuredContent as Record<string, unknown>;
+        assert.deepEqual(await text(`pulseboard://calls/${callId}`), {
+          ...call,
+          readAt: (await text(`pulseboard://calls/${callId}`)).readAt,
+        });
+        const pulse = (await client.callTool({ name: 'get_pulse', arguments: { beat: 'funding' } }))
+          .structuredContent as Record<string, unknown>;
         const pulseRead = await text('pulseboard://pulse/funding');
         assert.deepEqual(pulseRead, { ...pulse, readAt: pulseRead.readAt });
-        await assert.rejects(client.readResource({ uri: 'pulseboard://projects/nobody' }), /nobody|not found|No project/i);
+        await assert.rejects(
+          client.readResource({ uri: 'pulseboard://projects/nobody' }),
+          /nobody|not found|No project/i,
+        );
 
-        const beats = await client.complete({ ref: { type: 'ref/resource', uri: 'pulseboard://pulse/{beat}' }, argument: { name: 'beat', value: 's' } });
+        const beats = await client.complete({
+          ref: { type: 'ref/resource', uri: 'pulseboard://pulse/{beat}' },
+          argument: { name: 'beat', value: 's' },
+        });
         assert.deepEqual(beats.completion.values, ['security', 'social']);
-        const handles = await client.complete({ ref: { type: 'ref/resource', uri: 'pulseboard://projects/{id}' }, argument: { name: 'id', value: '@H1' } });
+        const handles = await client.complete({
+          ref: { type: 'ref/resource', uri: 'pulseboard://projects/{id}' },
+          argument: { name: 'id', value: '@H1' },
+        });
         // h1 and h10..h19: eleven handles by prefix, in order.
-        assert.deepEqual(handles.completion.values, ['h1', 'h10', 'h11', 'h12', 'h13', 'h14', 'h15', 'h16', 'h17', 'h18', 'h19']);
-        const many = await client.complete({ ref: { type: 'ref/resource', uri: 'pulseboard://projects/{id}' }, argument: { name: 'id', value: 'h' } });
+        assert.deepEqual(handles.completion.values, [
+          'h1',
+          'h10',
+          'h11',
+          'h12',
+          'h13',
+          'h14',
+          'h15',
+          'h16',
+          'h17',
+          'h18',
+          'h19',
+        ]);
+        const many = await client.complete({
+          ref: { type: 'ref/resource', uri: 'pulseboard://projects/{id}' },
+          argument: { name: 'id', value: 'h' },
+        });
         assert.equal(many.completion.values.length, 20, 'at most 20');
       } finally {
         await client.close();
@@ -160,8 +231,19 @@ describe('2026-07-28 requests by hand: the Mcp-Method / Mcp-Name headers must ma
   const post = (headers: Record<string, string>) =>
     fetch(`${base}/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', ...headers },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_project', arguments: { handle: 'h1' }, _meta: META } }),
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        ...headers,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'get_project', arguments: { handle: 'h1' }, _meta: META },
+      }),
     });
 
   it('answers matching headers with the tool result as JSON, and refuses a mismatched name or method', async () => {
@@ -170,7 +252,10 @@ describe('2026-07-28 requests by hand: the Mcp-Method / Mcp-Name headers must ma
     assert.match(matching.headers.get('content-type') ?? '', /application\/json/);
     const body = (await matching.json()) as { result: { structuredContent: { project: { id: string } } } };
     assert.equal(body.result.structuredContent.project.id, 'p001');
-    for (const headers of [{ 'mcp-method': 'tools/call', 'mcp-name': 'list_projects' }, { 'mcp-method': 'tools/list', 'mcp-name': 'get_project' }]) {
+    for (const headers of [
+      { 'mcp-method': 'tools/call', 'mcp-name': 'list_projects' },
+      { 'mcp-method': 'tools/list', 'mcp-name': 'get_project' },
+    ]) {
       const refused = await post(headers);
       assert.equal(refused.status, 400, JSON.stringify(headers));
       const error = (await refused.json()) as { error: { code: number; message: string } };

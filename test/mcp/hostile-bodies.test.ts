@@ -31,7 +31,12 @@ describe('hostile bodies: one parser, with the prototype-poisoning checks on', (
   const post = (path: string, body: string, extra: Record<string, string> = {}) =>
     fetch(`${base}${path}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...extra },
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...extra,
+      },
       body,
     });
 
@@ -57,7 +62,11 @@ describe('hostile bodies: one parser, with the prototype-poisoning checks on', (
       assert.equal(res.status, 400);
       const body = (await res.json()) as { error: { code: string; message: string } };
       assert.equal(body.error.code, 'bad_request');
-      assert.equal((await h.get(`/v1/thesisfeed/theses?contract=${contract}`, key)).body, statusBefore, 'nothing was requested');
+      assert.equal(
+        (await h.get(`/v1/thesisfeed/theses?contract=${contract}`, key)).body,
+        statusBefore,
+        'nothing was requested',
+      );
       assert.equal(({} as Record<string, unknown>).polluted, undefined);
     });
   }

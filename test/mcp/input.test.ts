@@ -15,8 +15,14 @@ describe('tool inputs derived from REST request schemas', () => {
     const input = toolInputFrom({ query: projectsQuerySchema });
     assert.deepEqual(Object.keys(input.schema.shape), ['page', 'since', 'cursor', 'limit', 'hasDossier', 'wait']);
     assert.equal(input.schema.shape.hasDossier, projectsQuerySchema.shape.has_dossier);
-    assert.equal(input.schema.shape.hasDossier!.description, 'Only projects with (true) or without (false) a research dossier.');
-    assert.ok(!input.schema.safeParse({ has_dossier: true }).success, 'REST spellings are unknown parameters on the tool');
+    assert.equal(
+      input.schema.shape.hasDossier!.description,
+      'Only projects with (true) or without (false) a research dossier.',
+    );
+    assert.ok(
+      !input.schema.safeParse({ has_dossier: true }).success,
+      'REST spellings are unknown parameters on the tool',
+    );
     assert.ok(!input.schema.safeParse({ limit: 101 }).success);
     assert.ok(input.schema.safeParse({ hasDossier: true, limit: 100 }).success);
   });
@@ -32,7 +38,11 @@ describe('tool inputs derived from REST request schemas', () => {
       query: { include_all: true },
       body: { the_text: 'x' },
     });
-    assert.deepEqual(input.toRest({ handle: 'h', unknown: 1, includeAll: undefined }), { params: { handle: 'h' }, query: {}, body: {} });
+    assert.deepEqual(input.toRest({ handle: 'h', unknown: 1, includeAll: undefined }), {
+      params: { handle: 'h' },
+      query: {},
+      body: {},
+    });
     // Only the arguments' own names: one inherited from a prototype is not an argument.
     const inherited = Object.assign(Object.create({ includeAll: true }) as Record<string, unknown>, { handle: 'h' });
     assert.deepEqual(input.toRest(inherited), { params: { handle: 'h' }, query: {}, body: {} });
@@ -40,7 +50,11 @@ describe('tool inputs derived from REST request schemas', () => {
 
   it('refuses two parts declaring the same parameter name', () => {
     assert.throws(
-      () => toolInputFrom({ params: z.object({ has_x: z.string() }).strict(), query: z.object({ hasX: z.string() }).strict() }),
+      () =>
+        toolInputFrom({
+          params: z.object({ has_x: z.string() }).strict(),
+          query: z.object({ hasX: z.string() }).strict(),
+        }),
       /parameter 'hasX' appears twice \(params and query\)/,
     );
   });
@@ -54,7 +68,12 @@ describe('budget class of an MCP request', () => {
   it('is the class of the tool called, basic for anything else, the strictest in a batch', async () => {
     const h = await createHarness();
     try {
-      const call = (name: string, args: unknown) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } });
+      const call = (name: string, args: unknown) => ({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name, arguments: args },
+      });
       const cases: [unknown, string][] = [
         [{ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }, 'basic'],
         [{ jsonrpc: '2.0', id: 1, method: 'tools/list' }, 'basic'],
@@ -70,7 +89,8 @@ describe('budget class of an MCP request', () => {
         [null, 'basic'],
         ['text', 'basic'],
       ];
-      for (const [body, expected] of cases) assert.equal(protectionOf(h.services, tools, body), expected, JSON.stringify(body));
+      for (const [body, expected] of cases)
+        assert.equal(protectionOf(h.services, tools, body), expected, JSON.stringify(body));
     } finally {
       await h.close();
     }

@@ -62,7 +62,8 @@ describe('MCP Inspector CLI against a running server', () => {
     h = await createHarness({ now: () => new Date('2026-11-20T08:00:00.000Z') });
     key = await h.key('inspector', ['allow']);
     await seedBoard(h);
-    for (let n = 0; n < 3; n++) await recordCall(h, makeCall(n, { createdAt: new Date(Date.UTC(2026, 10, 1, n)).toISOString(), tokens: 1 }));
+    for (let n = 0; n < 3; n++)
+      await recordCall(h, makeCall(n, { createdAt: new Date(Date.UTC(2026, 10, 1, n)).toISOString(), tokens: 1 }));
     await h.stores.catchUp();
     url = `${await h.app.listen({ host: '127.0.0.1', port: 0 })}/mcp`;
   });
@@ -72,9 +73,25 @@ describe('MCP Inspector CLI against a running server', () => {
     const auth = ['--header', `Authorization: Bearer ${key}`];
     const listed = await run('mcp-inspector', ['--cli', url, '--transport', 'http', ...auth, '--method', 'tools/list']);
     assert.equal(listed.code, 0, listed.stderr);
-    assert.deepEqual(printedJson(listed.stdout).tools.map((t: any) => t.name).sort(), IMPLEMENTED);
+    assert.deepEqual(
+      printedJson(listed.stdout)
+        .tools.map((t: any) => t.name)
+        .sort(),
+      IMPLEMENTED,
+    );
     const call = async (tool: string, args: string[]) => {
-      const called = await run('mcp-inspector', ['--cli', url, '--transport', 'http', ...auth, '--method', 'tools/call', '--tool-name', tool, ...args.flatMap((a) => ['--tool-arg', a])]);
+      const called = await run('mcp-inspector', [
+        '--cli',
+        url,
+        '--transport',
+        'http',
+        ...auth,
+        '--method',
+        'tools/call',
+        '--tool-name',
+        tool,
+        ...args.flatMap((a) => ['--tool-arg', a]),
+      ]);
       assert.equal(called.code, 0, called.stderr);
       return printedJson(called.stdout).structuredContent;
     };

@@ -14,8 +14,17 @@ const NOW = new Date('2026-11-20T08:00:00.000Z');
 
 /** Exactly the eleven tools the API guide lists. */
 const IMPLEMENTED = [
-  'ask_researcher', 'get_calltracker_call', 'get_project', 'get_pulse', 'get_thesis_feed', 'list_calltracker_calls',
-  'list_projects', 'request_thesis_feed', 'researcher_answers', 'search_projects', 'sync_projects',
+  'ask_researcher',
+  'get_calltracker_call',
+  'get_project',
+  'get_pulse',
+  'get_thesis_feed',
+  'list_calltracker_calls',
+  'list_projects',
+  'request_thesis_feed',
+  'researcher_answers',
+  'search_projects',
+  'sync_projects',
 ];
 
 describe('MCP at /mcp with the official SDK client', () => {
@@ -75,14 +84,24 @@ describe('MCP at /mcp with the official SDK client', () => {
       const own = tools.find((x) => x.name === t.name)!;
       // The listed input schema is the tool's own zod schema (its JSON Schema, as listing.ts writes it).
       assert.deepEqual(t.inputSchema, toolListing(own).inputSchema, `${t.name} input schema`);
-      assert.deepEqual(Object.keys(t.inputSchema.properties ?? {}), Object.keys(own.input.schema.shape), `${t.name} input properties`);
+      assert.deepEqual(
+        Object.keys(t.inputSchema.properties ?? {}),
+        Object.keys(own.input.schema.shape),
+        `${t.name} input properties`,
+      );
       assert.equal(t.inputSchema.additionalProperties, false);
       assert.ok(t.description && t.description.length > 80, `${t.name} has a description an agent can act on`);
       assert.equal(t.outputSchema?.type, 'object');
       assert.equal(t.annotations?.readOnlyHint, own.readOnly);
     }
-    const readOnly = listed.filter((t) => t.annotations?.readOnlyHint).map((t) => t.name).sort();
-    assert.deepEqual(readOnly, IMPLEMENTED.filter((name) => name !== 'ask_researcher' && name !== 'request_thesis_feed'));
+    const readOnly = listed
+      .filter((t) => t.annotations?.readOnlyHint)
+      .map((t) => t.name)
+      .sort();
+    assert.deepEqual(
+      readOnly,
+      IMPLEMENTED.filter((name) => name !== 'ask_researcher' && name !== 'request_thesis_feed'),
+    );
     // Descriptions say how to continue a sync and what since means.
     const sync = listed.find((t) => t.name === 'sync_projects')!;
     assert.match(sync.description!, /cursor/);
@@ -94,20 +113,36 @@ describe('MCP at /mcp with the official SDK client', () => {
   it('list_projects returns the REST board page byte for byte', async () => {
     await sameAsRest('list_projects', {}, '/v1/projects');
     await sameAsRest('list_projects', { page: 2 }, '/v1/projects?page=2');
-    const { result } = await sameAsRest('list_projects', { page: 1, hasDossier: true }, '/v1/projects?page=1&has_dossier=true');
+    const { result } = await sameAsRest(
+      'list_projects',
+      { page: 1, hasDossier: true },
+      '/v1/projects?page=1&has_dossier=true',
+    );
     assert.equal((result.structuredContent as any).total, 20);
     await sameAsRest('list_projects', { hasDossier: false }, '/v1/projects?has_dossier=false');
   });
 
   it('sync_projects returns the REST delta pages, and its cursor continues on either surface', async () => {
-    const first = await sameAsRest('sync_projects', { since: '2026-01-01T00:00:00Z', limit: 25 }, '/v1/projects?since=2026-01-01T00:00:00Z&limit=25');
+    const first = await sameAsRest(
+      'sync_projects',
+      { since: '2026-01-01T00:00:00Z', limit: 25 },
+      '/v1/projects?since=2026-01-01T00:00:00Z&limit=25',
+    );
     const page = first.result.structuredContent as any;
     assert.equal(page.projects.length, 25);
     assert.equal(page.hasMore, true);
-    const second = await sameAsRest('sync_projects', { cursor: page.cursor, limit: 25 }, `/v1/projects?cursor=${page.cursor}&limit=25`);
+    const second = await sameAsRest(
+      'sync_projects',
+      { cursor: page.cursor, limit: 25 },
+      `/v1/projects?cursor=${page.cursor}&limit=25`,
+    );
     assert.notEqual((second.result.structuredContent as any).projects[0].id, page.projects[0].id);
     // At its defaults the tool pages by 30 (REST by 50): the same rows as REST's page of 30.
-    await sameAsRest('sync_projects', { since: '2026-01-01T00:00:00Z', hasDossier: true }, '/v1/projects?since=2026-01-01T00:00:00Z&has_dossier=true&limit=30');
+    await sameAsRest(
+      'sync_projects',
+      { since: '2026-01-01T00:00:00Z', hasDossier: true },
+      '/v1/projects?since=2026-01-01T00:00:00Z&has_dossier=true&limit=30',
+    );
   });
 
   it('get_project returns the REST project read, with and without context', async () => {
@@ -117,12 +152,23 @@ describe('MCP at /mcp with the official SDK client', () => {
     const now = new Date().toISOString();
     // REST answers as-of reads from the history model and names the point (issue 43); the tool does so
     // once mcp/ calls historyBoard.project for asOf (left to the MCP rewrite): until then, the same project.
-    const [tool, rest] = await Promise.all([client.callTool({ name: 'get_project', arguments: { handle: 'p001', asOf: now } }), h.get(`/v1/projects/p001?asOf=${now}`, alice)]);
+    const [tool, rest] = await Promise.all([
+      client.callTool({ name: 'get_project', arguments: { handle: 'p001', asOf: now } }),
+      h.get(`/v1/projects/p001?asOf=${now}`, alice),
+    ]);
     assert.deepEqual((tool.structuredContent as any).project, rest.json().project);
     assert.equal(typeof rest.json().asOf.cursor, 'string');
-    const { rest: before } = await sameAsRest('get_project', { handle: 'p001', asOf: '2000-01-01T00:00:00Z' }, '/v1/projects/p001?asOf=2000-01-01T00:00:00Z');
+    const { rest: before } = await sameAsRest(
+      'get_project',
+      { handle: 'p001', asOf: '2000-01-01T00:00:00Z' },
+      '/v1/projects/p001?asOf=2000-01-01T00:00:00Z',
+    );
     assert.equal(before.status, 404);
-    const { result } = await sameAsRest('get_project', { handle: '@H1', include: 'context' }, '/v1/projects/@H1?include=context');
+    const { result } = await sameAsRest(
+      'get_project',
+      { handle: '@H1', include: 'context' },
+      '/v1/projects/@H1?include=context',
+    );
     const context = (result.structuredContent as any).context;
     assert.deepEqual(context.votes, { up: 1, down: 0 });
     assert.deepEqual(context.voters.up, [{ name: 'Uma', avatar: null }]);
@@ -132,7 +178,13 @@ describe('MCP at /mcp with the official SDK client', () => {
 
   it('get_project follows a change of the project at once, read again and again on both surfaces', async () => {
     for (let round = 0; round < 3; round++) await sameAsRest('get_project', { handle: 'p002' }, '/v1/projects/p002');
-    await h.append('project.sighted', 's-p002-renamed', 'project-p002', { projectId: 'p002', at: '2026-11-20T07:00:00.000Z', handle: 'h2', fol: 20, name: 'Renamed' });
+    await h.append('project.sighted', 's-p002-renamed', 'project-p002', {
+      projectId: 'p002',
+      at: '2026-11-20T07:00:00.000Z',
+      handle: 'h2',
+      fol: 20,
+      name: 'Renamed',
+    });
     await h.stores.catchUp();
     const { result } = await sameAsRest('get_project', { handle: 'p002' }, '/v1/projects/p002');
     assert.equal((result.structuredContent as any).project.name, 'Renamed');
@@ -140,7 +192,10 @@ describe('MCP at /mcp with the official SDK client', () => {
 
   it('researcher_answers returns the REST ask list', async () => {
     const { result } = await sameAsRest('researcher_answers', { handle: 'h1' }, '/v1/projects/h1/ask');
-    assert.deepEqual((result.structuredContent as any).asks.map((a: any) => a.id), ['desk-1']);
+    assert.deepEqual(
+      (result.structuredContent as any).asks.map((a: any) => a.id),
+      ['desk-1'],
+    );
   });
 
   it('search, pulse and call-record tools return their REST twins byte for byte', async () => {
@@ -152,7 +207,11 @@ describe('MCP at /mcp with the official SDK client', () => {
     const first = await sameAsRest('list_calltracker_calls', { limit: 2 }, '/v1/calltracker/calls?limit=2');
     const next = first.rest.json().next as string;
     assert.equal(first.rest.json().calls.length, 2);
-    await sameAsRest('list_calltracker_calls', { limit: 2, cursor: next }, `/v1/calltracker/calls?limit=2&cursor=${next}`);
+    await sameAsRest(
+      'list_calltracker_calls',
+      { limit: 2, cursor: next },
+      `/v1/calltracker/calls?limit=2&cursor=${next}`,
+    );
     const id = first.rest.json().calls[0].id as string;
     await sameAsRest('get_calltracker_call', { id }, `/v1/calltracker/calls/${id}`);
     await sameAsRest('get_calltracker_call', { id: 'not-a-uuid' }, '/v1/calltracker/calls/not-a-uuid');
@@ -165,19 +224,40 @@ describe('MCP at /mcp with the official SDK client', () => {
     await sameAsRest('sync_projects', { since: 'yesterday' }, '/v1/projects?since=yesterday');
     await sameAsRest('get_project', { handle: 'h1', include: 'everything' }, '/v1/projects/h1?include=everything');
     await sameAsRest('researcher_answers', { handle: 'nobody' }, '/v1/projects/nobody/ask');
-    await sameAsRest('get_thesis_feed', { contract: `0x${'a'.repeat(40)}` }, `/v1/thesisfeed/theses?contract=0x${'a'.repeat(40)}`);
+    await sameAsRest(
+      'get_thesis_feed',
+      { contract: `0x${'a'.repeat(40)}` },
+      `/v1/thesisfeed/theses?contract=0x${'a'.repeat(40)}`,
+    );
 
     // Parameter names in messages are the tool's own.
     const renamed = await client.callTool({ name: 'list_projects', arguments: { hasDossier: 'maybe' } });
     assert.equal(renamed.isError, true);
-    assert.deepEqual(renamed.structuredContent, { error: { code: 'bad_request', message: "parameter 'hasDossier' must be true or false" } });
+    assert.deepEqual(renamed.structuredContent, {
+      error: { code: 'bad_request', message: "parameter 'hasDossier' must be true or false" },
+    });
 
     const cases: [string, Record<string, unknown>, string, string][] = [
-      ['sync_projects', { since: 'now', cursor: 'x' }, 'bad_request', "send either 'since' (to start) or 'cursor' (to continue), not both"],
+      [
+        'sync_projects',
+        { since: 'now', cursor: 'x' },
+        'bad_request',
+        "send either 'since' (to start) or 'cursor' (to continue), not both",
+      ],
       ['list_projects', { since: '2026-01-01T00:00:00Z' }, 'bad_request', "unknown parameter 'since'"],
-      ['get_project', {}, 'bad_request', "parameter 'handle' is invalid: Invalid input: expected string, received undefined"],
+      [
+        'get_project',
+        {},
+        'bad_request',
+        "parameter 'handle' is invalid: Invalid input: expected string, received undefined",
+      ],
       ['get_project', { handle: 'h1', has_dossier: true }, 'bad_request', "unknown parameter 'has_dossier'"],
-      ['request_thesis_feed', { contract: `0x${'a'.repeat(40)}` }, 'forbidden', 'The thesis feed is open to linked allowlist members only; this key owner is not one.'],
+      [
+        'request_thesis_feed',
+        { contract: `0x${'a'.repeat(40)}` },
+        'forbidden',
+        'The thesis feed is open to linked allowlist members only; this key owner is not one.',
+      ],
     ];
     for (const [name, args, code, message] of cases) {
       const result = await client.callTool({ name, arguments: args });
@@ -189,7 +269,10 @@ describe('MCP at /mcp with the official SDK client', () => {
 
   it('ask_researcher appends exactly one event; researcher_answers and GET …/ask then show it', async () => {
     const head = await h.stores.log.headPosition();
-    const result = await client.callTool({ name: 'ask_researcher', arguments: { handle: 'h2', question: 'Is the team public?' } });
+    const result = await client.callTool({
+      name: 'ask_researcher',
+      arguments: { handle: 'h2', question: 'Is the team public?' },
+    });
     assert.equal(result.isError ?? false, false);
     const receipt = askReceiptSchema.parse(result.structuredContent);
     assert.deepEqual({ ...receipt, id: 'x' }, { id: 'x', projectId: 'p002', kind: 'question', state: 'queued' });
@@ -199,7 +282,13 @@ describe('MCP at /mcp with the official SDK client', () => {
     assert.equal(appended.length, 1);
     assert.equal(appended[0]!.type, 'ask.asked');
     assert.equal(appended[0]!.stream, 'project-p002');
-    assert.deepEqual(appended[0]!.data, { projectId: 'p002', askId: receipt.id, question: 'Is the team public?', owner: 'alice', at: NOW.toISOString() });
+    assert.deepEqual(appended[0]!.data, {
+      projectId: 'p002',
+      askId: receipt.id,
+      question: 'Is the team public?',
+      owner: 'alice',
+      at: NOW.toISOString(),
+    });
 
     const research = await client.callTool({ name: 'ask_researcher', arguments: { handle: 'p002' } });
     const researchReceipt = askReceiptSchema.parse(research.structuredContent);
@@ -212,7 +301,14 @@ describe('MCP at /mcp with the official SDK client', () => {
     assert.deepEqual(asks.map((a: any) => a.id).sort(), [receipt.id, researchReceipt.id].sort());
     assert.deepEqual(
       asks.find((a: any) => a.id === receipt.id),
-      { id: receipt.id, question: 'Is the team public?', askedAt: NOW.toISOString(), status: 'queued', answer: null, answeredAt: null },
+      {
+        id: receipt.id,
+        question: 'Is the team public?',
+        askedAt: NOW.toISOString(),
+        status: 'queued',
+        answer: null,
+        answeredAt: null,
+      },
     );
     assert.equal(asks.find((a: any) => a.id === researchReceipt.id).question, null);
   });
@@ -221,7 +317,10 @@ describe('MCP at /mcp with the official SDK client', () => {
     const bobClient = await connectClient(base, bob);
     try {
       const head = await h.stores.log.headPosition();
-      const asked = await bobClient.callTool({ name: 'ask_researcher', arguments: { handle: 'h2', question: 'Let me in?' } });
+      const asked = await bobClient.callTool({
+        name: 'ask_researcher',
+        arguments: { handle: 'h2', question: 'Let me in?' },
+      });
       assert.equal(asked.isError, true);
       assert.equal(errorSchema.parse(asked.structuredContent).error.code, 'forbidden');
       assert.equal(await h.stores.log.headPosition(), head);
@@ -240,10 +339,17 @@ describe('MCP at /mcp with the official SDK client', () => {
   });
 
   it('answers a missing or bad key with exactly the REST 401', async () => {
-    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    };
     for (const key of [null, 'pbk_wrong', `pbk_${'A'.repeat(43)}`]) {
       const mcp = await postRpc(base, key, initialize);
-      const rest = await fetch(`${base}/v1/projects`, { headers: key === null ? {} : { authorization: `Bearer ${key}` } });
+      const rest = await fetch(`${base}/v1/projects`, {
+        headers: key === null ? {} : { authorization: `Bearer ${key}` },
+      });
       assert.equal(mcp.status, 401);
       assert.equal(rest.status, 401);
       assert.equal(await mcp.text(), await rest.text());
@@ -251,7 +357,10 @@ describe('MCP at /mcp with the official SDK client', () => {
         assert.equal(mcp.headers.get(header), rest.headers.get(header), header);
       }
     }
-    await assert.rejects(connectClient(base, 'pbk_wrong'), (error: unknown) => error instanceof StreamableHTTPError && error.code === 401);
+    await assert.rejects(
+      connectClient(base, 'pbk_wrong'),
+      (error: unknown) => error instanceof StreamableHTTPError && error.code === 401,
+    );
   });
 
   it('a revoked key fails on the very next request on both surfaces', async () => {
@@ -263,7 +372,8 @@ describe('MCP at /mcp with the official SDK client', () => {
       await revokeKey(h.stores, issued.keyId);
       await assert.rejects(
         dora.callTool({ name: 'get_project', arguments: { handle: 'h1' } }),
-        (error: unknown) => error instanceof StreamableHTTPError && error.code === 401 && /"unauthorized"/.test(error.message),
+        (error: unknown) =>
+          error instanceof StreamableHTTPError && error.code === 401 && /"unauthorized"/.test(error.message),
       );
       assert.equal((await h.get('/v1/projects/h1', issued.key)).status, 401);
     } finally {
@@ -284,8 +394,13 @@ describe('MCP at /mcp with the official SDK client', () => {
       const counted = gate.counted.filter((c) => c.keyId === erin.keyId).map((c) => `${c.budget}:${c.protection}`);
       // initialize and notifications/initialized on the protocol budget, then the five calls on the requests budget.
       assert.deepEqual(counted, [
-        'protocol:basic', 'protocol:basic',
-        'requests:basic', 'requests:protected', 'requests:basic', 'requests:protected', 'requests:protected',
+        'protocol:basic',
+        'protocol:basic',
+        'requests:basic',
+        'requests:protected',
+        'requests:basic',
+        'requests:protected',
+        'requests:protected',
       ]);
     } finally {
       await erinClient.close();
@@ -300,11 +415,16 @@ describe('MCP at /mcp with the official SDK client', () => {
       assert.equal(down.headers.get('retry-after'), '60');
       const body = await rpcMessage(down);
       assert.equal(body.result.isError, true);
-      assert.deepEqual(body.result.structuredContent, { error: { code: 'unavailable', message: 'Rate protection is unavailable; wait 60 seconds and retry.' } });
+      assert.deepEqual(body.result.structuredContent, {
+        error: { code: 'unavailable', message: 'Rate protection is unavailable; wait 60 seconds and retry.' },
+      });
       // Basic reads go on while protection is down.
       const plain = await client.callTool({ name: 'get_project', arguments: { handle: 'h1' } });
       assert.equal(plain.isError ?? false, false);
-      const viaClient = await client.callTool({ name: 'ask_researcher', arguments: { handle: 'h1', question: 'Now?' } });
+      const viaClient = await client.callTool({
+        name: 'ask_researcher',
+        arguments: { handle: 'h1', question: 'Now?' },
+      });
       assert.equal((viaClient.structuredContent as any).error.code, 'unavailable');
 
       gate.mode = 'rate_limited';
@@ -314,13 +434,18 @@ describe('MCP at /mcp with the official SDK client', () => {
       assert.equal(limited.headers.get('ratelimit-remaining'), '7');
       const limitedBody = await rpcMessage(limited);
       assert.deepEqual(limitedBody.result.structuredContent, {
-        error: { code: 'rate_limited', message: 'Rate limit exceeded; retry after the Retry-After interval. Wait 42 seconds before calling again.' },
+        error: {
+          code: 'rate_limited',
+          message: 'Rate limit exceeded; retry after the Retry-After interval. Wait 42 seconds before calling again.',
+        },
       });
       // Not a tool call: the HTTP error REST would give.
       const list = await postRpc(base, alice, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
       assert.equal(list.status, 429);
       assert.equal(list.headers.get('retry-after'), '42');
-      assert.deepEqual(await list.json(), { error: { code: 'rate_limited', message: 'Rate limit exceeded; retry after the Retry-After interval.' } });
+      assert.deepEqual(await list.json(), {
+        error: { code: 'rate_limited', message: 'Rate limit exceeded; retry after the Retry-After interval.' },
+      });
     } finally {
       gate.mode = 'open';
     }
@@ -348,7 +473,11 @@ describe('MCP at /mcp with the official SDK client', () => {
     }
     const malformed = await fetch(`${base}/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: {
+        authorization: `Bearer ${alice}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
       body: '{"jsonrpc": ',
     });
     assert.equal(malformed.status, 400);
@@ -358,7 +487,13 @@ describe('MCP at /mcp with the official SDK client', () => {
   });
 
   it('answers get_project and list_projects with the REST body byte for byte as text, characters past Latin-1 included', async () => {
-    await h.append('project.sighted', 's-p004-renamed', 'project-p004', { projectId: 'p004', at: '2026-11-20T07:00:00.000Z', handle: 'h4', fol: 40, name: 'Café — ✓ 東京 🚀' });
+    await h.append('project.sighted', 's-p004-renamed', 'project-p004', {
+      projectId: 'p004',
+      at: '2026-11-20T07:00:00.000Z',
+      handle: 'h4',
+      fol: 40,
+      name: 'Café — ✓ 東京 🚀',
+    });
     await h.stores.catchUp();
     const alone = async (message: unknown) => {
       const res = await postRpc(base, alice, message);
@@ -369,7 +504,12 @@ describe('MCP at /mcp with the official SDK client', () => {
     const reads = [];
     for (let i = 0; i < 3; i++) reads.push(await alone(toolCall('get_project', { handle: 'p004' }, 1)));
     const rest = await h.get('/v1/projects/p004', alice);
-    for (const read of reads) assert.deepEqual(read, { result: { content: [{ type: 'text', text: rest.body }], structuredContent: rest.json() }, jsonrpc: '2.0', id: 1 });
+    for (const read of reads)
+      assert.deepEqual(read, {
+        result: { content: [{ type: 'text', text: rest.body }], structuredContent: rest.json() },
+        jsonrpc: '2.0',
+        id: 1,
+      });
     assert.equal(reads[0].result.structuredContent.project.name, 'Café — ✓ 東京 🚀');
 
     let named = 0;
@@ -377,7 +517,10 @@ describe('MCP at /mcp with the official SDK client', () => {
       const answer = await alone(toolCall('list_projects', { page }, page));
       const board = await h.get(`/v1/projects?page=${page}`, alice);
       assert.deepEqual(answer.result.structuredContent, board.json());
-      assert.equal(answer.result.content[0].text, board.body.replace(/"readAt":"[^"]+"/, `"readAt":"${answer.result.structuredContent.readAt}"`));
+      assert.equal(
+        answer.result.content[0].text,
+        board.body.replace(/"readAt":"[^"]+"/, `"readAt":"${answer.result.structuredContent.readAt}"`),
+      );
       if (board.body.includes('Café — ✓ 東京 🚀')) named += 1;
     }
     assert.equal(named, 1, 'the project named past Latin-1 is on one of the pages');

@@ -46,7 +46,9 @@ describe('sync_projects without a starting point, and since=now', () => {
       pages += 1;
     }
     assert.ok(pages >= 9, `${pages} pages`);
-    const board = [1, 2].flatMap((n) => h.get(`/v1/projects?page=${n}`, key).then((r) => r.json().projects.map((p: { id: string }) => p.id)));
+    const board = [1, 2].flatMap((n) =>
+      h.get(`/v1/projects?page=${n}`, key).then((r) => r.json().projects.map((p: { id: string }) => p.id)),
+    );
     const all = (await Promise.all(board)).flat();
     assert.equal(all.length, 60);
     assert.equal(new Set(seen).size, seen.length, 'no project twice');
@@ -54,7 +56,10 @@ describe('sync_projects without a starting point, and since=now', () => {
     // And with no arguments at all: the first page of that same walk, at the tool's default size (30).
     const first = await sync({});
     assert.equal(first.limit, 30);
-    assert.deepEqual(first.projects.map((p) => p.id), seen.slice(0, 30));
+    assert.deepEqual(
+      first.projects.map((p) => p.id),
+      seen.slice(0, 30),
+    );
   });
 
   it('since=now is an empty page whose cursor later yields only the writes after it, on REST and MCP alike', async () => {
@@ -67,13 +72,31 @@ describe('sync_projects without a starting point, and since=now', () => {
     // Nothing new yet.
     assert.deepEqual((await sync({ cursor: now.cursor })).projects, []);
 
-    await h.append('project.sighted', 's-p900', 'project-p900', { projectId: 'p900', at: '2026-11-19T00:00:00Z', handle: 'new900', fol: 1, name: 'New' });
-    await h.append('project.sighted', 's-p005-again', 'project-p005', { projectId: 'p005', at: '2026-11-19T01:00:00Z', handle: 'h5', fol: 999, name: 'Project 5' });
+    await h.append('project.sighted', 's-p900', 'project-p900', {
+      projectId: 'p900',
+      at: '2026-11-19T00:00:00Z',
+      handle: 'new900',
+      fol: 1,
+      name: 'New',
+    });
+    await h.append('project.sighted', 's-p005-again', 'project-p005', {
+      projectId: 'p005',
+      at: '2026-11-19T01:00:00Z',
+      handle: 'h5',
+      fol: 999,
+      name: 'Project 5',
+    });
     await h.stores.catchUp();
     const later = await sync({ cursor: now.cursor });
-    assert.deepEqual(later.projects.map((p) => p.id), ['p900', 'p005']);
+    assert.deepEqual(
+      later.projects.map((p) => p.id),
+      ['p900', 'p005'],
+    );
     const viaRest = (await h.get(`/v1/projects?cursor=${now.cursor}`, key)).json();
-    assert.deepEqual(viaRest.projects.map((p: { id: string }) => p.id), ['p900', 'p005']);
+    assert.deepEqual(
+      viaRest.projects.map((p: { id: string }) => p.id),
+      ['p900', 'p005'],
+    );
     // Filters bind as with since: a has_dossier bookmark continues only with the same filter.
     const filtered = (await h.get('/v1/projects?since=now&has_dossier=true', key)).json();
     assert.equal((await h.get(`/v1/projects?cursor=${filtered.cursor}`, key)).status, 400);
@@ -89,7 +112,13 @@ describe('maxBytes on call pages, REST and MCP', () => {
   const calls: CallPayload[] = [];
   for (let n = 0; n < 14; n++) {
     // Escape-heavy theses: on MCP their escaped copy is much larger than their UTF-8 size.
-    calls.push(makeCall(n, { createdAt: day(1, n), thesis: thesisText(5000 + n * 40, n, n % 2 === 0 ? 'escapes' : 'mixed'), tokens: 2 }));
+    calls.push(
+      makeCall(n, {
+        createdAt: day(1, n),
+        thesis: thesisText(5000 + n * 40, n, n % 2 === 0 ? 'escapes' : 'mixed'),
+        tokens: 2,
+      }),
+    );
   }
   const newestFirst = [...calls].reverse().map((c) => c.id);
   const expectedText = new Map(calls.map((c) => [c.id, shortenThesis(c.thesisText, c.sourceUrl)]));
@@ -111,7 +140,10 @@ describe('maxBytes on call pages, REST and MCP', () => {
     const pages: any[] = [];
     let next: string | null = null;
     do {
-      const res = await checked.get(`/v1/calltracker/calls?limit=30&maxBytes=${MAX}${next ? `&cursor=${next}` : ''}`, key);
+      const res = await checked.get(
+        `/v1/calltracker/calls?limit=30&maxBytes=${MAX}${next ? `&cursor=${next}` : ''}`,
+        key,
+      );
       assert.equal(res.status, 200);
       const page = res.json();
       pages.push(page);
@@ -121,12 +153,18 @@ describe('maxBytes on call pages, REST and MCP', () => {
       next = page.next;
     } while (next !== null);
     assert.ok(sizes.length >= 3 && sizes.every((n) => n < 30), `pages ${sizes.join(',')}: maxBytes ended them`);
-    assert.deepEqual(served.map((c) => c.id), newestFirst);
+    assert.deepEqual(
+      served.map((c) => c.id),
+      newestFirst,
+    );
     for (const call of served) assert.equal(call.thesisText, expectedText.get(call.id));
     // As many as fit: no page could have taken the next call (measured with the longest `next`, as the service does).
     for (let i = 0; i < pages.length - 1; i++) {
       const withLongestNext = { ...pages[i], next: 'x'.repeat(CURSOR_MAX) };
-      assert.ok(bytes(JSON.stringify(withLongestNext)) + 1 + bytes(JSON.stringify(pages[i + 1].calls[0])) > MAX, `page ${i} could hold one more`);
+      assert.ok(
+        bytes(JSON.stringify(withLongestNext)) + 1 + bytes(JSON.stringify(pages[i + 1].calls[0])) > MAX,
+        `page ${i} could hold one more`,
+      );
     }
     // Without maxBytes, the 512 KiB default: one page.
     assert.equal((await checked.get('/v1/calltracker/calls?limit=30', key)).json().calls.length, 14);
@@ -137,7 +175,11 @@ describe('maxBytes on call pages, REST and MCP', () => {
     const sizes: number[] = [];
     let cursor: string | undefined;
     for (let id = 1; ; id++) {
-      const res = await postRpc(base, key, toolCall('list_calltracker_calls', { limit: 30, maxBytes: MAX, ...(cursor ? { cursor } : {}) }, id));
+      const res = await postRpc(
+        base,
+        key,
+        toolCall('list_calltracker_calls', { limit: 30, maxBytes: MAX, ...(cursor ? { cursor } : {}) }, id),
+      );
       // The JSON-RPC message (a 2025-era answer travels as one SSE event around it).
       const text = JSON.stringify(await rpcMessage(res));
       const page = JSON.parse(text).result.structuredContent;
@@ -148,12 +190,16 @@ describe('maxBytes on call pages, REST and MCP', () => {
       if (page.next === null) break;
       cursor = page.next;
     }
-    assert.deepEqual(served.map((c) => c.id), newestFirst);
+    assert.deepEqual(
+      served.map((c) => c.id),
+      newestFirst,
+    );
     for (const call of served) assert.equal(call.thesisText, expectedText.get(call.id));
     // The escaped copy counts: MCP pages hold fewer calls than REST pages of the same maxBytes.
     let restPages = 0;
     for (let next: string | null | undefined; next !== null; restPages++) {
-      next = (await h.get(`/v1/calltracker/calls?limit=30&maxBytes=${MAX}${next ? `&cursor=${next}` : ''}`, key)).json().next;
+      next = (await h.get(`/v1/calltracker/calls?limit=30&maxBytes=${MAX}${next ? `&cursor=${next}` : ''}`, key)).json()
+        .next;
     }
     assert.ok(sizes.length > restPages, `mcp ${sizes.length} pages vs rest ${restPages}`);
   });
@@ -162,8 +208,16 @@ describe('maxBytes on call pages, REST and MCP', () => {
     for (const value of ['100', '524289', 'lots']) {
       const rest = await h.get(`/v1/calltracker/calls?maxBytes=${value}`, key);
       assert.equal(rest.status, 400);
-      assert.deepEqual(rest.json(), { error: { code: 'bad_request', message: "parameter 'maxBytes' must be a whole number from 4096 to 524288" } });
-      const tool = await rpcMessage(await postRpc(base, key, toolCall('list_calltracker_calls', { maxBytes: value === 'lots' ? value : Number(value) })));
+      assert.deepEqual(rest.json(), {
+        error: { code: 'bad_request', message: "parameter 'maxBytes' must be a whole number from 4096 to 524288" },
+      });
+      const tool = await rpcMessage(
+        await postRpc(
+          base,
+          key,
+          toolCall('list_calltracker_calls', { maxBytes: value === 'lots' ? value : Number(value) }),
+        ),
+      );
       assert.equal(tool.result.isError, true);
       assert.deepEqual(tool.result.structuredContent, rest.json());
     }

@@ -12,7 +12,10 @@ import { errors } from '../../service/errors.ts';
 
 describe('tool results', () => {
   it('a success carries the body as structured content and, byte for byte, as text', () => {
-    const body = { text: 'quote " backslash \\ newline \n control \u0001 emoji 🚀 价格', nested: { list: [null, true, 1.5] } };
+    const body = {
+      text: 'quote " backslash \\ newline \n control \u0001 emoji 🚀 价格',
+      nested: { list: [null, true, 1.5] },
+    };
     const result = toolSuccess(body);
     assert.equal(result.structuredContent, body);
     assert.deepEqual(result.content, [{ type: 'text', text: JSON.stringify(body) }]);
@@ -21,10 +24,16 @@ describe('tool results', () => {
   it('a failure with a wait says it in the message and in _meta.retryAfterSeconds; one without has no _meta', () => {
     const limited = toolFailure(errors.rateLimited(41.2));
     assert.deepEqual(limited._meta, { retryAfterSeconds: 42 });
-    assert.equal((limited.structuredContent as any).error.message, 'Rate limit exceeded; retry after the Retry-After interval. Wait 42 seconds before calling again.');
+    assert.equal(
+      (limited.structuredContent as any).error.message,
+      'Rate limit exceeded; retry after the Retry-After interval. Wait 42 seconds before calling again.',
+    );
     const down = toolFailure(errors.rateProtectionDown());
     assert.deepEqual(down._meta, { retryAfterSeconds: 60 });
-    assert.equal((down.structuredContent as any).error.message, 'Rate protection is unavailable; wait 60 seconds and retry.');
+    assert.equal(
+      (down.structuredContent as any).error.message,
+      'Rate protection is unavailable; wait 60 seconds and retry.',
+    );
     assert.equal('_meta' in toolFailure(errors.notFound('no such thing')), false);
   });
 });
@@ -71,7 +80,9 @@ describe('the endpoint on odd input', () => {
 
   it('answers a tool that throws as an unavailable tool error with a wait, reporting only the error name', async () => {
     const answer = await rpcMessage(await postRpc(base, key, toolCall('boom', {})));
-    assert.deepEqual(answer.result.structuredContent, { error: { code: 'unavailable', message: 'Unexpected failure; retry later. Wait 5 seconds before calling again.' } });
+    assert.deepEqual(answer.result.structuredContent, {
+      error: { code: 'unavailable', message: 'Unexpected failure; retry later. Wait 5 seconds before calling again.' },
+    });
     assert.deepEqual(answer.result._meta, { retryAfterSeconds: 5 });
     assert.equal(reported.length, 1);
     assert.equal(JSON.parse(reported[0]!).err.type, 'TypeError');

@@ -14,7 +14,12 @@ const META = {
 };
 
 /** A 2026-07-28 subscriptions/listen POSTed by hand: the HTTP response, its stream left open. */
-function rawListen(base: string, key: string, notifications: Record<string, unknown>, signal: AbortSignal): Promise<Response> {
+function rawListen(
+  base: string,
+  key: string,
+  notifications: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<Response> {
   return fetch(`${base}/mcp`, {
     method: 'POST',
     signal,
@@ -25,7 +30,12 @@ function rawListen(base: string, key: string, notifications: Record<string, unkn
       'mcp-protocol-version': '2026-07-28',
       'mcp-method': 'subscriptions/listen',
     },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 'listen:1', method: 'subscriptions/listen', params: { notifications, _meta: META } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 'listen:1',
+      method: 'subscriptions/listen',
+      params: { notifications, _meta: META },
+    }),
   });
 }
 
@@ -36,7 +46,10 @@ async function readUntil(res: Response, done: (text: string) => boolean, ms: num
   let text = '';
   const deadline = Date.now() + ms;
   while (!done(text) && Date.now() < deadline) {
-    const chunk = await Promise.race([reader.read(), new Promise<null>((resolve) => setTimeout(() => resolve(null), deadline - Date.now()))]);
+    const chunk = await Promise.race([
+      reader.read(),
+      new Promise<null>((resolve) => setTimeout(() => resolve(null), deadline - Date.now())),
+    ]);
     if (chunk === null || chunk.done) break;
     text += decoder.decode(chunk.value, { stream: true });
   }
@@ -46,7 +59,11 @@ async function readUntil(res: Response, done: (text: string) => boolean, ms: num
 
 async function connect(base: string, key: string): Promise<Client> {
   const client = new Client({ name: 'listener', version: '1' }, { versionNegotiation: { mode: 'auto' } });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${base}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${key}` } },
+    }),
+  );
   return client;
 }
 
@@ -77,12 +94,31 @@ describe('subscriptions/listen on /mcp (2026-07-28)', () => {
     client.setNotificationHandler('notifications/resources/updated', (n) => void updated.push(n.params.uri));
     client.setNotificationHandler('notifications/resources/list_changed', () => void (listChanged += 1));
     try {
-      const subscription = await client.listen({ resourceSubscriptions: ['pulseboard://projects/p001'], resourcesListChanged: true });
-      assert.deepEqual(subscription.honoredFilter, { resourceSubscriptions: ['pulseboard://projects/p001'], resourcesListChanged: true });
-      await h.append('project.sighted', 's-p002-again', 'project-p002', { projectId: 'p002', at: '2026-11-21T00:00:00Z', handle: 'h2', fol: 999, name: 'Two' });
-      await h.append('project.sighted', 's-p001-again', 'project-p001', { projectId: 'p001', at: '2026-11-21T00:00:00Z', handle: 'h1', fol: 1000, name: 'One' });
+      const subscription = await client.listen({
+        resourceSubscriptions: ['pulseboard://projects/p001'],
+        resourcesListChanged: true,
+      });
+      assert.deepEqual(subscription.honoredFilter, {
+        resourceSubscriptions: ['pulseboard://projects/p001'],
+        resourcesListChanged: true,
+      });
+      await h.append('project.sighted', 's-p002-again', 'project-p002', {
+        projectId: 'p002',
+        at: '2026-11-21T00:00:00Z',
+        handle: 'h2',
+        fol: 999,
+        name: 'Two',
+      });
+      await h.append('project.sighted', 's-p001-again', 'project-p001', {
+        projectId: 'p001',
+        at: '2026-11-21T00:00:00Z',
+        handle: 'h1',
+        fol: 1000,
+        name: 'One',
+      });
       await h.stores.catchUp();
-      for (let i = 0; i < 50 && (updated.length === 0 || listChanged === 0); i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 50 && (updated.length === 0 || listChanged === 0); i++)
+        await new Promise((r) => setTimeout(r, 100));
       assert.deepEqual(updated, ['pulseboard://projects/p001']);
       assert.ok(listChanged >= 1);
       await subscription.close();
@@ -106,7 +142,9 @@ describe('subscriptions/listen on /mcp (2026-07-28)', () => {
   it('allows 2 open listens per key on an instance; the third is 429 in the envelope, and a slot is free again once one closes', async () => {
     const own = await issueKey(h.stores, 'bounded');
     const stops = [new AbortController(), new AbortController()];
-    const open = await Promise.all(stops.map((stop) => rawListen(base, own.key, { resourcesListChanged: true }, stop.signal)));
+    const open = await Promise.all(
+      stops.map((stop) => rawListen(base, own.key, { resourcesListChanged: true }, stop.signal)),
+    );
     for (const res of open) assert.equal(res.status, 200);
     for (const res of open) await readUntil(res, (t) => t.includes('acknowledged'), 5_000);
     const third = await rawListen(base, own.key, { resourcesListChanged: true }, new AbortController().signal);
@@ -122,7 +160,12 @@ describe('subscriptions/listen on /mcp (2026-07-28)', () => {
     stops[0]!.abort();
     let again: Response | undefined;
     for (let i = 0; i < 50; i++) {
-      again = await rawListen(base, own.key, { resourcesListChanged: true }, stops[0]!.signal.aborted ? new AbortController().signal : stops[0]!.signal);
+      again = await rawListen(
+        base,
+        own.key,
+        { resourcesListChanged: true },
+        stops[0]!.signal.aborted ? new AbortController().signal : stops[0]!.signal,
+      );
       if (again.status === 200) break;
       await again.body?.cancel();
       await new Promise((r) => setTimeout(r, 50));
@@ -138,7 +181,10 @@ describe('subscriptions/listen on /mcp (2026-07-28)', () => {
     try {
       const subscription = await client.listen({ resourcesListChanged: true });
       await revokeKey(h.stores, leaving.keyId);
-      const how = await Promise.race([subscription.closed, new Promise((r) => setTimeout(() => r('still open'), 10_000))]);
+      const how = await Promise.race([
+        subscription.closed,
+        new Promise((r) => setTimeout(() => r('still open'), 10_000)),
+      ]);
       assert.notEqual(how, 'still open');
       assert.notEqual(how, 'local');
     } finally {
@@ -149,8 +195,17 @@ describe('subscriptions/listen on /mcp (2026-07-28)', () => {
   it('is refused to a 2025 client: its handshake offers no subscriptions', async () => {
     const res = await fetch(`${base}/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'resources/subscribe', params: { uri: 'pulseboard://projects/p001' } }),
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'resources/subscribe',
+        params: { uri: 'pulseboard://projects/p001' },
+      }),
     });
     const text = await res.text();
     assert.match(text, /"error":\{"code":-32601/);

@@ -48,7 +48,12 @@ export async function rpcMessage(res: Response): Promise<any> {
   return messages[0];
 }
 
-export const toolCall = (name: string, args: Record<string, unknown>, id = 1) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+export const toolCall = (name: string, args: Record<string, unknown>, id = 1) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name, arguments: args },
+});
 
 export type GateMode = 'open' | 'protection_down' | 'rate_limited';
 
@@ -56,7 +61,10 @@ export type GateMode = 'open' | 'protection_down' | 'rate_limited';
  * A gate that records what it was asked to count and refuses on demand: `protection_down`
  * refuses protected requests with 503 (basic ones go on), `rate_limited` refuses all.
  */
-export function recordingGate(): Gate & { mode: GateMode; counted: { keyId: string; protection: Protection; budget: Budget }[] } {
+export function recordingGate(): Gate & {
+  mode: GateMode;
+  counted: { keyId: string; protection: Protection; budget: Budget }[];
+} {
   const headers = { 'ratelimit-limit': '60', 'ratelimit-remaining': '7', 'ratelimit-reset': '42' };
   const gate = {
     mode: 'open' as GateMode,
@@ -64,7 +72,8 @@ export function recordingGate(): Gate & { mode: GateMode; counted: { keyId: stri
     async check(keyId: string, protection: Protection, budget: Budget = 'requests'): Promise<GateOutcome> {
       gate.counted.push({ keyId, protection, budget });
       if (gate.mode === 'rate_limited') return { ok: false, error: errors.rateLimited(42), headers };
-      if (gate.mode === 'protection_down' && protection === 'protected') return { ok: false, error: errors.rateProtectionDown(), headers: {} };
+      if (gate.mode === 'protection_down' && protection === 'protected')
+        return { ok: false, error: errors.rateProtectionDown(), headers: {} };
       return { ok: true, headers };
     },
   };
@@ -76,7 +85,13 @@ export async function seedBoard(h: Harness): Promise<void> {
   for (let i = 0; i < 60; i++) {
     const id = `p${String(i).padStart(3, '0')}`;
     const at = new Date(Date.UTC(2026, 9, 1) + i * 3_600_000).toISOString();
-    await h.append('project.sighted', `s-${id}`, `project-${id}`, { projectId: id, at, handle: `h${i}`, fol: i * 10, name: `Project ${i}` });
+    await h.append('project.sighted', `s-${id}`, `project-${id}`, {
+      projectId: id,
+      at,
+      handle: `h${i}`,
+      fol: i * 10,
+      name: `Project ${i}`,
+    });
     if (i % 3 === 0) {
       await h.append('dossier.written', `d-${id}`, `project-${id}`, {
         projectId: id,
@@ -99,8 +114,26 @@ export async function seedBoard(h: Harness): Promise<void> {
       });
     }
   }
-  await h.append('vote.cast', 'v1', 'project-p001', { projectId: 'p001', at: '2026-11-01T00:00:00Z', voterId: 'u1', name: 'Uma', avatar: null, direction: 'up' });
-  await h.append('research.updated', 'r1', 'project-p001', { projectId: 'p001', at: '2026-11-01T00:00:00Z', state: 'researching', nextEligibleAt: null });
-  await h.append('ask.updated', 'u1', 'project-p001', { projectId: 'p001', askId: 'desk-1', status: 'answered', answer: 'Yes.', at: '2026-11-02T00:00:00Z' });
+  await h.append('vote.cast', 'v1', 'project-p001', {
+    projectId: 'p001',
+    at: '2026-11-01T00:00:00Z',
+    voterId: 'u1',
+    name: 'Uma',
+    avatar: null,
+    direction: 'up',
+  });
+  await h.append('research.updated', 'r1', 'project-p001', {
+    projectId: 'p001',
+    at: '2026-11-01T00:00:00Z',
+    state: 'researching',
+    nextEligibleAt: null,
+  });
+  await h.append('ask.updated', 'u1', 'project-p001', {
+    projectId: 'p001',
+    askId: 'desk-1',
+    status: 'answered',
+    answer: 'Yes.',
+    at: '2026-11-02T00:00:00Z',
+  });
   await h.stores.catchUp();
 }

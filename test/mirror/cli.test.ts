@@ -16,8 +16,14 @@ describe('pulseboard mirror: wrong input is one line and exit 2', () => {
       [['--url', 'ftp://x', '--key', KEY, '--to', 'sqlite:x.sqlite'], /--url must be an http/],
       [['--url', 'http://127.0.0.1:9', '--to', 'sqlite:x.sqlite'], /--key KEY is required/],
       [['--url', 'http://127.0.0.1:9', '--key', KEY, '--to', 'mysql://x'], /--to must be sqlite:FILE or a postgres/],
-      [['--url', 'http://127.0.0.1:9', '--key', KEY, '--to', 'sqlite:x.sqlite', '--limit', '500'], /--limit must be a whole number from 1 to 100/],
-      [['--url', 'http://127.0.0.1:9', '--key', KEY, '--to', 'sqlite:x.sqlite', '--wait', '0'], /--wait must be a whole number from 1 to 30/],
+      [
+        ['--url', 'http://127.0.0.1:9', '--key', KEY, '--to', 'sqlite:x.sqlite', '--limit', '500'],
+        /--limit must be a whole number from 1 to 100/,
+      ],
+      [
+        ['--url', 'http://127.0.0.1:9', '--key', KEY, '--to', 'sqlite:x.sqlite', '--wait', '0'],
+        /--wait must be a whole number from 1 to 30/,
+      ],
       [['--url', 'http://127.0.0.1:9', '--key', KEY, '--to', 'sqlite:x.sqlite', '--loop'], /Unknown option '--loop'/],
     ] as const) {
       const run = await runCli(['mirror', ...args]);
@@ -32,12 +38,32 @@ describe('pulseboard mirror: wrong input is one line and exit 2', () => {
 
   it('a URL where no service answers, and a store it cannot open', async () => {
     const dir = `/tmp/pulseboard-mirror-cli-${process.pid}`;
-    const nobody = await runCli(['mirror', '--url', 'http://127.0.0.1:9', '--key', KEY, '--to', `sqlite:/tmp/pb-mirror-${process.pid}.sqlite`, '--once']);
+    const nobody = await runCli([
+      'mirror',
+      '--url',
+      'http://127.0.0.1:9',
+      '--key',
+      KEY,
+      '--to',
+      `sqlite:/tmp/pb-mirror-${process.pid}.sqlite`,
+      '--once',
+    ]);
     assert.equal(nobody.code, 2, nobody.stderr);
-    assert.match(nobody.stderr, /^pulseboard mirror: network_error: no answer from http:\/\/127\.0\.0\.1:9.*check --url/);
+    assert.match(
+      nobody.stderr,
+      /^pulseboard mirror: network_error: no answer from http:\/\/127\.0\.0\.1:9.*check --url/,
+    );
     assert.ok(oneLine(nobody.stderr), nobody.stderr);
 
-    const noFolder = await runCli(['mirror', '--url', 'http://127.0.0.1:9', '--key', KEY, '--to', `sqlite:${dir}/missing/m.sqlite`]);
+    const noFolder = await runCli([
+      'mirror',
+      '--url',
+      'http://127.0.0.1:9',
+      '--key',
+      KEY,
+      '--to',
+      `sqlite:${dir}/missing/m.sqlite`,
+    ]);
     assert.equal(noFolder.code, 2, noFolder.stderr);
     assert.match(noFolder.stderr, /^pulseboard mirror: cannot use the store sqlite:.*missing\/m\.sqlite: /);
     assert.ok(oneLine(noFolder.stderr), noFolder.stderr);
@@ -69,6 +95,10 @@ describe('mirror progress', () => {
     t = 1000;
     terminal.page(50, true);
     terminal.line('mirror: stopped');
-    assert.deepEqual(tty, ['\rmirror: 50 rows, 50 rows/s, lag 0 s (caught up, following)\x1b[K', '\r\x1b[K', 'mirror: stopped\n']);
+    assert.deepEqual(tty, [
+      '\rmirror: 50 rows, 50 rows/s, lag 0 s (caught up, following)\x1b[K',
+      '\r\x1b[K',
+      'mirror: stopped\n',
+    ]);
   });
 });

@@ -23,7 +23,12 @@ const CHUNKS = 6;
 const KILLS = 5;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-type Target = { name: string; to: string; snapshot: () => Promise<MirrorSnapshot>; truth: (walk: Map<string, string>) => Promise<Map<string, string>> };
+type Target = {
+  name: string;
+  to: string;
+  snapshot: () => Promise<MirrorSnapshot>;
+  truth: (walk: Map<string, string>) => Promise<Map<string, string>>;
+};
 
 /**
  * The proof of "exact by construction": mirrors into SQLite and PostgreSQL follow a server while it
@@ -65,16 +70,27 @@ describe('pulseboard mirror while the server ingests, is replayed and restarted,
   it('ends byte-equal to a fresh full walk, no row seq ever going back (SQLite, and PostgreSQL where one answers)', async () => {
     const sqliteFile = join(dir, 'mirror.sqlite');
     const targets: Target[] = [
-      { name: 'sqlite', to: `sqlite:${sqliteFile}`, snapshot: async () => sqliteSnapshot(sqliteFile), truth: async (walk) => walk },
+      {
+        name: 'sqlite',
+        to: `sqlite:${sqliteFile}`,
+        snapshot: async () => sqliteSnapshot(sqliteFile),
+        truth: async (walk) => walk,
+      },
     ];
     if (schema) {
       const s = schema;
-      targets.push({ name: 'postgres', to: s.url, snapshot: () => postgresSnapshot(s), truth: (walk) => asJsonb(s, walk) });
+      targets.push({
+        name: 'postgres',
+        to: s.url,
+        snapshot: () => postgresSnapshot(s),
+        truth: (walk) => asJsonb(s, walk),
+      });
     } else {
       console.log(`postgres part skipped: ${pgSkip}`);
     }
     const url = `http://127.0.0.1:${port}`;
-    const start = (t: Target) => startMirror(['--url', url, '--key', serve.key, '--to', t.to, '--limit', '10', '--wait', '5']);
+    const start = (t: Target) =>
+      startMirror(['--url', url, '--key', serve.key, '--to', t.to, '--limit', '10', '--wait', '5']);
     let mirrors: MirrorChild[] = targets.map(start);
     const last: (MirrorSnapshot | null)[] = targets.map(() => null);
     const random = prng(44);
@@ -104,7 +120,10 @@ describe('pulseboard mirror while the server ingests, is replayed and restarted,
       if (i === 3) {
         assert.equal(await stopChild(serve.child, 'SIGTERM'), 0);
         await sleep(1000);
-        serve = { ...(await startServe({ PULSEBOARD_DATA_DIR: dir, PULSEBOARD_RATE_LIMIT: '100000', PORT: port })), key: serve.key };
+        serve = {
+          ...(await startServe({ PULSEBOARD_DATA_DIR: dir, PULSEBOARD_RATE_LIMIT: '100000', PORT: port })),
+          key: serve.key,
+        };
         assert.equal(new URL(serve.url).port, port, 'the server came back on its port');
       }
     }
@@ -114,9 +133,12 @@ describe('pulseboard mirror while the server ingests, is replayed and restarted,
     for (let attempt = 0; attempt < 120 && difference.some((d) => d !== null); attempt++) {
       await sleep(1000);
       const walk = await freshWalk(url, serve.key);
-      difference = await Promise.all(targets.map(async (t) => firstDifference(await t.snapshot(), await t.truth(walk))));
+      difference = await Promise.all(
+        targets.map(async (t) => firstDifference(await t.snapshot(), await t.truth(walk))),
+      );
     }
-    for (const [t, target] of targets.entries()) assert.equal(difference[t], null, `${target.name} equals a fresh walk`);
+    for (const [t, target] of targets.entries())
+      assert.equal(difference[t], null, `${target.name} equals a fresh walk`);
     assert.ok((await freshWalk(url, serve.key)).size >= 700, 'the sample and the generated projects');
 
     // SIGTERM finishes the page in hand and exits 0.

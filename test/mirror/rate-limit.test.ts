@@ -12,7 +12,8 @@ import { firstDifference, sqliteSnapshot, startMirror } from './support.ts';
 /** A budget the walk overruns by two requests: one 429 to wait out (the window is 60 s, so this test takes about a minute). */
 const LIMIT = 6;
 
-const metric = (text: string, decision: string) => Number(new RegExp(`pulseboard_rate_limit_decisions_total\\{decision="${decision}"\\} (\\d+)`).exec(text)?.[1]);
+const metric = (text: string, decision: string) =>
+  Number(new RegExp(`pulseboard_rate_limit_decisions_total\\{decision="${decision}"\\} (\\d+)`).exec(text)?.[1]);
 
 describe('pulseboard mirror against a spent rate budget', () => {
   let dir: string;
@@ -32,11 +33,29 @@ describe('pulseboard mirror against a spent rate budget', () => {
   it('finishes by waiting as Retry-After says: exit 0, no error line, a 429 or few, every project', async () => {
     const file = join(dir, 'mirror.sqlite');
     // A wrong key first: one line and exit 2 (a 401 spends none of the budget).
-    const refused = startMirror(['--url', serve.url, '--key', `pbk_${'b'.repeat(43)}`, '--to', `sqlite:${file}`, '--once']);
+    const refused = startMirror([
+      '--url',
+      serve.url,
+      '--key',
+      `pbk_${'b'.repeat(43)}`,
+      '--to',
+      `sqlite:${file}`,
+      '--once',
+    ]);
     assert.equal(await refused.exited, 2, refused.stderr());
     assert.match(refused.stderr(), /^pulseboard mirror: HTTP 401 unauthorized: .*\(check --key\)\n$/);
     // 300 sample projects, 40 a page: 8 requests against a budget of 6.
-    const mirror = startMirror(['--url', serve.url, '--key', serve.key, '--to', `sqlite:${file}`, '--once', '--limit', '40']);
+    const mirror = startMirror([
+      '--url',
+      serve.url,
+      '--key',
+      serve.key,
+      '--to',
+      `sqlite:${file}`,
+      '--once',
+      '--limit',
+      '40',
+    ]);
     assert.equal(await mirror.exited, 0, mirror.stderr());
     assert.doesNotMatch(mirror.stderr(), /pulseboard mirror:|resuming/, 'said no error');
     assert.match(mirror.stderr(), /mirror: rate_limited; waiting \d+ s as the service asks/);
@@ -55,7 +74,9 @@ describe('pulseboard mirror against a spent rate budget', () => {
     assert.ok(parsed.ok);
     const stores = await openStores(parsed.config);
     try {
-      const docs = (await stores.store.list(PROJECTS_COLLECTION, { facets: PUBLIC_PROJECT_FACETS, offset: 0, limit: 10_000 })).docs;
+      const docs = (
+        await stores.store.list(PROJECTS_COLLECTION, { facets: PUBLIC_PROJECT_FACETS, offset: 0, limit: 10_000 })
+      ).docs;
       const truth = new Map(docs.map((d) => [d.id, JSON.stringify(d.doc)]));
       assert.equal(firstDifference(sqliteSnapshot(file), truth), null);
     } finally {

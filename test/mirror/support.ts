@@ -5,7 +5,12 @@ import { createClient } from '../../client/index.ts';
 import { CLI } from '../support/cli.ts';
 import type { ScratchSchema } from '../support/postgres.ts';
 
-export type MirrorChild = { child: ChildProcess; stderr: () => string; exited: Promise<number | null>; answered: Promise<void> };
+export type MirrorChild = {
+  child: ChildProcess;
+  stderr: () => string;
+  exited: Promise<number | null>;
+  answered: Promise<void>;
+};
 
 /** `pulseboard mirror …` in a child process; stderr is collected. */
 export function startMirror(args: string[]): MirrorChild {
@@ -34,10 +39,17 @@ export function sqliteSnapshot(file: string): MirrorSnapshot {
   const db = new DatabaseSync(file);
   try {
     const rows = new Map<string, MirrorRowState>();
-    for (const row of db.prepare('SELECT id, project, seq FROM pulseboard_mirror').all() as { id: string; project: string; seq: number }[]) {
+    for (const row of db.prepare('SELECT id, project, seq FROM pulseboard_mirror').all() as {
+      id: string;
+      project: string;
+      seq: number;
+    }[]) {
       rows.set(row.id, { json: row.project, seq: Number(row.seq) });
     }
-    const cursor = db.prepare('SELECT cursor, seq FROM pulseboard_mirror_cursor').get() as { cursor: string | null; seq: number };
+    const cursor = db.prepare('SELECT cursor, seq FROM pulseboard_mirror_cursor').get() as {
+      cursor: string | null;
+      seq: number;
+    };
     return { rows, cursorSeq: Number(cursor.seq), cursor: cursor.cursor };
   } finally {
     db.close();
@@ -49,10 +61,14 @@ export async function postgresSnapshot(schema: ScratchSchema): Promise<MirrorSna
   // One snapshot for both tables (REPEATABLE READ), as the atomicity check needs.
   await schema.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
   try {
-    for (const row of await schema.query<{ id: string; project: string; seq: string }>('SELECT id, project::text AS project, seq FROM pulseboard_mirror')) {
+    for (const row of await schema.query<{ id: string; project: string; seq: string }>(
+      'SELECT id, project::text AS project, seq FROM pulseboard_mirror',
+    )) {
       rows.set(row.id, { json: row.project, seq: Number(row.seq) });
     }
-    const [cursor] = await schema.query<{ cursor: string | null; seq: string }>('SELECT cursor, seq FROM pulseboard_mirror_cursor');
+    const [cursor] = await schema.query<{ cursor: string | null; seq: string }>(
+      'SELECT cursor, seq FROM pulseboard_mirror_cursor',
+    );
     return { rows, cursorSeq: Number(cursor!.seq), cursor: cursor!.cursor };
   } finally {
     await schema.query('COMMIT');
@@ -62,7 +78,10 @@ export async function postgresSnapshot(schema: ScratchSchema): Promise<MirrorSna
 /** Every project of the service, by a fresh delta walk from the beginning: id → its JSON as served. */
 export async function freshWalk(baseUrl: string, key: string): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  for await (const step of createClient({ baseUrl, key }).projects.changes({ since: '1970-01-01T00:00:00Z', limit: 100 })) {
+  for await (const step of createClient({ baseUrl, key }).projects.changes({
+    since: '1970-01-01T00:00:00Z',
+    limit: 100,
+  })) {
     if (!step.ok) throw new Error(`fresh walk failed: ${step.error.code} ${step.error.message}`);
     for (const project of step.page.projects) out.set(project.id, JSON.stringify(project));
   }

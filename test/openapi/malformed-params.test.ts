@@ -36,7 +36,8 @@ function malformedValues(schema: Schema, where: 'query' | 'path'): [string, stri
     if (types.has('integer')) out.push(['1.5', 'not whole']);
     const bounded = alternatives.find((s) => s.type === 'integer' || s.type === 'number')!;
     if (bounded.minimum !== undefined) out.push([String(bounded.minimum - 1), 'below minimum']);
-    if (bounded.maximum !== undefined && bounded.maximum < Number.MAX_SAFE_INTEGER) out.push([String(bounded.maximum + 1), 'above maximum']);
+    if (bounded.maximum !== undefined && bounded.maximum < Number.MAX_SAFE_INTEGER)
+      out.push([String(bounded.maximum + 1), 'above maximum']);
   }
   if (types.has('boolean')) out.push(['maybe', 'not a boolean']);
   for (const s of alternatives) {
@@ -79,14 +80,22 @@ describe('malformed parameters on every operation', () => {
     return { status: res.statusCode, body };
   }
 
-  function urlFor(path: string, parameters: any[], override: { name: string; value: string | string[] } | null, extra = ''): string {
+  function urlFor(
+    path: string,
+    parameters: any[],
+    override: { name: string; value: string | string[] } | null,
+    extra = '',
+  ): string {
     let concrete = path;
     const query: string[] = [];
     for (const p of parameters) {
-      const value = override && override.name === p.name ? override.value : p.required ? validValue(p.name, p.schema) : null;
+      const value =
+        override && override.name === p.name ? override.value : p.required ? validValue(p.name, p.schema) : null;
       if (value === null) continue;
       if (p.in === 'path') concrete = concrete.replace(`{${p.name}}`, encodeURIComponent(String(value)));
-      else for (const v of Array.isArray(value) ? value : [value]) query.push(`${encodeURIComponent(p.name)}=${encodeURIComponent(v)}`);
+      else
+        for (const v of Array.isArray(value) ? value : [value])
+          query.push(`${encodeURIComponent(p.name)}=${encodeURIComponent(v)}`);
     }
     if (extra) query.push(extra);
     return `/v1${concrete}${query.length > 0 ? `?${query.join('&')}` : ''}`;
@@ -102,13 +111,23 @@ describe('malformed parameters on every operation', () => {
             const ok = validValue(param.name, param.schema);
             values.push([[ok, ok], 'repeated']);
           }
-          assert.ok(values.length > 0, `${op.operationId} ${param.name}: no malformed value derived from ${JSON.stringify(param.schema)}`);
+          assert.ok(
+            values.length > 0,
+            `${op.operationId} ${param.name}: no malformed value derived from ${JSON.stringify(param.schema)}`,
+          );
           for (const [value, why] of values) {
             const url = urlFor(path, op.parameters, { name: param.name, value });
             const res = await send(method, url);
-            assert.equal(res.status, 400, `${op.operationId} ${param.name} ${why}: ${url} → ${res.status} ${JSON.stringify(res.body)}`);
+            assert.equal(
+              res.status,
+              400,
+              `${op.operationId} ${param.name} ${why}: ${url} → ${res.status} ${JSON.stringify(res.body)}`,
+            );
             assert.equal(res.body.error.code, 'bad_request');
-            assert.ok(res.body.error.message.includes(`'${param.name}'`), `${op.operationId} ${param.name} ${why}: ${res.body.error.message}`);
+            assert.ok(
+              res.body.error.message.includes(`'${param.name}'`),
+              `${op.operationId} ${param.name} ${why}: ${res.body.error.message}`,
+            );
             cases += 1;
           }
         }

@@ -49,7 +49,10 @@ describe('the OpenAPI document and the docs page', () => {
   it('is served without a key, as OpenAPI 3.1 version 1.0.0 with the bearer scheme on every operation', async () => {
     assert.equal(doc.openapi, '3.1.0');
     assert.equal(doc.info.version, '1.0.0');
-    assert.deepEqual(doc.servers.map((s: any) => s.url), ['/v1']);
+    assert.deepEqual(
+      doc.servers.map((s: any) => s.url),
+      ['/v1'],
+    );
     assert.deepEqual(doc.components.securitySchemes.bearerAuth, {
       type: 'http',
       scheme: 'bearer',
@@ -71,8 +74,10 @@ describe('the OpenAPI document and the docs page', () => {
         assert.equal(method, served.method.toLowerCase());
         assert.equal(`/v1${path}`, served.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}'));
         const statuses = Object.keys(op.responses).map(Number);
-        for (const s of [200, 400, 401, 429, 500, 503]) assert.ok(statuses.includes(s), `${op.operationId} documents ${s}`);
-        for (const s of Object.keys(served.errors).map(Number)) assert.ok(statuses.includes(s), `${op.operationId} documents its own ${s}`);
+        for (const s of [200, 400, 401, 429, 500, 503])
+          assert.ok(statuses.includes(s), `${op.operationId} documents ${s}`);
+        for (const s of Object.keys(served.errors).map(Number))
+          assert.ok(statuses.includes(s), `${op.operationId} documents its own ${s}`);
         for (const [status, response] of Object.entries<any>(op.responses)) {
           // A 304 has no body; it carries the validator it matched.
           if (status === '304') {
@@ -85,19 +90,29 @@ describe('the OpenAPI document and the docs page', () => {
           const stream = response.content['text/event-stream'];
           const ref = stream ? stream['x-event-data'].$ref : response.content['application/json'].schema.$ref;
           // The error envelope, or the operation's own (thesis-feed codes are unconstrained, spec 2.11).
-          if (Number(status) >= 400 && !served.errorSchema) assert.equal(ref, '#/components/schemas/Error', `${op.operationId} ${status}`);
+          if (Number(status) >= 400 && !served.errorSchema)
+            assert.equal(ref, '#/components/schemas/Error', `${op.operationId} ${status}`);
           assert.ok(resolve(doc, ref), `${op.operationId} ${status} ${ref}`);
         }
         assert.ok(op.responses['429'].headers['Retry-After']);
-        assert.ok(op.responses['429'].headers['RateLimit-Policy'] && op.responses['429'].headers.RateLimit, 'the IETF draft headers are documented');
+        assert.ok(
+          op.responses['429'].headers['RateLimit-Policy'] && op.responses['429'].headers.RateLimit,
+          'the IETF draft headers are documented',
+        );
         assert.ok(op.responses['503'].headers['Retry-After']);
         // A change stream is never revalidated; every other read documents its ETag and 304.
-        if (op.responses['200']?.content?.['text/event-stream']) assert.ok(!op.responses['304'] && !op.responses['200'].headers.ETag, `${op.operationId} has no ETag`);
-        else if (method === 'get') assert.ok(op.responses['304'] && op.responses['200'].headers.ETag, `${op.operationId} documents its ETag and 304`);
+        if (op.responses['200']?.content?.['text/event-stream'])
+          assert.ok(!op.responses['304'] && !op.responses['200'].headers.ETag, `${op.operationId} has no ETag`);
+        else if (method === 'get')
+          assert.ok(
+            op.responses['304'] && op.responses['200'].headers.ETag,
+            `${op.operationId} documents its ETag and 304`,
+          );
       }
     }
     assert.deepEqual(described.sort(), ops.map((o) => o.operationId).sort());
-    for (const id of ['listCalltrackerCalls', 'getCalltrackerCall', 'searchProjects', 'listPulse', 'getPulseBeat']) assert.ok(described.includes(id), id);
+    for (const id of ['listCalltrackerCalls', 'getCalltrackerCall', 'searchProjects', 'listPulse', 'getPulseBeat'])
+      assert.ok(described.includes(id), id);
     const detail = doc.paths['/calltracker/calls/{id}'].get.responses;
     assert.ok(detail['404'] && detail['400']);
     assert.ok(doc.paths['/pulse/{beat}'].get.responses['404']);
@@ -118,8 +133,7 @@ describe('the OpenAPI document and the docs page', () => {
   });
 
   it('describes request parameters from the same zod schemas that validate them', () => {
-    const params = (path: string) =>
-      Object.fromEntries(doc.paths[path].get.parameters.map((p: any) => [p.name, p]));
+    const params = (path: string) => Object.fromEntries(doc.paths[path].get.parameters.map((p: any) => [p.name, p]));
     const calls = params('/calltracker/calls');
     assert.deepEqual(Object.keys(calls).sort(), ['chain', 'contract', 'cursor', 'limit', 'maxBytes']);
     assert.deepEqual(calls.limit.schema, { type: 'integer', minimum: 1, maximum: 30 });
@@ -171,8 +185,17 @@ describe('the OpenAPI document and the docs page', () => {
   });
 
   it('gives the validator teeth: bodies off the document and undocumented statuses are rejected', () => {
-    const record = { ...makeCall(1, { createdAt: day(1) }), tokens: [{ ...makeCall(1, { createdAt: day(1) }).tokens[0], project: null }] };
-    const page = { calls: [record], next: null, limit: 20, readAt: day(2), freshness: { checkedAt: null, completeAt: null, lastAttemptComplete: null } };
+    const record = {
+      ...makeCall(1, { createdAt: day(1) }),
+      tokens: [{ ...makeCall(1, { createdAt: day(1) }).tokens[0], project: null }],
+    };
+    const page = {
+      calls: [record],
+      next: null,
+      limit: 20,
+      readAt: day(2),
+      freshness: { checkedAt: null, completeAt: null, lastAttemptComplete: null },
+    };
     assert.deepEqual(validateResponse(doc, 'GET', '/v1/calltracker/calls', 200, page), { ok: true });
     const bad = [
       { ...page, extra: 1 },
@@ -183,7 +206,10 @@ describe('the OpenAPI document and the docs page', () => {
       { ...page, next: 'n'.repeat(513) },
     ];
     for (const body of bad) assert.equal(validateResponse(doc, 'GET', '/v1/calltracker/calls', 200, body).ok, false);
-    assert.equal(validateResponse(doc, 'GET', '/v1/calltracker/calls', 404, { error: { code: 'not_found', message: 'x' } }).ok, false);
+    assert.equal(
+      validateResponse(doc, 'GET', '/v1/calltracker/calls', 404, { error: { code: 'not_found', message: 'x' } }).ok,
+      false,
+    );
     assert.equal(validateResponse(doc, 'GET', '/v1/pulse', 400, { error: { code: 'teapot', message: 'x' } }).ok, false);
     assert.equal(matchPath(doc, `/v1/calltracker/calls/${callId(1)}?x=1`), '/calltracker/calls/{id}');
     assert.equal(matchPath(doc, '/v1/nowhere'), null);
@@ -224,7 +250,10 @@ describe('the OpenAPI document and the docs page', () => {
         params: z.object({ kind: z.string().max(10) }).strict(),
         body: z.object({ contract: z.string().describe('The contract.'), count: intParam(1, 5).optional() }).strict(),
       },
-      responses: { 200: { description: 'hit', schema: thesisStatusSchema }, 202: { description: 'queued', schema: thesisStatusSchema } },
+      responses: {
+        200: { description: 'hit', schema: thesisStatusSchema },
+        202: { description: 'queued', schema: thesisStatusSchema },
+      },
       errors: { 403: 'not linked' },
       errorSchema: thesisErrorSchema,
       run: async () => ({ ok: true, value: { body: null } }),
@@ -233,14 +262,27 @@ describe('the OpenAPI document and the docs page', () => {
     const described = built.paths['/things/{kind}'].post;
     assert.deepEqual(described.requestBody.content['application/json'].schema, {
       type: 'object',
-      properties: { contract: { type: 'string', description: 'The contract.' }, count: { type: 'integer', minimum: 1, maximum: 5 } },
+      properties: {
+        contract: { type: 'string', description: 'The contract.' },
+        count: { type: 'integer', minimum: 1, maximum: 5 },
+      },
       required: ['contract'],
       additionalProperties: false,
     });
-    assert.equal(described.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/ThesisStatus');
-    assert.equal(described.responses['202'].content['application/json'].schema.$ref, '#/components/schemas/ThesisStatus');
+    assert.equal(
+      described.responses['200'].content['application/json'].schema.$ref,
+      '#/components/schemas/ThesisStatus',
+    );
+    assert.equal(
+      described.responses['202'].content['application/json'].schema.$ref,
+      '#/components/schemas/ThesisStatus',
+    );
     for (const s of ['400', '401', '403', '429', '500', '503']) {
-      assert.equal(described.responses[s].content['application/json'].schema.$ref, '#/components/schemas/ThesisError', s);
+      assert.equal(
+        described.responses[s].content['application/json'].schema.$ref,
+        '#/components/schemas/ThesisError',
+        s,
+      );
     }
     assert.equal(described.responses['403'].description, 'not linked');
     assert.throws(() => buildOpenApiDocument([{ ...op, path: '/elsewhere' }]), /outside \/v1/);

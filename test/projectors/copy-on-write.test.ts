@@ -17,7 +17,14 @@ function deepFreeze<T>(value: T): T {
 
 describe('folds are copy-on-write', () => {
   it('no projector changes the entity or the event it folds', async () => {
-    const events = await generatedLogEvents({ projects: 60, seed: 9, calls: 200, days: 12, hotContractCalls: 5, followerProvider: 'followerscope' });
+    const events = await generatedLogEvents({
+      projects: 60,
+      seed: 9,
+      calls: 200,
+      days: 12,
+      hotContractCalls: 5,
+      followerProvider: 'followerscope',
+    });
     const frozen = events.map((e) => deepFreeze(e));
     let folds = 0;
     for (const projector of projectors) {

@@ -38,7 +38,16 @@ describe('projection runner on empty collections', () => {
     const whole = createSqliteReadStore(join(dir, 'whole.sqlite'));
     const small = createSqliteReadStore(join(dir, 'small.sqlite'));
     try {
-      const lines = [...generateLines({ projects: 40, seed: 5, calls: 120, days: 6, hotContractCalls: 3, followerProvider: 'followerscope' })];
+      const lines = [
+        ...generateLines({
+          projects: 40,
+          seed: 5,
+          calls: 120,
+          days: 6,
+          hotContractCalls: 3,
+          followerProvider: 'followerscope',
+        }),
+      ];
       await createIngestor(log, { followerProvider: 'followerscope' }).ingestBatch(lines, 'ndjson');
 
       const one = countingReads(whole);

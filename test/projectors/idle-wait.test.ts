@@ -21,8 +21,16 @@ it('an idle runner makes no read of the log or the store until an event is appen
   const other = createSqliteEventLog(join(dir, 'events.sqlite'));
   const store = createSqliteReadStore(join(dir, 'read.sqlite'));
   const reads = { head: 0, checkpoints: 0 };
-  const log: EventLog = { ...inner, headPosition: () => ((reads.head += 1), inner.headPosition()), readAll: (o) => inner.readAll(o), waitForAppend: (a, t, s) => inner.waitForAppend(a, t, s) };
-  const counted = { ...store, checkpoint: (c: string, o?: { fresh?: boolean }) => ((reads.checkpoints += 1), store.checkpoint(c, o)) };
+  const log: EventLog = {
+    ...inner,
+    headPosition: () => ((reads.head += 1), inner.headPosition()),
+    readAll: (o) => inner.readAll(o),
+    waitForAppend: (a, t, s) => inner.waitForAppend(a, t, s),
+  };
+  const counted = {
+    ...store,
+    checkpoint: (c: string, o?: { fresh?: boolean }) => ((reads.checkpoints += 1), store.checkpoint(c, o)),
+  };
   const runner = createProjectorRunner(log, counted, {
     collection: 'sightings',
     typePrefixes: ['project.'],
@@ -37,7 +45,10 @@ it('an idle runner makes no read of the log or the store until an event is appen
     await new Promise((resolve) => setTimeout(resolve, 800));
     assert.deepEqual(reads, idle, 'nothing read while idle');
     await other.append('project-p1', [{ id: randomUUID(), type: 'project.sighted', data: { projectId: 'p1' } }]);
-    assert.ok(await eventually(async () => (await store.get('sightings', 'p1')) !== null), 'the append woke the runner');
+    assert.ok(
+      await eventually(async () => (await store.get('sightings', 'p1')) !== null),
+      'the append woke the runner',
+    );
   } finally {
     stop.abort();
     await running;

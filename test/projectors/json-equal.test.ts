@@ -11,7 +11,25 @@ const SEED = Number(process.env['PULSEBOARD_TEST_SEED'] ?? 4242);
 
 function generator(random: () => number) {
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
-  const leaves: unknown[] = [null, 0, -0, 1, 1.5, NaN, Infinity, -Infinity, '', 'a', 'b', true, false, undefined, () => 1, Symbol('s'), new Date(0)];
+  const leaves: unknown[] = [
+    null,
+    0,
+    -0,
+    1,
+    1.5,
+    NaN,
+    Infinity,
+    -Infinity,
+    '',
+    'a',
+    'b',
+    true,
+    false,
+    undefined,
+    () => 1,
+    Symbol('s'),
+    new Date(0),
+  ];
   const value = (depth: number): unknown => {
     const r = random();
     if (depth > 3 || r < 0.5) return pick(leaves);

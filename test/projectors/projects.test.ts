@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'vitest';
 import { foldEvents } from '../../projectors/runner.ts';
-import { foldProject, projectKeys, projectsProjector, rivalLead, PROJECT_FACETS, type ProjectEntity } from '../../projectors/projects.ts';
+import {
+  foldProject,
+  projectKeys,
+  projectsProjector,
+  rivalLead,
+  PROJECT_FACETS,
+  type ProjectEntity,
+} from '../../projectors/projects.ts';
 import type { RecordedEvent } from '../../eventstore/port.ts';
 import type { StoredDoc } from '../../readmodels/port.ts';
 import { projectSchema, type Project } from '../../readmodels/schemas.ts';
@@ -29,8 +36,17 @@ const dossier = {
   onchain: null,
 };
 const onchain = {
-  symbol: 'ALP', mcap: 1, holders: 2, liquidity: 3, change24h: -0.1, buys24h: 4, sells24h: 5,
-  top10Rate: 0.5, mintRenounced: true, lpLocked: false, honeypot: null,
+  symbol: 'ALP',
+  mcap: 1,
+  holders: 2,
+  liquidity: 3,
+  change24h: -0.1,
+  buys24h: 4,
+  sells24h: 5,
+  top10Rate: 0.5,
+  mintRenounced: true,
+  lpLocked: false,
+  honeypot: null,
 };
 
 describe('projects projector', () => {
@@ -112,14 +128,31 @@ describe('projects projector', () => {
 
   it('publishes first-call fields and multiple only for complete history', () => {
     const e = eventFactory();
-    const base = { projectId: 'p', status: 'matched', posts: 4, firstAt: day(1), firstMcap: 200, firstCaller: 'caller', latestAt: day(3), mcap: 50 };
+    const base = {
+      projectId: 'p',
+      status: 'matched',
+      posts: 4,
+      firstAt: day(1),
+      firstMcap: 200,
+      firstCaller: 'caller',
+      latestAt: day(3),
+      mcap: 50,
+    };
     const incomplete = fold([
       e('project.sighted', { projectId: 'p', at: day(0) }),
       e('calltracker.checked', { ...base, historyComplete: false, at: day(4) }),
     ]).get('p')!;
     assert.deepEqual(incomplete.doc.calltracker, {
-      status: 'matched', historyComplete: false, posts: 4, firstAt: null, firstMcap: null, firstCaller: null,
-      latestAt: day(3), mcap: 50, multiple: null, checkedAt: day(4),
+      status: 'matched',
+      historyComplete: false,
+      posts: 4,
+      firstAt: null,
+      firstMcap: null,
+      firstCaller: null,
+      latestAt: day(3),
+      mcap: 50,
+      multiple: null,
+      checkedAt: day(4),
     });
     const complete = fold([
       e('project.sighted', { projectId: 'p', at: day(0) }),
@@ -140,7 +173,10 @@ describe('projects projector', () => {
     assert.equal(p.facet, PROJECT_FACETS.dossier);
     assert.deepEqual(p.keys.chainContract, ['base:0xabc0000000000000000000000000000000000001']);
     assert.deepEqual(p.keys.website, ['alpha.xyz']);
-    const later = fold([e('onchain.checked', { projectId: 'p', onchain, at: day(3) })], new Map([['p', p as never]])).get('p')!;
+    const later = fold(
+      [e('onchain.checked', { projectId: 'p', onchain, at: day(3) })],
+      new Map([['p', p as never]]),
+    ).get('p')!;
     assert.deepEqual(later.doc.dossier?.onchain, onchain);
   });
 
@@ -154,14 +190,23 @@ describe('projects projector', () => {
     const e = eventFactory();
     const first = fold([e('project.sighted', { projectId: 'p', at: day(5), fol: 10, name: 'n' })]).get('p')!;
     // The same sighting again changes nothing (document, state, keys): nothing to write at all.
-    assert.equal(fold([e('project.sighted', { projectId: 'p', at: day(5), fol: 10, name: 'n' })], new Map([['p', first as never]])).has('p'), false);
+    assert.equal(
+      fold(
+        [e('project.sighted', { projectId: 'p', at: day(5), fol: 10, name: 'n' })],
+        new Map([['p', first as never]]),
+      ).has('p'),
+      false,
+    );
     // A rival listed before our first sighting changes the state but not the document (no lead): written, seq kept.
     const same = fold([e('rival.listed', { projectId: 'p', at: day(1) })], new Map([['p', first as never]])).get('p')!;
     assert.equal(same.seq, first.seq);
     assert.equal(same.writtenAt, first.writtenAt);
     assert.equal(same.json, first.json);
     assert.notDeepEqual(same.state, first.state);
-    const refreshed = fold([e('project.sighted', { projectId: 'p', at: day(5, 1), fol: 11 })], new Map([['p', same as never]])).get('p')!;
+    const refreshed = fold(
+      [e('project.sighted', { projectId: 'p', at: day(5, 1), fol: 11 })],
+      new Map([['p', same as never]]),
+    ).get('p')!;
     assert.notEqual(refreshed.seq, first.seq);
     assert.equal(refreshed.doc.fol, 11);
   });

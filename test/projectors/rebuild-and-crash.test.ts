@@ -45,9 +45,13 @@ describe('rebuild', () => {
 /** Runs the child projector, killing it with SIGKILL after `killAfter` batches (or letting it finish). */
 function runChild(dir: string, killAfter: number | null): Promise<'killed' | 'done'> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(import.meta.dirname, '../support/project-child.ts'), dir], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--disable-warning=ExperimentalWarning', join(import.meta.dirname, '../support/project-child.ts'), dir],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     let batches = 0;
     let killed = false;
     createInterface({ input: child.stdout }).on('line', (line) => {
@@ -90,7 +94,10 @@ describe('crash recovery', () => {
       const referenceStores = await openStores(configFor(reference));
       try {
         await referenceStores.catchUp();
-        assert.equal(firstDifference(await dumpReadModels(crashedStores.store), await dumpReadModels(referenceStores.store)), null);
+        assert.equal(
+          firstDifference(await dumpReadModels(crashedStores.store), await dumpReadModels(referenceStores.store)),
+          null,
+        );
       } finally {
         await crashedStores.close();
         await referenceStores.close();

@@ -46,14 +46,30 @@ describe('two projection runners on one read store', () => {
     try {
       const commits: RecordedCommit[] = [];
       const runners = [
-        createProjectionRunner(log, recordingCommits(a, (c) => commits.push(c)), projectors, { batchSize: 37 }),
-        createProjectionRunner(log, recordingCommits(b, (c) => commits.push(c)), projectors, { batchSize: 53 }),
+        createProjectionRunner(
+          log,
+          recordingCommits(a, (c) => commits.push(c)),
+          projectors,
+          { batchSize: 37 },
+        ),
+        createProjectionRunner(
+          log,
+          recordingCommits(b, (c) => commits.push(c)),
+          projectors,
+          { batchSize: 53 },
+        ),
       ];
       await Promise.all(runners.map((r) => r.catchUp()));
       const head = await log.headPosition();
       assert.deepEqual(chainProblems(commits, head), []);
-      assert.deepEqual(new Set(commits.filter((c) => c.ok).map((c) => c.collection)), new Set(projectors.map((p) => p.collection)));
-      assert.ok(commits.some((c) => !c.ok), 'the runners raced: some commits were refused');
+      assert.deepEqual(
+        new Set(commits.filter((c) => c.ok).map((c) => c.collection)),
+        new Set(projectors.map((p) => p.collection)),
+      );
+      assert.ok(
+        commits.some((c) => !c.ok),
+        'the runners raced: some commits were refused',
+      );
       assert.equal(firstDifference(await dumpReadModels(a), await dumpReadModels(reference)), null);
 
       // Following the log together: new events, both runners running, the same result again.
@@ -76,9 +92,13 @@ describe('two projection runners on one read store', () => {
   it('in two processes: every batch applied once, checkpoints only forward', { timeout: 120_000 }, async () => {
     const path = join(dir, 'processes.sqlite');
     const racers = ['29', '41'].map((batch) =>
-      spawn(process.execPath, ['--disable-warning=ExperimentalWarning', RACER, join(dir, 'events.sqlite'), path, batch], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      }),
+      spawn(
+        process.execPath,
+        ['--disable-warning=ExperimentalWarning', RACER, join(dir, 'events.sqlite'), path, batch],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      ),
     );
     const commits: RecordedCommit[] = [];
     const outputs = await Promise.all(
@@ -94,7 +114,8 @@ describe('two projection runners on one read store', () => {
         return { done, code, stderr };
       }),
     );
-    for (const output of outputs) assert.deepEqual({ done: output.done, code: output.code }, { done: true, code: 0 }, output.stderr);
+    for (const output of outputs)
+      assert.deepEqual({ done: output.done, code: output.code }, { done: true, code: 0 }, output.stderr);
     assert.deepEqual(chainProblems(commits, await log.headPosition()), []);
     const store = createSqliteReadStore(path);
     try {

@@ -38,7 +38,10 @@ describe('GET /v1/pulse and /v1/pulse/{beat}', () => {
     await publishCard(h, card('security', 3, 'quiet'), day(2));
     await h.stores.catchUp();
     const body = (await client.get('/v1/pulse', key)).json();
-    assert.deepEqual(body.beats.map((b: any) => b.id), BEATS.map((b) => b.id));
+    assert.deepEqual(
+      body.beats.map((b: any) => b.id),
+      BEATS.map((b) => b.id),
+    );
     const byId = new Map(body.beats.map((b: any) => [b.id, b.card]));
     assert.deepEqual(byId.get('funding'), card('funding', 2));
     assert.deepEqual(byId.get('security'), card('security', 3, 'quiet'));

@@ -40,7 +40,9 @@ describe('createRateLimiter', () => {
 
   it('gives the Redis client PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS (default 250 ms); refuses a value out of range', async () => {
     const byDefault = createRateLimiter(config({ REDIS_URL: server.url })) as RedisLimiter;
-    const set = createRateLimiter(config({ REDIS_URL: server.url, PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS: '1500' })) as RedisLimiter;
+    const set = createRateLimiter(
+      config({ REDIS_URL: server.url, PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS: '1500' }),
+    ) as RedisLimiter;
     try {
       assert.equal(byDefault.client.options.commandTimeout, 250);
       assert.equal(set.client.options.commandTimeout, 1500);

@@ -39,7 +39,14 @@ describe('rate gate', () => {
     });
 
     it(`refuses over the limit with 429 rate_limited, Retry-After and the headers (${protection})`, async () => {
-      const { limiter } = scripted({ ok: false, reason: 'limited', limit: 60, remaining: 0, resetSeconds: 14, retryAfterSeconds: 14 });
+      const { limiter } = scripted({
+        ok: false,
+        reason: 'limited',
+        limit: 60,
+        remaining: 0,
+        resetSeconds: 14,
+        retryAfterSeconds: 14,
+      });
       assert.deepEqual(await createRateGate(limiter).check('kid_1', protection), {
         ok: false,
         error: {
@@ -69,7 +76,12 @@ describe('rate gate', () => {
     const { limiter } = scripted({ ok: false, reason: 'unavailable' });
     assert.deepEqual(await createRateGate(limiter).check('kid_1', 'protected'), {
       ok: false,
-      error: { status: 503, code: 'unavailable', message: 'Rate protection is unavailable; wait 60 seconds and retry.', retryAfter: 60 },
+      error: {
+        status: 503,
+        code: 'unavailable',
+        message: 'Rate protection is unavailable; wait 60 seconds and retry.',
+        retryAfter: 60,
+      },
       headers: { 'retry-after': '60' },
     });
   });
@@ -117,7 +129,8 @@ describe('rate gate', () => {
   it('counts protocol messages in a bucket of their own, with their own limit and no RateLimit headers', async () => {
     const limiter = createInProcessLimiter({ limit: 2, now: () => 1_750_000_000_000 });
     const gate = createRateGate(limiter, { protocolLimit: 3 });
-    for (let i = 0; i < 3; i++) assert.deepEqual(await gate.check('kid_1', 'basic', 'protocol'), { ok: true, headers: {} });
+    for (let i = 0; i < 3; i++)
+      assert.deepEqual(await gate.check('kid_1', 'basic', 'protocol'), { ok: true, headers: {} });
     const refused = await gate.check('kid_1', 'basic', 'protocol');
     assert.equal(!refused.ok && refused.error.code, 'rate_limited');
     assert.deepEqual(refused.headers, { 'retry-after': '60' });
@@ -131,7 +144,10 @@ describe('rate gate', () => {
   it('lets protocol messages through when the limiter is unavailable or throws', async () => {
     for (const decision of [{ ok: false, reason: 'unavailable' } as const, new Error('boom')]) {
       const { limiter, asked } = scripted(decision);
-      assert.deepEqual(await createRateGate(limiter, { protocolLimit: 5 }).check('kid_1', 'basic', 'protocol'), { ok: true, headers: {} });
+      assert.deepEqual(await createRateGate(limiter, { protocolLimit: 5 }).check('kid_1', 'basic', 'protocol'), {
+        ok: true,
+        headers: {},
+      });
       assert.deepEqual(asked, ['kid_1:protocol']);
     }
   });

@@ -32,7 +32,7 @@ describe('health', () => {
     const positions = appended.events.map((e) => e.position);
     await store.commit('projects', [], positions[4]!);
     await store.commit('pulse', [], positions[1]!);
-    return { log, store, head: positions[4]! , pulseCheckpoint: positions[1]! };
+    return { log, store, head: positions[4]!, pulseCheckpoint: positions[1]! };
   }
 
   it('is live even when no store can be read', async () => {
@@ -99,7 +99,12 @@ describe('health', () => {
   it('is not ready when the read store is closed, and says which check failed', async () => {
     const { log, store } = await stores('store-closed');
     await store.close();
-    const health = createHealth({ log, store, collections: ['projects'], limiter: createInProcessLimiter({ limit: 60 }) });
+    const health = createHealth({
+      log,
+      store,
+      collections: ['projects'],
+      limiter: createInProcessLimiter({ limit: 60 }),
+    });
     assert.deepEqual(await health.ready(), {
       ready: false,
       status: 'not_ready',

@@ -20,7 +20,14 @@ describe('in-process limiter', () => {
     c.advance(20_500);
     const refused = await limiter.consume('key-a');
     // All 60 were counted at T0; they stop counting at T0 + 60 s, 39.5 s from now.
-    assert.deepEqual(refused, { ok: false, reason: 'limited', limit: 60, remaining: 0, resetSeconds: 40, retryAfterSeconds: 40 });
+    assert.deepEqual(refused, {
+      ok: false,
+      reason: 'limited',
+      limit: 60,
+      remaining: 0,
+      resetSeconds: 40,
+      retryAfterSeconds: 40,
+    });
   });
 
   it('is a sliding window: a request counts for exactly the window, not to a fixed edge', async () => {
@@ -31,7 +38,12 @@ describe('in-process limiter', () => {
     for (let i = 0; i < 30; i += 1) await limiter.consume('k');
     c.set(T0 + 59_999);
     assert.deepEqual(await limiter.consume('k'), {
-      ok: false, reason: 'limited', limit: 60, remaining: 0, resetSeconds: 1, retryAfterSeconds: 1,
+      ok: false,
+      reason: 'limited',
+      limit: 60,
+      remaining: 0,
+      resetSeconds: 1,
+      retryAfterSeconds: 1,
     });
     c.set(T0 + 60_000);
     // The 30 from T0 have aged out; the 30 from T0+10 s still count, as does this one.

@@ -42,7 +42,7 @@ describe('Redis limiter', () => {
     await server.close();
   });
 
-  it('refuses the 61st request with a Retry-After that is the oldest counted request\'s remaining life', async () => {
+  it("refuses the 61st request with a Retry-After that is the oldest counted request's remaining life", async () => {
     const limiter = open({ limit: 60 });
     for (let i = 1; i <= 60; i += 1) {
       const d = await limiter.consume('real-clock');
@@ -79,11 +79,21 @@ describe('Redis limiter', () => {
     }
     t = T0 + 20_500;
     assert.deepEqual(await limiter.consume('stepped'), {
-      ok: false, reason: 'limited', limit: 60, remaining: 0, resetSeconds: 40, retryAfterSeconds: 40,
+      ok: false,
+      reason: 'limited',
+      limit: 60,
+      remaining: 0,
+      resetSeconds: 40,
+      retryAfterSeconds: 40,
     });
     t = T0 + 59_999;
     assert.deepEqual(await limiter.consume('stepped'), {
-      ok: false, reason: 'limited', limit: 60, remaining: 0, resetSeconds: 1, retryAfterSeconds: 1,
+      ok: false,
+      reason: 'limited',
+      limit: 60,
+      remaining: 0,
+      resetSeconds: 1,
+      retryAfterSeconds: 1,
     });
     t = T0 + 60_000;
     assert.deepEqual(await limiter.consume('stepped'), { ok: true, limit: 60, remaining: 59, resetSeconds: 60 });
@@ -131,7 +141,10 @@ describe('Redis limiter', () => {
     assert.ok(!fourth.ok && fourth.reason === 'limited');
     // The key's own budget (limit 1) is separate.
     assert.equal((await limiter.consume('kid_proto')).ok, true);
-    assert.deepEqual((await limiter.client.keys('*kid_proto*')).sort(), ['pb:rate:kid_proto', 'pb:rate:kid_proto:protocol']);
+    assert.deepEqual((await limiter.client.keys('*kid_proto*')).sort(), [
+      'pb:rate:kid_proto',
+      'pb:rate:kid_proto:protocol',
+    ]);
   });
 
   it('answers ping while Redis is up', async () => {
@@ -165,7 +178,10 @@ describe('Redis limiter when Redis fails', () => {
     const refused = await gate.check('killed', 'protected');
     assert.ok(!refused.ok);
     assert.deepEqual(refused.error, {
-      status: 503, code: 'unavailable', message: 'Rate protection is unavailable; wait 60 seconds and retry.', retryAfter: 60,
+      status: 503,
+      code: 'unavailable',
+      message: 'Rate protection is unavailable; wait 60 seconds and retry.',
+      retryAfter: 60,
     });
     assert.deepEqual(refused.headers, { 'retry-after': '60' });
     assert.equal(await limiter.ping(), false);

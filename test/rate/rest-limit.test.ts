@@ -30,7 +30,11 @@ describe('REST rate protection, in-process', () => {
     for (let i = 1; i <= 60; i++) {
       const res = await h.get('/v1/projects/p1', key);
       assert.equal(res.status, 200);
-      assert.deepEqual(rateHeaders(res.headers), { limit: '60', remaining: String(60 - i), reset: res.headers['ratelimit-reset'] });
+      assert.deepEqual(rateHeaders(res.headers), {
+        limit: '60',
+        remaining: String(60 - i),
+        reset: res.headers['ratelimit-reset'],
+      });
       assert.ok(Number(res.headers['ratelimit-reset']) >= 1 && Number(res.headers['ratelimit-reset']) <= 60);
     }
     const refused = await h.get('/v1/projects', key);

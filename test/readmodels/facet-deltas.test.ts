@@ -7,7 +7,13 @@ const row = (_id: string, facet: string, sortKey = 'k') => ({ _id, facet, sortKe
 
 it('a batch moves the documents that are new or changed sort key or facet, and each facet count by those that entered or left it', () => {
   const before = [row('a', 'pending'), row('b', 'dossier'), row('e', 'dossier', 'k1')];
-  const rows = [row('a', 'dossier'), row('b', 'dossier'), row('c', 'dossier'), row('d', 'pending'), row('e', 'dossier', 'k2')];
+  const rows = [
+    row('a', 'dossier'),
+    row('b', 'dossier'),
+    row('c', 'dossier'),
+    row('d', 'pending'),
+    row('e', 'dossier', 'k2'),
+  ];
   const moves = rowMoves(before, rows);
   assert.deepEqual(
     moves.map((move) => [move.to.id, move.from?.facet ?? null, move.to.facet]),
@@ -20,7 +26,11 @@ it('a batch moves the documents that are new or changed sort key or facet, and e
     'b is unchanged; e moved its sort key only',
   );
   assert.deepEqual(moves.find((move) => move.to.id === 'e')?.from?.key, 'k1');
-  assert.deepEqual(Object.fromEntries(facetDeltas(moves)), { dossier: 2 }, 'a left pending for dossier, c joined dossier, d joined pending');
+  assert.deepEqual(
+    Object.fromEntries(facetDeltas(moves)),
+    { dossier: 2 },
+    'a left pending for dossier, c joined dossier, d joined pending',
+  );
 });
 
 it('moves that cancel out change no count', () => {

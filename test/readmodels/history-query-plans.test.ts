@@ -34,7 +34,17 @@ beforeAll(async () => {
       doc: { i, k },
     }));
     const last = versions[4]!;
-    writes.push({ id: `p${i}`, doc: last.doc, state: {}, seq: last.seq, writtenAt: last.writtenAt, sortKey, facet: last.facet, keys: {}, versions });
+    writes.push({
+      id: `p${i}`,
+      doc: last.doc,
+      state: {},
+      seq: last.seq,
+      writtenAt: last.writtenAt,
+      sortKey,
+      facet: last.facet,
+      keys: {},
+      versions,
+    });
   }
   await store.commit(PROJECTS_COLLECTION, writes, 10_000);
   await store.close();
@@ -51,28 +61,56 @@ const plan = (sql: string, params: (string | number)[]): string[] =>
 
 function assertIndexed(name: string, details: string[], expected: RegExp[]): void {
   const text = details.join(' | ');
-  assert.ok(!details.some((d) => /^SCAN (history_versions|history_placements|v|a|b)\b/.test(d) && !/INDEX/.test(d)), `${name} scans a table: ${text}`);
+  assert.ok(
+    !details.some((d) => /^SCAN (history_versions|history_placements|v|a|b)\b/.test(d) && !/INDEX/.test(d)),
+    `${name} scans a table: ${text}`,
+  );
   assert.ok(!details.some((d) => /TEMP B-TREE/.test(d)), `${name} sorts outside an index: ${text}`);
-  for (const index of expected) assert.ok(details.some((d) => index.test(d)), `${name} does not use ${index}: ${text}`);
+  for (const index of expected)
+    assert.ok(
+      details.some((d) => index.test(d)),
+      `${name} does not use ${index}: ${text}`,
+    );
 }
 
-const VERSION_PROBE = /SEARCH history_versions USING (COVERING )?INDEX sqlite_autoindex_history_versions_1 \(collection=\? AND id=\? AND valid_from<\?\)/;
+const VERSION_PROBE =
+  /SEARCH history_versions USING (COVERING )?INDEX sqlite_autoindex_history_versions_1 \(collection=\? AND id=\? AND valid_from<\?\)/;
 
 it('a board page as of P, from either end, all facets or one, walks placements in order and probes versions by key', () => {
   for (const facets of [undefined, [PROJECT_FACETS.dossier]] as const) {
     for (const reversed of [false, true]) {
-      const details = plan(historyQueries.list(facets, reversed, 50), [PROJECTS_COLLECTION, 5000, 5000, ...(facets ?? []), 100]);
+      const details = plan(historyQueries.list(facets, reversed, 50), [
+        PROJECTS_COLLECTION,
+        5000,
+        5000,
+        ...(facets ?? []),
+        100,
+      ]);
       const walk = facets
         ? /history_placements USING COVERING INDEX history_placements_facet \(collection=\? AND facet=\?\)/
         : /history_placements USING PRIMARY KEY \(collection=\?\)/;
-      assertIndexed(`board as of P (${facets ? 'one facet' : 'all'}${reversed ? ', from the end' : ''})`, details, [walk, /SEARCH v USING INTEGER PRIMARY KEY \(rowid=\?\)/, VERSION_PROBE]);
+      assertIndexed(`board as of P (${facets ? 'one facet' : 'all'}${reversed ? ', from the end' : ''})`, details, [
+        walk,
+        /SEARCH v USING INTEGER PRIMARY KEY \(rowid=\?\)/,
+        VERSION_PROBE,
+      ]);
     }
   }
 });
 
 it('an export walk as of P is a keyset range of the placements', () => {
-  const details = plan(historyQueries.scan(undefined, true, 500), [PROJECTS_COLLECTION, 5000, 5000, '2026-10-01T01:00:00.000Z', '2026-10-01T01:00:00.000Z', 'p5']);
-  assertIndexed('scan as of P', details, [/history_placements USING PRIMARY KEY \(collection=\? AND sort_key<\?\)/, VERSION_PROBE]);
+  const details = plan(historyQueries.scan(undefined, true, 500), [
+    PROJECTS_COLLECTION,
+    5000,
+    5000,
+    '2026-10-01T01:00:00.000Z',
+    '2026-10-01T01:00:00.000Z',
+    'p5',
+  ]);
+  assertIndexed('scan as of P', details, [
+    /history_placements USING PRIMARY KEY \(collection=\? AND sort_key<\?\)/,
+    VERSION_PROBE,
+  ]);
 });
 
 it('a project as of P, totals as of P and the points are single probes', () => {
@@ -80,13 +118,27 @@ it('a project as of P, totals as of P and the points are single probes', () => {
   assertIndexed('count as of P', plan(historyQueries.count, [PROJECTS_COLLECTION, 'dossier', 5000]), [
     /SEARCH history_counts USING PRIMARY KEY \(collection=\? AND facet=\? AND at_seq<\?\)/,
   ]);
-  assertIndexed('point at a time', plan(historyQueries.pointAtTime, [PROJECTS_COLLECTION, '2026-11-01T01:00:00.000Z']), [/history_versions_time \(collection=\? AND written_at<\?\)/]);
-  assertIndexed('point at a position', plan(historyQueries.pointAtSeq, [PROJECTS_COLLECTION, 5000]), [/history_versions_delta \(collection=\? AND valid_from<\?\)/]);
+  assertIndexed(
+    'point at a time',
+    plan(historyQueries.pointAtTime, [PROJECTS_COLLECTION, '2026-11-01T01:00:00.000Z']),
+    [/history_versions_time \(collection=\? AND written_at<\?\)/],
+  );
+  assertIndexed('point at a position', plan(historyQueries.pointAtSeq, [PROJECTS_COLLECTION, 5000]), [
+    /history_versions_delta \(collection=\? AND valid_from<\?\)/,
+  ]);
 });
 
 it('changes between two points walk the writes in (A, B] in delta order, each probing its version at A', () => {
   for (const after of [false, true]) {
-    const details = plan(historyQueries.changes(after, 50), [PROJECTS_COLLECTION, 3000, 6000, ...(after ? [3100, 'p5'] : [])]);
-    assertIndexed(`changes${after ? ' after a cursor' : ''}`, details, [/SEARCH a USING (COVERING )?INDEX history_versions_delta \(collection=\? AND valid_from>\? AND valid_from<\?\)/, VERSION_PROBE]);
+    const details = plan(historyQueries.changes(after, 50), [
+      PROJECTS_COLLECTION,
+      3000,
+      6000,
+      ...(after ? [3100, 'p5'] : []),
+    ]);
+    assertIndexed(`changes${after ? ' after a cursor' : ''}`, details, [
+      /SEARCH a USING (COVERING )?INDEX history_versions_delta \(collection=\? AND valid_from>\? AND valid_from<\?\)/,
+      VERSION_PROBE,
+    ]);
   }
 });

@@ -15,7 +15,16 @@ import { expectedPage, listingWrites, type ListingState } from '../support/flipp
 import { fakeMongo, order, type Row, type SentFind } from '../support/mongodb-fake.ts';
 
 function write(id: string, facet: string, seq: number): DocWrite {
-  return { id, doc: { id, seq }, state: { seen: seq }, seq, writtenAt: '2026-11-22T00:00:00.000Z', sortKey: String(seq).padStart(6, '0'), facet, keys: { handle: [`h-${id}`] } };
+  return {
+    id,
+    doc: { id, seq },
+    state: { seen: seq },
+    seq,
+    writtenAt: '2026-11-22T00:00:00.000Z',
+    sortKey: String(seq).padStart(6, '0'),
+    facet,
+    keys: { handle: [`h-${id}`] },
+  };
 }
 
 describe('MongoDB read store commit (in-memory driver stand-in)', () => {
@@ -29,7 +38,9 @@ describe('MongoDB read store commit (in-memory driver stand-in)', () => {
     const commit = async (size: number) => {
       mongo.calls.length = 0;
       mongo.bulkOptions.length = 0;
-      const writes = Array.from({ length: size }, (_, i) => write(`d${size}-${i}`, i % 3 === 0 ? 'suppressed' : 'visible', checkpoint + i + 1));
+      const writes = Array.from({ length: size }, (_, i) =>
+        write(`d${size}-${i}`, i % 3 === 0 ? 'suppressed' : 'visible', checkpoint + i + 1),
+      );
       assert.deepEqual(await store.commit('boards', writes, checkpoint + size, checkpoint), { ok: true });
       checkpoint += size;
       return [...mongo.calls];
@@ -55,13 +66,29 @@ describe('MongoDB read store commit (in-memory driver stand-in)', () => {
       '_pulseboard_checkpoints.updateOne',
       'commitTransaction',
     ];
-    assert.deepEqual(costs, [expected, expected, expected], 'a commit of 1, 100 or 3000 documents makes the same calls');
+    assert.deepEqual(
+      costs,
+      [expected, expected, expected],
+      'a commit of 1, 100 or 3000 documents makes the same calls',
+    );
     // A commit that takes the chunk past its bound cuts it: one read of its rows, its document replaced by the pieces.
     const cut = await commit(2000);
-    assert.deepEqual(cut, [...expected.slice(0, 8), 'boards.find', '_pulseboard_chunks.deleteOne', '_pulseboard_chunks.insertMany', ...expected.slice(8)]);
+    assert.deepEqual(cut, [
+      ...expected.slice(0, 8),
+      'boards.find',
+      '_pulseboard_chunks.deleteOne',
+      '_pulseboard_chunks.insertMany',
+      ...expected.slice(8),
+    ]);
     const chunks = [...mongo.data.get('_pulseboard_chunks')!.values()];
-    assert.equal(chunks.reduce((sum, chunk) => sum + (chunk.total as number), 0), 5102);
-    assert.ok(chunks.length >= 3 && chunks.every((chunk) => (chunk.total as number) <= 2048), chunks.map((chunk) => chunk.total).join(' '));
+    assert.equal(
+      chunks.reduce((sum, chunk) => sum + (chunk.total as number), 0),
+      5102,
+    );
+    assert.ok(
+      chunks.length >= 3 && chunks.every((chunk) => (chunk.total as number) <= 2048),
+      chunks.map((chunk) => chunk.total).join(' '),
+    );
     await store.close();
   });
 
@@ -81,28 +108,46 @@ describe('MongoDB read store commit (in-memory driver stand-in)', () => {
     };
     const key = (n: number) => `k${String(n).padStart(5, '0')}`;
     const batches: (() => DocWrite[])[] = [
-      () => Array.from({ length: 6000 }, (_, i) => put(`d${String(i).padStart(5, '0')}`, key(random(9000)), facets[random(3)]!, 1)),
+      () =>
+        Array.from({ length: 6000 }, (_, i) =>
+          put(`d${String(i).padStart(5, '0')}`, key(random(9000)), facets[random(3)]!, 1),
+        ),
       () => [
         ...Array.from({ length: 1500 }, (_, i) => {
           const id = `d${String(random(6000)).padStart(5, '0')}`;
           const was = current.get(id)!;
           return put(id, i % 2 ? key(random(9000)) : was.sortKey, i % 3 ? facets[random(3)]! : was.facet, 2);
         }),
-        ...Array.from({ length: 4500 }, (_, i) => put(`e${String(i).padStart(5, '0')}`, key(4500 + random(2)), facets[random(3)]!, 2)),
+        ...Array.from({ length: 4500 }, (_, i) =>
+          put(`e${String(i).padStart(5, '0')}`, key(4500 + random(2)), facets[random(3)]!, 2),
+        ),
       ],
     ];
     for (const [i, batch] of batches.entries()) {
       assert.deepEqual(await store.commit('boards', batch(), i + 1, i), { ok: true });
       const chunks = [...mongo.data.get('_pulseboard_chunks')!.values()];
-      assert.ok(chunks.every((chunk) => (chunk.total as number) <= 4096), `chunks within their bound: ${chunks.map((chunk) => chunk.total).join(' ')}`);
+      assert.ok(
+        chunks.every((chunk) => (chunk.total as number) <= 4096),
+        `chunks within their bound: ${chunks.map((chunk) => chunk.total).join(' ')}`,
+      );
       for (const listed of [undefined, ['visible'], ['visible', 'suppressed']]) {
         const expected = [...current]
           .filter(([, doc]) => listed === undefined || listed.includes(doc.facet))
           .sort(([a, x], [b, y]) => (x.sortKey !== y.sortKey ? (x.sortKey < y.sortKey ? 1 : -1) : a < b ? 1 : -1))
           .map(([id]) => id);
-        for (const offset of [0, 2100, expected.length - 2100, expected.length - 50, ...Array.from({ length: 12 }, () => random(expected.length))]) {
+        for (const offset of [
+          0,
+          2100,
+          expected.length - 2100,
+          expected.length - 50,
+          ...Array.from({ length: 12 }, () => random(expected.length)),
+        ]) {
           const page = await store.list('boards', { ...(listed ? { facets: listed } : {}), offset, limit: 50 });
-          assert.deepEqual(page.docs.map((doc) => doc.id), expected.slice(offset, offset + 50), `batch ${i + 1}, offset ${offset}, facets ${String(listed)}`);
+          assert.deepEqual(
+            page.docs.map((doc) => doc.id),
+            expected.slice(offset, offset + 50),
+            `batch ${i + 1}, offset ${offset}, facets ${String(listed)}`,
+          );
           assert.equal(page.total, expected.length, `batch ${i + 1}, total, facets ${String(listed)}`);
         }
       }
@@ -141,7 +186,11 @@ describe('MongoDB read store commit (in-memory driver stand-in)', () => {
         const page = await store.list('boards', { facets: ['a'], offset, limit: 50 });
         mongo.hooks.afterRead = undefined;
         assert.ok(commits >= 2, `offset ${offset}: ${commits} commits landed between the page's reads`);
-        assert.deepEqual({ total: page.total, ids: page.docs.map((doc) => doc.id) }, expectedPage(at, offset, 50), `offset ${offset}, read from state ${at}`);
+        assert.deepEqual(
+          { total: page.total, ids: page.docs.map((doc) => doc.id) },
+          expectedPage(at, offset, 50),
+          `offset ${offset}, read from state ${at}`,
+        );
       }
     }
     await store.close();
@@ -172,17 +221,40 @@ describe('MongoDB read store commit (in-memory driver stand-in)', () => {
   it('finds documents by a lookup value in one query, with their state, in id order, up to the limit', async () => {
     const mongo = fakeMongo();
     const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
-    const keyed = (id: string, seq: number, contracts: string[]): DocWrite => ({ ...write(id, 'visible', seq), keys: { contract: contracts } });
-    await store.commit('boards', [keyed('c', 1, ['0xabc']), keyed('a', 2, ['0xabc', 'base:0xabc']), keyed('b', 3, ['0xdef']), keyed('d', 4, ['0xabc'])], 4, 0);
+    const keyed = (id: string, seq: number, contracts: string[]): DocWrite => ({
+      ...write(id, 'visible', seq),
+      keys: { contract: contracts },
+    });
+    await store.commit(
+      'boards',
+      [
+        keyed('c', 1, ['0xabc']),
+        keyed('a', 2, ['0xabc', 'base:0xabc']),
+        keyed('b', 3, ['0xdef']),
+        keyed('d', 4, ['0xabc']),
+      ],
+      4,
+      0,
+    );
     mongo.calls.length = 0;
     const found = await store.findDocs('boards', 'contract', '0xabc', 2);
     assert.deepEqual(mongo.calls, ['boards.find'], 'one query');
-    assert.deepEqual(found.map((d) => [d.id, d.doc, d.state]), [
-      ['a', { id: 'a', seq: 2 }, { seen: 2 }],
-      ['c', { id: 'c', seq: 1 }, { seen: 1 }],
-    ]);
-    assert.deepEqual((await store.findDocs('boards', 'contract', '0xabc', 10)).map((d) => d.id), ['a', 'c', 'd']);
-    assert.deepEqual(await store.findDocs('boards', 'contract', '0xabc', 0), [], 'limit 0: none (the server would read it as no limit)');
+    assert.deepEqual(
+      found.map((d) => [d.id, d.doc, d.state]),
+      [
+        ['a', { id: 'a', seq: 2 }, { seen: 2 }],
+        ['c', { id: 'c', seq: 1 }, { seen: 1 }],
+      ],
+    );
+    assert.deepEqual(
+      (await store.findDocs('boards', 'contract', '0xabc', 10)).map((d) => d.id),
+      ['a', 'c', 'd'],
+    );
+    assert.deepEqual(
+      await store.findDocs('boards', 'contract', '0xabc', 0),
+      [],
+      'limit 0: none (the server would read it as no limit)',
+    );
     assert.deepEqual(await store.findDocs('boards', 'handle', '0xabc', 10), [], 'values are per key');
     await store.close();
   });
@@ -194,26 +266,44 @@ describe('MongoDB read store commit (in-memory driver stand-in)', () => {
     assert.equal(await store.count('boards'), 3);
     assert.equal(await store.count('boards', ['visible']), 2);
     // b moves to suppressed, c to visible and then back to pending in the same batch (the last write wins), d is new.
-    const outcome = await store.commit('boards', [write('b', 'suppressed', 4), write('c', 'visible', 5), write('d', 'visible', 6), write('c', 'pending', 7)], 7, 3);
+    const outcome = await store.commit(
+      'boards',
+      [write('b', 'suppressed', 4), write('c', 'visible', 5), write('d', 'visible', 6), write('c', 'pending', 7)],
+      7,
+      3,
+    );
     assert.deepEqual(outcome, { ok: true });
     assert.deepEqual(
-      { all: await store.count('boards'), visible: await store.count('boards', ['visible']), suppressed: await store.count('boards', ['suppressed']), pending: await store.count('boards', ['pending']) },
+      {
+        all: await store.count('boards'),
+        visible: await store.count('boards', ['visible']),
+        suppressed: await store.count('boards', ['suppressed']),
+        pending: await store.count('boards', ['pending']),
+      },
       { all: 4, visible: 2, suppressed: 1, pending: 1 },
     );
     const stored = await store.getMany('boards', ['a', 'b', 'c', 'd']);
-    assert.deepEqual([...stored.values()].map((doc) => [doc.id, doc.facet, doc.seq]), [
-      ['a', 'visible', 1],
-      ['b', 'suppressed', 4],
-      ['c', 'pending', 7],
-      ['d', 'visible', 6],
-    ]);
+    assert.deepEqual(
+      [...stored.values()].map((doc) => [doc.id, doc.facet, doc.seq]),
+      [
+        ['a', 'visible', 1],
+        ['b', 'suppressed', 4],
+        ['c', 'pending', 7],
+        ['d', 'visible', 6],
+      ],
+    );
     // The counters match a recount of the stored documents.
     const recount = new Map<string, number>();
-    for (const row of mongo.data.get('boards')!.values()) recount.set(row.facet as string, (recount.get(row.facet as string) ?? 0) + 1);
+    for (const row of mongo.data.get('boards')!.values())
+      recount.set(row.facet as string, (recount.get(row.facet as string) ?? 0) + 1);
     for (const [facet, n] of recount) assert.equal(await store.count('boards', [facet]), n, facet);
     // A commit from a moved checkpoint writes nothing.
     mongo.bulkOptions.length = 0;
-    assert.deepEqual(await store.commit('boards', [write('e', 'visible', 8)], 8, 3), { ok: false, reason: 'checkpoint_moved', actual: 7 });
+    assert.deepEqual(await store.commit('boards', [write('e', 'visible', 8)], 8, 3), {
+      ok: false,
+      reason: 'checkpoint_moved',
+      actual: 7,
+    });
     assert.deepEqual(mongo.bulkOptions, []);
     assert.equal(await store.checkpoint('boards'), 7);
     await store.close();
@@ -258,14 +348,23 @@ function hintMismatch(find: SentFind): string | null {
   if (!keys) return `unknown index ${find.hint}`;
   // Fields compared for equality (a value or $in) lead the index; the sort follows in one direction.
   const equal = Object.entries(find.filter)
-    .filter(([field, condition]) => !field.startsWith('$') && field !== '_id' && (typeof condition !== 'object' || (condition !== null && '$in' in condition)))
+    .filter(
+      ([field, condition]) =>
+        !field.startsWith('$') &&
+        field !== '_id' &&
+        (typeof condition !== 'object' || (condition !== null && '$in' in condition)),
+    )
     .map(([field]) => field);
   const leading = keys.slice(0, equal.length).map(([field]) => field);
-  if ([...leading].sort().join() !== [...equal].sort().join()) return `equality on ${equal.join() || 'nothing'}, index starts ${leading.join()}`;
+  if ([...leading].sort().join() !== [...equal].sort().join())
+    return `equality on ${equal.join() || 'nothing'}, index starts ${leading.join()}`;
   const rest = keys.slice(equal.length);
-  if (rest.length !== find.sort.length) return `sort ${JSON.stringify(find.sort)}, index continues ${JSON.stringify(rest)}`;
+  if (rest.length !== find.sort.length)
+    return `sort ${JSON.stringify(find.sort)}, index continues ${JSON.stringify(rest)}`;
   const flip = rest[0]![1] === find.sort[0]![1] ? 1 : -1;
-  const same = rest.every(([field, direction], i) => find.sort[i]![0] === field && find.sort[i]![1] === direction * flip);
+  const same = rest.every(
+    ([field, direction], i) => find.sort[i]![0] === field && find.sort[i]![1] === direction * flip,
+  );
   return same ? null : `sort ${JSON.stringify(find.sort)}, index continues ${JSON.stringify(rest)}`;
 }
 
@@ -292,7 +391,9 @@ describe('MongoDB read store query shapes and upgrade steps (in-memory driver st
   it('every query that sorts names the index matching its shape: a delta with facets uses delta_facet, keyset bounds and chunk reads are hinted', async () => {
     const mongo = fakeMongo();
     const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
-    const writes = Array.from({ length: 9000 }, (_, i) => write(`d${String(i).padStart(5, '0')}`, ['visible', 'suppressed', 'pending'][i % 3]!, i + 1));
+    const writes = Array.from({ length: 9000 }, (_, i) =>
+      write(`d${String(i).padStart(5, '0')}`, ['visible', 'suppressed', 'pending'][i % 3]!, i + 1),
+    );
     await store.commit('boards', writes, 9000, 0);
     mongo.finds.length = 0;
     for (const facets of [undefined, ['visible'], ['visible', 'pending']]) {
@@ -300,19 +401,43 @@ describe('MongoDB read store query shapes and upgrade steps (in-memory driver st
       for (const offset of [0, 2500, 4000, 8000]) await store.list('boards', { ...filtered, offset, limit: 20 });
       await store.listKeyset('boards', { ...filtered, limit: 20 });
       await store.listKeyset('boards', { ...filtered, limit: 20, before: { sortKey: '004000', id: 'd03999' } });
-      await store.delta('boards', { ...filtered, start: { after: { seq: 100, id: 'd00099' } }, upToSeq: 9000, limit: 20 });
-      await store.delta('boards', { ...filtered, start: { fromWrittenAt: '2026-11-21T00:00:00.000Z' }, upToSeq: 9000, limit: 20 });
+      await store.delta('boards', {
+        ...filtered,
+        start: { after: { seq: 100, id: 'd00099' } },
+        upToSeq: 9000,
+        limit: 20,
+      });
+      await store.delta('boards', {
+        ...filtered,
+        start: { fromWrittenAt: '2026-11-21T00:00:00.000Z' },
+        upToSeq: 9000,
+        limit: 20,
+      });
     }
     await store.findIds('boards', 'handle', 'h-d00001', 5);
     await store.findDocs('boards', 'handle', 'h-d00001', 5);
     await store.findIdsMany('boards', 'handle', ['h-d00001', 'h-d00002'], 5);
     // A commit that grows a chunk past its bound cuts it: its rows are read in listing order.
-    await store.commit('boards', Array.from({ length: 3000 }, (_, i) => ({ ...write(`e${i}`, 'visible', 9001 + i), sortKey: '000001' })), 12000, 9000);
+    await store.commit(
+      'boards',
+      Array.from({ length: 3000 }, (_, i) => ({ ...write(`e${i}`, 'visible', 9001 + i), sortKey: '000001' })),
+      12000,
+      9000,
+    );
     const sorted = mongo.finds.filter((find) => find.sort.length > 0);
-    assert.ok(sorted.some((find) => find.hint === 'delta_facet'), 'a delta with facets reads delta_facet');
-    assert.ok(sorted.some((find) => find.collection === '_pulseboard_chunks'), 'chunk reads were made');
+    assert.ok(
+      sorted.some((find) => find.hint === 'delta_facet'),
+      'a delta with facets reads delta_facet',
+    );
+    assert.ok(
+      sorted.some((find) => find.collection === '_pulseboard_chunks'),
+      'chunk reads were made',
+    );
     const wrong = sorted.map((find) => [find, hintMismatch(find)] as const).filter(([, why]) => why !== null);
-    assert.deepEqual(wrong.map(([find, why]) => `${find.collection} ${JSON.stringify(find.filter)}: ${why}`), []);
+    assert.deepEqual(
+      wrong.map(([find, why]) => `${find.collection} ${JSON.stringify(find.filter)}: ${why}`),
+      [],
+    );
     await store.close();
   });
 
@@ -336,15 +461,26 @@ describe('MongoDB read store query shapes and upgrade steps (in-memory driver st
     assert.ok(rowsReadByResume < 20_000, `the cut resumed from its last chunk (read ${rowsReadByResume} rows)`);
     const listing = [...table.values()].sort((a, b) => order(b.sortKey, a.sortKey) || order(b._id, a._id));
     assert.equal(page.total, 20_000);
-    assert.deepEqual(page.docs.map((doc) => doc.id), listing.slice(10_000, 10_050).map((row) => row._id));
+    assert.deepEqual(
+      page.docs.map((doc) => doc.id),
+      listing.slice(10_000, 10_050).map((row) => row._id),
+    );
     for (const facet of ['visible', 'suppressed', 'pending']) {
       const ids = listing.filter((row) => row.facet === facet).map((row) => row._id);
       const facetPage = await store.list('boards', { facets: [facet], offset: 3000, limit: 30 });
       assert.equal(facetPage.total, ids.length, `${facet}: total`);
-      assert.deepEqual(facetPage.docs.map((doc) => doc.id), ids.slice(3000, 3030), `${facet}: page`);
+      assert.deepEqual(
+        facetPage.docs.map((doc) => doc.id),
+        ids.slice(3000, 3030),
+        `${facet}: page`,
+      );
     }
     const chunks = [...mongo.data.get('_pulseboard_chunks')!.values()];
-    assert.equal(chunks.reduce((sum, chunk) => sum + (chunk.total as number), 0), 20_000, 'the chunks count every row once');
+    assert.equal(
+      chunks.reduce((sum, chunk) => sum + (chunk.total as number), 0),
+      20_000,
+      'the chunks count every row once',
+    );
     assert.ok(chunks.every((chunk) => (chunk.total as number) <= 2048));
     // Commits go on from there, within the same limit.
     assert.deepEqual(await store.commit('boards', [write('new', 'visible', 20_001)], 20_001, 0), { ok: true });

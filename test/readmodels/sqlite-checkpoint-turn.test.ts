@@ -58,7 +58,13 @@ it("within a turn another connection's commit is seen when asked for fresh, and 
 it("kept checkpoints follow every later commit of another connection and of the store's own, turn after turn", async () => {
   const { reader, writer } = twoConnections();
   let previous = 0;
-  for (const [position, by] of [[2, writer], [3, reader], [6, writer], [8, writer], [9, reader]] as const) {
+  for (const [position, by] of [
+    [2, writer],
+    [3, reader],
+    [6, writer],
+    [8, writer],
+    [9, reader],
+  ] as const) {
     await nextTurn();
     assert.equal(await reader.checkpoint('projects'), previous);
     await by.commit('projects', [], position);

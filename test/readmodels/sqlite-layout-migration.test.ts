@@ -30,9 +30,21 @@ it('an earlier read-model file keeps its documents and gets exact counts', async
     earlier.exec(EARLIER_SCHEMA);
     const insert = earlier.prepare('INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
     for (let i = 0; i < 30; i++) {
-      insert.run('projects', `p${i}`, JSON.stringify({ id: `p${i}` }), JSON.stringify({ s: i }), i + 1, `2026-10-01T00:00:${String(i).padStart(2, '0')}.000Z`, `k${String(i % 10).padStart(2, '0')}`, i % 3 === 0 ? 'dossier' : 'no_dossier', JSON.stringify({ handle: [`h${i}`] }));
+      insert.run(
+        'projects',
+        `p${i}`,
+        JSON.stringify({ id: `p${i}` }),
+        JSON.stringify({ s: i }),
+        i + 1,
+        `2026-10-01T00:00:${String(i).padStart(2, '0')}.000Z`,
+        `k${String(i % 10).padStart(2, '0')}`,
+        i % 3 === 0 ? 'dossier' : 'no_dossier',
+        JSON.stringify({ handle: [`h${i}`] }),
+      );
     }
-    earlier.exec(`INSERT INTO doc_keys SELECT 'projects', 'handle', 'h' || substr(id, 2), id FROM docs; INSERT INTO checkpoints VALUES ('projects', 30);`);
+    earlier.exec(
+      `INSERT INTO doc_keys SELECT 'projects', 'handle', 'h' || substr(id, 2), id FROM docs; INSERT INTO checkpoints VALUES ('projects', 30);`,
+    );
     earlier.close();
 
     const store = createSqliteReadStore(path);
@@ -42,8 +54,27 @@ it('an earlier read-model file keeps its documents and gets exact counts', async
     assert.deepEqual((await store.get('projects', 'p7'))?.state, { s: 7 });
     assert.deepEqual(await store.findIds('projects', 'handle', 'h7', 10), ['p7']);
     const page = (await store.list('projects', { offset: 25, limit: 10 })).docs;
-    assert.deepEqual(page.map((d) => d.id), ['p11', 'p1', 'p20', 'p10', 'p0'], 'the last page, walked from the end');
-    await store.commit('projects', [{ id: 'p7', doc: { id: 'p7', v: 2 }, state: {}, seq: 31, writtenAt: '2026-10-02T00:00:00.000Z', sortKey: 'k07', facet: 'dossier', keys: { handle: ['h7'] } }], 31);
+    assert.deepEqual(
+      page.map((d) => d.id),
+      ['p11', 'p1', 'p20', 'p10', 'p0'],
+      'the last page, walked from the end',
+    );
+    await store.commit(
+      'projects',
+      [
+        {
+          id: 'p7',
+          doc: { id: 'p7', v: 2 },
+          state: {},
+          seq: 31,
+          writtenAt: '2026-10-02T00:00:00.000Z',
+          sortKey: 'k07',
+          facet: 'dossier',
+          keys: { handle: ['h7'] },
+        },
+      ],
+      31,
+    );
     assert.equal(await store.count('projects', ['dossier']), 11);
     assert.equal(await store.count('projects', ['no_dossier']), 19);
     await store.close();

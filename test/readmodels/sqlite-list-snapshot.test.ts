@@ -31,13 +31,16 @@ it('pages read while another connection commits are each one snapshot: its rows 
   let worker: Worker | undefined;
   try {
     await store.commit('projects', listingWrites(0, 1, true), 1);
-    const expected = (state: ListingState) => new Map(OFFSETS.map((offset) => [offset, expectedPage(state, offset, LIMIT)]));
+    const expected = (state: ListingState) =>
+      new Map(OFFSETS.map((offset) => [offset, expectedPage(state, offset, LIMIT)]));
     const states = [expected(0), expected(1)];
     // Each connection's data_version moves when another connection commits: a read it saw move overlapped a commit.
     const version = watcher.prepare('PRAGMA data_version');
     const dataVersion = () => (version.get() as { data_version: number }).data_version;
 
-    worker = new Worker(new URL('../support/listing-flipper-thread.ts', import.meta.url), { workerData: { path, collection: 'projects', stop, firstSeq: 1 } });
+    worker = new Worker(new URL('../support/listing-flipper-thread.ts', import.meta.url), {
+      workerData: { path, collection: 'projects', stop, firstSeq: 1 },
+    });
     const finished = new Promise<{ commits: number }>((resolve, reject) => {
       worker!.once('message', resolve);
       worker!.once('error', reject);
@@ -60,8 +63,15 @@ it('pages read while another connection commits are each one snapshot: its rows 
     }
     Atomics.store(stop, 0, 1);
     const { commits } = await finished;
-    assert.deepEqual(mixed.slice(0, 5), [], `${mixed.length} of ${reads} reads mixed two states (${overlapping} overlapped a commit)`);
-    assert.ok(overlapping >= OVERLAPPING_READS, `only ${overlapping} of ${reads} reads overlapped one of ${commits} commits in ${MAX_SECONDS} s`);
+    assert.deepEqual(
+      mixed.slice(0, 5),
+      [],
+      `${mixed.length} of ${reads} reads mixed two states (${overlapping} overlapped a commit)`,
+    );
+    assert.ok(
+      overlapping >= OVERLAPPING_READS,
+      `only ${overlapping} of ${reads} reads overlapped one of ${commits} commits in ${MAX_SECONDS} s`,
+    );
   } finally {
     Atomics.store(stop, 0, 1);
     await worker?.terminate();

@@ -13,7 +13,10 @@ import { generationPath } from '../../readmodels/sqlite/generations.ts';
 import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
 import { openGenerationSpace } from '../../service/stores.ts';
 
-const mapped = (path: string) => readFileSync('/proc/self/maps', 'utf8').split('\n').some((line) => line.endsWith(` ${path}`));
+const mapped = (path: string) =>
+  readFileSync('/proc/self/maps', 'utf8')
+    .split('\n')
+    .some((line) => line.endsWith(` ${path}`));
 
 /**
  * A store at `path` holding a document, opened again to read it: the first store's close moves its
@@ -21,7 +24,22 @@ const mapped = (path: string) => readFileSync('/proc/self/maps', 'utf8').split('
  */
 async function readSome(path: string, open: (path: string) => ReadStore): Promise<ReadStore> {
   const writer = open(path);
-  const outcome = await writer.commit('projects', [{ id: 'p1', doc: { name: 'One' }, state: null, seq: 1, writtenAt: '2026-11-01T00:00:00.000Z', sortKey: 'a', facet: 'public', keys: {} }], 1);
+  const outcome = await writer.commit(
+    'projects',
+    [
+      {
+        id: 'p1',
+        doc: { name: 'One' },
+        state: null,
+        seq: 1,
+        writtenAt: '2026-11-01T00:00:00.000Z',
+        sortKey: 'a',
+        facet: 'public',
+        keys: {},
+      },
+    ],
+    1,
+  );
   assert.ok(outcome.ok);
   await writer.close();
   const reader = open(path);
@@ -50,7 +68,11 @@ describe.runIf(process.platform === 'linux')('the read store memory map', () => 
   it('PULSEBOARD_SQLITE_MAP_MB reaches the serving read store', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pulseboard-map-'));
     try {
-      for (const [setting, expectMapped] of [[undefined, false], ['0', false], ['64', true]] as const) {
+      for (const [setting, expectMapped] of [
+        [undefined, false],
+        ['0', false],
+        ['64', true],
+      ] as const) {
         const dataDir = join(dir, setting ?? 'unset');
         const parsed = parseConfig({ PULSEBOARD_DATA_DIR: dataDir, PULSEBOARD_SQLITE_MAP_MB: setting });
         assert.ok(parsed.ok);

@@ -42,7 +42,10 @@ function lifeEvents(steps: number, seed: number): { type: string; data: Record<s
     { type: 'vote.cast', data: { projectId, at: at(0), voterId: 'v0', name: 'Early', avatar: null, direction: 'up' } },
     { type: 'dossier.written', data: { projectId, at: at(0), dossier: dossier(0) } },
   ];
-  events.push({ type: 'project.sighted', data: { projectId, at: at(1), handle: 'lifelabs', name: 'Life Labs', fol: 100, why: 'new' } });
+  events.push({
+    type: 'project.sighted',
+    data: { projectId, at: at(1), handle: 'lifelabs', name: 'Life Labs', fol: 100, why: 'new' },
+  });
   let fol = 100;
   for (let i = 2; events.length < steps; i++) {
     const pick = rand();
@@ -55,7 +58,17 @@ function lifeEvents(steps: number, seed: number): { type: string; data: Record<s
       // Re-sends the current values: folded, but not a write.
       events.push({ type: 'project.sighted', data: { projectId, at: at(i - 1), fol: fol - 1 } });
     } else if (pick < 0.6) {
-      events.push({ type: 'vote.cast', data: { projectId, at: at(i), voterId: `v${Math.floor(rand() * 5)}`, name: 'V', avatar: null, direction: rand() < 0.7 ? 'up' : 'down' } });
+      events.push({
+        type: 'vote.cast',
+        data: {
+          projectId,
+          at: at(i),
+          voterId: `v${Math.floor(rand() * 5)}`,
+          name: 'V',
+          avatar: null,
+          direction: rand() < 0.7 ? 'up' : 'down',
+        },
+      });
     } else if (pick < 0.68) {
       events.push({ type: 'dossier.written', data: { projectId, at: at(i), dossier: dossier(i) } });
     } else if (pick < 0.76) {
@@ -64,15 +77,44 @@ function lifeEvents(steps: number, seed: number): { type: string; data: Record<s
         data: {
           projectId,
           at: at(i),
-          onchain: { symbol: 'LIF', mcap: 1000 * i, holders: i, liquidity: null, change24h: null, buys24h: null, sells24h: null, top10Rate: null, mintRenounced: null, lpLocked: null, honeypot: null },
+          onchain: {
+            symbol: 'LIF',
+            mcap: 1000 * i,
+            holders: i,
+            liquidity: null,
+            change24h: null,
+            buys24h: null,
+            sells24h: null,
+            top10Rate: null,
+            mintRenounced: null,
+            lpLocked: null,
+            honeypot: null,
+          },
         },
       });
     } else if (pick < 0.84) {
-      events.push({ type: 'calltracker.checked', data: { projectId, at: at(i), status: 'matched', historyComplete: rand() < 0.5, posts: i, firstMcap: 10, mcap: 10 + i } });
+      events.push({
+        type: 'calltracker.checked',
+        data: {
+          projectId,
+          at: at(i),
+          status: 'matched',
+          historyComplete: rand() < 0.5,
+          posts: i,
+          firstMcap: 10,
+          mcap: 10 + i,
+        },
+      });
     } else if (pick < 0.9) {
-      events.push({ type: 'research.updated', data: { projectId, at: at(i), state: rand() < 0.5 ? 'queued' : 'ready' } });
+      events.push({
+        type: 'research.updated',
+        data: { projectId, at: at(i), state: rand() < 0.5 ? 'queued' : 'ready' },
+      });
     } else if (pick < 0.95) {
-      events.push({ type: 'followers.observed', data: { projectId, at: at(i), source: 'followerscope', handle: 'lifelabs', value: fol + 3, checkedAt: at(i) } });
+      events.push({
+        type: 'followers.observed',
+        data: { projectId, at: at(i), source: 'followerscope', handle: 'lifelabs', value: fol + 3, checkedAt: at(i) },
+      });
     } else {
       events.push({ type: 'rival.listed', data: { projectId, at: at(i + 2) } });
     }
@@ -80,7 +122,15 @@ function lifeEvents(steps: number, seed: number): { type: string; data: Record<s
   return events;
 }
 
-type Snapshot = { recordedAt: number; position: number; type: string; status: number; project: any; context: any; seq: number | null };
+type Snapshot = {
+  recordedAt: number;
+  position: number;
+  type: string;
+  status: number;
+  project: any;
+  context: any;
+  seq: number | null;
+};
 
 /** Strips what differs on every read. */
 const contextOf = (body: any) => {
@@ -99,7 +149,9 @@ async function recordLife(h: Harness, key: string): Promise<Snapshot[]> {
       await appendProjectHistory(h.stores.log, { projects: 5, steps: 3, seed: 500 + i, prefix: `noise${i}` });
       vi.advanceTimersByTime(STEP_MS);
     }
-    const result = await h.stores.log.append('project-life', [{ id: sourceEventId(type, `life-${i}`), type, data, metadata: {} }]);
+    const result = await h.stores.log.append('project-life', [
+      { id: sourceEventId(type, `life-${i}`), type, data, metadata: {} },
+    ]);
     assert.ok(result.ok);
     const position = result.events[0]!.position;
     const recordedAt = Date.now();
@@ -147,25 +199,39 @@ describe('as-of reads and project history', () => {
           assert.deepEqual(res.json().project, step.project, `asOf ${at} (step ${i}, ${step.type})`);
         }
         if (i % 5 === 0 && step.status === 200) {
-          const res = await h.get(`/v1/projects/lifelabs?include=context&asOf=${encodeURIComponent(iso(step.recordedAt))}`, key);
+          const res = await h.get(
+            `/v1/projects/lifelabs?include=context&asOf=${encodeURIComponent(iso(step.recordedAt))}`,
+            key,
+          );
           // The handle resolves against the current board; it may have moved on since.
-          const byId = await h.get(`/v1/projects/life?include=context&asOf=${encodeURIComponent(iso(step.recordedAt))}`, key);
+          const byId = await h.get(
+            `/v1/projects/life?include=context&asOf=${encodeURIComponent(iso(step.recordedAt))}`,
+            key,
+          );
           assert.equal(byId.status, 200);
           assert.deepEqual(byId.json().project, step.project);
           assert.deepEqual(contextOf(byId.json()), step.context, `context asOf step ${i}`);
-          if (res.status === 200 && res.json().project.id === 'life') assert.deepEqual(res.json().project, step.project);
+          if (res.status === 200 && res.json().project.id === 'life')
+            assert.deepEqual(res.json().project, step.project);
         }
       }
       // Before anything was recorded, and between the pending events and the first sighting.
       assert.equal((await h.get(`/v1/projects/life?asOf=${iso(START)}`, key)).status, 404);
-      assert.equal((await h.get(`/v1/projects/life?asOf=${iso(life[firstSighting]!.recordedAt - 1)}`, key)).status, 404);
+      assert.equal(
+        (await h.get(`/v1/projects/life?asOf=${iso(life[firstSighting]!.recordedAt - 1)}`, key)).status,
+        404,
+      );
       const now = await h.get(`/v1/projects/life?asOf=${iso(Date.now() + 86_400_000)}`, key);
       assert.deepEqual(now.json().project, life[life.length - 1]!.project);
 
       const bad = await h.get('/v1/projects/life?asOf=yesterday', key);
       assert.equal(bad.status, 400);
       assert.match(bad.json().error.message, /parameter 'asOf'/);
-      assert.equal((await h.get('/v1/projects/life?asOf=2026-11-01T00:00:00', key)).status, 400, 'an offset is required');
+      assert.equal(
+        (await h.get('/v1/projects/life?asOf=2026-11-01T00:00:00', key)).status,
+        400,
+        'an offset is required',
+      );
       assert.equal((await h.get(`/v1/projects/nobody?asOf=${iso(Date.now())}`, key)).status, 404);
       assert.equal((await h.get(`/v1/projects/life?asOf=${iso(Date.now())}`)).status, 401);
       // Folding a stream per request is an enriched read: rate protection treats it as protected.
@@ -190,7 +256,13 @@ describe('as-of reads and project history', () => {
       let previous: any = null;
       for (const step of life) {
         if (step.status !== 200 || JSON.stringify(step.project) === JSON.stringify(previous)) continue;
-        expected.push({ writtenAt: iso(step.recordedAt), seq: step.position, type: step.type, before: previous, after: step.project });
+        expected.push({
+          writtenAt: iso(step.recordedAt),
+          seq: step.position,
+          type: step.type,
+          before: previous,
+          after: step.project,
+        });
         previous = step.project;
       }
       assert.ok(expected.length > 20 && expected.length < life.length, 'some events were not writes');
@@ -202,7 +274,10 @@ describe('as-of reads and project history', () => {
         const res = await h.get(url, key);
         assert.equal(res.status, 200, res.body);
         const body = res.json();
-        assert.ok(projectHistorySchema.safeParse(body).success, JSON.stringify(projectHistorySchema.safeParse(body).error?.issues?.[0]));
+        assert.ok(
+          projectHistorySchema.safeParse(body).success,
+          JSON.stringify(projectHistorySchema.safeParse(body).error?.issues?.[0]),
+        );
         assert.equal(body.projectId, 'life');
         assert.ok(body.writes.length <= 7);
         writes.push(...body.writes);
@@ -223,7 +298,9 @@ describe('as-of reads and project history', () => {
         const truth = expected.find((e) => e.seq === write.seq)!;
         assert.equal(write.writtenAt, truth.writtenAt);
         assert.equal(write.type, truth.type);
-        const changed = Object.keys(truth.after).filter((f) => truth.before === null || JSON.stringify(truth.before[f]) !== JSON.stringify(truth.after[f]));
+        const changed = Object.keys(truth.after).filter(
+          (f) => truth.before === null || JSON.stringify(truth.before[f]) !== JSON.stringify(truth.after[f]),
+        );
         assert.deepEqual(
           write.changes.map((c: any) => c.field),
           changed,
@@ -238,7 +315,11 @@ describe('as-of reads and project history', () => {
       // A default page, a cursor of another project, and bad input.
       const first = (await h.get('/v1/projects/life/history', key)).json();
       assert.equal(first.writes.length, Math.min(20, expected.length));
-      await h.append('project.sighted', 'other-1', 'project-other', { projectId: 'other', at: '2026-10-01T00:00:00Z', fol: 1 });
+      await h.append('project.sighted', 'other-1', 'project-other', {
+        projectId: 'other',
+        at: '2026-10-01T00:00:00Z',
+        fol: 1,
+      });
       await h.stores.catchUp();
       const otherCursor = (await h.get('/v1/projects/life/history?limit=1', key)).json().next;
       const wrongProject = await h.get(`/v1/projects/other/history?cursor=${otherCursor}`, key);

@@ -31,8 +31,10 @@ function dump(path: string, sql: string): string[] {
 }
 
 const EVENT_ROWS = 'SELECT position, id, stream, revision, type, data, metadata FROM events ORDER BY position';
-const DOC_ROWS = 'SELECT collection, id, doc, state, seq, written_at, sort_key, facet, keys FROM docs ORDER BY collection, id';
-const DOC_ROWS_WITHOUT_TIME = 'SELECT collection, id, doc, state, seq, sort_key, facet, keys FROM docs ORDER BY collection, id';
+const DOC_ROWS =
+  'SELECT collection, id, doc, state, seq, written_at, sort_key, facet, keys FROM docs ORDER BY collection, id';
+const DOC_ROWS_WITHOUT_TIME =
+  'SELECT collection, id, doc, state, seq, sort_key, facet, keys FROM docs ORDER BY collection, id';
 const KEY_ROWS = 'SELECT collection, key, value, id FROM doc_keys ORDER BY collection, key, value, id';
 const CHECKPOINT_ROWS = 'SELECT collection, position FROM checkpoints ORDER BY collection';
 
@@ -56,13 +58,22 @@ function headOf(eventsPath: string): number {
  * set without ending its input; once it has stored a batch of them, SIGKILLs it `delayMs` later. It
  * is always killed part-way: while committing a batch, parsing one, or waiting for the rest of one.
  */
-async function ingestKilledAfter(dataDir: string, lines: readonly string[], count: number, delayMs: number): Promise<CliRun> {
+async function ingestKilledAfter(
+  dataDir: string,
+  lines: readonly string[],
+  count: number,
+  delayMs: number,
+): Promise<CliRun> {
   const eventsPath = join(dataDir, 'events.sqlite');
   const headBefore = headOf(eventsPath);
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, 'ingest', '--batch-size', '500', '-'], {
-    env: { PATH: process.env['PATH'] ?? '', PULSEBOARD_DATA_DIR: dataDir },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--disable-warning=ExperimentalWarning', CLI, 'ingest', '--batch-size', '500', '-'],
+    {
+      env: { PATH: process.env['PATH'] ?? '', PULSEBOARD_DATA_DIR: dataDir },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -91,7 +102,16 @@ describe(`ingest and replay killed at seeded points (seed ${SEED})`, () => {
     file = join(root, 'data.ndjson');
     writeFileSync(
       file,
-      [...generateLines({ projects: 180, seed: 3, calls: 500, days: 20, hotContractCalls: 0, followerProvider: 'followerscope' })].join(''),
+      [
+        ...generateLines({
+          projects: 180,
+          seed: 3,
+          calls: 500,
+          days: 20,
+          hotContractCalls: 0,
+          followerProvider: 'followerscope',
+        }),
+      ].join(''),
     );
     cleanDir = join(root, 'clean');
     crashDir = join(root, 'crash');
@@ -116,7 +136,9 @@ describe(`ingest and replay killed at seeded points (seed ${SEED})`, () => {
       const delayMs = Math.floor(random() * 60);
       const run = await ingestKilledAfter(crashDir, lines, count, delayMs);
       assert.equal(run.signal, 'SIGKILL', run.stderr);
-      await t.annotate(`ingest round ${round + 1}: ${count} of ${lines.length} lines written, killed ${delayMs} ms later; log head ${headOf(join(crashDir, 'events.sqlite'))}`);
+      await t.annotate(
+        `ingest round ${round + 1}: ${count} of ${lines.length} lines written, killed ${delayMs} ms later; log head ${headOf(join(crashDir, 'events.sqlite'))}`,
+      );
     }
     const finish = await pulseboard(['ingest', '--batch-size', '300', file], crashDir);
     assert.equal(finish.code, 0, finish.stderr);
@@ -148,7 +170,9 @@ describe(`ingest and replay killed at seeded points (seed ${SEED})`, () => {
       const run = await replay.exited;
       if (run.signal === 'SIGKILL') killed += 1;
       else assert.equal(run.code, 0, run.stderr);
-      await t.annotate(`replay round ${round + 1}: kill at progress line ${killAt} of about ${lines}: ${run.signal ?? `exit ${run.code}`}`);
+      await t.annotate(
+        `replay round ${round + 1}: kill at progress line ${killAt} of about ${lines}: ${run.signal ?? `exit ${run.code}`}`,
+      );
     }
     assert.ok(killed > 0, 'at least one replay was killed part-way');
     const finish = await pulseboard(['replay', '--batch-size', '700'], crashDir);
@@ -173,7 +197,8 @@ describe(`ingest and replay killed at seeded points (seed ${SEED})`, () => {
     const reference = await pulseboard(['replay'], cleanOfCrashLog);
     assert.equal(reference.code, 0, reference.stderr);
     const referenceModels = generationFile(cleanOfCrashLog);
-    for (const sql of [DOC_ROWS, KEY_ROWS, CHECKPOINT_ROWS]) assert.deepEqual(dump(crashModels, sql), dump(referenceModels, sql), sql);
+    for (const sql of [DOC_ROWS, KEY_ROWS, CHECKPOINT_ROWS])
+      assert.deepEqual(dump(crashModels, sql), dump(referenceModels, sql), sql);
     assert.deepEqual(dump(crashModels, DOC_ROWS_WITHOUT_TIME), dump(cleanModels, DOC_ROWS_WITHOUT_TIME));
   });
 });

@@ -30,7 +30,9 @@ async function seed(dir: string): Promise<void> {
   // Access commands settle their read models; these ones are not looked at here.
   const accessStore = createSqliteReadStore(':memory:');
   const append = async (stream: string, type: string, id: string, data: Record<string, unknown>) => {
-    const result = await log.append(stream, [{ id: sourceEventId(type, id), type, data, metadata: { source: 'test', messageId: id } }]);
+    const result = await log.append(stream, [
+      { id: sourceEventId(type, id), type, data, metadata: { source: 'test', messageId: id } },
+    ]);
     assert.ok(result.ok);
   };
   const call = (id: string, thesisText: string) => ({ ...examples['call.recorded'].data, id, thesisText, at: at(0) });
@@ -38,13 +40,33 @@ async function seed(dir: string): Promise<void> {
     () => append('project-p1', 'project.sighted', 's1', { projectId: 'p1', at: at(0), fol: 10 }),
     () => append('call-c1', 'call.recorded', 'c1', call('11111111-1111-4111-8111-111111111111', THESIS)),
     () => append('thesis-0xabc', 'thesis.requested', 't1', { contract: '0xabc', owner: 'member', at: at(2) }),
-    () => append('thesis-0xabc', 'thesis.snapshot.saved', 't2', { contract: '0xabc', items: [{ id: 'i1', text: FEED_TEXT }], at: at(3) }),
-    () => append('project-p1', 'vote.cast', 'v1', { projectId: 'p1', at: at(4), voterId: 'u1', name: VOTER, avatar: 'https://a.example/v.png', direction: 'up' }),
+    () =>
+      append('thesis-0xabc', 'thesis.snapshot.saved', 't2', {
+        contract: '0xabc',
+        items: [{ id: 'i1', text: FEED_TEXT }],
+        at: at(3),
+      }),
+    () =>
+      append('project-p1', 'vote.cast', 'v1', {
+        projectId: 'p1',
+        at: at(4),
+        voterId: 'u1',
+        name: VOTER,
+        avatar: 'https://a.example/v.png',
+        direction: 'up',
+      }),
     () => issueKey({ log, store: accessStore }, 'analyst'),
     () => changeOwner({ log, store: accessStore }, 'analyst', 'allow'),
     () => append('call-c2', 'call.recorded', 'c2', call('22222222-2222-4222-8222-222222222222', SECOND_THESIS)),
     () => append('thesis-0xabc', 'thesis.failed', 't3', { contract: '0xabc', reason: 'source down', at: at(8) }),
-    () => append('project-p1', 'ask.asked', 'a1', { projectId: 'p1', askId: 'q1', question: QUESTION, owner: 'analyst', at: at(9) }),
+    () =>
+      append('project-p1', 'ask.asked', 'a1', {
+        projectId: 'p1',
+        askId: 'q1',
+        question: QUESTION,
+        owner: 'analyst',
+        at: at(9),
+      }),
     () => append('project-p2', 'project.sighted', 's2', { projectId: 'p2', at: at(10), fol: 20 }),
   ];
   try {
@@ -82,7 +104,16 @@ describe('pulseboard export', () => {
       ['call.recorded', 'vote.cast', 'call.recorded'],
     );
     for (const event of events) {
-      assert.deepEqual(Object.keys(event), ['id', 'stream', 'revision', 'position', 'type', 'data', 'metadata', 'recordedAt']);
+      assert.deepEqual(Object.keys(event), [
+        'id',
+        'stream',
+        'revision',
+        'position',
+        'type',
+        'data',
+        'metadata',
+        'recordedAt',
+      ]);
       assert.ok(event.recordedAt >= at(1) && event.recordedAt < at(9));
     }
     assert.deepEqual(
@@ -95,11 +126,18 @@ describe('pulseboard export', () => {
       assert.ok(!run.stderr.includes(secret), `stderr carries ${secret}`);
     }
     assert.equal(events[0].data.thesisText, '[withheld]');
-    assert.equal(events[0].data.sourceUrl, examples['call.recorded'].data.sourceUrl, 'the rest of the record is exported');
+    assert.equal(
+      events[0].data.sourceUrl,
+      examples['call.recorded'].data.sourceUrl,
+      'the rest of the record is exported',
+    );
     assert.equal(events[1].data.name, '[withheld]');
     assert.equal(events[1].data.direction, 'up');
     // The command says what it left out and withheld.
-    assert.match(run.stderr, /private events are left out \(thesis\.\*, key\.\*, owner\.\*\): 5 in this range \(thesis\.\* 3, key\.\* 1, owner\.\* 1\)/);
+    assert.match(
+      run.stderr,
+      /private events are left out \(thesis\.\*, key\.\*, owner\.\*\): 5 in this range \(thesis\.\* 3, key\.\* 1, owner\.\* 1\)/,
+    );
     assert.match(run.stderr, /4 withheld \(call\.recorded thesisText 2, vote\.cast name 1, vote\.cast avatar 1\)/);
     assert.match(run.stderr, /add --include-private to include them/);
   });
@@ -110,7 +148,16 @@ describe('pulseboard export', () => {
     const events = lines(run.stdout);
     assert.deepEqual(
       events.map((e) => e.type),
-      ['call.recorded', 'thesis.requested', 'thesis.snapshot.saved', 'vote.cast', 'key.issued', 'owner.allowed', 'call.recorded', 'thesis.failed'],
+      [
+        'call.recorded',
+        'thesis.requested',
+        'thesis.snapshot.saved',
+        'vote.cast',
+        'key.issued',
+        'owner.allowed',
+        'call.recorded',
+        'thesis.failed',
+      ],
     );
     assert.equal(events[0].data.thesisText, THESIS);
     assert.equal(events[2].data.items[0].text, FEED_TEXT);
@@ -175,7 +222,9 @@ describe('exportEvents', () => {
       const rand = prng(12);
       for (let i = 0; i < 400; i++) {
         const type = rand() < 0.5 ? 'project.sighted' : 'rival.listed';
-        await log.append(`project-p${i % 9}`, [{ id: sourceEventId(type, `r${i}`), type, data: { projectId: `p${i % 9}`, at: at(0) }, metadata: {} }]);
+        await log.append(`project-p${i % 9}`, [
+          { id: sourceEventId(type, `r${i}`), type, data: { projectId: `p${i % 9}`, at: at(0) }, metadata: {} },
+        ]);
         // Several events often share one instant.
         if (rand() < 0.4) vi.advanceTimersByTime(Math.floor(rand() * 3) * 500);
       }
@@ -191,10 +240,19 @@ describe('exportEvents', () => {
         const lines: string[] = [];
         const summary = await exportEvents(
           log,
-          { from: new Date(a).toISOString(), to: new Date(b).toISOString(), includePrivate: false, batchSize: 7, ...(types ? { typePrefixes: types } : {}) },
+          {
+            from: new Date(a).toISOString(),
+            to: new Date(b).toISOString(),
+            includePrivate: false,
+            batchSize: 7,
+            ...(types ? { typePrefixes: types } : {}),
+          },
           { write: async (line) => void lines.push(line) },
         );
-        const expected = all.filter((e) => Date.parse(e.recordedAt) >= a && Date.parse(e.recordedAt) < b && (!types || e.type.startsWith(types[0]!)));
+        const expected = all.filter(
+          (e) =>
+            Date.parse(e.recordedAt) >= a && Date.parse(e.recordedAt) < b && (!types || e.type.startsWith(types[0]!)),
+        );
         assert.deepEqual(
           lines.map((l) => JSON.parse(l).position),
           expected.map((e) => e.position),
@@ -219,7 +277,14 @@ describe('exportEvents: seeking', () => {
     const inner = createSqliteEventLog(join(dir, 'events.sqlite'));
     try {
       for (let i = 0; i < 300; i++) {
-        await inner.append(`project-p${i % 7}`, [{ id: sourceEventId('project.sighted', `k${i}`), type: 'project.sighted', data: { projectId: `p${i % 7}`, at: at(0) }, metadata: {} }]);
+        await inner.append(`project-p${i % 7}`, [
+          {
+            id: sourceEventId('project.sighted', `k${i}`),
+            type: 'project.sighted',
+            data: { projectId: `p${i % 7}`, at: at(0) },
+            metadata: {},
+          },
+        ]);
         vi.advanceTimersByTime(1000);
       }
       vi.useRealTimers();
@@ -229,7 +294,8 @@ describe('exportEvents: seeking', () => {
       const strict: EventLog = {
         ...inner,
         readAll: async (options) => {
-          if (options.afterPosition !== 0 && !stored.has(options.afterPosition)) throw new Error(`read from ${options.afterPosition}: not a record boundary`);
+          if (options.afterPosition !== 0 && !stored.has(options.afterPosition))
+            throw new Error(`read from ${options.afterPosition}: not a record boundary`);
           const page = await inner.readAll(options);
           delivered.push(...page.map((e) => e.recordedAt));
           return page;
@@ -238,7 +304,11 @@ describe('exportEvents: seeking', () => {
       const from = all[250]!.recordedAt;
       const to = all[260]!.recordedAt;
       const lines: string[] = [];
-      const summary = await exportEvents(strict, { from, to, includePrivate: true, batchSize: 4 }, { write: async (line) => void lines.push(line) });
+      const summary = await exportEvents(
+        strict,
+        { from, to, includePrivate: true, batchSize: 4 },
+        { write: async (line) => void lines.push(line) },
+      );
       assert.equal(summary.written, 10);
       assert.deepEqual(
         lines.map((l) => JSON.parse(l).position),

@@ -37,7 +37,10 @@ describe('read-model generations', () => {
     assert.deepEqual(readPointer(dir), { ok: true, generation: 0 });
     writePointer(dir, 7);
     assert.deepEqual(readPointer(dir), { ok: true, generation: 7 });
-    await assert.rejects(openStores(configFor(dir)), /names generation 7, but .*readmodels-7\.sqlite is missing; run 'pulseboard replay'/);
+    await assert.rejects(
+      openStores(configFor(dir)),
+      /names generation 7, but .*readmodels-7\.sqlite is missing; run 'pulseboard replay'/,
+    );
     writeFileSync(join(dir, 'readmodels.current'), 'seven\n');
     const bad = readPointer(dir);
     assert.equal(bad.ok, false);
@@ -89,7 +92,9 @@ describe('read-model generations', () => {
       const head = await stores.log.headPosition();
       assert.ok(await eventually(async () => (await stores.store.checkpoint(PROJECTS_COLLECTION)) === head));
 
-      createSqliteReadStore(generationPath(dir, 1)).close().catch(() => undefined);
+      createSqliteReadStore(generationPath(dir, 1))
+        .close()
+        .catch(() => undefined);
       writePointer(dir, 1);
       await appendProjectHistory(stores.log, { projects: 30, steps: 200, seed: 7, prefix: 'n' });
       const later = await stores.log.headPosition();

@@ -48,7 +48,9 @@ describe('an interrupted replay', () => {
       assert.equal(again.code, 0, again.stderr);
       assert.match(again.stderr, /removed readmodels-1\.sqlite, left by an interrupted replay/);
       assert.match(again.stderr, /switched to readmodels-1\.sqlite/);
-      assert.ok(await eventually(async () => (await h.stores.refreshGenerations(), h.stores.generations()?.serving === 1)));
+      assert.ok(
+        await eventually(async () => (await h.stores.refreshGenerations(), h.stores.generations()?.serving === 1)),
+      );
       assert.equal(firstDifference(await dumpReadModels(h.stores.store), before), null);
       assert.ok(!existsSync(join(h.dir, 'readmodels.sqlite')));
       const lock = acquireReplayLock(h.dir);

@@ -97,7 +97,10 @@ describe('pulseboard replay while the service serves', () => {
       const run = await finished;
       assert.equal(run.code, 0, run.stderr);
       assert.ok(readsDuringReplay > 0, 'reads ran while the replay was projecting');
-      assert.match(run.stderr, /replay: position \d+ of \d+ \(\d+\.\d%\), \d+ events applied, \d+ events\/s, (about \d+ s left|time left unknown)/);
+      assert.match(
+        run.stderr,
+        /replay: position \d+ of \d+ \(\d+\.\d%\), \d+ events applied, \d+ events\/s, (about \d+ s left|time left unknown)/,
+      );
       assert.match(run.stderr, /switched to readmodels-1\.sqlite/);
 
       assert.equal(readFileSync(join(h.dir, 'readmodels.current'), 'utf8'), '1\n');
@@ -137,7 +140,9 @@ describe('pulseboard replay while the service serves', () => {
       const mirror = new Map<string, string>();
       let cursor: string | null = null;
       const follow = async (): Promise<boolean> => {
-        const url: string = cursor ? `/v1/projects?cursor=${cursor}&limit=23` : '/v1/projects?since=2000-01-01T00:00:00Z&limit=23';
+        const url: string = cursor
+          ? `/v1/projects?cursor=${cursor}&limit=23`
+          : '/v1/projects?since=2000-01-01T00:00:00Z&limit=23';
         const res = await h.get(url, key);
         assert.equal(res.status, 200, res.body);
         const body = res.json();
@@ -158,7 +163,12 @@ describe('pulseboard replay while the service serves', () => {
       let boardTotal = 0;
       while (!done || h.stores.generations()?.serving !== 1) {
         if (replay.progressLines() > 0 && !done) burstsDuringReplay += 1;
-        await appendProjectHistory(h.stores.log, { projects: 110, steps: 15, seed: 200 + burst, prefix: `live${burst}` });
+        await appendProjectHistory(h.stores.log, {
+          projects: 110,
+          steps: 15,
+          seed: 200 + burst,
+          prefix: `live${burst}`,
+        });
         burst += 1;
         await follow();
         // Reads never go backwards across the switch: projects are only ever added to the board.
@@ -172,14 +182,21 @@ describe('pulseboard replay while the service serves', () => {
       assert.equal(run.code, 0, run.stderr);
       assert.ok(burstsDuringReplay > 0, 'ingest ran while the replay was projecting');
       for (let more = 0; more < 10; more++) {
-        await appendProjectHistory(h.stores.log, { projects: 110, steps: 15, seed: 900 + more, prefix: `after${more}` });
+        await appendProjectHistory(h.stores.log, {
+          projects: 110,
+          steps: 15,
+          seed: 900 + more,
+          prefix: `after${more}`,
+        });
         await follow();
       }
       const head = await h.stores.log.headPosition();
       assert.ok(await eventually(async () => (await h.stores.store.checkpoint(PROJECTS_COLLECTION)) >= head));
       for (let guard = 0; guard < 500 && (await follow()); guard++);
 
-      const truth = (await h.stores.store.list(PROJECTS_COLLECTION, { facets: PUBLIC_PROJECT_FACETS, offset: 0, limit: 100_000 })).docs;
+      const truth = (
+        await h.stores.store.list(PROJECTS_COLLECTION, { facets: PUBLIC_PROJECT_FACETS, offset: 0, limit: 100_000 })
+      ).docs;
       assert.equal(mirror.size, truth.length, 'no row missed');
       for (const row of truth) assert.equal(mirror.get(row.id), JSON.stringify(row.doc), `row ${row.id} is current`);
       assert.equal(firstDifference(await dumpReadModels(h.stores.store), await referenceDump(h)), null);

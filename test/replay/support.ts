@@ -7,8 +7,8 @@ import { CLI, runCli, type CliRun } from '../support/cli.ts';
 export { CLI, type CliRun };
 
 /** Runs `pulseboard …` in a child process on a data directory; resolves once it has exited. */
-export const pulseboard = (args: string[], dataDir: string): Promise<CliRun> => runCli(args, { env: { PULSEBOARD_DATA_DIR: dataDir } });
-
+export const pulseboard = (args: string[], dataDir: string): Promise<CliRun> =>
+  runCli(args, { env: { PULSEBOARD_DATA_DIR: dataDir } });
 
 export type ReplayChild = {
   child: ChildProcess;
@@ -23,12 +23,27 @@ export type ReplayChild = {
  */
 export function startReplay(
   dataDir: string,
-  options: { batchSize: number; env?: Record<string, string>; onProgress?: (line: number, child: ChildProcess) => void },
+  options: {
+    batchSize: number;
+    env?: Record<string, string>;
+    onProgress?: (line: number, child: ChildProcess) => void;
+  },
 ): ReplayChild {
   const child = spawn(
     process.execPath,
-    ['--disable-warning=ExperimentalWarning', CLI, 'replay', '--batch-size', String(options.batchSize), '--progress-interval', '0'],
-    { env: { PATH: process.env['PATH'] ?? '', PULSEBOARD_DATA_DIR: dataDir, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    [
+      '--disable-warning=ExperimentalWarning',
+      CLI,
+      'replay',
+      '--batch-size',
+      String(options.batchSize),
+      '--progress-interval',
+      '0',
+    ],
+    {
+      env: { PATH: process.env['PATH'] ?? '', PULSEBOARD_DATA_DIR: dataDir, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   let progress = 0;
   let stdout = '';

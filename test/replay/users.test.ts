@@ -14,7 +14,10 @@ import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.t
 import type { EventLog } from '../../eventstore/port.ts';
 import { projectors } from '../../projectors/registry.ts';
 import { createProjectorRunner } from '../../projectors/runner.ts';
-import { openGenerationalReadStore, type GenerationalReadStore } from '../../readmodels/generations/generational-read-store.ts';
+import {
+  openGenerationalReadStore,
+  type GenerationalReadStore,
+} from '../../readmodels/generations/generational-read-store.ts';
 import type { GenerationSpace } from '../../readmodels/generations/port.ts';
 import { createSqliteGenerationSpace, generationPath } from '../../readmodels/sqlite/generations.ts';
 import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
@@ -78,7 +81,9 @@ describe('a replay where removing a generation would disturb its users', () => {
       const removals: { generation: number; servingThen: number }[] = [];
       const notes: string[] = [];
       const outcome = await replayReadModels({
-        space: announcing(dir, registry, (generation) => removals.push({ generation, servingThen: serving.generations().serving })),
+        space: announcing(dir, registry, (generation) =>
+          removals.push({ generation, servingThen: serving.generations().serving }),
+        ),
         log,
         projectors,
         batchSize: 100,
@@ -86,7 +91,11 @@ describe('a replay where removing a generation would disturb its users', () => {
       });
       assert.ok(outcome.ok, outcome.ok ? '' : outcome.reason);
       assert.equal(outcome.leftBehind, null);
-      assert.deepEqual(removals, [{ generation: 0, servingThen: 1 }], 'generation 0 was removed once reads had moved to 1');
+      assert.deepEqual(
+        removals,
+        [{ generation: 0, servingThen: 1 }],
+        'generation 0 was removed once reads had moved to 1',
+      );
       assert.deepEqual(notes, [
         'switched to readmodels-1.sqlite (generation 1)',
         'waiting for processes still using readmodels.sqlite to move to generation 1',
@@ -106,7 +115,12 @@ describe('a replay where removing a generation would disturb its users', () => {
     const serving = await serve(registry, 3_600_000);
     try {
       const before = await dumpReadModels(serving.reader);
-      const first = await replayReadModels({ space: announcing(dir, registry), log, projectors, releaseTimeoutMs: 300 });
+      const first = await replayReadModels({
+        space: announcing(dir, registry),
+        log,
+        projectors,
+        releaseTimeoutMs: 300,
+      });
       assert.ok(first.ok, first.ok ? '' : first.reason);
       assert.equal(first.generation, 1);
       assert.match(first.leftBehind ?? '', /^readmodels\.sqlite \(still in use after 0\.3 s\)$/);
@@ -116,7 +130,13 @@ describe('a replay where removing a generation would disturb its users', () => {
 
       // While the old generation is still in use, a replay leaves it alone and says so.
       const notes: string[] = [];
-      const second = await replayReadModels({ space: announcing(dir, registry), log, projectors, releaseTimeoutMs: 300, onNote: (m) => notes.push(m) });
+      const second = await replayReadModels({
+        space: announcing(dir, registry),
+        log,
+        projectors,
+        releaseTimeoutMs: 300,
+        onNote: (m) => notes.push(m),
+      });
       assert.ok(second.ok, second.ok ? '' : second.reason);
       assert.equal(second.generation, 2);
       assert.ok(notes.includes('left readmodels.sqlite, an old generation a process still uses'), notes.join('\n'));
@@ -128,9 +148,12 @@ describe('a replay where removing a generation would disturb its users', () => {
       assert.deepEqual([...registry.values()], [[2]]);
       // From here it follows the pointer again, so the replay's wait for generation 2 to be free ends.
       const following = setInterval(() => void serving.refresh(), 20);
-      const third = await replayReadModels({ space: announcing(dir, registry), log, projectors, onNote: (m) => notes.push(m) }).finally(() =>
-        clearInterval(following),
-      );
+      const third = await replayReadModels({
+        space: announcing(dir, registry),
+        log,
+        projectors,
+        onNote: (m) => notes.push(m),
+      }).finally(() => clearInterval(following));
       assert.ok(third.ok && third.leftBehind === null, third.ok ? String(third.leftBehind) : third.reason);
       assert.ok(notes.includes('removed readmodels.sqlite, an old generation'), notes.join('\n'));
       assert.ok(!existsSync(generationPath(dir, 0)));

@@ -26,8 +26,14 @@ const quietLogger = () => {
 describe('background supervisor', () => {
   it('backs off exponentially with jitter, up to the cap', () => {
     const policy = { baseMs: 100, capMs: 1000, recoveredAfterMs: 500 };
-    assert.deepEqual([1, 2, 3, 4, 5, 9].map((n) => backoffDelay(n, policy, () => 0)), [50, 100, 200, 400, 500, 500]);
-    assert.deepEqual([1, 2, 3, 4, 5, 9].map((n) => backoffDelay(n, policy, () => 0.999999)).map(Math.round), [100, 200, 400, 800, 1000, 1000]);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 9].map((n) => backoffDelay(n, policy, () => 0)),
+      [50, 100, 200, 400, 500, 500],
+    );
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 9].map((n) => backoffDelay(n, policy, () => 0.999999)).map(Math.round),
+      [100, 200, 400, 800, 1000, 1000],
+    );
   });
 
   it('restarts a failing loop with growing delays, logs once per state change, and recovers', async () => {
@@ -35,7 +41,13 @@ describe('background supervisor', () => {
     const states = stateLog();
     const logger = quietLogger();
     const stop = new AbortController();
-    const supervisor = createSupervisor({ signal: stop.signal, clock: manual.clock, logger, random: () => 0.5, onChange: states.onChange });
+    const supervisor = createSupervisor({
+      signal: stop.signal,
+      clock: manual.clock,
+      logger,
+      random: () => 0.5,
+      onChange: states.onChange,
+    });
     let attempts = 0;
     const loop = (signal: AbortSignal) => {
       attempts += 1;
@@ -61,7 +73,10 @@ describe('background supervisor', () => {
       manual.advance(delay);
     }
     // Equal jitter at 0.5: three quarters of base · 2^(n-1).
-    assert.deepEqual(delays, [1, 2, 4, 8].map((f) => 0.75 * DEFAULT_BACKOFF.baseMs * f));
+    assert.deepEqual(
+      delays,
+      [1, 2, 4, 8].map((f) => 0.75 * DEFAULT_BACKOFF.baseMs * f),
+    );
     // The fifth attempt runs; it counts as recovered once it has outlived the quiet period.
     await states.until('demo', 'retrying');
     while (attempts < 5) await new Promise((resolve) => setImmediate(resolve));
@@ -75,12 +90,18 @@ describe('background supervisor', () => {
     assert.deepEqual(supervisor.status().demo!.failures, 0);
     stop.abort();
     await supervised;
-    assert.deepEqual(states.changes.map((c) => c.state), ['running', 'retrying', 'running', 'stopped']);
+    assert.deepEqual(
+      states.changes.map((c) => c.state),
+      ['running', 'retrying', 'running', 'stopped'],
+    );
     assert.equal(attempts, 5);
-    assert.deepEqual(logger.lines.map((l) => [l.level, l.message]), [
-      ['warn', 'background loop failed; retrying with backoff'],
-      ['info', 'background loop recovered'],
-    ]);
+    assert.deepEqual(
+      logger.lines.map((l) => [l.level, l.message]),
+      [
+        ['warn', 'background loop failed; retrying with backoff'],
+        ['info', 'background loop recovered'],
+      ],
+    );
     assert.deepEqual(logger.lines[0]!.fields, { loop: 'demo', reason: 'error', errorName: 'Error' });
     assert.ok(!JSON.stringify(logger.lines).includes('SECRET'), 'error messages are never logged');
   });
@@ -109,10 +130,22 @@ async function projectorsThroughAFault(fault: Fault) {
   const manual = manualClock();
   const states = stateLog();
   const stop = new AbortController();
-  const supervisor = createSupervisor({ signal: stop.signal, clock: manual.clock, logger: quietLogger(), onChange: states.onChange });
-  const health = createHealth({ log, store: flaky.store, collections: projectors.map((p) => p.collection), background: supervisor.status });
+  const supervisor = createSupervisor({
+    signal: stop.signal,
+    clock: manual.clock,
+    logger: quietLogger(),
+    onChange: states.onChange,
+  });
+  const health = createHealth({
+    log,
+    store: flaky.store,
+    collections: projectors.map((p) => p.collection),
+    background: supervisor.status,
+  });
   const running = projectors.map((p) =>
-    supervisor.supervise(`projector:${p.collection}`, (signal) => createProjectorRunner(log, flaky.store, p, { batchSize: 50, idleWaitMs: 5 }).run(signal)),
+    supervisor.supervise(`projector:${p.collection}`, (signal) =>
+      createProjectorRunner(log, flaky.store, p, { batchSize: 50, idleWaitMs: 5 }).run(signal),
+    ),
   );
   try {
     await appendProjectHistory(log, { projects: 40, steps: 300, seed: 3, prefix: 'a' });
@@ -187,9 +220,22 @@ describe('the thesis reader under a failing event log', () => {
     const states = stateLog();
     const logger = quietLogger();
     const stop = new AbortController();
-    const supervisor = createSupervisor({ signal: stop.signal, clock: manual.clock, logger, onChange: states.onChange });
+    const supervisor = createSupervisor({
+      signal: stop.signal,
+      clock: manual.clock,
+      logger,
+      onChange: states.onChange,
+    });
     const health = createHealth({ log: h.log, store: h.store, collections: [], background: supervisor.status });
-    const reader = createThesisReader({ log: flaky.log, store: h.store, source, heartbeat: h.heartbeat, now: h.clock.now, logger: h.logger, idleWaitMs: 5 });
+    const reader = createThesisReader({
+      log: flaky.log,
+      store: h.store,
+      source,
+      heartbeat: h.heartbeat,
+      now: h.clock.now,
+      logger: h.logger,
+      idleWaitMs: 5,
+    });
     const queued = await h.feed.request(await h.member('ann'), { contract: contractOf(7) });
     assert.ok(queued.ok && queued.value.httpStatus === 202);
     flaky.state.failing = true;
@@ -209,7 +255,10 @@ describe('the thesis reader under a failing event log', () => {
       assert.equal((await health.ready()).status, 'ready');
       assert.deepEqual(reads, [contractOf(7)], 'the queued job is read exactly once');
       assert.ok(flaky.state.failures >= 1);
-      assert.deepEqual(logger.lines.map((l) => l.message), ['background loop failed; retrying with backoff', 'background loop recovered']);
+      assert.deepEqual(
+        logger.lines.map((l) => l.message),
+        ['background loop failed; retrying with backoff', 'background loop recovered'],
+      );
       assert.ok(!h.logger.lines.some((l) => l.level === 'error'), 'the reader itself no longer logs every failed pass');
     } finally {
       stop.abort();

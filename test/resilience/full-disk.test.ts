@@ -141,10 +141,16 @@ describe('a full disk (a small tmpfs)', skipFor(problem), () => {
       }
       const named = (f: Record<string, unknown>) =>
         f['reason'] === 'disk_full' && f['errorCode'] === 'STORAGE_DISK_FULL';
-      assert.ok(lines.some((f) => f['loop'] === 'projectors' && named(f)), JSON.stringify(lines));
+      assert.ok(
+        lines.some((f) => f['loop'] === 'projectors' && named(f)),
+        JSON.stringify(lines),
+      );
       const head = await log.headPosition();
       const committed = await Promise.all(projectors.map(async (p) => store.checkpoint(p.collection)));
-      assert.ok(committed.some((c) => c < head), 'the disk filled before the projectors reached the head');
+      assert.ok(
+        committed.some((c) => c < head),
+        'the disk filled before the projectors reached the head',
+      );
 
       resize(disk, '64m');
       for (let attempt = 0; ; attempt++) {

@@ -13,7 +13,13 @@ const standIn = new URL('./fixtures/worker-stand-in.ts', import.meta.url);
 function thread(mode: string, stopGraceMs = 5_000) {
   let posted: () => void = () => undefined;
   const firstState = new Promise<void>((resolve) => (posted = resolve));
-  const projectorThread = createProjectorThread({ workerUrl: standIn, workerData: { mode }, stopGraceMs, abortGraceMs: 20, onChange: () => posted() });
+  const projectorThread = createProjectorThread({
+    workerUrl: standIn,
+    workerData: { mode },
+    stopGraceMs,
+    abortGraceMs: 20,
+    onChange: () => posted(),
+  });
   return { projectorThread, firstState };
 }
 
@@ -37,7 +43,12 @@ describe('the projector thread of serve', () => {
     const manual = manualClock();
     const states = stateLog();
     const stop = new AbortController();
-    const supervisor = createSupervisor({ signal: stop.signal, clock: manual.clock, logger: { info() {}, warn() {} }, onChange: states.onChange });
+    const supervisor = createSupervisor({
+      signal: stop.signal,
+      clock: manual.clock,
+      logger: { info() {}, warn() {} },
+      onChange: states.onChange,
+    });
     const { projectorThread } = thread('fails');
     await assert.rejects(projectorThread.run(new AbortController().signal), /stand-in worker failed/);
     const supervised = supervisor.supervise('projectors', (signal) => projectorThread.run(signal));
@@ -47,7 +58,7 @@ describe('the projector thread of serve', () => {
     await supervised;
   });
 
-  it('bounds its worker\'s V8 heap, so the runner\'s heap guard commits at half of that bound (issue 12)', async () => {
+  it("bounds its worker's V8 heap, so the runner's heap guard commits at half of that bound (issue 12)", async () => {
     let limitMb = 0;
     let reported: () => void = () => undefined;
     const heapReported = new Promise<void>((resolve) => (reported = resolve));

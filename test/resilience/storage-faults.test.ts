@@ -65,7 +65,13 @@ describe('SQLite transactions on a full disk', () => {
 
     // Nothing stored was altered, and the connection takes the next transaction once there is room.
     assert.equal(db.isTransaction, false);
-    assert.deepEqual(db.prepare('SELECT v FROM t').all().map((row) => row['v']), ['kept']);
+    assert.deepEqual(
+      db
+        .prepare('SELECT v FROM t')
+        .all()
+        .map((row) => row['v']),
+      ['kept'],
+    );
     uncap();
     inTransaction(db, () => db.prepare(`INSERT INTO t (v) VALUES ('later')`).run());
     assert.equal((db.prepare('SELECT COUNT(*) AS n FROM t').get() as { n: number }).n, 2);
@@ -91,7 +97,13 @@ describe('SQLite transactions on a full disk', () => {
     );
     assert.equal((db.prepare('SELECT COUNT(*) AS n FROM t').get() as { n: number }).n, 1);
     const read = new RangeError('read failed');
-    assert.throws(() => inReadTransaction(db, () => { throw read; }), (error) => error === read);
+    assert.throws(
+      () =>
+        inReadTransaction(db, () => {
+          throw read;
+        }),
+      (error) => error === read,
+    );
     assert.equal(db.isTransaction, false);
     db.close();
   });

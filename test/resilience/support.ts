@@ -81,7 +81,11 @@ export type Fault = 'before' | 'after';
  * case where a retry could apply a batch twice. `onCommit` sees every commit that got through.
  */
 export function flakyReadStore(inner: ReadStore) {
-  const state: { fault: Fault | null; failures: number; commits: number; onCommit?: () => void } = { fault: null, failures: 0, commits: 0 };
+  const state: { fault: Fault | null; failures: number; commits: number; onCommit?: () => void } = {
+    fault: null,
+    failures: 0,
+    commits: 0,
+  };
   const store: ReadStore = {
     // Methods the port may gain later pass straight through.
     ...inner,

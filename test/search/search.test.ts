@@ -28,16 +28,45 @@ describe('GET /v1/search', () => {
       at: day(1),
       handle: 'Alpha',
       name: 'Alpha',
-      identity: identity({ kind: 'x', handle: 'alpha', website: 'https://www.Alpha.xyz/home', chain: 'base', contract: ALPHA_CONTRACT }),
+      identity: identity({
+        kind: 'x',
+        handle: 'alpha',
+        website: 'https://www.Alpha.xyz/home',
+        chain: 'base',
+        contract: ALPHA_CONTRACT,
+      }),
     });
     await sightProject(h, { projectId: 'p-beta', at: day(1), handle: 'beta' });
-    await writeDossier(h, 'p-beta', day(2), { site: 'https://beta.io', token: { ticker: 'B', contract: SOL_CONTRACT, chain: 'sol' } });
-    await sightProject(h, { projectId: 'p-multi-base', at: day(1), identity: identity({ chain: 'base', contract: MULTI }) });
-    await sightProject(h, { projectId: 'p-multi-eth', at: day(1), identity: identity({ chain: 'ethereum', contract: MULTI }) });
+    await writeDossier(h, 'p-beta', day(2), {
+      site: 'https://beta.io',
+      token: { ticker: 'B', contract: SOL_CONTRACT, chain: 'sol' },
+    });
+    await sightProject(h, {
+      projectId: 'p-multi-base',
+      at: day(1),
+      identity: identity({ chain: 'base', contract: MULTI }),
+    });
+    await sightProject(h, {
+      projectId: 'p-multi-eth',
+      at: day(1),
+      identity: identity({ chain: 'ethereum', contract: MULTI }),
+    });
     await sightProject(h, { projectId: 'p-dup-1', at: day(1), identity: identity({ chain: 'base', contract: DUP }) });
-    await sightProject(h, { projectId: 'p-dup-2', at: day(1), identity: identity({ chain: 'Base', contract: DUP.toUpperCase().replace('0X', '0x') }) });
-    await sightProject(h, { projectId: 'p-site-1', at: day(1), identity: identity({ kind: 'website', website: 'shared.example' }) });
-    await sightProject(h, { projectId: 'p-site-2', at: day(1), identity: identity({ kind: 'website', website: 'https://www.shared.example/about' }) });
+    await sightProject(h, {
+      projectId: 'p-dup-2',
+      at: day(1),
+      identity: identity({ chain: 'Base', contract: DUP.toUpperCase().replace('0X', '0x') }),
+    });
+    await sightProject(h, {
+      projectId: 'p-site-1',
+      at: day(1),
+      identity: identity({ kind: 'website', website: 'shared.example' }),
+    });
+    await sightProject(h, {
+      projectId: 'p-site-2',
+      at: day(1),
+      identity: identity({ kind: 'website', website: 'https://www.shared.example/about' }),
+    });
     await sightProject(h, { projectId: 'p-gamma', at: day(1), identity: identity({ kind: 'x', handle: '@GammaId' }) });
     await sightProject(h, { projectId: 'p-twin-1', at: day(1), identity: identity({ kind: 'x', handle: 'twinid' }) });
     await sightProject(h, { projectId: 'p-twin-2', at: day(1), identity: identity({ kind: 'x', handle: 'twinid' }) });
@@ -46,7 +75,11 @@ describe('GET /v1/search', () => {
     await sightProject(h, { projectId: 'weird id', at: day(1) });
     // Research written for a project never sighted: not public, so never found.
     await writeDossier(h, 'p-ghost', day(2), { site: 'https://ghost.example' });
-    for (const [voterId, direction] of [['u1', 'up'], ['u2', 'up'], ['u3', 'down']] as const) {
+    for (const [voterId, direction] of [
+      ['u1', 'up'],
+      ['u2', 'up'],
+      ['u3', 'down'],
+    ] as const) {
       await appendSource(h, 'vote.cast', `vote-${voterId}`, streams.project('p-alpha'), {
         projectId: 'p-alpha',
         at: day(4),
@@ -56,7 +89,11 @@ describe('GET /v1/search', () => {
         direction,
       });
     }
-    await appendSource(h, 'research.updated', 'research-alpha', streams.project('p-alpha'), { projectId: 'p-alpha', at: day(4), state: 'researching' });
+    await appendSource(h, 'research.updated', 'research-alpha', streams.project('p-alpha'), {
+      projectId: 'p-alpha',
+      at: day(4),
+      state: 'researching',
+    });
     await h.stores.catchUp();
     client = await createCheckedClient(h);
     headBefore = await h.stores.log.headPosition();
@@ -97,7 +134,13 @@ describe('GET /v1/search', () => {
   });
 
   it('finds by website: any URL or bare domain, on the lower-case host without www.', async () => {
-    for (const q of ['https://www.alpha.xyz/anything?x=1', 'alpha.xyz', 'WWW.ALPHA.XYZ', 'http://alpha.xyz', 'alpha.xyz/pricing']) {
+    for (const q of [
+      'https://www.alpha.xyz/anything?x=1',
+      'alpha.xyz',
+      'WWW.ALPHA.XYZ',
+      'http://alpha.xyz',
+      'alpha.xyz/pricing',
+    ]) {
       assert.equal(await foundId(q), 'p-alpha', q);
     }
     assert.equal(await foundId('beta.io'), 'p-beta', 'a dossier site counts');
@@ -105,11 +148,29 @@ describe('GET /v1/search', () => {
   });
 
   it('finds by social profile: @name, name, x.com/name, twitter.com/name, with scheme or not', async () => {
-    for (const q of ['@alpha', 'alpha', 'ALPHA', 'x.com/alpha', 'https://x.com/alpha', 'https://twitter.com/alpha', 'twitter.com/Alpha', 'www.x.com/alpha/status/1', 'https://mobile.twitter.com/@alpha']) {
+    for (const q of [
+      '@alpha',
+      'alpha',
+      'ALPHA',
+      'x.com/alpha',
+      'https://x.com/alpha',
+      'https://twitter.com/alpha',
+      'twitter.com/Alpha',
+      'www.x.com/alpha/status/1',
+      'https://mobile.twitter.com/@alpha',
+    ]) {
       assert.equal(await foundId(q), 'p-alpha', q);
     }
-    assert.equal(await foundId('@reused'), 'p-new', 'a reused handle finds its newest claimant, as GET /projects/@name does');
-    assert.equal(await foundId('@gammaid'), 'p-gamma', 'a submitted identity handle counts when no project claims the handle');
+    assert.equal(
+      await foundId('@reused'),
+      'p-new',
+      'a reused handle finds its newest claimant, as GET /projects/@name does',
+    );
+    assert.equal(
+      await foundId('@gammaid'),
+      'p-gamma',
+      'a submitted identity handle counts when no project claims the handle',
+    );
   });
 
   it('answers missing, ambiguous and chain_required with project and context null', async () => {
@@ -132,9 +193,17 @@ describe('GET /v1/search', () => {
     // Such a body is made once per state and sent with each read's readAt: the very bytes of the value, and one validator.
     const first = await h.get(`/v1/search?q=${encodeURIComponent('@nobody')}`, reader);
     const again = await h.get(`/v1/search?q=${encodeURIComponent('nobody.example')}`, reader);
-    for (const res of [first, again]) assert.equal(res.body, JSON.stringify({ state: 'missing', project: null, context: null, readAt: res.json().readAt }));
+    for (const res of [first, again])
+      assert.equal(
+        res.body,
+        JSON.stringify({ state: 'missing', project: null, context: null, readAt: res.json().readAt }),
+      );
     assert.equal(again.headers.etag, first.headers.etag);
-    assert.notEqual((await h.get(`/v1/search?q=${MULTI}`, reader)).headers.etag, first.headers.etag, 'another state, another body');
+    assert.notEqual(
+      (await h.get(`/v1/search?q=${MULTI}`, reader)).headers.etag,
+      first.headers.etag,
+      'another state, another body',
+    );
   });
 
   it('adds context on found: votes, research, freshness; voter names only for an allowlisted key owner', async () => {
@@ -184,8 +253,14 @@ describe('search q forms', () => {
     assert.deepEqual(classifyQuery('https://x.com/foo'), { kind: 'social', handle: 'foo' });
     assert.deepEqual(classifyQuery('x.com'), { kind: 'website', host: 'x.com' });
     assert.deepEqual(classifyQuery('foo.near'), { kind: 'website', host: 'foo.near' });
-    assert.deepEqual(classifyQuery('EQD4FPq-PRDieyQKkizFTRtSDyucUIqrj0v_zXJmqaDp6_0t'), { kind: 'contract', contract: 'EQD4FPq-PRDieyQKkizFTRtSDyucUIqrj0v_zXJmqaDp6_0t' });
-    assert.deepEqual(classifyQuery('So11111111111111111111111111111111111111112'), { kind: 'contract', contract: 'So11111111111111111111111111111111111111112' });
+    assert.deepEqual(classifyQuery('EQD4FPq-PRDieyQKkizFTRtSDyucUIqrj0v_zXJmqaDp6_0t'), {
+      kind: 'contract',
+      contract: 'EQD4FPq-PRDieyQKkizFTRtSDyucUIqrj0v_zXJmqaDp6_0t',
+    });
+    assert.deepEqual(classifyQuery('So11111111111111111111111111111111111111112'), {
+      kind: 'contract',
+      contract: 'So11111111111111111111111111111111111111112',
+    });
     assert.deepEqual(classifyQuery('some_name'), { kind: 'social', handle: 'some_name' });
     assert.equal(classifyQuery('@'), null);
     assert.equal(classifyQuery('two words'), null);
@@ -207,14 +282,24 @@ describe('search outcomes kept between reads', () => {
       assert.equal((await search(contract)).state, 'missing', 'asked again');
       assert.equal((await search('@kept_handle')).state, 'missing');
 
-      await sightProject(harness, { projectId: 'holder-1', at: day(1), handle: 'kept_handle', identity: identity({ chain: 'base', contract }) });
+      await sightProject(harness, {
+        projectId: 'holder-1',
+        at: day(1),
+        handle: 'kept_handle',
+        identity: identity({ chain: 'base', contract }),
+      });
       await harness.stores.catchUp();
       const found = await search(contract);
       assert.equal(found.state, 'found');
       assert.equal(found.project.id, 'holder-1');
       assert.equal((await search('@kept_handle')).project.id, 'holder-1');
 
-      await sightProject(harness, { projectId: 'holder-2', at: day(2), handle: 'kept_handle', identity: identity({ chain: 'base', contract }) });
+      await sightProject(harness, {
+        projectId: 'holder-2',
+        at: day(2),
+        handle: 'kept_handle',
+        identity: identity({ chain: 'base', contract }),
+      });
       await harness.stores.catchUp();
       assert.equal((await search(contract)).state, 'ambiguous');
       assert.equal((await search('@kept_handle')).project.id, 'holder-2', 'the newest claimant of the handle');

@@ -28,7 +28,10 @@ export const testDossier = (n: number) => ({
  * project in board order), dossiers (which move it between facets), calltracker checks, follower
  * observations and events that write nothing public. Returns the positions appended.
  */
-export async function appendBoardHistory(log: EventLog, options: { projects: number; steps: number; seed: number; prefix?: string }): Promise<void> {
+export async function appendBoardHistory(
+  log: EventLog,
+  options: { projects: number; steps: number; seed: number; prefix?: string },
+): Promise<void> {
   const rand = prng(options.seed);
   const prefix = options.prefix ?? 'b';
   for (let step = 0; step < options.steps; step++) {
@@ -39,16 +42,36 @@ export async function appendBoardHistory(log: EventLog, options: { projects: num
     let data: Record<string, unknown>;
     if (pick < 0.5) {
       type = 'project.sighted';
-      data = { projectId, at, fol: Math.floor(rand() * 10_000), ...(rand() < 0.2 ? { handle: `h${Math.floor(rand() * 30)}` } : {}) };
+      data = {
+        projectId,
+        at,
+        fol: Math.floor(rand() * 10_000),
+        ...(rand() < 0.2 ? { handle: `h${Math.floor(rand() * 30)}` } : {}),
+      };
     } else if (pick < 0.62) {
       type = 'dossier.written';
       data = { projectId, at, dossier: testDossier(step) };
     } else if (pick < 0.75) {
       type = 'calltracker.checked';
-      data = { projectId, at, status: 'matched', historyComplete: rand() < 0.5, posts: step, firstMcap: 10, mcap: 20 + step };
+      data = {
+        projectId,
+        at,
+        status: 'matched',
+        historyComplete: rand() < 0.5,
+        posts: step,
+        firstMcap: 10,
+        mcap: 20 + step,
+      };
     } else if (pick < 0.85) {
       type = 'vote.cast';
-      data = { projectId, at, voterId: `u${Math.floor(rand() * 40)}`, name: 'n', avatar: null, direction: rand() < 0.5 ? 'up' : 'down' };
+      data = {
+        projectId,
+        at,
+        voterId: `u${Math.floor(rand() * 40)}`,
+        name: 'n',
+        avatar: null,
+        direction: rand() < 0.5 ? 'up' : 'down',
+      };
     } else if (pick < 0.93) {
       type = 'followers.observed';
       data = { projectId, at, source: 'followerscope', handle: 'x', value: Math.floor(rand() * 1000), checkedAt: at };
@@ -56,13 +79,15 @@ export async function appendBoardHistory(log: EventLog, options: { projects: num
       type = 'rival.listed';
       data = { projectId, at };
     }
-    await log.append(`project-${projectId}`, [{ id: sourceEventId(type, `${prefix}-${step}`), type, data, metadata: {} }]);
+    await log.append(`project-${projectId}`, [
+      { id: sourceEventId(type, `${prefix}-${step}`), type, data, metadata: {} },
+    ]);
   }
 }
 
 export async function allEvents(log: EventLog): Promise<RecordedEvent[]> {
   const events: RecordedEvent[] = [];
-  for (let after = 0; ; ) {
+  for (let after = 0; ;) {
     const page = await log.readAll({ afterPosition: after, limit: 5000 });
     if (page.length === 0) return events;
     events.push(...page);
@@ -72,7 +97,9 @@ export async function allEvents(log: EventLog): Promise<RecordedEvent[]> {
 
 /** The public projects as the live projector had them after position `at` (the reference every history read is checked against). */
 export function boardAt(events: readonly RecordedEvent[], at: number): StoredDoc<Project, ProjectState>[] {
-  const upTo = events.filter((e) => e.position <= at && projectsProjector.typePrefixes.some((p) => e.type.startsWith(p)));
+  const upTo = events.filter(
+    (e) => e.position <= at && projectsProjector.typePrefixes.some((p) => e.type.startsWith(p)),
+  );
   const folded = foldEvents(projectsProjector, new Map(), upTo);
   return [...folded.values()]
     .filter((d) => isPublicProject(d))

@@ -21,7 +21,13 @@ export const callId = (n: number) => uuidv5(`call-${n}`, NS);
 export const callerId = (n: number) => uuidv5(`caller-${n}`, NS);
 
 /** Appends one source event, refusing data the catalogue would not accept. */
-export async function appendSource(h: Harness, type: EventType, messageId: string, stream: string, data: Record<string, unknown>): Promise<void> {
+export async function appendSource(
+  h: Harness,
+  type: EventType,
+  messageId: string,
+  stream: string,
+  data: Record<string, unknown>,
+): Promise<void> {
   const parsed = parseEventData(type, data);
   if (!parsed.ok) throw new Error(`fixture ${type} ${messageId} is not valid: ${parsed.reason}`);
   await h.append(type, messageId, stream, data);
@@ -62,7 +68,10 @@ export function token(i: number, options: Partial<CallTokenPayload> = {}): CallT
     logoUrl: options.logoUrl === undefined ? `https://img.example/t${i}.png` : options.logoUrl,
     ggXHandle: options.ggXHandle === undefined ? `tok${i}` : options.ggXHandle,
     ggWebsite: options.ggWebsite === undefined ? `https://t${i}.example` : options.ggWebsite,
-    description: options.description === undefined ? `Token ${i}: "quoted" \\ back\nline — ${'描述'.repeat(20)}` : options.description,
+    description:
+      options.description === undefined
+        ? `Token ${i}: "quoted" \\ back\nline — ${'描述'.repeat(20)}`
+        : options.description,
   };
 }
 
@@ -106,7 +115,11 @@ export function makeCall(n: number, options: CallOptions): CallPayload {
   };
 }
 
-export async function recordCall(h: Harness, call: CallPayload, messageId = `rec-${call.id}-${call.updatedAt}`): Promise<void> {
+export async function recordCall(
+  h: Harness,
+  call: CallPayload,
+  messageId = `rec-${call.id}-${call.updatedAt}`,
+): Promise<void> {
   await appendSource(h, 'call.recorded', messageId, streams.call(call.id), { ...call, at: call.updatedAt });
 }
 
@@ -132,12 +145,18 @@ export type ProjectFixture = {
   identity?: SourcePayload<'project.sighted'>['identity'];
 };
 
-export async function sightProject(h: Harness, p: ProjectFixture, messageId = `sight-${p.projectId}-${p.at}`): Promise<void> {
+export async function sightProject(
+  h: Harness,
+  p: ProjectFixture,
+  messageId = `sight-${p.projectId}-${p.at}`,
+): Promise<void> {
   const { projectId, at, ...fields } = p;
   await appendSource(h, 'project.sighted', messageId, streams.project(projectId), { projectId, at, ...fields });
 }
 
-export function identity(fields: Partial<NonNullable<ProjectFixture['identity']>>): NonNullable<ProjectFixture['identity']> {
+export function identity(
+  fields: Partial<NonNullable<ProjectFixture['identity']>>,
+): NonNullable<ProjectFixture['identity']> {
   return { kind: 'contract', handle: null, website: null, chain: null, contract: null, ...fields };
 }
 
@@ -145,7 +164,11 @@ export async function writeDossier(
   h: Harness,
   projectId: string,
   at: string,
-  fields: { name?: string; site?: string | null; token?: { ticker: string | null; contract: string | null; chain: string | null } | null } = {},
+  fields: {
+    name?: string;
+    site?: string | null;
+    token?: { ticker: string | null; contract: string | null; chain: string | null } | null;
+  } = {},
 ): Promise<void> {
   await appendSource(h, 'dossier.written', `dossier-${projectId}-${at}`, streams.project(projectId), {
     projectId,

@@ -10,7 +10,10 @@ export type CliRun = { code: number | null; signal: NodeJS.Signals | null; stdou
  * Runs `node bin/pulseboard.ts …` in a child process with only PATH and `env` in its environment,
  * optionally feeding `stdin`; resolves once it has exited.
  */
-export function runCli(args: string[], options: { env?: Record<string, string>; stdin?: string } = {}): Promise<CliRun> {
+export function runCli(
+  args: string[],
+  options: { env?: Record<string, string>; stdin?: string } = {},
+): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, ...args], {
       env: { PATH: process.env['PATH'] ?? '', ...options.env },

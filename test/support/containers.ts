@@ -24,7 +24,10 @@ export function dockerUnavailableReason(): Promise<string | null> {
   probe ??= (async () => {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<string>((resolve) => {
-      timer = setTimeout(() => resolve(`no answer from a Docker engine within ${PROBE_TIMEOUT_MS} ms`), PROBE_TIMEOUT_MS);
+      timer = setTimeout(
+        () => resolve(`no answer from a Docker engine within ${PROBE_TIMEOUT_MS} ms`),
+        PROBE_TIMEOUT_MS,
+      );
       timer.unref();
     });
     const detect = getContainerRuntimeClient().then(
@@ -48,7 +51,8 @@ export async function skipUnlessDocker(what: string): Promise<false | string> {
   const reason = await dockerUnavailableReason();
   if (reason === null) return false;
   // CI on a runner with Docker sets this, so a broken engine fails the run instead of skipping quietly.
-  if (process.env.PULSEBOARD_REQUIRE_DOCKER === '1') throw new Error(`PULSEBOARD_REQUIRE_DOCKER=1 but ${what} cannot run: ${reason}`);
+  if (process.env.PULSEBOARD_REQUIRE_DOCKER === '1')
+    throw new Error(`PULSEBOARD_REQUIRE_DOCKER=1 but ${what} cannot run: ${reason}`);
   return `needs a Docker engine for ${what} (testcontainers): ${reason}`;
 }
 
@@ -70,7 +74,9 @@ export async function startKurrentDb(): Promise<Running<{ connectionString: stri
       KURRENTDB_RUN_PROJECTIONS: 'None',
     })
     .withExposedPorts(2113)
-    .withWaitStrategy(Wait.forHttp('/health/live', 2113).forStatusCodeMatching((status) => status >= 200 && status < 300))
+    .withWaitStrategy(
+      Wait.forHttp('/health/live', 2113).forStatusCodeMatching((status) => status >= 200 && status < 300),
+    )
     .withStartupTimeout(120_000)
     .start();
   return {
@@ -101,7 +107,12 @@ export async function startMongo(): Promise<Running<{ url(database: string): str
     throw new Error(`MongoDB replica set initiation failed: ${initiate.output}`);
   }
   for (let attempt = 0; ; attempt += 1) {
-    const primary = await container.exec(['mongosh', '--quiet', '--eval', 'quit(db.hello().isWritablePrimary ? 0 : 1)']);
+    const primary = await container.exec([
+      'mongosh',
+      '--quiet',
+      '--eval',
+      'quit(db.hello().isWritablePrimary ? 0 : 1)',
+    ]);
     if (primary.exitCode === 0) break;
     if (attempt >= 120) {
       await container.stop();

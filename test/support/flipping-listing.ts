@@ -19,7 +19,16 @@ export function listingWrites(state: ListingState, seq: number, all = false): Do
   for (let i = 0; i < LISTING_SIZE; i++) {
     if (!all && !flipped(i)) continue;
     const facet = state === 1 && flipped(i) ? 'b' : 'a';
-    writes.push({ id: idOf(i), doc: { i }, state: {}, seq, writtenAt: '2026-11-01T00:00:00.000Z', sortKey: `k${String(i).padStart(5, '0')}`, facet, keys: {} });
+    writes.push({
+      id: idOf(i),
+      doc: { i },
+      state: {},
+      seq,
+      writtenAt: '2026-11-01T00:00:00.000Z',
+      sortKey: `k${String(i).padStart(5, '0')}`,
+      facet,
+      keys: {},
+    });
   }
   return writes;
 }

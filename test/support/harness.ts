@@ -24,7 +24,10 @@ export type Harness = {
   /** Appends one source event the way ingest stores it (stream, v5 id, data + at). */
   append(type: string, messageId: string, stream: string, data: Record<string, unknown>): Promise<void>;
   key(owner: string, changes?: OwnerChange[]): Promise<string>;
-  get(url: string, key?: string): Promise<{ status: number; headers: Record<string, unknown>; body: string; json: () => any }>;
+  get(
+    url: string,
+    key?: string,
+  ): Promise<{ status: number; headers: Record<string, unknown>; body: string; json: () => any }>;
   close(): Promise<void>;
 };
 
@@ -68,7 +71,9 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     services,
     app,
     async append(type, messageId, stream, data) {
-      const result = await stores.log.append(stream, [{ id: sourceEventId(type, messageId), type, data, metadata: { source: 'test', messageId } }]);
+      const result = await stores.log.append(stream, [
+        { id: sourceEventId(type, messageId), type, data, metadata: { source: 'test', messageId } },
+      ]);
       if (!result.ok) throw new Error('append failed');
     },
     async key(owner, changes = []) {
@@ -79,7 +84,10 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       const res = await app.inject({ method: 'GET', url, headers: key ? { authorization: `Bearer ${key}` } : {} });
       // Every /v1 response any test reads is checked against the served OpenAPI document (ajv).
       if (url.startsWith('/v1/') && !url.startsWith('/v1/openapi.json')) {
-        openapi ??= JSON.parse((await app.inject({ method: 'GET', url: '/v1/openapi.json' })).body) as Record<string, unknown>;
+        openapi ??= JSON.parse((await app.inject({ method: 'GET', url: '/v1/openapi.json' })).body) as Record<
+          string,
+          unknown
+        >;
         const body = JSON.parse(res.body) as unknown;
         // Unknown routes are not in the document; their body must still be the error envelope.
         if (matchPath(openapi, url) !== null) assertResponse(openapi, 'GET', url, res.statusCode, body);

@@ -51,7 +51,8 @@ function jarsCached(version: string): boolean {
 export function kafkaSkipReason(version = KAFKA_VERSION): false | string {
   if (requireServers()) return false;
   if (!runs('java', ['-version'])) return 'needs java (17 or later) to run a Kafka broker';
-  if (!jarsCached(version) && !runs('mvn', ['-v'])) return `needs mvn to fetch kafka_2.13 ${version} from Maven Central`;
+  if (!jarsCached(version) && !runs('mvn', ['-v']))
+    return `needs mvn to fetch kafka_2.13 ${version} from Maven Central`;
   return false;
 }
 
@@ -94,7 +95,8 @@ export async function kafkaJars(version = KAFKA_VERSION): Promise<string> {
       mkdirSync(lock);
     } catch {
       // Another process holds the lock; a lock older than the fetch bound was left by a killed one.
-      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > FETCH_TIMEOUT_MS) rmSync(lock, { recursive: true, force: true });
+      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > FETCH_TIMEOUT_MS)
+        rmSync(lock, { recursive: true, force: true });
       await sleep(1000);
       continue;
     }
@@ -103,9 +105,21 @@ export async function kafkaJars(version = KAFKA_VERSION): Promise<string> {
       writeFileSync(join(dir, 'pom.xml'), pom(version));
       const partial = join(dir, 'libs.partial');
       rmSync(partial, { recursive: true, force: true });
-      const mvn = spawn('mvn', ['-B', '-q', '-f', join(dir, 'pom.xml'), 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${partial}`], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const mvn = spawn(
+        'mvn',
+        [
+          '-B',
+          '-q',
+          '-f',
+          join(dir, 'pom.xml'),
+          'dependency:copy-dependencies',
+          '-DincludeScope=runtime',
+          `-DoutputDirectory=${partial}`,
+        ],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
       let output = '';
       mvn.stdout!.on('data', (chunk: Buffer) => (output = (output + chunk.toString('utf8')).slice(-4000)));
       mvn.stderr!.on('data', (chunk: Buffer) => (output = (output + chunk.toString('utf8')).slice(-4000)));
@@ -202,7 +216,11 @@ export async function startKafkaBroker(options: KafkaBrokerOptions = {}): Promis
 
   // A cluster id is 16 random bytes in URL-safe base64 without padding (what `random-uuid` prints).
   const clusterId = randomBytes(16).toString('base64url');
-  const format = spawn('java', [...flags, '-cp', classpath, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', properties], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const format = spawn(
+    'java',
+    [...flags, '-cp', classpath, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', properties],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let formatOutput = '';
   format.stdout!.on('data', (chunk: Buffer) => (formatOutput += chunk.toString('utf8')));
   format.stderr!.on('data', (chunk: Buffer) => (formatOutput += chunk.toString('utf8')));
@@ -213,7 +231,13 @@ export async function startKafkaBroker(options: KafkaBrokerOptions = {}): Promis
   }
 
   async function answers(): Promise<boolean> {
-    const admin = new Kafka({ clientId: 'pb-broker-probe', brokers, logLevel: logLevel.NOTHING, retry: { retries: 0 }, connectionTimeout: 2000 }).admin();
+    const admin = new Kafka({
+      clientId: 'pb-broker-probe',
+      brokers,
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0 },
+      connectionTimeout: 2000,
+    }).admin();
     try {
       await admin.connect();
       const cluster = await admin.describeCluster();
@@ -232,7 +256,8 @@ export async function startKafkaBroker(options: KafkaBrokerOptions = {}): Promis
     child = proc;
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (Date.now() < deadline) {
-      if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`the Kafka ${version} broker exited at start (code ${proc.exitCode})`);
+      if (proc.exitCode !== null || proc.signalCode !== null)
+        throw new Error(`the Kafka ${version} broker exited at start (code ${proc.exitCode})`);
       if (await answers()) return;
       await sleep(250);
     }
@@ -256,7 +281,10 @@ export async function startKafkaBroker(options: KafkaBrokerOptions = {}): Promis
       const admin = new Kafka({ clientId: 'pb-broker-admin', brokers, logLevel: logLevel.WARN }).admin();
       await admin.connect();
       try {
-        await admin.createTopics({ waitForLeaders: true, topics: topics.map(({ topic, partitions }) => ({ topic, numPartitions: partitions })) });
+        await admin.createTopics({
+          waitForLeaders: true,
+          topics: topics.map(({ topic, partitions }) => ({ topic, numPartitions: partitions })),
+        });
       } finally {
         await admin.disconnect();
       }

@@ -109,7 +109,8 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
     const value = last ? (JSON.parse(last.data) as { $maxAge?: unknown }).$maxAge : undefined;
     return typeof value === 'number' ? value : undefined;
   };
-  const expired = (record: StoredRecord, maxAgeSeconds: number) => server.now() - record.created.getTime() > maxAgeSeconds * 1000;
+  const expired = (record: StoredRecord, maxAgeSeconds: number) =>
+    server.now() - record.created.getTime() > maxAgeSeconds * 1000;
 
   /** The newest position the node serving this read has: the leader has every record, a follower may lag. */
   const horizon = (method: string, requiresLeader: boolean | undefined): bigint => {
@@ -155,7 +156,11 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
           : state === 'stream_exists'
             ? current !== null
             : current === state;
-    if (!ok) throw commandError(WrongExpectedVersionError.prototype, `${stream}: wrong expected version (expected ${String(state)}, at ${String(current)})`);
+    if (!ok)
+      throw commandError(
+        WrongExpectedVersionError.prototype,
+        `${stream}: wrong expected version (expected ${String(state)}, at ${String(current)})`,
+      );
     const written: StoredRecord[] = [];
     for (const event of events) {
       position += 10n + BigInt(records.length % 7);
@@ -175,7 +180,11 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
     }
     streams.set(stream, list);
     for (const record of written) appended.emit('record', record);
-    return { success: true, nextExpectedRevision: BigInt(list.length - 1), position: { commit: position, prepare: position } };
+    return {
+      success: true,
+      nextExpectedRevision: BigInt(list.length - 1),
+      position: { commit: position, prepare: position },
+    };
   }
 
   function client(): KurrentDBClient {
@@ -194,39 +203,71 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
           const list = streams.get(request.streamName) ?? [];
           const current = list.length === 0 ? null : BigInt(list.length - 1);
           const state = request.expectedState;
-          const ok = state === 'any' || (state === 'no_stream' ? current === null : state === 'stream_exists' ? current !== null : current === state);
-          if (!ok) throw commandError(WrongExpectedVersionError.prototype, `${request.streamName}: wrong expected version`);
+          const ok =
+            state === 'any' ||
+            (state === 'no_stream'
+              ? current === null
+              : state === 'stream_exists'
+                ? current !== null
+                : current === state);
+          if (!ok)
+            throw commandError(WrongExpectedVersionError.prototype, `${request.streamName}: wrong expected version`);
         }
         const responses = requests.map((request) => {
-          const events = mode === 'garbled' ? request.events.map((event) => ({ ...event, data: JSON.stringify(event.data) })) : request.events;
+          const events =
+            mode === 'garbled'
+              ? request.events.map((event) => ({ ...event, data: JSON.stringify(event.data) }))
+              : request.events;
           const result = append(request.streamName, events, 'any');
           return { streamName: request.streamName, revision: result.nextExpectedRevision };
         });
         return { position, responses };
       },
 
-      readStream(stream: string, options: { fromRevision?: bigint | string; maxCount?: number | bigint; direction?: string; requiresLeader?: boolean } = {}) {
+      readStream(
+        stream: string,
+        options: {
+          fromRevision?: bigint | string;
+          maxCount?: number | bigint;
+          direction?: string;
+          requiresLeader?: boolean;
+        } = {},
+      ) {
         return (async function* () {
           await step('readStream');
           const upTo = horizon('readStream', options.requiresLeader);
           // Events past the stream's $maxAge are no longer read, even before a scavenge removes them.
           const maxAge = maxAgeOf(stream);
-          const list = streams.get(stream)?.filter((record) => record.position <= upTo && (maxAge === undefined || !expired(record, maxAge)));
+          const list = streams
+            .get(stream)
+            ?.filter((record) => record.position <= upTo && (maxAge === undefined || !expired(record, maxAge)));
           if (!list || list.length === 0) throw commandError(StreamNotFoundError.prototype, `${stream} not found`);
           const max = Number(options.maxCount ?? Number.MAX_SAFE_INTEGER);
           let chosen: StoredRecord[];
           if (options.direction === BACKWARDS) {
-            const from = options.fromRevision === undefined || options.fromRevision === END ? list.length - 1 : Number(options.fromRevision);
+            const from =
+              options.fromRevision === undefined || options.fromRevision === END
+                ? list.length - 1
+                : Number(options.fromRevision);
             chosen = list.slice(0, from + 1).reverse();
           } else {
-            const from = options.fromRevision === undefined || options.fromRevision === START ? 0 : Number(options.fromRevision);
+            const from =
+              options.fromRevision === undefined || options.fromRevision === START ? 0 : Number(options.fromRevision);
             chosen = list.slice(from);
           }
           for (const record of chosen.slice(0, max)) yield { event: recorded(record) };
         })();
       },
 
-      readAll(options: { fromPosition?: Position | string; maxCount?: number | bigint; direction?: string; filter?: Filter; requiresLeader?: boolean } = {}) {
+      readAll(
+        options: {
+          fromPosition?: Position | string;
+          maxCount?: number | bigint;
+          direction?: string;
+          filter?: Filter;
+          requiresLeader?: boolean;
+        } = {},
+      ) {
         return (async function* () {
           const method = options.direction === BACKWARDS ? 'readAll backwards' : 'readAll';
           await step(method);
@@ -236,9 +277,14 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
           const from = options.fromPosition;
           let chosen: StoredRecord[];
           if (options.direction === BACKWARDS) {
-            chosen = (from === undefined || from === END ? held : held.filter((r) => r.position < (from as Position).commit)).slice().reverse();
+            chosen = (
+              from === undefined || from === END ? held : held.filter((r) => r.position < (from as Position).commit)
+            )
+              .slice()
+              .reverse();
           } else {
-            chosen = from === undefined || from === START ? held : held.filter((r) => r.position >= (from as Position).commit);
+            chosen =
+              from === undefined || from === START ? held : held.filter((r) => r.position >= (from as Position).commit);
           }
           let sent = 0;
           for (const record of chosen) {

@@ -7,7 +7,12 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
 import { listingWrites } from './flipping-listing.ts';
 
-const { path, collection, stop, firstSeq } = workerData as { path: string; collection: string; stop: Int32Array; firstSeq: number };
+const { path, collection, stop, firstSeq } = workerData as {
+  path: string;
+  collection: string;
+  stop: Int32Array;
+  firstSeq: number;
+};
 const store = createSqliteReadStore(path);
 let seq = firstSeq;
 let commits = 0;

@@ -20,11 +20,16 @@ export default class LowCoverageReporter implements Reporter {
       .map((file) => ({ file: relative(process.cwd(), file), summary: map.fileCoverageFor(file).toSummary() }))
       .filter(({ summary }) => summary.lines.pct < FLOOR || summary.branches.pct < FLOOR)
       .sort((a, b) => a.summary.lines.pct - b.summary.lines.pct)
-      .map(({ file, summary }) => `   ${summary.lines.pct.toFixed(1).padStart(5)} % lines  ${summary.branches.pct.toFixed(1).padStart(5)} % branches  ${file}`);
+      .map(
+        ({ file, summary }) =>
+          `   ${summary.lines.pct.toFixed(1).padStart(5)} % lines  ${summary.branches.pct.toFixed(1).padStart(5)} % branches  ${file}`,
+      );
   }
 
   onTestRunEnd(): void {
     if (this.low.length === 0) return;
-    process.stdout.write(`\n Files under ${FLOOR} % line or branch coverage (${this.low.length}):\n${this.low.join('\n')}\n`);
+    process.stdout.write(
+      `\n Files under ${FLOOR} % line or branch coverage (${this.low.length}):\n${this.low.join('\n')}\n`,
+    );
   }
 }

@@ -38,8 +38,11 @@ function matches(row: Row | undefined, filter: Filter): boolean {
 
 function project(row: Row, projection: Record<string, 0 | 1> | undefined): Row {
   if (!projection || Object.keys(projection).length === 0) return { ...row };
-  const include = Object.entries(projection).filter(([, on]) => on === 1).map(([field]) => field);
-  if (include.length > 0) return Object.fromEntries([['_id', row._id], ...include.map((field) => [field, row[field]])]) as Row;
+  const include = Object.entries(projection)
+    .filter(([, on]) => on === 1)
+    .map(([field]) => field);
+  if (include.length > 0)
+    return Object.fromEntries([['_id', row._id], ...include.map((field) => [field, row[field]])]) as Row;
   return Object.fromEntries(Object.entries(row).filter(([field]) => projection[field] !== 0)) as Row;
 }
 
@@ -61,7 +64,12 @@ function applyUpdate(row: Row | undefined, id: string, update: Record<string, Re
 }
 
 /** A session of the stand-in: a snapshot one reads every table as it was at its first read (as a server's snapshot session reads at one cluster time). */
-type FakeSession = { snapshot: boolean; view?: Map<string, Map<string, Row>>; inTransaction?: boolean; transactionRows?: number };
+type FakeSession = {
+  snapshot: boolean;
+  view?: Map<string, Map<string, Row>>;
+  inTransaction?: boolean;
+  transactionRows?: number;
+};
 type ReadOptions = { projection?: Record<string, 0 | 1>; session?: FakeSession; hint?: string };
 /** A query as the store sent it: what the index hint is checked against. */
 export type SentFind = { collection: string; filter: Filter; sort: [string, number][]; hint: string | undefined };
@@ -84,7 +92,9 @@ export function fakeMongo() {
     if (!session?.inTransaction) return;
     session.transactionRows = (session.transactionRows ?? 0) + n;
     if (session.transactionRows > limits.transactionRows) {
-      throw Object.assign(new Error('Transaction exceeded the transactionLifetimeLimitSeconds (injected)'), { errorLabels: ['TransientTransactionError'] });
+      throw Object.assign(new Error('Transaction exceeded the transactionLifetimeLimitSeconds (injected)'), {
+        errorLabels: ['TransientTransactionError'],
+      });
     }
   };
   /**
@@ -93,7 +103,8 @@ export function fakeMongo() {
    * members have yet; 'local' reads see them).
    */
   let majority: Map<string, Map<string, Row>> | null = null;
-  const copyOf = (tables: Map<string, Map<string, Row>>) => new Map([...tables].map(([table, tableRows]) => [table, new Map(tableRows)]));
+  const copyOf = (tables: Map<string, Map<string, Row>>) =>
+    new Map([...tables].map(([table, tableRows]) => [table, new Map(tableRows)]));
   const calls: string[] = [];
   const bulkOptions: { collection: string; ordered: unknown; operations: number }[] = [];
   const table = (name: string) => {
@@ -112,7 +123,8 @@ export function fakeMongo() {
       if (handle.readConcern?.level === 'majority' && majority) return majority.get(name) ?? new Map();
       return rows;
     };
-    const findAll = (filter: Filter, session?: FakeSession) => [...rowsSeenBy(session).values()].filter((row) => matches(row, filter));
+    const findAll = (filter: Filter, session?: FakeSession) =>
+      [...rowsSeenBy(session).values()].filter((row) => matches(row, filter));
     return {
       async createIndexes() {
         call('createIndexes');
@@ -207,12 +219,17 @@ export function fakeMongo() {
             call('aggregate');
             readInTransaction(options.session, rows.size);
             const groups = new Map<string, number>();
-            for (const row of rows.values()) groups.set(row.facet as string, (groups.get(row.facet as string) ?? 0) + 1);
+            for (const row of rows.values())
+              groups.set(row.facet as string, (groups.get(row.facet as string) ?? 0) + 1);
             return [...groups].map(([facet, n]) => ({ _id: facet, n }));
           },
         };
       },
-      async updateOne(filter: Filter, update: Record<string, Record<string, unknown>>, options: { upsert?: boolean } = {}) {
+      async updateOne(
+        filter: Filter,
+        update: Record<string, Record<string, unknown>>,
+        options: { upsert?: boolean } = {},
+      ) {
         call('updateOne');
         const id = filter._id as string;
         const row = rows.get(id);
@@ -226,7 +243,13 @@ export function fakeMongo() {
         }
         return { matchedCount: 0, upsertedCount: 0 };
       },
-      async bulkWrite(operations: Record<string, { filter: Filter; replacement?: Row; update?: Record<string, Record<string, unknown>> }>[], options: { ordered?: boolean }) {
+      async bulkWrite(
+        operations: Record<
+          string,
+          { filter: Filter; replacement?: Row; update?: Record<string, Record<string, unknown>> }
+        >[],
+        options: { ordered?: boolean },
+      ) {
         call('bulkWrite');
         await hooks.beforeBulkWrite?.(name);
         bulkOptions.push({ collection: name, ordered: options.ordered, operations: operations.length });
@@ -291,4 +314,3 @@ export function fakeMongo() {
     catchUp: () => void (majority = null),
   };
 }
-

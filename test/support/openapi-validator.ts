@@ -15,9 +15,8 @@ type Json = Record<string, any>;
 export type Validation = { ok: true } | { ok: false; message: string };
 
 // ajv-formats is CommonJS; under Node's ESM loader its default export is the plugin itself.
-const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (
-  ajv: Ajv2020,
-) => void;
+const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
+  addFormatsModule) as unknown as (ajv: Ajv2020) => void;
 
 const DOC_ID = 'urn:pulseboard:openapi';
 const compiled = new WeakMap<object, { ajv: Ajv2020; validators: Map<string, ValidateFunction> }>();
@@ -42,7 +41,10 @@ export function matchPath(doc: Json, requestPath: string): string | null {
   const base = (doc.servers?.[0]?.url as string | undefined) ?? '';
   let path = requestPath.split('?')[0]!;
   if (base && base !== '/' && path.startsWith(base)) path = path.slice(base.length) || '/';
-  const segments = path.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
+  const segments = path
+    .split('/')
+    .filter(Boolean)
+    .map((s) => decodeURIComponent(s));
   let best: { template: string; literal: number } | null = null;
   for (const template of Object.keys(doc.paths ?? {})) {
     const parts = template.split('/').filter(Boolean);
@@ -60,7 +62,13 @@ export function matchPath(doc: Json, requestPath: string): string | null {
 }
 
 /** Validates one response body against the schema the document gives for that operation and status. */
-export function validateResponse(doc: Json, method: string, requestPath: string, status: number, body: unknown): Validation {
+export function validateResponse(
+  doc: Json,
+  method: string,
+  requestPath: string,
+  status: number,
+  body: unknown,
+): Validation {
   const template = matchPath(doc, requestPath);
   if (!template) return { ok: false, message: `no path in the document matches ${requestPath}` };
   const verb = method.toLowerCase();
@@ -68,7 +76,10 @@ export function validateResponse(doc: Json, method: string, requestPath: string,
   if (!operation) return { ok: false, message: `${method.toUpperCase()} ${template} is not in the document` };
   const response = operation.responses?.[String(status)];
   if (!response) {
-    return { ok: false, message: `status ${status} is not documented for ${method.toUpperCase()} ${template} (documented: ${Object.keys(operation.responses ?? {}).join(', ')})` };
+    return {
+      ok: false,
+      message: `status ${status} is not documented for ${method.toUpperCase()} ${template} (documented: ${Object.keys(operation.responses ?? {}).join(', ')})`,
+    };
   }
   if (!response.content?.['application/json']?.schema) {
     return { ok: false, message: `${method.toUpperCase()} ${template} ${status} documents no application/json body` };
@@ -81,8 +92,13 @@ export function validateResponse(doc: Json, method: string, requestPath: string,
     validators.set(ref, validate);
   }
   if (validate(body)) return { ok: true };
-  const details = (validate.errors ?? []).slice(0, 8).map((e) => `${e.instancePath || '(body)'} ${e.message ?? ''} ${JSON.stringify(e.params)}`);
-  return { ok: false, message: `${method.toUpperCase()} ${requestPath} ${status} does not match the document:\n  ${details.join('\n  ')}` };
+  const details = (validate.errors ?? [])
+    .slice(0, 8)
+    .map((e) => `${e.instancePath || '(body)'} ${e.message ?? ''} ${JSON.stringify(e.params)}`);
+  return {
+    ok: false,
+    message: `${method.toUpperCase()} ${requestPath} ${status} does not match the document:\n  ${details.join('\n  ')}`,
+  };
 }
 
 /** validateResponse that fails the test with the mismatch. */

@@ -70,9 +70,13 @@ export async function startRedisServer(): Promise<RedisServer> {
   let closed = false;
 
   async function spawnServer(): Promise<void> {
-    const proc = spawn(REDIS_BIN, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
-      stdio: 'ignore',
-    });
+    const proc = spawn(
+      REDIS_BIN,
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+      {
+        stdio: 'ignore',
+      },
+    );
     live.add(proc);
     proc.once('exit', () => live.delete(proc));
     child = proc;

@@ -24,7 +24,10 @@ export function prng(seed: number) {
 }
 
 /** Appends a varied stream of project events (sightings, votes, dossiers, checks) one by one. */
-export async function appendProjectHistory(log: EventLog, options: { projects: number; steps: number; seed: number; prefix?: string }) {
+export async function appendProjectHistory(
+  log: EventLog,
+  options: { projects: number; steps: number; seed: number; prefix?: string },
+) {
   const rand = prng(options.seed);
   const prefix = options.prefix ?? 'm';
   for (let step = 0; step < options.steps; step++) {
@@ -36,11 +39,23 @@ export async function appendProjectHistory(log: EventLog, options: { projects: n
     let data: Record<string, unknown>;
     if (pick < 0.55) {
       type = 'project.sighted';
-      data = { projectId, at, fol: Math.floor(rand() * 10_000), handle: rand() < 0.1 ? `h${Math.floor(rand() * 20)}` : undefined };
+      data = {
+        projectId,
+        at,
+        fol: Math.floor(rand() * 10_000),
+        handle: rand() < 0.1 ? `h${Math.floor(rand() * 20)}` : undefined,
+      };
       if (data.handle === undefined) delete data.handle;
     } else if (pick < 0.75) {
       type = 'vote.cast';
-      data = { projectId, at, voterId: `u${Math.floor(rand() * 40)}`, name: 'n', avatar: null, direction: ['up', 'down', 'none'][Math.floor(rand() * 3)] };
+      data = {
+        projectId,
+        at,
+        voterId: `u${Math.floor(rand() * 40)}`,
+        name: 'n',
+        avatar: null,
+        direction: ['up', 'down', 'none'][Math.floor(rand() * 3)],
+      };
     } else if (pick < 0.85) {
       type = 'calltracker.checked';
       data = { projectId, at, status: 'matched', historyComplete: rand() < 0.5, posts: 3, firstMcap: 10, mcap: 20 };
@@ -51,7 +66,9 @@ export async function appendProjectHistory(log: EventLog, options: { projects: n
       type = 'rival.listed';
       data = { projectId, at };
     }
-    await log.append(`project-${projectId}`, [{ id: sourceEventId(type, `${prefix}-${step}`), type, data, metadata: {} }]);
+    await log.append(`project-${projectId}`, [
+      { id: sourceEventId(type, `${prefix}-${step}`), type, data, metadata: {} },
+    ]);
   }
 }
 
@@ -84,15 +101,21 @@ export function firstDifference(a: Record<string, StoredDoc[]>, b: Record<string
  * The events a generated data set becomes: its NDJSON lines ingested into a throw-away embedded log
  * (every one accepted), then read back in log order (optionally only the given type prefixes).
  */
-export async function generatedLogEvents(options: GenerateOptions, typePrefixes?: readonly string[]): Promise<RecordedEvent[]> {
+export async function generatedLogEvents(
+  options: GenerateOptions,
+  typePrefixes?: readonly string[],
+): Promise<RecordedEvent[]> {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-generated-'));
   const log = createSqliteEventLog(join(dir, 'events.sqlite'));
   try {
-    const outcomes = await createIngestor(log, { followerProvider: options.followerProvider }).ingestBatch([...generateLines(options)], 'ndjson');
+    const outcomes = await createIngestor(log, { followerProvider: options.followerProvider }).ingestBatch(
+      [...generateLines(options)],
+      'ndjson',
+    );
     const refused = outcomes.find((o) => o.status !== 'accepted');
     if (refused) throw new Error(`a generated message was not accepted: ${JSON.stringify(refused)}`);
     const events: RecordedEvent[] = [];
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const page = await log.readAll({ afterPosition: after, limit: 5000, ...(typePrefixes ? { typePrefixes } : {}) });
       if (page.length === 0) return events;
       events.push(...page);

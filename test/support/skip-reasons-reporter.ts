@@ -12,7 +12,8 @@ export default class SkipReasonsReporter implements Reporter {
     for (const module of testModules) {
       for (const test of module.children.allTests('skipped')) {
         const result = test.result();
-        const reason = test.meta().skipReason ?? (result.state === 'skipped' ? result.note : undefined) ?? 'no reason given';
+        const reason =
+          test.meta().skipReason ?? (result.state === 'skipped' ? result.note : undefined) ?? 'no reason given';
         const entry = reasons.get(reason) ?? { tests: 0, files: new Set<string>() };
         entry.tests += 1;
         entry.files.add(module.relativeModuleId);
@@ -20,7 +21,9 @@ export default class SkipReasonsReporter implements Reporter {
       }
     }
     if (reasons.size === 0) return;
-    const lines = [...reasons].map(([reason, { tests, files }]) => ` ↓ ${tests} skipped: ${reason}\n     in ${[...files].sort().join(', ')}`);
+    const lines = [...reasons].map(
+      ([reason, { tests, files }]) => ` ↓ ${tests} skipped: ${reason}\n     in ${[...files].sort().join(', ')}`,
+    );
     process.stdout.write(`\n Skipped tests, by reason:\n${lines.join('\n')}\n`);
   }
 }

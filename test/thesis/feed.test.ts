@@ -22,7 +22,13 @@ function strictStatus(status: ThesisStatus): ThesisStatus {
   return thesisStatusSchema.parse(status);
 }
 
-const goodSource = () => scriptedSource(() => ({ ok: true, items: [item(1), item(2, { trade: { usdValue: 999, realizedPnlUsd: null, unrealizedPnlUsd: null } })], moreAtSource: false, sourceUrl: 'https://source.example/t' }));
+const goodSource = () =>
+  scriptedSource(() => ({
+    ok: true,
+    items: [item(1), item(2, { trade: { usdValue: 999, realizedPnlUsd: null, unrealizedPnlUsd: null } })],
+    moreAtSource: false,
+    sourceUrl: 'https://source.example/t',
+  }));
 
 let h: Harness | null = null;
 afterEach(async () => {
@@ -34,7 +40,15 @@ describe('thesis feed: input, switch and access', () => {
   it('answers 400 naming contract for a missing, malformed or over-specified input', async () => {
     h = await harness({ source: goodSource().source });
     const caller = await h.member('ann');
-    const cases: unknown[] = [{}, { contract: '0x123' }, { contract: 42 }, { contract: A, chain: 'x' }, null, 'text', [A]];
+    const cases: unknown[] = [
+      {},
+      { contract: '0x123' },
+      { contract: 42 },
+      { contract: A, chain: 'x' },
+      null,
+      'text',
+      [A],
+    ];
     for (const body of cases) {
       const result = await h.feed.request(caller, body);
       assert.equal(result.ok, false);
@@ -52,7 +66,10 @@ describe('thesis feed: input, switch and access', () => {
   it('answers 503 on both operations when the feature is off', async () => {
     h = await harness({ source: goodSource().source, env: { PULSEBOARD_THESIS_FEED: 'off' } });
     const caller = await h.member('ann');
-    for (const result of [await h.feed.status(caller, { contract: A }), await h.feed.request(caller, { contract: A })]) {
+    for (const result of [
+      await h.feed.status(caller, { contract: A }),
+      await h.feed.request(caller, { contract: A }),
+    ]) {
       assert.ok(!result.ok);
       assert.equal(result.error.status, 503);
     }
@@ -85,7 +102,14 @@ describe('thesis feed: states and transitions', () => {
     const status = strictStatus(okValue(await h.feed.status(caller, { contract: A })));
     assert.deepEqual(
       { ...status, checkedAt: null },
-      { status: 'not_requested', snapshot: null, lastOutcome: null, nextEligibleAt: null, workerAvailable: true, checkedAt: null },
+      {
+        status: 'not_requested',
+        snapshot: null,
+        lastOutcome: null,
+        nextEligibleAt: null,
+        workerAvailable: true,
+        checkedAt: null,
+      },
     );
     assert.equal(status.checkedAt, h.clock.now().toISOString());
     assert.equal(await h.log.headPosition(), head);
@@ -124,7 +148,11 @@ describe('thesis feed: states and transitions', () => {
     assert.equal(ready.snapshot?.contract, a);
     assert.equal(ready.snapshot?.networkId, 4663);
     assert.equal(ready.snapshot?.fetchedAt, '2026-11-22T10:00:00.000Z');
-    assert.deepEqual(ready.snapshot?.items.map((i) => i.id), ['item-1'], 'the 999 USD item is below the threshold');
+    assert.deepEqual(
+      ready.snapshot?.items.map((i) => i.id),
+      ['item-1'],
+      'the 999 USD item is below the threshold',
+    );
     assert.equal(ready.snapshot?.hasMore, false);
     assert.equal(ready.lastOutcome, 'saved 1 item at or above 1000 USD');
     assert.equal(ready.nextEligibleAt, '2026-11-22T10:30:00.000Z');
@@ -149,9 +177,17 @@ describe('thesis feed: states and transitions', () => {
     // 24 hours after fetchedAt: not_requested and the snapshot is gone.
     await h.tick(24 * 60 * MINUTE - 30 * MINUTE);
     const dropped = strictStatus(okValue(await h.feed.status(ann, { contract: A })));
-    assert.deepEqual({ ...dropped, checkedAt: null }, {
-      status: 'not_requested', snapshot: null, lastOutcome: null, nextEligibleAt: null, workerAvailable: true, checkedAt: null,
-    });
+    assert.deepEqual(
+      { ...dropped, checkedAt: null },
+      {
+        status: 'not_requested',
+        snapshot: null,
+        lastOutcome: null,
+        nextEligibleAt: null,
+        workerAvailable: true,
+        checkedAt: null,
+      },
+    );
   });
 
   it('a POST on a stale snapshot queues a refresh and keeps showing the stale snapshot meanwhile', async () => {
@@ -174,7 +210,9 @@ describe('thesis feed: states and transitions', () => {
   it('a failure is final: no retry, a cooldown reported as nextEligibleAt and refused with 429 until then', async () => {
     let fail = true;
     const { source, reads } = scriptedSource(() =>
-      fail ? { ok: false, outcome: 'source answered HTTP 500' } : { ok: true, items: [item(1)], moreAtSource: false, sourceUrl: 'https://source.example/t' },
+      fail
+        ? { ok: false, outcome: 'source answered HTTP 500' }
+        : { ok: true, items: [item(1)], moreAtSource: false, sourceUrl: 'https://source.example/t' },
     );
     h = await harness({ source });
     const ann = await h.member('ann');
@@ -259,8 +297,13 @@ describe('thesis feed: caps', () => {
     assert.equal((await createOpenJobsLedger(h.log).openJobs()).length, 16);
     // Refused requests handed their daily slots back.
     assert.equal(await dailyCount(h.log, { scope: globalScope, day: '2026-11-22' }), 16);
-    const perMember = await Promise.all(owners.map((o) => dailyCount(h!.log, { scope: memberScope(o), day: '2026-11-22' })));
-    assert.equal(perMember.reduce((x, y) => x + y, 0), 16);
+    const perMember = await Promise.all(
+      owners.map((o) => dailyCount(h!.log, { scope: memberScope(o), day: '2026-11-22' })),
+    );
+    assert.equal(
+      perMember.reduce((x, y) => x + y, 0),
+      16,
+    );
 
     assert.equal(await h.reader.runOnce(), 16);
     assert.equal(reads.length, 16);
@@ -273,7 +316,10 @@ describe('thesis feed: caps', () => {
     h = await harness({ source: goodSource().source });
     const [ann, ben] = [await h.member('ann'), await h.member('ben')];
     const results = await Promise.all([h.feed.request(ann, { contract: A }), h.feed.request(ben, { contract: A })]);
-    assert.deepEqual(results.map((r) => r.ok && r.value.httpStatus), [202, 202]);
+    assert.deepEqual(
+      results.map((r) => r.ok && r.value.httpStatus),
+      [202, 202],
+    );
     assert.equal((await h.events()).filter((e) => e.type === 'thesis.requested').length, 1);
     assert.equal(await dailyCount(h.log, { scope: globalScope, day: '2026-11-22' }), 1);
     assert.equal((await createOpenJobsLedger(h.log).openJobs()).length, 1);
@@ -298,7 +344,8 @@ describe('thesis feed: caps', () => {
         : { ok: true, items: [item(1)], moreAtSource: false, sourceUrl: 'https://source.example/t' },
     );
     h = await harness({ source, start: '2026-11-22T12:00:00.000Z' });
-    for (let n = 1; n <= 60; n++) assert.equal(okValue(await startAndFinish(h, `m${Math.ceil(n / 20)}`, n)).httpStatus, 202);
+    for (let n = 1; n <= 60; n++)
+      assert.equal(okValue(await startAndFinish(h, `m${Math.ceil(n / 20)}`, n)).httpStatus, 202);
     const failures = (await h.events()).filter((e) => e.type === 'thesis.failed').length;
     assert.equal(failures, 30);
     const refused = await h.feed.request(await h.member('m9'), { contract: contractOf(61) });

@@ -3,7 +3,11 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { afterAll, describe, it } from 'vitest';
 import { skipFor } from '../support/skip.ts';
-import { createInProcessHeartbeat, createRedisHeartbeat, createWorkerHeartbeat } from '../../service/thesis/heartbeat.ts';
+import {
+  createInProcessHeartbeat,
+  createRedisHeartbeat,
+  createWorkerHeartbeat,
+} from '../../service/thesis/heartbeat.ts';
 import { manualClock } from './helpers.ts';
 
 function freePort(): Promise<number> {
@@ -26,7 +30,11 @@ afterAll(() => {
 
 async function startRedis(): Promise<string> {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   started.push(child);
   await new Promise<void>((resolve, reject) => {
     let out = '';
@@ -61,21 +69,25 @@ describe('worker heartbeat', () => {
     await local.close();
   });
 
-  it('Redis (chosen when REDIS_URL is set): a beat from one process is seen by another; end() clears it', skipFor(redisServer ? false : 'redis-server is not installed'), async () => {
-    const url = await startRedis();
-    const readerSide = createRedisHeartbeat({ url, ttlMs: 30_000 });
-    const apiSide = createWorkerHeartbeat({ REDIS_URL: url });
-    try {
-      assert.equal(await apiSide.isAlive(), false);
-      await readerSide.beat();
-      assert.equal(await apiSide.isAlive(), true);
-      await readerSide.end();
-      assert.equal(await apiSide.isAlive(), false);
-    } finally {
-      await readerSide.close();
-      await apiSide.close();
-    }
-  });
+  it(
+    'Redis (chosen when REDIS_URL is set): a beat from one process is seen by another; end() clears it',
+    skipFor(redisServer ? false : 'redis-server is not installed'),
+    async () => {
+      const url = await startRedis();
+      const readerSide = createRedisHeartbeat({ url, ttlMs: 30_000 });
+      const apiSide = createWorkerHeartbeat({ REDIS_URL: url });
+      try {
+        assert.equal(await apiSide.isAlive(), false);
+        await readerSide.beat();
+        assert.equal(await apiSide.isAlive(), true);
+        await readerSide.end();
+        assert.equal(await apiSide.isAlive(), false);
+      } finally {
+        await readerSide.close();
+        await apiSide.close();
+      }
+    },
+  );
 
   it('Redis unreachable: isAlive() answers false instead of hanging, beat() rejects', async () => {
     const port = await freePort(); // nothing listens there

@@ -80,7 +80,8 @@ afterAll(async () => {
   await new Promise((resolve) => provider.server.close(resolve));
 });
 
-const source = (mode: string) => createHttpThesisSource({ baseUrl: `${provider.base}/${mode}`, apiKey: 'test-key', timeoutMs: 300 });
+const source = (mode: string) =>
+  createHttpThesisSource({ baseUrl: `${provider.base}/${mode}`, apiKey: 'test-key', timeoutMs: 300 });
 
 describe('HTTP thesis source against a local provider', () => {
   it('maps every fault to a short outcome of its own words, each read made once', async () => {
@@ -106,7 +107,9 @@ describe('HTTP thesis source against a local provider', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const { port } = closed.address() as AddressInfo;
     await new Promise((resolve) => closed.close(resolve));
-    const read = await createHttpThesisSource({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 300 }).read(contractOf(1));
+    const read = await createHttpThesisSource({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 300 }).read(
+      contractOf(1),
+    );
     assert.deepEqual(read, { ok: false, outcome: 'source could not be reached' });
   });
 
@@ -165,7 +168,10 @@ describe('HTTP thesis source against a local provider', () => {
       assert.equal(many.snapshot?.limit, 25);
       assert.equal(many.snapshot?.threshold, 1000);
       // Newest first: ids 30 down to 6 (createdAt grows with the id); nothing below 1000 USD.
-      assert.deepEqual(many.snapshot?.items.map((i) => i.id), Array.from({ length: 25 }, (_, i) => String(30 - i)));
+      assert.deepEqual(
+        many.snapshot?.items.map((i) => i.id),
+        Array.from({ length: 25 }, (_, i) => String(30 - i)),
+      );
       assert.ok(many.snapshot?.items.every((i) => (i.trade.usdValue ?? 0) >= 1000));
       for (const line of h.logger.lines) assert.ok(!JSON.stringify(line).includes(SECRET), 'no provider text in logs');
     } finally {

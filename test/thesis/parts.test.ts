@@ -6,7 +6,12 @@ import { fitThesisText } from '../../ingest/thesis-reader/provider-schema.ts';
 import { createSampleThesisSource, SAMPLE_SOURCE_HOST } from '../../ingest/thesis-reader/sample-source.ts';
 import { selectThesisItems } from '../../ingest/thesis-reader/select.ts';
 import { createThesisSource } from '../../ingest/thesis-reader/source.ts';
-import { foldThesisStream, THESIS_COLLECTION, type ThesisFoldState, type ThesisRecord } from '../../projectors/thesis.ts';
+import {
+  foldThesisStream,
+  THESIS_COLLECTION,
+  type ThesisFoldState,
+  type ThesisRecord,
+} from '../../projectors/thesis.ts';
 import { THESIS_TEXT_MAX, thesisItemSchema, thesisStatusSchema } from '../../readmodels/schemas.ts';
 import { secondsToUtcMidnight } from '../../service/thesis/limits.ts';
 import { readThesisRecord } from '../../service/thesis/records.ts';
@@ -15,10 +20,25 @@ import { contractOf, harness, item, scriptedSource, testConfig } from './helpers
 
 describe('thesis parts', () => {
   it('registers every thesis event type in the catalogue and validates its data', () => {
-    for (const type of ['thesis.requested', 'thesis.started', 'thesis.saved', 'thesis.failed', 'thesis.quota.taken', 'thesis.job.opened', 'thesis.jobs.rotated']) {
+    for (const type of [
+      'thesis.requested',
+      'thesis.started',
+      'thesis.saved',
+      'thesis.failed',
+      'thesis.quota.taken',
+      'thesis.job.opened',
+      'thesis.jobs.rotated',
+    ]) {
       assert.ok(isKnownEventType(type), type);
     }
-    const bad = parseEventData('thesis.requested', { contract: '0x1', requestId: 'x', owner: 'a', day: 'today', at: 'now', extra: 1 });
+    const bad = parseEventData('thesis.requested', {
+      contract: '0x1',
+      requestId: 'x',
+      owner: 'a',
+      day: 'today',
+      at: 'now',
+      extra: 1,
+    });
     assert.equal(bad.ok, false);
   });
 
@@ -31,7 +51,10 @@ describe('thesis parts', () => {
       item(4, { createdAt: at(4) }),
       item(4, { createdAt: at(9) }),
     ];
-    assert.deepEqual(selectThesisItems(items, false).items.map((i) => i.id), ['item-4', 'item-1']);
+    assert.deepEqual(
+      selectThesisItems(items, false).items.map((i) => i.id),
+      ['item-4', 'item-1'],
+    );
     assert.equal(selectThesisItems(items, false).hasMore, false);
     assert.equal(selectThesisItems(items, true).hasMore, true, 'the source said it holds more');
     const many = Array.from({ length: 26 }, (_, n) => item(n, { createdAt: at(n) }));
@@ -86,7 +109,9 @@ describe('thesis parts', () => {
   it('chooses the HTTP source when PULSEBOARD_THESIS_SOURCE_URL is set, the sample otherwise, and refuses a bad URL', () => {
     const sample = createThesisSource(testConfig());
     assert.ok(sample.ok && sample.kind === 'sample');
-    const http = createThesisSource(testConfig({ PULSEBOARD_THESIS_SOURCE_URL: 'https://provider.example/api', PULSEBOARD_THESIS_SOURCE_KEY: 'k' }));
+    const http = createThesisSource(
+      testConfig({ PULSEBOARD_THESIS_SOURCE_URL: 'https://provider.example/api', PULSEBOARD_THESIS_SOURCE_KEY: 'k' }),
+    );
     assert.ok(http.ok && http.kind === 'http');
     const bad = createThesisSource(testConfig({ PULSEBOARD_THESIS_SOURCE_URL: 'ftp:/nope' }));
     assert.deepEqual(bad, { ok: false, reason: 'PULSEBOARD_THESIS_SOURCE_URL must be an http(s) URL' });
@@ -96,25 +121,63 @@ describe('thesis parts', () => {
   it('every derived status validates against the strict ThesisStatus schema', () => {
     const now = new Date('2026-11-22T10:00:00.000Z');
     const snapshot = {
-      contract: contractOf(1), networkId: 4663 as const, fetchedAt: '2026-11-22T09:50:00.000Z', threshold: 1000 as const,
-      limit: 25 as const, hasMore: false, sourceUrl: 'https://source.example/t', items: [item(1)],
+      contract: contractOf(1),
+      networkId: 4663 as const,
+      fetchedAt: '2026-11-22T09:50:00.000Z',
+      threshold: 1000 as const,
+      limit: 25 as const,
+      hasMore: false,
+      sourceUrl: 'https://source.example/t',
+      items: [item(1)],
     };
-    const base: ThesisRecord = { contract: contractOf(1), job: null, snapshot: null, lastOutcome: null, lastOutcomeAt: null, cooldownUntil: null };
-    const job = { requestId: '00000000-0000-4000-8000-000000000000', requestedAt: '2026-11-22T09:49:00.000Z', startedAt: null };
+    const base: ThesisRecord = {
+      contract: contractOf(1),
+      job: null,
+      snapshot: null,
+      lastOutcome: null,
+      lastOutcomeAt: null,
+      cooldownUntil: null,
+    };
+    const job = {
+      requestId: '00000000-0000-4000-8000-000000000000',
+      requestedAt: '2026-11-22T09:49:00.000Z',
+      startedAt: null,
+    };
     const records: ThesisRecord[] = [
       base,
       { ...base, job: { ...job, phase: 'queued' } },
       { ...base, job: { ...job, phase: 'running', startedAt: '2026-11-22T09:49:30.000Z' } },
-      { ...base, job: { ...job, phase: 'saved' }, snapshot, lastOutcome: 'saved 1 item at or above 1000 USD', lastOutcomeAt: snapshot.fetchedAt },
-      { ...base, job: { ...job, phase: 'failed' }, lastOutcome: 'source answered HTTP 500', lastOutcomeAt: '2026-11-22T09:50:00.000Z', cooldownUntil: '2026-11-22T10:00:00.001Z' },
+      {
+        ...base,
+        job: { ...job, phase: 'saved' },
+        snapshot,
+        lastOutcome: 'saved 1 item at or above 1000 USD',
+        lastOutcomeAt: snapshot.fetchedAt,
+      },
+      {
+        ...base,
+        job: { ...job, phase: 'failed' },
+        lastOutcome: 'source answered HTTP 500',
+        lastOutcomeAt: '2026-11-22T09:50:00.000Z',
+        cooldownUntil: '2026-11-22T10:00:00.001Z',
+      },
     ];
-    const seen = records.map((r) => thesisStatusSchema.parse(toThesisStatus(r, { now, workerAvailable: false })).status);
+    const seen = records.map(
+      (r) => thesisStatusSchema.parse(toThesisStatus(r, { now, workerAvailable: false })).status,
+    );
     assert.deepEqual(seen, ['not_requested', 'queued', 'running', 'ready', 'failed']);
-    assert.throws(() => thesisStatusSchema.parse({ ...toThesisStatus(null, { now, workerAvailable: true }), extra: 1 }));
+    assert.throws(() =>
+      thesisStatusSchema.parse({ ...toThesisStatus(null, { now, workerAvailable: true }), extra: 1 }),
+    );
   });
 
   it('the projection rebuilt from the log equals the stream fold, and reads fall back to the fold while it lags', async () => {
-    const { source } = scriptedSource(() => ({ ok: true, items: [item(1)], moreAtSource: false, sourceUrl: 'https://source.example/t' }));
+    const { source } = scriptedSource(() => ({
+      ok: true,
+      items: [item(1)],
+      moreAtSource: false,
+      sourceUrl: 'https://source.example/t',
+    }));
     const h = await harness({ source });
     try {
       const ann = await h.member('ann');

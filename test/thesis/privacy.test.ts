@@ -47,7 +47,14 @@ it('no thesis text in logs, output, errors, outcomes, other read models or other
   const base = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
 
   const routes: Record<string, ThesisSource> = {
-    [contractOf(1)]: { read: async () => ({ ok: true, items: [item(1), item(2), item(3)], moreAtSource: true, sourceUrl: 'https://source.example/t' }) },
+    [contractOf(1)]: {
+      read: async () => ({
+        ok: true,
+        items: [item(1), item(2), item(3)],
+        moreAtSource: true,
+        sourceUrl: 'https://source.example/t',
+      }),
+    },
     [contractOf(2)]: createHttpThesisSource({ baseUrl: `${base}/bad`, timeoutMs: 2_000 }),
     [contractOf(3)]: createHttpThesisSource({ baseUrl: `${base}/err`, timeoutMs: 2_000 }),
     [contractOf(4)]: {
@@ -55,7 +62,14 @@ it('no thesis text in logs, output, errors, outcomes, other read models or other
         throw new Error(`${MARK}-in-an-exception`);
       },
     },
-    [contractOf(5)]: { read: async () => ({ ok: true, items: [item(5, { text: `${MARK}-5`, createdAt: 'not a date' })], moreAtSource: false, sourceUrl: 'https://source.example/t' }) },
+    [contractOf(5)]: {
+      read: async () => ({
+        ok: true,
+        items: [item(5, { text: `${MARK}-5`, createdAt: 'not a date' })],
+        moreAtSource: false,
+        sourceUrl: 'https://source.example/t',
+      }),
+    },
   };
   const routing: ThesisSource = { read: (contract) => routes[contract]!.read(contract) };
   const h = await harness({ source: routing });
@@ -71,8 +85,21 @@ it('no thesis text in logs, output, errors, outcomes, other read models or other
     const { output } = await capturingOutput(async () => {
       // The same feed and reader with their default (stderr) logger, so real log output is scanned too.
       const access = createAccess(h.store, h.clock.now);
-      const feed = createThesisFeed({ log: h.log, store: h.store, access, config: h.config, heartbeat: h.heartbeat, now: h.clock.now });
-      const reader = createThesisReader({ log: h.log, store: h.store, source: routing, heartbeat: h.heartbeat, now: h.clock.now });
+      const feed = createThesisFeed({
+        log: h.log,
+        store: h.store,
+        access,
+        config: h.config,
+        heartbeat: h.heartbeat,
+        now: h.clock.now,
+      });
+      const reader = createThesisReader({
+        log: h.log,
+        store: h.store,
+        source: routing,
+        heartbeat: h.heartbeat,
+        now: h.clock.now,
+      });
       const ann = await h.member('ann');
       for (let n = 1; n <= 3; n++) keep(await feed.request(ann, { contract: contractOf(n) }), true);
       for (let n = 4; n <= 5; n++) keep(await h.feed.request(ann, { contract: contractOf(n) }), true);
@@ -103,8 +130,14 @@ it('no thesis text in logs, output, errors, outcomes, other read models or other
       if (projector.collection === THESIS_COLLECTION) continue;
       otherModels.push((await h.store.list(projector.collection, { offset: 0, limit: 10_000 })).docs);
     }
-    const otherEvents = (await h.log.readAll({ afterPosition: 0, limit: 100_000 })).filter((e) => e.type !== 'thesis.saved');
-    const outcomes = thesisReads.map((r) => (r as { status?: { lastOutcome: unknown }; lastOutcome?: unknown }).status?.lastOutcome ?? (r as { lastOutcome?: unknown }).lastOutcome);
+    const otherEvents = (await h.log.readAll({ afterPosition: 0, limit: 100_000 })).filter(
+      (e) => e.type !== 'thesis.saved',
+    );
+    const outcomes = thesisReads.map(
+      (r) =>
+        (r as { status?: { lastOutcome: unknown }; lastOutcome?: unknown }).status?.lastOutcome ??
+        (r as { lastOutcome?: unknown }).lastOutcome,
+    );
 
     assert.ok(errorsSeen.length >= 4, 'refusals were produced (400, 403, 429, 503)');
     assert.ok(h.logger.lines.length > 0, 'the capturing logger saw lines');

@@ -24,7 +24,9 @@ const waiting: ((line: string) => void)[] = [];
 const lines = createInterface({ input: process.stdin });
 lines.on('line', (line) => waiting.shift()?.(line.trim()));
 const expectLine = (word: string) =>
-  new Promise<void>((resolve, reject) => waiting.push((line) => (line === word ? resolve() : reject(new Error(`expected ${word}, got ${line}`)))));
+  new Promise<void>((resolve, reject) =>
+    waiting.push((line) => (line === word ? resolve() : reject(new Error(`expected ${word}, got ${line}`)))),
+  );
 
 const config = parseConfig({});
 if (!config.ok) throw new Error(config.reason);
@@ -51,7 +53,15 @@ log.append = async (stream, events, expected) => {
 const heartbeat = createInProcessHeartbeat({ now });
 await heartbeat.beat();
 const quiet = { info() {}, warn() {}, error() {} };
-const feed = createThesisFeed({ log, store, access: createAccess(store, now), config: config.config, heartbeat, now, logger: quiet });
+const feed = createThesisFeed({
+  log,
+  store,
+  access: createAccess(store, now),
+  config: config.config,
+  heartbeat,
+  now,
+  logger: quiet,
+});
 
 process.stdout.write('ready\n');
 await expectLine('go');

@@ -20,7 +20,14 @@ type Outcome = { ok: boolean; lostRaces: number; httpStatus?: number; status?: n
 function startChild(owner: string, contract: string) {
   const child = spawn(
     process.execPath,
-    ['--disable-warning=ExperimentalWarning', join(import.meta.dirname, 'race-child.ts'), dir.path, owner, contract, NOW],
+    [
+      '--disable-warning=ExperimentalWarning',
+      join(import.meta.dirname, 'race-child.ts'),
+      dir.path,
+      owner,
+      contract,
+      NOW,
+    ],
     { stdio: ['pipe', 'pipe', 'pipe'] },
   );
   children.push(child);
@@ -54,7 +61,9 @@ function startChild(owner: string, contract: string) {
 it('two processes on one event log racing for the 60th daily start: exactly one wins', async () => {
   // 59 starts through the real feed and reader, some of them failures (failures count).
   const { source } = scriptedSource((contract) =>
-    contract.endsWith('5') ? { ok: false, outcome: 'source answered HTTP 503' } : { ok: true, items: [item(1)], moreAtSource: false, sourceUrl: 'https://source.example/t' },
+    contract.endsWith('5')
+      ? { ok: false, outcome: 'source answered HTTP 503' }
+      : { ok: true, items: [item(1)], moreAtSource: false, sourceUrl: 'https://source.example/t' },
   );
   const h = await harness({ source, start: NOW, dir: dir.path });
   for (let n = 1; n <= 59; n++) {
@@ -83,13 +92,18 @@ it('two processes on one event log racing for the 60th daily start: exactly one 
   assert.equal(losers.length, 1, JSON.stringify(outcomes));
   assert.equal(losers[0]!.status, 429);
   assert.equal(losers[0]!.retryAfter, 12 * 3600, 'until the next UTC midnight');
-  assert.ok(losers[0]!.lostRaces >= 1, 'the loser was refused by the log (wrong expected revision), then found the quota full');
+  assert.ok(
+    losers[0]!.lostRaces >= 1,
+    'the loser was refused by the log (wrong expected revision), then found the quota full',
+  );
 
   const log = createSqliteEventLog(join(dir.path, 'events.sqlite'));
   try {
     assert.equal(await dailyCount(log, { scope: globalScope, day: '2026-11-22' }), 60);
     const requested = await log.readAll({ afterPosition: 0, typePrefixes: ['thesis.requested'], limit: 1000 });
-    const raced = requested.filter((e) => [contractOf(1001), contractOf(1002)].includes((e.data as { contract: string }).contract));
+    const raced = requested.filter((e) =>
+      [contractOf(1001), contractOf(1002)].includes((e.data as { contract: string }).contract),
+    );
     assert.equal(raced.length, 1);
   } finally {
     await log.close();

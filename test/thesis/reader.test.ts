@@ -20,7 +20,14 @@ describe('thesis reader', () => {
   it('two readers on one log start a job once and read the source once', async () => {
     const { source, reads } = scriptedSource(ok);
     h = await harness({ source });
-    const second = createThesisReader({ log: h.log, store: h.store, source, heartbeat: h.heartbeat, now: h.clock.now, logger: h.logger });
+    const second = createThesisReader({
+      log: h.log,
+      store: h.store,
+      source,
+      heartbeat: h.heartbeat,
+      now: h.clock.now,
+      logger: h.logger,
+    });
     await h.feed.request(await h.member('ann'), { contract: contractOf(1) });
     const moved = await Promise.all([h.reader.runOnce(), second.runOnce()]);
     assert.deepEqual(reads, [contractOf(1)]);
@@ -34,7 +41,11 @@ describe('thesis reader', () => {
     h = await harness({ source });
     // A POST that took its slot and stopped before appending the request.
     const ledger = createOpenJobsLedger(h.log);
-    const taken = await ledger.take({ requestId: commandEventId(), contract: contractOf(2), at: h.clock.now().toISOString() });
+    const taken = await ledger.take({
+      requestId: commandEventId(),
+      contract: contractOf(2),
+      at: h.clock.now().toISOString(),
+    });
     assert.ok(taken.ok);
     assert.equal(await h.reader.runOnce(), 0, 'maybe the request is about to land');
     assert.equal((await ledger.openJobs()).length, 1);
@@ -53,8 +64,14 @@ describe('thesis reader', () => {
     const [job] = await createOpenJobsLedger(h.log).openJobs();
     // A reader that appended the start and then stopped.
     const revision = await h.log.streamRevision(streams.thesis(contractOf(3)));
-    const started = thesisEvent('thesis.started', { contract: contractOf(3), requestId: job!.requestId, at: h.clock.now().toISOString() });
-    assert.ok((await h.log.append(streams.thesis(contractOf(3)), [{ id: commandEventId(), ...started }], revision!)).ok);
+    const started = thesisEvent('thesis.started', {
+      contract: contractOf(3),
+      requestId: job!.requestId,
+      at: h.clock.now().toISOString(),
+    });
+    assert.ok(
+      (await h.log.append(streams.thesis(contractOf(3)), [{ id: commandEventId(), ...started }], revision!)).ok,
+    );
 
     assert.equal(await h.reader.runOnce(), 0, 'another reader may still be reading');
     h.clock.advance(5 * MINUTE);
@@ -82,7 +99,10 @@ describe('thesis reader', () => {
     await h.feed.request(ann, { contract: contractOf(5) });
     assert.equal(await h.reader.runOnce(), 2);
     assert.equal(calls, 2);
-    const [four, five] = [await h.feed.status(ann, { contract: contractOf(4) }), await h.feed.status(ann, { contract: contractOf(5) })];
+    const [four, five] = [
+      await h.feed.status(ann, { contract: contractOf(4) }),
+      await h.feed.status(ann, { contract: contractOf(5) }),
+    ];
     assert.ok(four.ok && five.ok);
     assert.equal(four.value.status, 'failed');
     assert.equal(four.value.lastOutcome, 'source adapter failed unexpectedly');
@@ -93,7 +113,15 @@ describe('thesis reader', () => {
   it('run() beats the heartbeat, works the queue as requests arrive and ends the heartbeat when stopped', async () => {
     const { source, reads } = scriptedSource(ok);
     h = await harness({ source, readerAlive: false });
-    const reader = createThesisReader({ log: h.log, store: h.store, source, heartbeat: h.heartbeat, now: h.clock.now, logger: h.logger, idleWaitMs: 20 });
+    const reader = createThesisReader({
+      log: h.log,
+      store: h.store,
+      source,
+      heartbeat: h.heartbeat,
+      now: h.clock.now,
+      logger: h.logger,
+      idleWaitMs: 20,
+    });
     const stop = new AbortController();
     const running = reader.run(stop.signal);
     try {
@@ -135,7 +163,10 @@ describe('open-jobs ledger', () => {
         assert.ok(r.ok);
         jobs.push({ epoch: r.epoch, requestId });
       }
-      assert.deepEqual(await ledger.take({ requestId: commandEventId(), contract: contractOf(9), at }), { ok: false, reason: 'full' });
+      assert.deepEqual(await ledger.take({ requestId: commandEventId(), contract: contractOf(9), at }), {
+        ok: false,
+        reason: 'full',
+      });
       assert.equal(new Set(jobs.map((j) => j.epoch)).size, 1, 'a round never spans a rotation');
       for (const job of jobs) await ledger.close(job, 'finished', at);
       await ledger.close(jobs[0]!, 'finished', at); // closing twice changes nothing
@@ -155,6 +186,9 @@ describe('open-jobs ledger', () => {
     assert.deepEqual(opened, { ok: true, epoch: 6 });
     const other = createOpenJobsLedger(h.log, { cap: 3, rotateAfter: 4 });
     assert.equal((await other.openJobs()).length, 1, 'another process finds the open job in the newest epoch');
-    assert.deepEqual(await other.take({ requestId: commandEventId(), contract: contractOf(2), at }), { ok: true, epoch: 6 });
+    assert.deepEqual(await other.take({ requestId: commandEventId(), contract: contractOf(2), at }), {
+      ok: true,
+      epoch: 6,
+    });
   });
 });

@@ -35,7 +35,12 @@ describe('thesis feed over REST and MCP, and where thesis text may appear', () =
 
   it('queues over REST (202), serves the snapshot after the reader ran, and MCP returns the same bodies', async () => {
     await heartbeat.beat();
-    const post = await h.app.inject({ method: 'POST', url: '/v1/thesisfeed/theses', headers: { authorization: `Bearer ${member}` }, payload: { contract: CONTRACT } });
+    const post = await h.app.inject({
+      method: 'POST',
+      url: '/v1/thesisfeed/theses',
+      headers: { authorization: `Bearer ${member}` },
+      payload: { contract: CONTRACT },
+    });
     assert.equal(post.statusCode, 202);
     assert.equal(post.headers['cache-control'], 'private, no-store');
     assert.equal(JSON.parse(post.body).status, 'queued');
@@ -43,7 +48,12 @@ describe('thesis feed over REST and MCP, and where thesis text may appear', () =
     const again = await client.callTool({ name: 'request_thesis_feed', arguments: { contract: CONTRACT } });
     assert.equal((again.structuredContent as any).status, 'queued', 'a POST while pending creates nothing new');
 
-    const reader = createThesisReader({ log: h.stores.log, store: h.stores.store, source: createSampleThesisSource(), heartbeat });
+    const reader = createThesisReader({
+      log: h.stores.log,
+      store: h.stores.store,
+      source: createSampleThesisSource(),
+      heartbeat,
+    });
     await reader.runOnce();
     await h.stores.catchUp();
 
@@ -59,20 +69,39 @@ describe('thesis feed over REST and MCP, and where thesis text may appear', () =
 
     // A fresh snapshot is a shared cache hit: 200, nothing appended.
     const head = await h.stores.log.headPosition();
-    const hit = await h.app.inject({ method: 'POST', url: '/v1/thesisfeed/theses', headers: { authorization: `Bearer ${member}` }, payload: { contract: CONTRACT } });
+    const hit = await h.app.inject({
+      method: 'POST',
+      url: '/v1/thesisfeed/theses',
+      headers: { authorization: `Bearer ${member}` },
+      payload: { contract: CONTRACT },
+    });
     assert.equal(hit.statusCode, 200);
     assert.equal(await h.stores.log.headPosition(), head);
 
     // Every other read, on both surfaces, while the snapshot exists.
-    const urls = ['/v1/projects', '/v1/projects?since=2000-01-01T00:00:00Z', '/v1/projects/h1?include=context', '/v1/search?q=h1', '/v1/pulse', '/v1/calltracker/calls', '/v1/projects/h1/ask'];
+    const urls = [
+      '/v1/projects',
+      '/v1/projects?since=2000-01-01T00:00:00Z',
+      '/v1/projects/h1?include=context',
+      '/v1/search?q=h1',
+      '/v1/pulse',
+      '/v1/calltracker/calls',
+      '/v1/projects/h1/ask',
+    ];
     for (const url of urls) nonThesisBodies.push((await h.get(url, member)).body);
-    for (const [name, args] of [['list_projects', {}], ['search_projects', { q: 'h2' }], ['get_project', { handle: 'h2', include: 'context' }], ['get_pulse', {}]] as const) {
+    for (const [name, args] of [
+      ['list_projects', {}],
+      ['search_projects', { q: 'h2' }],
+      ['get_project', { handle: 'h2', include: 'context' }],
+      ['get_pulse', {}],
+    ] as const) {
       const result = await client.callTool({ name, arguments: args });
       nonThesisBodies.push(JSON.stringify(result));
     }
     const texts: string[] = status.snapshot.items.map((i: any) => i.text);
     for (const text of texts) {
-      for (const body of nonThesisBodies) assert.ok(!body.includes(text), 'no thesis item text in a non-thesis response');
+      for (const body of nonThesisBodies)
+        assert.ok(!body.includes(text), 'no thesis item text in a non-thesis response');
       for (const line of logLines) assert.ok(!line.includes(text), 'no thesis item text in the log');
     }
     assert.ok(logLines.length > 10, 'the log was captured');
