@@ -314,3 +314,49 @@ export const OPERATION_EXAMPLES: Record<string, Record<number, Record<string, Op
     202: { queued: { summary: 'A read was queued', value: thesisQueued } },
   },
 };
+
+/**
+ * One example error body per status, each with the code that status carries (left to Swagger UI,
+ * every status would show the first value of the shared enum); messages as the service words them.
+ */
+export const ERROR_EXAMPLES: Record<number, OperationExample> = {
+  400: {
+    summary: 'An invalid parameter, named',
+    value: { error: { code: 'bad_request', message: "parameter 'limit' must be a whole number from 1 to 100" } },
+  },
+  401: {
+    summary: 'Any key problem',
+    value: { error: { code: 'unauthorized', message: 'Missing or invalid API key.' } },
+  },
+  403: {
+    summary: 'Not allowlisted',
+    value: {
+      error: {
+        code: 'forbidden',
+        message: 'this operation is open to allowlisted key owners only; ask the operator to allowlist your key owner',
+      },
+    },
+  },
+  404: {
+    summary: 'Nothing there',
+    value: { error: { code: 'not_found', message: "no project with id or handle 'tidalswap'" } },
+  },
+  409: {
+    summary: 'A cursor of another archive',
+    value: {
+      error: { code: 'conflict', message: "this cursor was issued by a different archive; start again with 'since'" },
+    },
+  },
+  429: {
+    summary: 'Budget spent: wait Retry-After seconds',
+    value: { error: { code: 'rate_limited', message: 'Rate limit exceeded; retry after the Retry-After interval.' } },
+  },
+  500: {
+    summary: 'Unexpected failure',
+    value: { error: { code: 'unavailable', message: 'Unexpected failure; retry later.' } },
+  },
+  503: {
+    summary: 'A store cannot be read: retry after Retry-After',
+    value: { error: { code: 'unavailable', message: 'A store is temporarily unavailable; retry shortly.' } },
+  },
+};

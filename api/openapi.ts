@@ -29,7 +29,7 @@ import {
   askListSchema,
 } from '../readmodels/schemas.ts';
 import { apiDocs } from '../readmodels/descriptions.ts';
-import { OPERATION_EXAMPLES } from './examples.ts';
+import { ERROR_EXAMPLES, OPERATION_EXAMPLES } from './examples.ts';
 import type { RestOperation } from './operation.ts';
 
 /** The interface description version ; the REST paths carry the major version as /v1. */
@@ -354,10 +354,16 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
       errorStatuses[Number(status)] = { ...errorStatuses[Number(status)], description };
     }
     for (const [status, error] of Object.entries(errorStatuses).sort(([a], [b]) => Number(a) - Number(b))) {
+      const example = ERROR_EXAMPLES[Number(status)];
       responses[status] = {
         description: error.description,
         ...(error.headers ? { headers: error.headers } : {}),
-        content: { 'application/json': { schema: { $ref: SCHEMA_REF(errorId) } } },
+        content: {
+          'application/json': {
+            schema: { $ref: SCHEMA_REF(errorId) },
+            ...(example ? { examples: { [status]: example } } : {}),
+          },
+        },
       };
     }
     for (const tag of op.tags) tags.add(tag);
