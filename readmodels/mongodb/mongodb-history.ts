@@ -100,8 +100,7 @@ const toVersion = <D>(row: VersionDoc): Version<D> =>
     keys: '{}',
   });
 
-const sameBytes = (a: Binary, b: Binary) =>
-  Buffer.from(a.read(0, a.position)).equals(Buffer.from(b.read(0, b.position)));
+const sameBytes = (a: Binary, b: Binary) => Buffer.compare(a.read(0, a.position), b.read(0, b.position)) === 0;
 
 /** Rows in the order of `ids` (a page's placements), from rows in any order. */
 function inOrder<R extends { id: string }>(ids: readonly string[], rows: readonly R[]): R[] {
