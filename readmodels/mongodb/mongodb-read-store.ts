@@ -14,7 +14,8 @@
  * documents per (collection, facet) in `_pulseboard_counts` (`…_v<N>`), updated by each commit in its
  * transaction from the facets the batch changed, so a board total is never a countDocuments; and the
  * listing's chunks in `_pulseboard_chunks` (`…_v<N>`, mongodb-list-chunks.ts), so a board page by
- * number starts at a chunk's edge instead of a skip from the end of the listing.
+ * number starts at a chunk's edge instead of a skip from the end of the listing. The history read model
+ * (every public write with its validity range) is kept in `_pulseboard_history_*` (`…_v<N>`, mongodb-history.ts).
  *
  * Commits. Whatever the batch's size, a commit is a fixed number of server calls inside one
  * multi-document transaction: the checkpoint read, one read of the batch's previous facets and sort
@@ -23,7 +24,9 @@
  * depends on another's order), one read of the listing's chunk starts and one unordered bulk write of
  * chunk counts (`$inc`, only when the batch adds documents or moves one's sort key or facet), one read
  * of the chunks it grew past their bound (and, rarely, a cut of each: one read of its rows, one delete,
- * one insert), and the checkpoint advanced with a compare-and-set on the value read before the batch.
+ * one insert), for a batch carrying versions the history's reads and writes (mongodb-history.ts: one read
+ * of the open versions, one of the latest counts, a bulk write per history collection), and the checkpoint
+ * advanced with a compare-and-set on the value read before the batch.
  * A crash leaves either the whole batch with its checkpoint and counts or none of
  * them, as the port promises and as the SQLite store (one transaction, triggers for the counts) does. Transactions need a replica set (a one-node one is
  * enough, as in docker-compose.yml); a commit against a standalone server fails with a message saying so.
@@ -52,6 +55,7 @@ import type {
 } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 import { namedMongoError } from './mongodb-faults.ts';
+import { createMongoHistory } from './mongodb-history.ts';
 import { boundFilter, createMongoChunks, type ChunkDoc, type RowMove } from './mongodb-list-chunks.ts';
 
 type MongoDoc = {
@@ -219,6 +223,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
   });
   const counters = db.collection<CounterDoc>(generationCollection(COUNTS, generation));
   const chunks = createMongoChunks(db.collection<ChunkDoc>(generationCollection(CHUNKS, generation)));
+  const history = createMongoHistory(client, db, (base) => generationCollection(base, generation), checkpoints);
   let chunkIndex: Promise<void> | undefined;
   const ensured = new Map<string, Promise<void>>();
   let transactionsChecked: Promise<void> | undefined;
@@ -247,6 +252,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       pending = Promise.all([
         collection.createIndexes(INDEXES.map((index) => ({ key: { ...index.key }, name: index.name }))),
         chunkIndex,
+        history.ensureIndexes(),
       ]).then(() => undefined);
       ensured.set(name, pending);
       pending.catch(() => ensured.delete(name));
@@ -364,6 +370,8 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
   }
 
   return {
+    history,
+
     async checkpoint(collection) {
       const row = await committedCheckpoints.findOne({ _id: collection });
       return row?.position ?? 0;
@@ -377,6 +385,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       await checkTransactions();
       await ensureCounted(collection);
       await chunks.ensureChunked(collection, listedRows(target), checkedTransaction);
+      await history.ensureStarted(collection, inTransaction);
       let outcome: CommitOutcome = { ok: true };
       await inTransaction(async (session) => {
         // The driver re-runs this callback on a transient error, so whatever is compared must come from
@@ -411,6 +420,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
           }));
           await target.bulkWrite(operations, { ordered: false, session });
           await chunks.apply(collection, moves, listedRows(target), session);
+          await history.write(collection, writes, session);
         }
         // Conditional on the value read in this same transaction: a concurrent writer makes this a write
         // conflict (the transaction retries and the check above then refuses), never a lost batch.
@@ -614,6 +624,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       }
       counted.clear();
       chunks.forget();
+      history.forget();
     },
 
     async close() {

@@ -39,10 +39,14 @@ function matches(row: Row | undefined, filter: Filter): boolean {
 function project(row: Row, projection: Record<string, 0 | 1> | undefined): Row {
   if (!projection || Object.keys(projection).length === 0) return { ...row };
   const include = Object.entries(projection)
-    .filter(([, on]) => on === 1)
+    .filter(([field, on]) => on === 1 && field !== '_id')
     .map(([field]) => field);
+  // An inclusion keeps `_id` unless it is excluded (`_id: 0`), as on the server.
   if (include.length > 0)
-    return Object.fromEntries([['_id', row._id], ...include.map((field) => [field, row[field]])]) as Row;
+    return Object.fromEntries([
+      ...(projection._id === 0 ? [] : [['_id', row._id]]),
+      ...include.filter((field) => field in row).map((field) => [field, row[field]]),
+    ]) as Row;
   return Object.fromEntries(Object.entries(row).filter(([field]) => projection[field] !== 0)) as Row;
 }
 
@@ -72,9 +76,17 @@ type FakeSession = {
 };
 type ReadOptions = { projection?: Record<string, 0 | 1>; session?: FakeSession; hint?: string };
 /** A query as the store sent it: what the index hint is checked against. */
-export type SentFind = { collection: string; filter: Filter; sort: [string, number][]; hint: string | undefined };
+export type SentFind = {
+  collection: string;
+  filter: Filter;
+  sort: [string, number][];
+  hint: string | undefined;
+  skip: number;
+  /** 0: none. */
+  limit: number;
+};
 
-/** Just enough of MongoClient for the store's commit, get, getMany, count and checkpoint; every call counted as `collection.method`. */
+/** Just enough of MongoClient for the read store (its history included); every call counted as `collection.method`. */
 export function fakeMongo() {
   const data = new Map<string, Map<string, Row>>();
   /** Runs after each read that returns documents (findOne, a find's first batch): a test's way to commit between two reads. */
@@ -87,6 +99,23 @@ export function fakeMongo() {
    */
   const limits = { transactionRows: Number.POSITIVE_INFINITY, rowsRead: 0 };
   const finds: SentFind[] = [];
+  /**
+   * Index names created per collection. A hint naming none of a collection's indexes fails, as on the
+   * server; a collection whose indexes no call created (rows a test planted) accepts any hint.
+   */
+  const indexes = new Map<string, Set<string>>();
+  const declare = (collection: string, name: string) => {
+    const names = indexes.get(collection) ?? new Set(['_id_']);
+    names.add(name);
+    indexes.set(collection, names);
+  };
+  const checkHint = (collection: string, hint: string | undefined) => {
+    const names = indexes.get(collection);
+    if (hint === undefined || !names || names.has(hint)) return;
+    throw Object.assign(new Error(`hint provided does not correspond to an existing index (${collection}: ${hint})`), {
+      code: 2,
+    });
+  };
   const readInTransaction = (session: FakeSession | undefined, n: number) => {
     limits.rowsRead += n;
     if (!session?.inTransaction) return;
@@ -126,9 +155,10 @@ export function fakeMongo() {
     const findAll = (filter: Filter, session?: FakeSession) =>
       [...rowsSeenBy(session).values()].filter((row) => matches(row, filter));
     return {
-      async createIndexes() {
+      async createIndexes(specs: { name: string }[]) {
         call('createIndexes');
-        return [];
+        for (const spec of specs) declare(name, spec.name);
+        return specs.map((spec) => spec.name);
       },
       async findOne(filter: Filter, options: ReadOptions = {}) {
         call('findOne');
@@ -141,8 +171,9 @@ export function fakeMongo() {
         let skip = 0;
         let limit = 0;
         const results = () => {
+          checkHint(name, options.hint);
           const found = findAll(filter, options.session);
-          finds.push({ collection: name, filter, sort, hint: options.hint });
+          finds.push({ collection: name, filter, sort, hint: options.hint, skip, limit });
           readInTransaction(options.session, found.length);
           if (sort.length > 0) {
             found.sort((a, b) => {
@@ -195,9 +226,16 @@ export function fakeMongo() {
         readInTransaction(options.session, n);
         return n;
       },
-      async createIndex() {
+      async createIndex(_key: unknown, options: { name?: string } = {}) {
         call('createIndex');
-        return 'index';
+        if (options.name) declare(name, options.name);
+        return options.name ?? 'index';
+      },
+      async deleteMany(filter: Filter) {
+        call('deleteMany');
+        const found = findAll(filter);
+        for (const row of found) rows.delete(row._id);
+        return { deletedCount: found.length };
       },
       async deleteOne(filter: Filter) {
         call('deleteOne');
@@ -246,7 +284,7 @@ export function fakeMongo() {
       async bulkWrite(
         operations: Record<
           string,
-          { filter: Filter; replacement?: Row; update?: Record<string, Record<string, unknown>> }
+          { filter: Filter; replacement?: Row; update?: Record<string, Record<string, unknown>>; document?: Row }
         >[],
         options: { ordered?: boolean },
       ) {
@@ -255,6 +293,12 @@ export function fakeMongo() {
         bulkOptions.push({ collection: name, ordered: options.ordered, operations: operations.length });
         for (const operation of operations) {
           const [kind, spec] = Object.entries(operation)[0]!;
+          if (kind === 'insertOne') {
+            // A duplicate key fails the bulk write (and, on the server, the transaction it is in).
+            if (rows.has(spec.document!._id)) throw new Error(`E11000 duplicate key ${spec.document!._id}`);
+            rows.set(spec.document!._id, { ...spec.document! });
+            continue;
+          }
           const id = spec.filter._id as string;
           if (kind === 'replaceOne') rows.set(id, { ...spec.replacement!, _id: id });
           else rows.set(id, applyUpdate(rows.get(id), id, spec.update!));
@@ -266,6 +310,15 @@ export function fakeMongo() {
   const client = {
     db: () => ({
       collection,
+      listCollections() {
+        return {
+          async toArray() {
+            calls.push('db.listCollections');
+            // A collection exists once written or indexed (a read of a missing one creates nothing).
+            return [...data].filter(([name, rows]) => rows.size > 0 || indexes.has(name)).map(([name]) => ({ name }));
+          },
+        };
+      },
       admin: () => ({
         async command() {
           calls.push('admin.hello');

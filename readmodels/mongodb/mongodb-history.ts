@@ -1,0 +1,515 @@
+/**
+ * The MongoDB store's history read model (readmodels/history/port.ts), written by the read store's
+ * commit inside its transaction (`DocWrite.versions`), in collections of the store's generation (so a
+ * replay builds them with the rest, and drops them with the old generation):
+ * - `_pulseboard_history_versions`: one document per public write, [from, to) in log positions; its
+ *   `_id` is the JSON of [collection, id] followed by `from` in 16 digits, so the version valid at P
+ *   is the last `_id` at or before [collection, id]P: one probe of the `_id` index;
+ * - `_pulseboard_history_placements`: where a document stood in the listing, one per stretch of
+ *   positions with the same (sort key, facet), so a board as of P walks about one key per project,
+ *   not one per write;
+ * - `_pulseboard_history_counts`: every facet's number of documents after each write that changed one,
+ *   so the totals as of P are one probe;
+ * - `_pulseboard_history_from`: the position from which the model records each collection (a store
+ *   written before it existed: the checkpoint it had then; `pulseboard replay` builds it whole).
+ *
+ * Every read names its index in a hint and is a range bounded on both sides (equality, then a range
+ * with both ends), or a walk along the index bounded by its limit; fields tested beyond the bounds are
+ * in the index, so a row is fetched only once it matches.
+ */
+import { Binary, type ClientSession, type Collection, type Db, type Filter, type MongoClient } from 'mongodb';
+import {
+  OPEN_END,
+  type HistoryChangesQuery,
+  type HistoryPageQuery,
+  type HistoryScanQuery,
+  type HistoryStore,
+  type Version,
+  type VersionChange,
+  type VersionWrite,
+  type WritePoint,
+} from '../history/port.ts';
+import type { ListPage } from '../port.ts';
+import { storedFromTexts } from '../stored-doc.ts';
+
+export const HISTORY_VERSIONS = '_pulseboard_history_versions';
+export const HISTORY_PLACEMENTS = '_pulseboard_history_placements';
+export const HISTORY_COUNTS = '_pulseboard_history_counts';
+export const HISTORY_FROM = '_pulseboard_history_from';
+
+type VersionDoc = {
+  _id: string;
+  c: string;
+  id: string;
+  from: number;
+  to: number;
+  writtenAt: string;
+  sortKey: string;
+  facet: string;
+  /** `from` of the placement this version belongs to (what closes it when the document moves). */
+  placed: number;
+  /** UTF-8 of the JSON text, as the live documents keep it. */
+  doc: Binary;
+};
+type PlacementDoc = { _id: string; c: string; id: string; sortKey: string; facet: string; from: number; to: number };
+type CountDoc = { _id: string; c: string; at: number; counts: { facet: string; n: number }[] };
+type FromDoc = { _id: string; position: number };
+
+/** The history collections' indexes, by collection; every read names one of these (or `_id_`) in its hint. */
+export const HISTORY_INDEXES = {
+  [HISTORY_VERSIONS]: [
+    // A document's versions by end: its open one (a commit), the one valid at P among a page's (to > P, from ≤ P).
+    { key: { c: 1, id: 1, to: 1, from: 1 }, name: 'history_open' },
+    // Writes in (from, to] in delta order, and the last write at or before a position.
+    { key: { c: 1, from: 1, id: 1, to: 1 }, name: 'history_delta' },
+    { key: { c: 1, writtenAt: 1, from: 1 }, name: 'history_time' },
+  ],
+  [HISTORY_PLACEMENTS]: [
+    { key: { c: 1, sortKey: -1, id: -1, from: 1, to: 1 }, name: 'placement_listing' },
+    { key: { c: 1, facet: 1, sortKey: -1, id: -1, from: 1, to: 1 }, name: 'placement_facet' },
+  ],
+  [HISTORY_COUNTS]: [{ key: { c: 1, at: 1 }, name: 'count_at' }],
+} as const;
+
+/** Ids per query of a page's versions (a batch of an export holds thousands). */
+const IDS_PER_READ = 1000;
+const KEY_DIGITS = 16;
+
+/** A version's `_id`: [collection, id] as JSON (no other pair's text starts with it), then `from` in fixed width. */
+export function versionKey(collection: string, id: string, from: number): string {
+  return `${JSON.stringify([collection, id])}${String(from).padStart(KEY_DIGITS, '0')}`;
+}
+const placementKey = (collection: string, id: string, from: number) => JSON.stringify([collection, id, from]);
+const countKey = (collection: string, at: number) => JSON.stringify([collection, at]);
+
+/** A position as an index bound: a whole number in [0, OPEN_END]. */
+const position = (at: number) => Math.max(0, Math.min(OPEN_END, Math.floor(at)));
+
+const facetFilter = (facets: readonly string[] | undefined) =>
+  facets === undefined ? {} : { facet: { $in: [...facets] } };
+
+const toVersion = <D>(row: VersionDoc): Version<D> =>
+  storedFromTexts<D, null>({
+    id: row.id,
+    doc: row.doc.read(0, row.doc.position),
+    state: undefined,
+    seq: row.from,
+    writtenAt: row.writtenAt,
+    sortKey: row.sortKey,
+    facet: row.facet,
+    keys: '{}',
+  });
+
+const sameBytes = (a: Binary, b: Binary) => Buffer.compare(a.read(0, a.position), b.read(0, b.position)) === 0;
+
+/** Rows in the order of `ids` (a page's placements), from rows in any order. */
+function inOrder<R extends { id: string }>(ids: readonly string[], rows: readonly R[]): R[] {
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return ids.flatMap((id) => {
+    const row = byId.get(id);
+    return row ? [row] : [];
+  });
+}
+
+export type MongoHistory = HistoryStore & {
+  /** Creates the indexes (idempotent), once per process. */
+  ensureIndexes(): Promise<void>;
+  /**
+   * Records, once per collection, the position the model starts from: 0 for a collection not yet
+   * written, else its checkpoint (a store written before the model). Every commit waits for it.
+   */
+  ensureStarted(
+    collection: string,
+    inTransaction: (work: (session: ClientSession) => Promise<void>) => Promise<void>,
+  ): Promise<void>;
+  /**
+   * Records a commit's writes inside its transaction, in log order across documents: one read of the
+   * batch's open versions, one of the latest counts, and one bulk write per collection touched.
+   */
+  write(
+    collection: string,
+    writes: readonly { id: string; versions?: readonly VersionWrite[] }[],
+    session: ClientSession,
+  ): Promise<void>;
+  /** Forgets which collections were started (after `clear`). */
+  forget(): void;
+};
+
+/** The history of one generation; `checkpoints` is that generation's checkpoint collection. */
+export function createMongoHistory(
+  client: MongoClient,
+  db: Db,
+  names: (base: string) => string,
+  checkpoints: Collection<{ _id: string; position: number }>,
+): MongoHistory {
+  const versions = db.collection<VersionDoc>(names(HISTORY_VERSIONS));
+  const placements = db.collection<PlacementDoc>(names(HISTORY_PLACEMENTS));
+  const counts = db.collection<CountDoc>(names(HISTORY_COUNTS));
+  const recorded = db.collection<FromDoc>(names(HISTORY_FROM));
+  let indexes: Promise<void> | undefined;
+  const started = new Map<string, Promise<void>>();
+
+  /** The versions valid at `at` of `ids`: to in (at, OPEN_END], from in [0, at] (at most one each). */
+  async function validAt(collection: string, ids: readonly string[], at: number, session?: ClientSession) {
+    const rows: VersionDoc[] = [];
+    const unique = [...new Set(ids)];
+    for (let i = 0; i < unique.length; i += IDS_PER_READ) {
+      rows.push(
+        ...(await versions
+          .find(
+            {
+              c: collection,
+              id: { $in: unique.slice(i, i + IDS_PER_READ) },
+              to: { $gt: at, $lte: OPEN_END },
+              from: { $gte: 0, $lte: at },
+            },
+            { hint: 'history_open', ...(session ? { session } : {}) },
+          )
+          .toArray()),
+      );
+    }
+    return rows;
+  }
+
+  async function countAt(
+    collection: string,
+    at: number,
+    facets: readonly string[] | undefined,
+    session?: ClientSession,
+  ): Promise<number> {
+    if (facets !== undefined && facets.length === 0) return 0;
+    const row = await counts
+      .find(
+        { c: collection, at: { $gte: 0, $lte: position(at) } },
+        { projection: { counts: 1 }, hint: 'count_at', ...(session ? { session } : {}) },
+      )
+      .sort({ at: -1 })
+      .limit(1)
+      .next();
+    let total = 0;
+    for (const { facet, n } of row?.counts ?? []) if (facets === undefined || facets.includes(facet)) total += n;
+    return total;
+  }
+
+  /** Ids of the placements valid at `at`, in listing order (newest first, or oldest first when `ascending`). */
+  async function placedAt(
+    collection: string,
+    at: number,
+    facets: readonly string[] | undefined,
+    page: { skip?: number; limit: number; ascending?: boolean; after?: { sortKey: string; id: string } },
+    session?: ClientSession,
+  ): Promise<string[]> {
+    const filter: Filter<PlacementDoc> = {
+      c: collection,
+      ...facetFilter(facets),
+      from: { $lte: at },
+      to: { $gt: at },
+    };
+    if (page.after) {
+      filter.sortKey = { $lte: page.after.sortKey };
+      filter.$or = [{ sortKey: { $lt: page.after.sortKey } }, { id: { $lt: page.after.id } }];
+    }
+    const direction = page.ascending ? 1 : -1;
+    const rows = await placements
+      .find(filter, {
+        // Covered by the index: the placements skipped are keys, never fetched.
+        projection: { _id: 0, id: 1 },
+        hint: facets === undefined ? 'placement_listing' : 'placement_facet',
+        ...(session ? { session } : {}),
+      })
+      .sort({ sortKey: direction, id: direction })
+      .skip(page.skip ?? 0)
+      .limit(page.limit)
+      .toArray();
+    return rows.map((row) => row.id);
+  }
+
+  const point = (row: { from: number; writtenAt: string } | null): WritePoint | null =>
+    row ? { seq: row.from, writtenAt: row.writtenAt } : null;
+
+  return {
+    async ensureIndexes() {
+      indexes ??= Promise.all(
+        Object.entries(HISTORY_INDEXES).map(([name, specs]) =>
+          db.collection(names(name)).createIndexes(specs.map((spec) => ({ key: { ...spec.key }, name: spec.name }))),
+        ),
+      ).then(() => undefined);
+      indexes.catch(() => {
+        indexes = undefined;
+      });
+      await indexes;
+    },
+
+    async ensureStarted(collection, inTransaction) {
+      let pending = started.get(collection);
+      if (!pending) {
+        pending = (async () => {
+          if (await recorded.findOne({ _id: collection }, { projection: { _id: 1 } })) return;
+          // In one transaction with the checkpoint read: a commit of this version waits for the
+          // marker, so none lands between them; a concurrent starter conflicts and retries.
+          await inTransaction(async (session) => {
+            const checkpoint = (await checkpoints.findOne({ _id: collection }, { session }))?.position ?? 0;
+            await recorded.updateOne(
+              { _id: collection },
+              { $setOnInsert: { position: checkpoint } },
+              { upsert: true, session },
+            );
+          });
+        })();
+        started.set(collection, pending);
+        pending.catch(() => started.delete(collection));
+      }
+      await pending;
+    },
+
+    async write(collection, writes, session) {
+      const ordered: { id: string; v: VersionWrite }[] = [];
+      for (const w of writes) for (const v of w.versions ?? []) ordered.push({ id: w.id, v });
+      if (ordered.length === 0) return;
+      ordered.sort((a, b) => a.v.seq - b.v.seq);
+      const ids = [...new Set(ordered.map((o) => o.id))];
+      // The batch's documents as the model last had them: their open versions (one exact key each).
+      const open = await versions
+        .find(
+          { c: collection, id: { $in: ids }, to: OPEN_END },
+          { projection: { id: 1, from: 1, sortKey: 1, facet: 1, placed: 1 }, hint: 'history_open', session },
+        )
+        .toArray();
+      const latestCounts = await counts
+        .find(
+          { c: collection, at: { $gte: 0, $lte: OPEN_END } },
+          { projection: { counts: 1 }, hint: 'count_at', session },
+        )
+        .sort({ at: -1 })
+        .limit(1)
+        .next();
+      type Latest = { from: number; sortKey: string; facet: string; placed: number };
+      const latest = new Map<string, Latest>(open.map((row) => [row.id, row]));
+      const facetCounts = new Map((latestCounts?.counts ?? []).map(({ facet, n }) => [facet, n]));
+      // What the batch writes: new documents (closed in place when a later write of the batch ends them) and closings of earlier ones.
+      const newVersions = new Map<string, VersionDoc>();
+      const closedVersions = new Map<string, number>();
+      const newPlacements = new Map<string, PlacementDoc>();
+      const closedPlacements = new Map<string, number>();
+      const countDocs = new Map<number, CountDoc>();
+      const close = <T extends { to: number }>(
+        made: Map<string, T>,
+        closed: Map<string, number>,
+        key: string,
+        at: number,
+      ) => {
+        const row = made.get(key);
+        if (row) row.to = at;
+        else closed.set(key, at);
+      };
+      const move = (facet: string, by: number) => facetCounts.set(facet, (facetCounts.get(facet) ?? 0) + by);
+      for (const { id, v } of ordered) {
+        const previous = latest.get(id);
+        // A write already recorded (the same batch committed again) changes nothing.
+        if (previous && previous.from >= v.seq) continue;
+        if (previous) close(newVersions, closedVersions, versionKey(collection, id, previous.from), v.seq);
+        const stays = previous !== undefined && previous.sortKey === v.sortKey && previous.facet === v.facet;
+        const placed = stays ? previous.placed : v.seq;
+        const json = JSON.stringify(v.doc);
+        if (json === undefined) throw new TypeError(`document ${id} is not JSON`);
+        newVersions.set(versionKey(collection, id, v.seq), {
+          _id: versionKey(collection, id, v.seq),
+          c: collection,
+          id,
+          from: v.seq,
+          to: OPEN_END,
+          writtenAt: v.writtenAt,
+          sortKey: v.sortKey,
+          facet: v.facet,
+          placed,
+          doc: new Binary(Buffer.from(json, 'utf8')),
+        });
+        latest.set(id, { from: v.seq, sortKey: v.sortKey, facet: v.facet, placed });
+        if (stays) continue;
+        // It moved in the listing (or appeared): a new placement, and the facets' counts follow.
+        if (previous) {
+          close(newPlacements, closedPlacements, placementKey(collection, id, previous.placed), v.seq);
+          if (previous.facet !== v.facet) move(previous.facet, -1);
+        }
+        newPlacements.set(placementKey(collection, id, v.seq), {
+          _id: placementKey(collection, id, v.seq),
+          c: collection,
+          id,
+          sortKey: v.sortKey,
+          facet: v.facet,
+          from: v.seq,
+          to: OPEN_END,
+        });
+        if (!previous || previous.facet !== v.facet) {
+          move(v.facet, 1);
+          countDocs.set(v.seq, {
+            _id: countKey(collection, v.seq),
+            c: collection,
+            at: v.seq,
+            counts: [...facetCounts].map(([facet, n]) => ({ facet, n })),
+          });
+        }
+      }
+      const writesOf = <T extends { _id: string }>(made: Map<string, T>, closed: Map<string, number>) => [
+        ...[...closed].map(([_id, to]) => ({ updateOne: { filter: { _id }, update: { $set: { to } } } })),
+        ...[...made.values()].map((document) => ({ insertOne: { document } })),
+      ];
+      if (newVersions.size > 0) {
+        await versions.bulkWrite(writesOf(newVersions, closedVersions), { ordered: false, session });
+      }
+      if (newPlacements.size > 0) {
+        await placements.bulkWrite(writesOf(newPlacements, closedPlacements), { ordered: false, session });
+      }
+      if (countDocs.size > 0) {
+        await counts.bulkWrite(
+          [...countDocs.values()].map((row) => ({
+            replaceOne: { filter: { _id: row._id }, replacement: row, upsert: true },
+          })),
+          { ordered: false, session },
+        );
+      }
+    },
+
+    forget: () => started.clear(),
+
+    async recordedFrom(collection) {
+      const row = await recorded.findOne({ _id: collection });
+      if (row) return row.position;
+      // Not started yet: the first commit of this version will record from the checkpoint there is now.
+      return (await checkpoints.findOne({ _id: collection }))?.position ?? 0;
+    },
+
+    async pointAtTime(collection, at) {
+      const row = await versions
+        .find(
+          { c: collection, writtenAt: { $gte: '', $lte: new Date(at).toISOString() } },
+          { projection: { from: 1, writtenAt: 1 }, hint: 'history_time' },
+        )
+        .sort({ writtenAt: -1, from: -1 })
+        .limit(1)
+        .next();
+      return point(row);
+    },
+
+    async pointAtSeq(collection, seq) {
+      const row = await versions
+        .find(
+          { c: collection, from: { $gte: 0, $lte: position(seq) } },
+          { projection: { from: 1, writtenAt: 1 }, hint: 'history_delta' },
+        )
+        .sort({ from: -1, id: -1 })
+        .limit(1)
+        .next();
+      return point(row);
+    },
+
+    async get<D>(collection: string, id: string, at: number) {
+      if (at < 0) return null;
+      const row = await versions
+        .find(
+          { _id: { $gte: versionKey(collection, id, 0), $lte: versionKey(collection, id, position(at)) } },
+          { hint: '_id_' },
+        )
+        .sort({ _id: -1 })
+        .limit(1)
+        .next();
+      return row ? toVersion<D>(row) : null;
+    },
+
+    async getMany<D>(collection: string, ids: readonly string[], at: number) {
+      const found = new Map<string, Version<D>>();
+      if (at < 0) return found;
+      for (const row of await validAt(collection, ids, position(at))) found.set(row.id, toVersion<D>(row));
+      return found;
+    },
+
+    async list<D>(collection: string, at: number, query: HistoryPageQuery): Promise<ListPage<D>> {
+      // The total and the rows from one snapshot (as the live board's), the page read from the nearer end.
+      const session = client.startSession({ snapshot: true });
+      try {
+        const total = await countAt(collection, at, query.facets, session);
+        const limit = Math.max(0, Math.min(query.limit, total - query.offset));
+        if (limit === 0) return { total, docs: [] };
+        const fromEnd = total - query.offset - limit;
+        const ascending = fromEnd < query.offset;
+        const ids = await placedAt(
+          collection,
+          position(at),
+          query.facets,
+          { skip: ascending ? fromEnd : query.offset, limit, ascending },
+          session,
+        );
+        if (ascending) ids.reverse();
+        const rows = inOrder(ids, await validAt(collection, ids, position(at), session));
+        return { total, docs: rows.map((row) => toVersion<D>(row)) };
+      } finally {
+        await session.endSession();
+      }
+    },
+
+    async count(collection, at, facets) {
+      return countAt(collection, at, facets);
+    },
+
+    async scan<D>(collection: string, at: number, query: HistoryScanQuery) {
+      if (query.limit <= 0) return [];
+      // A point at or before the checkpoint never changes: the two reads need no common snapshot.
+      const ids = await placedAt(collection, position(at), query.facets, {
+        limit: query.limit,
+        ...(query.after ? { after: query.after } : {}),
+      });
+      return inOrder(ids, await validAt(collection, ids, position(at))).map((row) => toVersion<D>(row));
+    },
+
+    async changes<D>(collection: string, query: HistoryChangesQuery) {
+      const found: VersionChange<D>[] = [];
+      if (query.limit <= 0) return found;
+      const from = position(query.from);
+      const to = position(query.to);
+      let after = query.after;
+      // Rows whose document is the same at both points are left out: read on until the page is full.
+      for (;;) {
+        const filter: Filter<VersionDoc> = {
+          c: collection,
+          from: { $gt: from, $lte: to, ...(after ? { $gte: after.seq } : {}) },
+          // Valid at `to`: the writes overwritten before it are keys passed over, never fetched.
+          to: { $gt: to, $lte: OPEN_END },
+          ...(after ? { $or: [{ from: { $gt: after.seq } }, { id: { $gt: after.id } }] } : {}),
+        };
+        const rows = await versions
+          .find(filter, { hint: 'history_delta' })
+          .sort({ from: 1, id: 1 })
+          .limit(query.limit)
+          .toArray();
+        if (rows.length === 0) break;
+        // Each one's version valid at `from`: it ends in (from, its successor's start], and began at or before `from`.
+        const before = new Map<string, VersionDoc>();
+        const ids = rows.map((row) => row.id);
+        for (let i = 0; i < ids.length; i += IDS_PER_READ) {
+          const earlier = await versions
+            .find(
+              {
+                c: collection,
+                id: { $in: ids.slice(i, i + IDS_PER_READ) },
+                to: { $gt: from, $lte: to },
+                from: { $gte: 0, $lte: from },
+              },
+              { hint: 'history_open' },
+            )
+            .toArray();
+          for (const row of earlier) before.set(row.id, row);
+        }
+        for (const row of rows) {
+          const was = before.get(row.id);
+          if (was && sameBytes(was.doc, row.doc)) continue;
+          found.push({ after: toVersion<D>(row), before: was ? toVersion<D>(was) : null });
+          if (found.length === query.limit) return found;
+        }
+        if (rows.length < query.limit) break;
+        const last = rows[rows.length - 1]!;
+        after = { seq: last.from, id: last.id };
+      }
+      return found;
+    },
+  };
+}
