@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { createSqliteEventLog } from '../eventstore/sqlite/sqlite-event-log.ts';
 import { createKafkaSource } from '../ingest/kafka/kafka-source.ts';
 import { createIngestor } from '../ingest/pipeline.ts';
-import { kafkaClient, produce, voteMessages } from '../test/ingest/kafka-real.ts';
+import { fillTopic, kafkaClient, voteMessages } from '../test/support/kafka-real.ts';
 import { startKafkaBroker, type KafkaBroker } from '../test/support/kafka-broker.ts';
 
 const PARTITIONS = 6;
@@ -86,8 +86,7 @@ export async function main(sizes = DEFAULT_SIZES): Promise<void> {
     );
     for (const size of sizes) {
       const topic = `bench-${size}`;
-      await broker.createTopics([{ topic, partitions: PARTITIONS }]);
-      await produce(broker.brokers, topic, voteMessages(`bench${size}`, size));
+      await fillTopic(broker, topic, PARTITIONS, voteMessages(`bench${size}`, size));
       const raw = await rawConsumer(broker, topic, size);
       const ingest = await serviceIngest(broker, topic, size, dir);
       const row = (name: string, f: Figure) =>
