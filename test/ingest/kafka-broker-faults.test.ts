@@ -4,11 +4,9 @@
  * its way to the dead-letter topic. One broker for the file.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { describe, it } from 'vitest';
 import type { EventLog } from '../../eventstore/port.ts';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import {
@@ -18,12 +16,22 @@ import {
   type KafkaSourceOptions,
 } from '../../ingest/kafka/kafka-source.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
-import { kafkaSkipReason, startKafkaBroker, type KafkaBroker } from '../support/kafka-broker.ts';
+import {
+  allCommitted,
+  assertCommittedAreStored,
+  createLogReader,
+  fillTopic,
+  groupProgress,
+  kafkaClient,
+  until,
+  useKafkaBroker,
+  voteMessages,
+} from '../support/kafka-real.ts';
 import { skipFor } from '../support/skip.ts';
 import { examples } from './examples.ts';
-import { createLogReader, groupProgress, kafkaClient, produce, until, voteMessages } from './kafka-real.ts';
 
-const skip = kafkaSkipReason();
+const real = useKafkaBroker('faults');
+const { skip, dir } = real;
 
 /** The log with every appendBatch held `delayMs` first, as a slow event log server would. */
 function slowed(log: EventLog, delayMs: number, appending?: (busy: boolean) => void): EventLog {
@@ -41,29 +49,16 @@ function slowed(log: EventLog, delayMs: number, appending?: (busy: boolean) => v
   };
 }
 
-async function allCommitted(brokers: string[], groupId: string, topic: string): Promise<true | undefined> {
-  const { committed, ends } = await groupProgress(brokers, groupId, topic);
-  return [...ends].every(([partition, end]) => committed.get(partition) === end) ? true : undefined;
-}
+/** True once the group has committed every partition of `topic` to its end. */
+const committedToEnd = async (groupId: string, topic: string) =>
+  allCommitted(await groupProgress(real.broker().brokers, groupId, topic));
 
 describe('Kafka source on a real broker: slow appends, rebalances, dead letters', () => {
-  let broker: KafkaBroker | undefined;
-  const dir = mkdtempSync(join(tmpdir(), 'pb-kafka-faults-'));
   const base = (): Pick<KafkaSourceOptions, 'brokers' | 'logLevel' | 'restartBaseDelayMs' | 'restartMaxDelayMs'> => ({
-    brokers: broker!.brokers,
+    brokers: real.broker().brokers,
     logLevel: 'nothing',
     restartBaseDelayMs: 200,
     restartMaxDelayMs: 2000,
-  });
-
-  beforeAll(async () => {
-    if (skip) return;
-    broker = await startKafkaBroker();
-  });
-
-  afterAll(async () => {
-    await broker?.stop();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it(
@@ -72,9 +67,8 @@ describe('Kafka source on a real broker: slow appends, rebalances, dead letters'
     async () => {
       const topic = 'pb-slow';
       const groupId = 'pb-slow-ingest';
-      await broker!.createTopics([{ topic, partitions: 1 }]);
       const messages = voteMessages('s', 150);
-      await produce(broker!.brokers, topic, messages);
+      await fillTopic(real.broker(), topic, 1, messages);
       const log = createSqliteEventLog(join(dir, 'slow.sqlite'));
       const handled: HandledMessage[] = [];
       const statuses: string[] = [];
@@ -93,7 +87,7 @@ describe('Kafka source on a real broker: slow appends, rebalances, dead letters'
       });
       try {
         await source.start();
-        await until('every offset committed', 90_000, () => allCommitted(broker!.brokers, groupId, topic));
+        await until('every offset committed', 90_000, () => committedToEnd(groupId, topic));
         const outcomes = handled.map((h) => h.outcome.status);
         assert.equal(
           outcomes.length,
@@ -121,9 +115,8 @@ describe('Kafka source on a real broker: slow appends, rebalances, dead letters'
     async () => {
       const topic = 'pb-rebalance';
       const groupId = 'pb-rebalance-ingest';
-      await broker!.createTopics([{ topic, partitions: 4 }]);
       const messages = voteMessages('r', 4000, 64);
-      const order = await produce(broker!.brokers, topic, messages);
+      const order = await fillTopic(real.broker(), topic, 4, messages);
       const log = createSqliteEventLog(join(dir, 'rebalance.sqlite'));
       const reader = createLogReader(log);
       let appending = false;
@@ -158,16 +151,9 @@ describe('Kafka source on a real broker: slow appends, rebalances, dead letters'
         // The second member joins while the first is inside an append: the group rebalances under it.
         await b.start();
         await until('every offset committed', 120_000, async () => {
-          const progress = await groupProgress(broker!.brokers, groupId, topic);
-          const stored = await reader.read();
-          for (const [partition, ids] of order) {
-            const offset = progress.committed.get(partition) ?? -1;
-            for (let i = 0; i < offset; i += 1)
-              assert.ok(stored.has(ids[i]!), `partition ${partition}: offset ${i} committed before it was stored`);
-          }
-          return [...progress.ends].every(([partition, end]) => progress.committed.get(partition) === end)
-            ? true
-            : undefined;
+          const progress = await groupProgress(real.broker().brokers, groupId, topic);
+          assertCommittedAreStored(progress.committed, order, await reader.read());
+          return allCommitted(progress);
         });
         const stored = await reader.read();
         assert.equal(stored.size, messages.length, 'every message stored');
@@ -193,10 +179,7 @@ describe('Kafka source on a real broker: slow appends, rebalances, dead letters'
       const topic = 'pb-dlq-source';
       const deadLetterTopic = 'pb-dlq';
       const groupId = 'pb-dlq-ingest';
-      await broker!.createTopics([
-        { topic, partitions: 1 },
-        { topic: deadLetterTopic, partitions: 1 },
-      ]);
+      await real.broker().createTopics([{ topic: deadLetterTopic, partitions: 1 }]);
       const [good, later] = voteMessages('d', 2);
       const invalid = JSON.stringify({
         ...examples['vote.cast'],
@@ -209,7 +192,7 @@ describe('Kafka source on a real broker: slow appends, rebalances, dead letters'
         { id: 'd-bad', key: 'p', value: invalid },
         later!,
       ];
-      await produce(broker!.brokers, topic, sent);
+      await fillTopic(real.broker(), topic, 1, sent);
       const log = createSqliteEventLog(join(dir, 'dlq.sqlite'));
       const source = createKafkaSource({
         ...base(),
@@ -218,10 +201,10 @@ describe('Kafka source on a real broker: slow appends, rebalances, dead letters'
         groupId,
         deadLetterTopic,
       });
-      const consumer = kafkaClient(broker!.brokers, 'pb-dlq-reader').consumer({ groupId: 'pb-dlq-reader' });
+      const consumer = kafkaClient(real.broker().brokers, 'pb-dlq-reader').consumer({ groupId: 'pb-dlq-reader' });
       try {
         await source.start();
-        await until('every offset committed', 60_000, () => allCommitted(broker!.brokers, groupId, topic));
+        await until('every offset committed', 60_000, () => committedToEnd(groupId, topic));
         const letters: DeadLetter[] = [];
         await consumer.connect();
         await consumer.subscribe({ topics: [deadLetterTopic], fromBeginning: true });

@@ -6,19 +6,26 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { createKafkaSource } from '../../ingest/kafka/kafka-source.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
-import { kafkaSkipReason, startKafkaBroker, type KafkaBroker } from '../support/kafka-broker.ts';
+import {
+  allCommitted,
+  assertCommittedAreStored,
+  createLogReader,
+  fillTopic,
+  groupProgress,
+  until,
+  useKafkaBroker,
+  voteMessages,
+} from '../support/kafka-real.ts';
 import { skipFor } from '../support/skip.ts';
-import { createLogReader, groupProgress, produce, until, voteMessages } from './kafka-real.ts';
 
-const skip = kafkaSkipReason();
+const real = useKafkaBroker('group');
+const { skip, dir } = real;
 const CHILD = join(import.meta.dirname, '..', 'support', 'kafka-ingest-child.ts');
 
 type Child = { proc: ChildProcess; handled: () => number };
@@ -41,52 +48,20 @@ async function killed(child: Child): Promise<void> {
   await once(child.proc, 'exit');
 }
 
-/** Every partition: each message below the committed offset is in the log (offsets are committed only after the append). */
-function assertCommittedAreStored(
-  committed: Map<number, number>,
-  order: Map<number, string[]>,
-  stored: Map<string, number>,
-): number {
-  let covered = 0;
-  for (const [partition, ids] of order) {
-    const offset = committed.get(partition) ?? -1;
-    for (let i = 0; i < offset; i += 1)
-      assert.ok(
-        stored.has(ids[i]!),
-        `partition ${partition} committed ${offset} but offset ${i} (${ids[i]}) is not stored`,
-      );
-    covered += Math.max(0, offset);
-  }
-  return covered;
-}
-
 describe('Kafka source on a real broker: a group of processes and crashes', () => {
-  let broker: KafkaBroker | undefined;
-  const dir = mkdtempSync(join(tmpdir(), 'pb-kafka-group-'));
-
-  beforeAll(async () => {
-    if (skip) return;
-    broker = await startKafkaBroker();
-  });
-
-  afterAll(async () => {
-    await broker?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
   it(
     'two processes in one group, one SIGKILLed mid-stream and restarted: 100k messages appended exactly once, offsets committed only after the append',
     { ...skipFor(skip), timeout: 240_000 },
     async () => {
       const topic = 'pb-group';
       const groupId = 'pb-group-ingest';
-      await broker!.createTopics([{ topic, partitions: 6 }]);
+      const broker = real.broker();
       const messages = voteMessages('g', 100_000);
-      const order = await produce(broker!.brokers, topic, messages);
+      const order = await fillTopic(broker, topic, 6, messages);
       assert.equal(order.size, 6, 'the keys spread over all six partitions');
 
       const eventLog = join(dir, 'group-events.sqlite');
-      const options = { brokers: broker!.brokers, eventLog, groupId, topics: [topic], maxMessagesPerAppend: 1000 };
+      const options = { brokers: broker.brokers, eventLog, groupId, topics: [topic], maxMessagesPerAppend: 1000 };
       const log = createSqliteEventLog(eventLog);
       const reader = createLogReader(log);
       const a = startChild(options);
@@ -99,7 +74,7 @@ describe('Kafka source on a real broker: a group of processes and crashes', () =
         );
         await killed(b);
         // Read committed offsets first, then the log: whatever was committed must already be stored.
-        const atKill = await groupProgress(broker!.brokers, groupId, topic);
+        const atKill = await groupProgress(broker.brokers, groupId, topic);
         const storedAtKill = await reader.read();
         const coveredAtKill = assertCommittedAreStored(atKill.committed, order, storedAtKill);
         assert.ok(storedAtKill.size < messages.length, 'the process was killed mid-stream');
@@ -107,11 +82,10 @@ describe('Kafka source on a real broker: a group of processes and crashes', () =
         b = startChild(options);
         children.push(b);
         const stored = await until('every message in the log', 180_000, async () => {
-          const progress = await groupProgress(broker!.brokers, groupId, topic);
+          const progress = await groupProgress(broker.brokers, groupId, topic);
           const now = await reader.read();
           assertCommittedAreStored(progress.committed, order, now);
-          const done = [...progress.ends].every(([partition, end]) => progress.committed.get(partition) === end);
-          return done && now.size === messages.length ? now : undefined;
+          return allCommitted(progress) && now.size === messages.length ? now : undefined;
         });
         assert.ok(coveredAtKill <= messages.length);
         const doubled = [...stored].filter(([, count]) => count !== 1);
@@ -135,15 +109,15 @@ describe('Kafka source on a real broker: a group of processes and crashes', () =
     async () => {
       const topic = 'pb-broker-crash';
       const groupId = 'pb-broker-crash-ingest';
-      await broker!.createTopics([{ topic, partitions: 3 }]);
+      const broker = real.broker();
       const messages = voteMessages('b', 15_000);
-      const order = await produce(broker!.brokers, topic, messages);
+      const order = await fillTopic(broker, topic, 3, messages);
       const log = createSqliteEventLog(join(dir, 'crash-events.sqlite'));
       const reader = createLogReader(log);
       let handled = 0;
       const statuses: string[] = [];
       const source = createKafkaSource({
-        brokers: broker!.brokers,
+        brokers: broker.brokers,
         ingestor: createIngestor(log, { followerProvider: 'followerscope' }),
         topics: [topic],
         groupId,
@@ -158,19 +132,17 @@ describe('Kafka source on a real broker: a group of processes and crashes', () =
       try {
         await source.start();
         await until('ingest under way', 60_000, async () => (handled >= 3000 ? true : undefined), 20);
-        await broker!.kill();
+        await broker.kill();
         const storedAtKill = (await reader.read()).size;
         assert.ok(storedAtKill < messages.length, 'the broker died mid-ingest');
         await new Promise((resolve) => setTimeout(resolve, 2000));
-        await broker!.start();
+        await broker.start();
         const stored = await until('every message in the log after the broker came back', 180_000, async () => {
           const now = await reader.read();
           if (now.size < messages.length) return undefined;
-          const progress = await groupProgress(broker!.brokers, groupId, topic);
+          const progress = await groupProgress(broker.brokers, groupId, topic);
           assertCommittedAreStored(progress.committed, order, now);
-          return [...progress.ends].every(([partition, end]) => progress.committed.get(partition) === end)
-            ? now
-            : undefined;
+          return allCommitted(progress) ? now : undefined;
         });
         assert.deepEqual(
           [...stored].filter(([, count]) => count !== 1),

@@ -1,11 +1,60 @@
 /**
- * Shared by the real-broker Kafka tests and bench: source messages with known ids, a producer that
- * records where each landed, the event log's message ids, and the group's committed offsets.
+ * Shared by the real-broker Kafka tests and bench: one broker per test file with a scratch directory
+ * (useKafkaBroker), topics filled with source messages of known ids (fillTopic, recording where each
+ * landed), the event log's message ids, and the group's committed offsets checked against them.
  */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { afterAll, beforeAll } from 'vitest';
 import type { EventLog } from '../../eventstore/port.ts';
 import { quietKafkajsNegativeTimeouts } from '../../ingest/kafka/kafka-source.ts';
-import { examples } from './examples.ts';
+import { examples } from '../ingest/examples.ts';
+import { kafkaSkipReason, startKafkaBroker, type KafkaBroker } from './kafka-broker.ts';
+
+export type KafkaTestBroker = {
+  /** Why the file's tests cannot run here (they skip), or false. */
+  skip: false | string;
+  /** A scratch directory for the file's event logs, removed after the file. */
+  dir: string;
+  /** The broker, started before the file's first test (only when `skip` is false). */
+  broker(): KafkaBroker;
+};
+
+/** One real broker for a test file (started in beforeAll unless the tests skip) and a scratch directory; both go afterAll. */
+export function useKafkaBroker(name: string): KafkaTestBroker {
+  const skip = kafkaSkipReason();
+  const dir = mkdtempSync(join(tmpdir(), `pb-kafka-${name}-`));
+  let broker: KafkaBroker | undefined;
+  beforeAll(async () => {
+    if (!skip) broker = await startKafkaBroker();
+  });
+  afterAll(async () => {
+    await broker?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    skip,
+    dir,
+    broker: () => {
+      if (!broker) throw new Error('the Kafka broker is not running (tests that need it skip when it cannot)');
+      return broker;
+    },
+  };
+}
+
+/** A new topic of `partitions` partitions holding `messages`; answers each partition's message ids in offset order. */
+export async function fillTopic(
+  broker: KafkaBroker,
+  topic: string,
+  partitions: number,
+  messages: readonly { id: string; key: string | null; value: string }[],
+): Promise<Map<number, string[]>> {
+  await broker.createTopics([{ topic, partitions }]);
+  return produce(broker.brokers, topic, messages);
+}
 
 /** `count` valid vote.cast messages over `keys` projects, ids `${run}-${i}`. */
 export function voteMessages(run: string, count: number, keys = 500): { id: string; key: string; value: string }[] {
@@ -147,4 +196,31 @@ export async function until<T>(
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
+}
+
+/** True once the group has committed every partition of the topic up to its end, else undefined (for until). */
+export function allCommitted(progress: {
+  committed: Map<number, number>;
+  ends: Map<number, number>;
+}): true | undefined {
+  return [...progress.ends].every(([partition, end]) => progress.committed.get(partition) === end) ? true : undefined;
+}
+
+/**
+ * Every partition: each message below the committed offset is in the log (offsets are committed only
+ * after the append). Answers how many messages the committed offsets cover.
+ */
+export function assertCommittedAreStored(
+  committed: Map<number, number>,
+  order: Map<number, string[]>,
+  stored: Map<string, number>,
+): number {
+  let covered = 0;
+  for (const [partition, ids] of order) {
+    const offset = committed.get(partition) ?? -1;
+    for (let i = 0; i < offset; i += 1)
+      assert.ok(stored.has(ids[i]!), `partition ${partition}: offset ${i} (${ids[i]}) committed before it was stored`);
+    covered += Math.max(0, offset);
+  }
+  return covered;
 }
