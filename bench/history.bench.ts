@@ -9,6 +9,7 @@
  *   - the Parquet export (all three files) vs raw SELECTs of the same rows.
  * The data sets are the read bench's cached logs (bench/dataset.ts), copied: the cache is not written.
  */
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -36,6 +37,34 @@ const CONNECTIONS = 4;
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const ROWS_PER_TRANSACTION = 1000;
+
+/**
+ * Runs `pulseboard export --format parquet` over `dataDir` as a child process and reports its peak
+ * resident set (the child prints its own maxRSS at exit).
+ */
+function exportPeakRss(dataDir: string, out: string): { maxRssKiB: number; ms: number } {
+  const report = 'process.on("exit",()=>process.stderr.write("maxrss "+process.resourceUsage().maxRSS+"\\n"))';
+  const started = performance.now();
+  const child = spawnSync(
+    process.execPath,
+    [
+      '--disable-warning=ExperimentalWarning',
+      '--import',
+      `data:text/javascript,${encodeURIComponent(report)}`,
+      join(import.meta.dirname, '..', 'bin', 'pulseboard.ts'),
+      'export',
+      '--format',
+      'parquet',
+      '--out',
+      out,
+    ],
+    { env: { ...process.env, PULSEBOARD_DATA_DIR: dataDir }, encoding: 'utf8' },
+  );
+  const ms = performance.now() - started;
+  const found = /maxrss (\d+)/.exec(child.stderr);
+  if (child.status !== 0 || !found) throw new Error(`pulseboard export failed (${child.status}): ${child.stderr}`);
+  return { maxRssKiB: Number(found[1]), ms };
+}
 
 /** Reads the whole log as the runner does (readAll in pages of 10,000), and nothing else. */
 async function rawLogRead(log: ReturnType<typeof createSqliteEventLog>): Promise<number> {
@@ -204,8 +233,11 @@ async function benchSize(projects: number): Promise<void> {
         let rows = 0;
         let url = `/v1/projects/diff?from=${cursorAt(from)}&to=${cursorAt(head)}&limit=100`;
         for (;;) {
-          const body = (await (
-            await fetch(`http://127.0.0.1:${server.port}${url}`, { headers: { authorization: `Bearer ${key}` } })
+          const body = (await // Uncompressed, as the read bench measures reads (compression has its own bench).
+          (
+            await fetch(`http://127.0.0.1:${server.port}${url}`, {
+              headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'identity' },
+            })
           ).json()) as {
             changes: unknown[];
             next: string | null;
@@ -277,6 +309,10 @@ async function benchSize(projects: number): Promise<void> {
       process.stdout.write(
         `parquet export: ${p} projects, ${calls} calls, ${events} events in ${seconds(exported.ms)}; raw SELECTs of the same rows ${seconds(rawExport.ms)}: ` +
           `${(rawExport.ms / exported.ms).toFixed(2)} of the raw read's speed\n`,
+      );
+      const cli = exportPeakRss(dir, join(dir, 'export-cli'));
+      process.stdout.write(
+        `pulseboard export --format parquet (CLI, as of the head): peak RSS ${(cli.maxRssKiB / 1024).toFixed(0)} MiB in ${seconds(cli.ms)}\n`,
       );
     } finally {
       await server.stop();
