@@ -26,6 +26,7 @@ import { inTransaction } from '../config/sqlite.ts';
 import { exportAsOf } from '../service/analyst-export.ts';
 import { namedPoint } from '../service/history-board.ts';
 import { EMBEDDED_LIMITS } from '../service/stores.ts';
+import { startCommand } from '../bin/start-command.ts';
 import { dataSetSpec, ensureDataSet } from './dataset.ts';
 import { benchKey } from './reads.bench.ts';
 import { startServer } from './servers.ts';
@@ -40,15 +41,18 @@ const ROWS_PER_TRANSACTION = 1000;
 
 /**
  * Runs `pulseboard export --format parquet` over `dataDir` as a child process and reports its peak
- * resident set (the child prints its own maxRSS at exit).
+ * resident set (the child prints its own maxRSS at exit); `asStart`: with the node flags and
+ * environment `npm start` gives the server (a smaller young generation, two malloc arenas).
  */
-function exportPeakRss(dataDir: string, out: string): { maxRssKiB: number; ms: number } {
+function exportPeakRss(dataDir: string, out: string, asStart: boolean): { maxRssKiB: number; ms: number } {
+  const start = asStart ? startCommand() : { env: {}, flags: [] };
   const report = 'process.on("exit",()=>process.stderr.write("maxrss "+process.resourceUsage().maxRSS+"\\n"))';
   const started = performance.now();
   const child = spawnSync(
     process.execPath,
     [
       '--disable-warning=ExperimentalWarning',
+      ...start.flags,
       '--import',
       `data:text/javascript,${encodeURIComponent(report)}`,
       join(import.meta.dirname, '..', 'bin', 'pulseboard.ts'),
@@ -58,7 +62,7 @@ function exportPeakRss(dataDir: string, out: string): { maxRssKiB: number; ms: n
       '--out',
       out,
     ],
-    { env: { ...process.env, PULSEBOARD_DATA_DIR: dataDir }, encoding: 'utf8' },
+    { env: { ...process.env, ...start.env, PULSEBOARD_DATA_DIR: dataDir }, encoding: 'utf8' },
   );
   const ms = performance.now() - started;
   const found = /maxrss (\d+)/.exec(child.stderr);
@@ -310,10 +314,15 @@ async function benchSize(projects: number): Promise<void> {
         `parquet export: ${p} projects, ${calls} calls, ${events} events in ${seconds(exported.ms)}; raw SELECTs of the same rows ${seconds(rawExport.ms)}: ` +
           `${(rawExport.ms / exported.ms).toFixed(2)} of the raw read's speed\n`,
       );
-      const cli = exportPeakRss(dir, join(dir, 'export-cli'));
-      process.stdout.write(
-        `pulseboard export --format parquet (CLI, as of the head): peak RSS ${(cli.maxRssKiB / 1024).toFixed(0)} MiB in ${seconds(cli.ms)}\n`,
-      );
+      for (const asStart of [false, true]) {
+        const out = join(dir, `export-cli-${String(asStart)}`);
+        const cli = exportPeakRss(dir, out, asStart);
+        rmSync(out, { recursive: true, force: true });
+        process.stdout.write(
+          `pulseboard export --format parquet (CLI, as of the head${asStart ? ", with npm start's node flags and env" : ', plain node'}): ` +
+            `peak RSS ${(cli.maxRssKiB / 1024).toFixed(0)} MiB in ${seconds(cli.ms)}\n`,
+        );
+      }
     } finally {
       await server.stop();
       await log.close();
