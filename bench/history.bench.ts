@@ -9,6 +9,7 @@
  *   - the Parquet export (all three files) vs raw SELECTs of the same rows.
  * The data sets are the read bench's cached logs (bench/dataset.ts), copied: the cache is not written.
  */
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -21,9 +22,11 @@ import { projectsProjector } from '../projectors/projects.ts';
 import { projectors } from '../projectors/registry.ts';
 import { createProjectionRunner } from '../projectors/runner.ts';
 import { createSqliteReadStore } from '../readmodels/sqlite/sqlite-read-store.ts';
+import { inTransaction } from '../config/sqlite.ts';
 import { exportAsOf } from '../service/analyst-export.ts';
 import { namedPoint } from '../service/history-board.ts';
 import { EMBEDDED_LIMITS } from '../service/stores.ts';
+import { startCommand } from '../bin/start-command.ts';
 import { dataSetSpec, ensureDataSet } from './dataset.ts';
 import { benchKey } from './reads.bench.ts';
 import { startServer } from './servers.ts';
@@ -34,6 +37,102 @@ const LOAD_SECONDS = 3;
 const CONNECTIONS = 4;
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const ROWS_PER_TRANSACTION = 1000;
+
+/**
+ * Runs `pulseboard export --format parquet` over `dataDir` as a child process and reports its peak
+ * resident set (the child prints its own maxRSS at exit); `asStart`: with the node flags and
+ * environment `npm start` gives the server (a smaller young generation, two malloc arenas).
+ */
+function exportPeakRss(dataDir: string, out: string, asStart: boolean): { maxRssKiB: number; ms: number } {
+  const start = asStart ? startCommand() : { env: {}, flags: [] };
+  const report = 'process.on("exit",()=>process.stderr.write("maxrss "+process.resourceUsage().maxRSS+"\\n"))';
+  const started = performance.now();
+  const child = spawnSync(
+    process.execPath,
+    [
+      '--disable-warning=ExperimentalWarning',
+      ...start.flags,
+      '--import',
+      `data:text/javascript,${encodeURIComponent(report)}`,
+      join(import.meta.dirname, '..', 'bin', 'pulseboard.ts'),
+      'export',
+      '--format',
+      'parquet',
+      '--out',
+      out,
+    ],
+    { env: { ...process.env, ...start.env, PULSEBOARD_DATA_DIR: dataDir }, encoding: 'utf8' },
+  );
+  const ms = performance.now() - started;
+  const found = /maxrss (\d+)/.exec(child.stderr);
+  if (child.status !== 0 || !found) throw new Error(`pulseboard export failed (${child.status}): ${child.stderr}`);
+  return { maxRssKiB: Number(found[1]), ms };
+}
+
+/** Reads the whole log as the runner does (readAll in pages of 10,000), and nothing else. */
+async function rawLogRead(log: ReturnType<typeof createSqliteEventLog>): Promise<number> {
+  let read = 0;
+  for (let after = 0; ;) {
+    const page = await log.readAll({ afterPosition: after, limit: 10_000 });
+    if (page.length === 0) return read;
+    read += page.length;
+    after = page[page.length - 1]!.position;
+  }
+}
+
+/**
+ * Inserts every row of every table of `source` into a fresh read-model file of the same schema
+ * (made by the store itself), written like the replay's (no journal), triggers dropped so each row
+ * is one plain insert, in 1000-row transactions; times only the transactions.
+ */
+function rawInsertBaseline(source: string, target: string): { rows: number; ms: number } {
+  createSqliteReadStore(target, { bulkBuild: true })
+    .close()
+    .catch(() => undefined);
+  const db = new DatabaseSync(target);
+  db.exec('PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144');
+  for (const { name } of db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").all() as {
+    name: string;
+  }[])
+    db.exec(`DROP TRIGGER ${name}`);
+  const from = new DatabaseSync(source, { readOnly: true });
+  const tables = (
+    from.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as {
+      name: string;
+    }[]
+  ).map((t) => t.name);
+  let rows = 0;
+  let ms = 0;
+  for (const table of tables) {
+    const columns = (from.prepare(`SELECT name FROM pragma_table_info('${table}')`).all() as { name: string }[]).map(
+      (c) => c.name,
+    );
+    const insert = db.prepare(
+      `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+    );
+    const select = from.prepare(`SELECT ${columns.join(', ')} FROM ${table}`);
+    select.setReturnArrays(true);
+    let chunk: unknown[][] = [];
+    const flush = () => {
+      const started = performance.now();
+      inTransaction(db, () => {
+        for (const row of chunk) insert.run(...(row as (string | number | null)[]));
+      });
+      ms += performance.now() - started;
+      rows += chunk.length;
+      chunk = [];
+    };
+    for (const row of select.iterate() as Iterable<unknown[]>) {
+      chunk.push(row);
+      if (chunk.length === ROWS_PER_TRANSACTION) flush();
+    }
+    if (chunk.length > 0) flush();
+  }
+  from.close();
+  db.close();
+  return { rows, ms };
+}
 
 async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T }> {
   const started = performance.now();
@@ -78,6 +177,10 @@ async function benchSize(projects: number): Promise<void> {
     const withoutMs = await replay(plainPath, plainProjectors);
     const withPath = join(dir, 'readmodels.sqlite');
     const withMs = await replay(withPath, projectors);
+    const read = await timed(() => rawLogRead(log));
+    const inserted = rawInsertBaseline(withPath, join(dir, 'raw.sqlite'));
+    rmSync(join(dir, 'raw.sqlite'), { force: true });
+    const rawMs = read.ms + inserted.ms;
     const db = new DatabaseSync(withPath, { readOnly: true });
     const versions = (db.prepare('SELECT count(*) AS n FROM history_versions').get() as { n: number }).n;
     const sizeOf = (path: string) => statSync(path).size;
@@ -85,6 +188,8 @@ async function benchSize(projects: number): Promise<void> {
     rmSync(plainPath, { force: true });
     process.stdout.write(
       `replay: ${seconds(withMs)} with the history, ${seconds(withoutMs)} without: ${(withMs / withoutMs).toFixed(2)}x\n` +
+        `  raw baseline: read of the log (${read.value} events) ${seconds(read.ms)} + inserts of the ${inserted.rows} rows of the replayed file ${seconds(inserted.ms)} = ${seconds(rawMs)}: ` +
+        `replay/raw ${(withMs / rawMs).toFixed(2)}x (goal <= 2)\n` +
         `history: ${versions} writes, ${(perWrite / 1024).toFixed(2)} KiB on disk per write (file ${(sizeOf(withPath) / 2 ** 20).toFixed(0)} MiB)\n`,
     );
 
@@ -132,8 +237,11 @@ async function benchSize(projects: number): Promise<void> {
         let rows = 0;
         let url = `/v1/projects/diff?from=${cursorAt(from)}&to=${cursorAt(head)}&limit=100`;
         for (;;) {
-          const body = (await (
-            await fetch(`http://127.0.0.1:${server.port}${url}`, { headers: { authorization: `Bearer ${key}` } })
+          const body = (await // Uncompressed, as the read bench measures reads (compression has its own bench).
+          (
+            await fetch(`http://127.0.0.1:${server.port}${url}`, {
+              headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'identity' },
+            })
           ).json()) as {
             changes: unknown[];
             next: string | null;
@@ -206,6 +314,15 @@ async function benchSize(projects: number): Promise<void> {
         `parquet export: ${p} projects, ${calls} calls, ${events} events in ${seconds(exported.ms)}; raw SELECTs of the same rows ${seconds(rawExport.ms)}: ` +
           `${(rawExport.ms / exported.ms).toFixed(2)} of the raw read's speed\n`,
       );
+      for (const asStart of [false, true]) {
+        const out = join(dir, `export-cli-${String(asStart)}`);
+        const cli = exportPeakRss(dir, out, asStart);
+        rmSync(out, { recursive: true, force: true });
+        process.stdout.write(
+          `pulseboard export --format parquet (CLI, as of the head${asStart ? ", with npm start's node flags and env" : ', plain node'}): ` +
+            `peak RSS ${(cli.maxRssKiB / 1024).toFixed(0)} MiB in ${seconds(cli.ms)}\n`,
+        );
+      }
     } finally {
       await server.stop();
       await log.close();

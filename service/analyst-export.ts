@@ -23,6 +23,10 @@ import type { Point } from './history-board.ts';
 /** Bumped when a column is added, removed or changes meaning. */
 export const EXPORT_SCHEMA_VERSION = '1';
 export const EXPORT_BATCH = 2000;
+/** Rows per Parquet row group: projects and calls (about 1.5 KB a row) and events (a few hundred bytes). */
+const GROUP_ROWS = { projects: 2_000, calls: 2_000, events: 10_000 } as const;
+/** Bytes of a text column's min/max statistics kept per row group. */
+const STATISTICS_TRUNCATE_LENGTH = 64;
 
 export type ExportFormat = 'parquet' | 'ndjson';
 
@@ -79,10 +83,16 @@ function cell(kind: Column<unknown>['kind'], value: unknown): unknown {
   return value;
 }
 
+/**
+ * A Parquet file written one row group at a time: rows are converted as they come and a group is
+ * written once it holds `groupRows` (the file's metadata, kept until the end, grows with the number
+ * of groups, so groups are larger than the read batches). Text statistics are cut to a short prefix.
+ */
 function parquetTable<R>(
   path: string,
   columns: readonly Column<R>[],
   metadata: Record<string, string>,
+  groupRows: number,
 ): TableWriter<R> {
   const types = {
     string: { type: 'BYTE_ARRAY', converted_type: 'UTF8' },
@@ -98,14 +108,23 @@ function parquetTable<R>(
     ],
     kvMetadata: Object.entries(metadata).map(([key, value]) => ({ key, value })),
     createdBy: 'pulseboard export',
+    statisticsTruncateLength: STATISTICS_TRUNCATE_LENGTH,
   });
+  let group: unknown[][] = columns.map(() => []);
+  const flush = async () => {
+    const rows = group[0]!.length;
+    if (rows === 0) return;
+    const columnData = columns.map((c, i) => ({ name: c.name, data: group[i]! }));
+    group = columns.map(() => []);
+    await writer.write({ columnData, rowGroupSize: rows });
+  };
   return {
     async write(rows) {
-      if (rows.length === 0) return;
-      const columnData = columns.map((c) => ({ name: c.name, data: rows.map((r) => cell(c.kind, c.value(r))) }));
-      await writer.write({ columnData, rowGroupSize: rows.length });
+      for (const r of rows) columns.forEach((c, i) => group[i]!.push(cell(c.kind, c.value(r))));
+      if (group[0]!.length >= groupRows) await flush();
     },
     async finish() {
+      await flush();
       await writer.finish();
     },
   };
@@ -167,10 +186,11 @@ export async function exportAsOf(options: AnalystExportOptions): Promise<Analyst
     'pulseboard.as_of_cursor': named.cursor,
     'pulseboard.as_of_position': String(point.seq),
   };
-  const open = <R>(name: string, columns: readonly Column<R>[]) => {
+  const open = <R>(name: keyof typeof GROUP_ROWS, columns: readonly Column<R>[]) => {
     const file = `${name}.${format}`;
     const partial = join(dir, `.${file}.partial-${process.pid}`);
-    const table = format === 'parquet' ? parquetTable(partial, columns, metadata) : ndjsonTable(partial, columns);
+    const table =
+      format === 'parquet' ? parquetTable(partial, columns, metadata, GROUP_ROWS[name]) : ndjsonTable(partial, columns);
     return { file, partial, table };
   };
   const outputs: { file: string; partial: string }[] = [];

@@ -1,6 +1,10 @@
+import type { Project } from '../readmodels/schemas.ts';
 import type { CommitWatch } from './commit-watch.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
+import type { HistoryBoardService } from './history-board.ts';
 import type { ChangeFeed, ProjectsService } from './projects.ts';
+import { changeStreamQuerySchema } from './requests/history-board.ts';
+import { parseParams } from './requests/params.ts';
 
 /**
  * GET /v1/projects/changes: the delta as a server-sent event stream. One event per written project
@@ -8,6 +12,8 @@ import type { ChangeFeed, ProjectsService } from './projects.ts';
  * reconnect with Last-Event-ID continues exactly after the last row received: no row twice, none
  * missed, across a replay too (the cursor is the log's position). Idle, the stream waits on the
  * process's commit watch like a long-poll, and sends a comment at least every `heartbeatMs`.
+ * With include=changes each row is preceded by a `changes` event (no id: a reconnect after it sends
+ * both again) naming the fields that differ from the project as of the stream's starting point.
  */
 
 /** At most this many open streams per key in one process; the next is refused with 429. */
@@ -16,7 +22,8 @@ export const HEARTBEAT_MS = 15_000;
 /** Rows read per store read while catching up. */
 const READ_BATCH = 500;
 
-export type ChangeEvent = { kind: 'row'; cursor: string; json: string } | { kind: 'heartbeat' };
+export type ChangeEvent =
+  { kind: 'row'; cursor: string; json: string } | { kind: 'changes'; json: string } | { kind: 'heartbeat' };
 
 export type OpenStream = {
   events: AsyncIterable<ChangeEvent>;
@@ -39,19 +46,39 @@ export type ChangeStreams = {
 export function createChangeStreams(deps: {
   projects: ProjectsService;
   commits: CommitWatch;
+  /** include=changes: where a stream starts, and each row's changed fields since then. */
+  history?: Pick<HistoryBoardService, 'startOf' | 'changedSince'>;
   heartbeatMs?: number;
 }): ChangeStreams {
-  const { projects, commits } = deps;
+  const { projects, commits, history } = deps;
   const heartbeatMs = deps.heartbeatMs ?? HEARTBEAT_MS;
   const openByKey = new Map<string, number>();
   let total = 0;
 
-  async function* events(feed: ChangeFeed, signal: AbortSignal): AsyncGenerator<ChangeEvent> {
+  /** The `changes` event of each row: its fields that differ from the project as of position `at`. */
+  async function changesOf(at: number, rows: readonly { json: string }[]): Promise<string[]> {
+    const found = await history!.changedSince(
+      at,
+      rows.map((r) => JSON.parse(r.json) as Project),
+    );
+    // Not expected once the stream opened (the history was there); ending the stream lets the client reconnect.
+    if (!found.ok) throw new Error(found.error.message);
+    return found.value.map((c) => JSON.stringify(c));
+  }
+
+  async function* events(
+    feed: ChangeFeed,
+    changesFrom: number | undefined,
+    signal: AbortSignal,
+  ): AsyncGenerator<ChangeEvent> {
     const ended = AbortSignal.any([signal, commits.closed]);
     let lastSent = performance.now();
     while (!ended.aborted) {
       const batch = await feed.next(READ_BATCH);
-      for (const row of batch.rows) {
+      const changes =
+        changesFrom === undefined || batch.rows.length === 0 ? undefined : await changesOf(changesFrom, batch.rows);
+      for (const [n, row] of batch.rows.entries()) {
+        if (changes) yield { kind: 'changes', json: changes[n]! };
         yield { kind: 'row', ...row };
         lastSent = performance.now();
       }
@@ -69,8 +96,24 @@ export function createChangeStreams(deps: {
 
   return {
     async open(keyId, query, lastEventId, signal) {
-      const feed = await projects.changes(query, lastEventId);
+      const parsed = parseParams(changeStreamQuerySchema, query);
+      if (!parsed.ok) return fail(errors.badRequest(parsed.message));
+      const { include: _include, ...live } = query as Record<string, unknown>;
+      // The starting point is read before the feed's: no row is compared with a later point than its own start.
+      const start =
+        parsed.value.include === 'changes'
+          ? history
+            ? await history.startOf(parsed.value, lastEventId)
+            : fail(errors.unavailable('This service keeps no history: include=changes is not available here.'))
+          : undefined;
+      const feed = await projects.changes(live, lastEventId);
       if (!feed.ok) return feed;
+      if (start && !start.ok) return start;
+      if (start) {
+        // A store without a complete history answers this now, before the stream opens.
+        const usable = await history!.changedSince(start.value, []);
+        if (!usable.ok) return usable;
+      }
       if (commits.closed.aborted)
         return fail(errors.unavailable('The service is shutting down; reconnect shortly.', 1));
       const open = openByKey.get(keyId) ?? 0;
@@ -86,7 +129,7 @@ export function createChangeStreams(deps: {
       total += 1;
       let closed = false;
       return ok({
-        events: events(feed.value, signal),
+        events: events(feed.value, start?.value, signal),
         close() {
           if (closed) return;
           closed = true;

@@ -3,7 +3,8 @@ import type { EventLog } from '../eventstore/port.ts';
 import { contextsProjector, emptyContext } from '../projectors/contexts.ts';
 import { PROJECT_FACETS, PROJECTS_COLLECTION } from '../projectors/projects.ts';
 import { foldEvents } from '../projectors/runner.ts';
-import type { HistoryStore, Version } from '../readmodels/history/port.ts';
+import { jsonEqual } from '../projectors/json-equal.ts';
+import type { HistoryStore, Version, VersionChange } from '../readmodels/history/port.ts';
 import {
   DIFF_LIMIT_DEFAULT,
   type AsOfPoint,
@@ -35,7 +36,7 @@ import { dateTimeParam, parseParams } from './requests/params.ts';
 import { projectParamsSchema } from './requests/projects.ts';
 import type { SearchService } from './search.ts';
 import { createBodyCache, type CacheVersion } from './body-cache.ts';
-import { jsonBody, storedJson, storedJsonList, withReadAt, type JsonBody } from './json-body.ts';
+import { jsonBody, storedJson, storedJsonList, withReadAt, type JsonBody, type RawJson } from './json-body.ts';
 
 /**
  * The board's past, read from the history read model (readmodels/history/port.ts): the board, a
@@ -59,7 +60,7 @@ export type HistoryBoardService = {
   /** GET /v1/search?q=&asOf=: matched on today's identifiers, the project as it stood at the point. */
   search(caller: Caller, query: unknown): Promise<Result<ProjectSearchAsOf>>;
   /** GET /v1/projects/diff. */
-  diff(query: unknown): Promise<Result<ProjectDiff>>;
+  diff(query: unknown): Promise<Result<JsonBody<ProjectDiff>>>;
   /** The fields in which `after` differs from the project as of position `at` (every field when it was not on the board then). */
   changedSince(at: number, rows: readonly Project[]): Promise<Result<ChangedFields[]>>;
   /** Where a delta read starting from `query`'s cursor or since stands, as a position (include=changes on the change stream). */
@@ -138,11 +139,43 @@ export function namedPoint(archive: string, point: Point, hasDossier?: boolean):
   };
 }
 
-/** Top-level fields whose values differ (compared as JSON, as the projector's own texts are). */
+/** Top-level fields whose values differ (compared as their JSON texts would be, without making them). */
 export function differingFields(before: Project | null, after: Project): ProjectFieldName[] {
   const fields = Object.keys(after) as ProjectFieldName[];
   if (before === null) return fields;
-  return fields.filter((f) => JSON.stringify(before[f]) !== JSON.stringify(after[f]));
+  return fields.filter((f) => !jsonEqual(before[f], after[f]));
+}
+
+/**
+ * A diff page's rows as raw JSON: each row's `before` and `after` are the stored texts, written as
+ * they are (never parsed and serialised again); only the field comparison parses them.
+ */
+function changeRows(rows: readonly VersionChange<Project>[]): RawJson<ProjectChange[]> {
+  const value = () =>
+    rows.map(({ before, after }): ProjectChange => ({
+      id: after.id,
+      change: before === null ? 'added' : 'changed',
+      fields: differingFields(before?.doc ?? null, after.doc),
+      before: before?.doc ?? null,
+      after: after.doc,
+    }));
+  return {
+    raw: true,
+    bytes: () => {
+      const pieces: (Uint8Array | string)[] = ['['];
+      rows.forEach(({ before, after }, n) => {
+        const fields = JSON.stringify(differingFields(before?.doc ?? null, after.doc));
+        const change = before === null ? 'added' : 'changed';
+        pieces.push(
+          `${n === 0 ? '' : ','}{"id":${JSON.stringify(after.id)},"change":"${change}","fields":${fields},"before":`,
+        );
+        pieces.push(before === null ? 'null' : before.utf8, ',"after":', after.utf8, '}');
+      });
+      pieces.push(']');
+      return Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p)));
+    },
+    value,
+  };
 }
 
 export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardService {
@@ -409,13 +442,6 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
         limit: limit + 1,
       });
       const served = rows.slice(0, limit);
-      const changes = served.map(({ before, after: now }): ProjectChange => ({
-        id: now.id,
-        change: before === null ? 'added' : 'changed',
-        fields: differingFields(before?.doc ?? null, now.doc),
-        before: before?.doc ?? null,
-        after: now.doc,
-      }));
       const last = served[served.length - 1]?.after;
       const next =
         rows.length > limit && last
@@ -428,7 +454,15 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
               i: last.id,
             } satisfies z.output<typeof diffCursorSchema>)
           : null;
-      return ok({ from: await named(from), to: await named(to), changes, next, readAt });
+      return ok(
+        jsonBody<ProjectDiff, 'changes'>({
+          from: await named(from),
+          to: await named(to),
+          changes: changeRows(served),
+          next,
+          readAt,
+        }),
+      );
     },
 
     changedSince,

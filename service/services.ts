@@ -96,6 +96,15 @@ export function createServices(deps: ServiceDeps): Services {
     now: deps.now,
     generation: () => deps.stores.generations()?.serving ?? 0,
   });
+  const historyBoard = createHistoryBoardService({
+    log,
+    store,
+    access,
+    projects,
+    search,
+    now: deps.now,
+    generation: () => deps.stores.generations()?.serving ?? 0,
+  });
   return {
     config: deps.config,
     stores: deps.stores,
@@ -115,7 +124,7 @@ export function createServices(deps: ServiceDeps): Services {
     projects,
     bodies,
     commits,
-    changes: createChangeStreams({ projects, commits }),
+    changes: createChangeStreams({ projects, commits, history: historyBoard }),
     asks: createAsksService({ log, store, access, projects, now }),
     history: createHistoryService({ log, projects, now }),
     thesis: createThesisFeed({
@@ -135,15 +144,7 @@ export function createServices(deps: ServiceDeps): Services {
       bodies: createBodyCache({ maxBytes: CALL_BODY_CACHE_BYTES, keepAfterMisses: 2 }),
     }),
     search,
-    historyBoard: createHistoryBoardService({
-      log,
-      store,
-      access,
-      projects,
-      search,
-      now: deps.now,
-      generation: () => deps.stores.generations()?.serving ?? 0,
-    }),
+    historyBoard,
     pulse: createPulseService({ store, now }),
     now,
   };

@@ -46,7 +46,13 @@ async function sendEventStream(reply: FastifyReply, stream: OpenStream): Promise
     await write(': stream open\n\n');
     for await (const event of stream.events) {
       if (res.destroyed) break;
-      await write(event.kind === 'row' ? `id: ${event.cursor}\ndata: ${event.json}\n\n` : ': heartbeat\n\n');
+      await write(
+        event.kind === 'row'
+          ? `id: ${event.cursor}\ndata: ${event.json}\n\n`
+          : event.kind === 'changes'
+            ? `event: changes\ndata: ${event.json}\n\n`
+            : ': heartbeat\n\n',
+      );
     }
   } catch (error) {
     reply.log.warn(

@@ -1,7 +1,7 @@
 import { projectDiffSchema } from '../../readmodels/history-schemas.ts';
 import { diffQuerySchema } from '../../service/requests/history-board.ts';
 import type { Services } from '../../service/services.ts';
-import { replyWith, type RestOperation } from '../operation.ts';
+import { replyWithJson, type RestOperation } from '../operation.ts';
 
 /** GET /v1/projects/diff: net changes between two points of the board (the history read model). */
 export function diffOperation(services: Services): RestOperation {
@@ -21,6 +21,6 @@ export function diffOperation(services: Services): RestOperation {
       409: 'A cursor (or a point given as one) was issued by a different archive',
       503: 'The read store keeps no complete history (run pulseboard replay), or a cursor names a point not applied yet',
     },
-    run: ({ query }) => replyWith(services.historyBoard.diff(query)),
+    run: ({ query }) => replyWithJson(services.historyBoard.diff(query)),
   };
 }

@@ -1,9 +1,13 @@
 import type { Services } from '../../service/services.ts';
 import { ok } from '../../service/errors.ts';
-import { changesQuerySchema, projectParamsSchema } from '../../service/requests/projects.ts';
+import { projectParamsSchema } from '../../service/requests/projects.ts';
 import { boardPageSchema, projectReadSchema, projectSchema, syncPageSchema } from '../../readmodels/schemas.ts';
 import { boardPageAsOfSchema, projectReadAsOfSchema, syncPageChangesSchema } from '../../readmodels/history-schemas.ts';
-import { boardQuerySchema, projectAsOfQuerySchema } from '../../service/requests/history-board.ts';
+import {
+  boardQuerySchema,
+  changeStreamQuerySchema,
+  projectAsOfQuerySchema,
+} from '../../service/requests/history-board.ts';
 import { replyWithJson, type RestOperation } from '../operation.ts';
 import { diffOperation } from './history-board.ts';
 
@@ -43,11 +47,11 @@ export function projectOperations(services: Services): RestOperation[] {
       path: '/v1/projects/changes',
       summary: 'The delta as a live stream of server-sent events',
       description:
-        'Server-sent events (`text/event-stream`) on the delta cursor: one event per written project row, in delta order, `id:` the cursor after that row and `data:` the same Project JSON as a delta page; then every later write as it is committed. A comment line (`: heartbeat`) at least every 15 s while idle. Start with `cursor` (from a delta page or an event id) or `since` (`now` for new writes only); on reconnect the `Last-Event-ID` header wins over both, so nothing is sent twice and nothing is missed, also across `pulseboard replay`. Opening a stream spends one request; at most 2 streams per key may be open (the third is 429).',
+        'Server-sent events (`text/event-stream`) on the delta cursor: one event per written project row, in delta order, `id:` the cursor after that row and `data:` the same Project JSON as a delta page; then every later write as it is committed. A comment line (`: heartbeat`) at least every 15 s while idle. Start with `cursor` (from a delta page or an event id) or `since` (`now` for new writes only); on reconnect the `Last-Event-ID` header wins over both, so nothing is sent twice and nothing is missed, also across `pulseboard replay`. Opening a stream spends one request; at most 2 streams per key may be open (the third is 429). With `include=changes`, each row event is preceded by an event named `changes` (no `id:`) whose data is `{id, changedFields}`: the top-level fields in which that row differs from the project as of the starting point of the stream (its cursor or Last-Event-ID, or the last write before `since`); every field for a project new since then.',
       tags: ['projects'],
       protection: () => 'basic',
       produces: 'text/event-stream',
-      request: { query: changesQuerySchema },
+      request: { query: changeStreamQuerySchema },
       responses: {
         200: {
           description: 'The stream: one event per written project row (its data is a Project)',
@@ -58,7 +62,7 @@ export function projectOperations(services: Services): RestOperation[] {
         400: 'Invalid parameter; none of cursor, since and Last-Event-ID; or a cursor that does not decode or carries another has_dossier',
         409: 'The cursor was issued by a different archive; start again from since',
         429: 'Rate limit exceeded, or 2 streams of this key are open already',
-        503: 'The service is shutting down; reconnect shortly',
+        503: 'The service is shutting down; reconnect shortly; or include=changes on a read store without a complete history',
       },
       run: async ({ caller, query, headers, signal }) => {
         const lastEventId = headers['last-event-id'];

@@ -128,6 +128,13 @@ export const historyQueries = {
         ${after ? 'AND a.valid_from >= ?4 AND (a.valid_from > ?4 OR a.id > ?5)' : ''}
         AND (b.doc IS NULL OR b.doc <> a.doc)
       ORDER BY a.valid_from, a.id LIMIT ${limitText(limit)}`,
+  /**
+   * Params: collection, ids (a JSON array). Each document's current version (its open placement has
+   * the same sort key and facet): what a commit reads once per document it writes, not once per write.
+   */
+  currentVersions: `SELECT v.id, v.valid_from, v.sort_key, v.facet FROM json_each(?2) AS ids
+      CROSS JOIN history_versions AS v ON v.rowid = (SELECT rowid FROM history_versions
+        WHERE collection = ?1 AND id = ids.value ORDER BY valid_from DESC LIMIT 1)`,
   /** Params: collection, at (ISO). */
   pointAtTime:
     'SELECT valid_from, written_at FROM history_versions WHERE collection = ? AND written_at <= ? ORDER BY written_at DESC, valid_from DESC LIMIT 1',
@@ -160,21 +167,18 @@ export type SqliteHistory = HistoryStore & {
 
 /** The history over the read store's connection; `prepare` is the store's statement cache. */
 export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteHistory {
-  const latest = prepare(
-    'SELECT valid_from, sort_key, facet FROM history_versions WHERE collection = ? AND id = ? ORDER BY valid_from DESC LIMIT 1',
-    true,
-  );
+  const currentVersions = prepare(historyQueries.currentVersions, true);
   const closeVersion = prepare(
     'UPDATE history_versions SET valid_to = ? WHERE collection = ? AND id = ? AND valid_from = ?',
   );
   const insertVersion =
     prepare(`INSERT INTO history_versions (collection, id, valid_from, valid_to, written_at, sort_key, facet, doc)
-    VALUES (?, ?, ?, ${OPEN_END}, ?, ?, ?, ?)`);
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
   const closePlacement = prepare(
     `UPDATE history_placements SET to_seq = ? WHERE collection = ? AND sort_key = ? AND id = ? AND to_seq = ${OPEN_END}`,
   );
   const insertPlacement = prepare(
-    `INSERT INTO history_placements (collection, sort_key, id, from_seq, to_seq, facet) VALUES (?, ?, ?, ?, ${OPEN_END}, ?)`,
+    'INSERT INTO history_placements (collection, sort_key, id, from_seq, to_seq, facet) VALUES (?, ?, ?, ?, ?, ?)',
   );
   const countNow = prepare(
     'SELECT n FROM history_counts WHERE collection = ? AND facet = ? ORDER BY at_seq DESC LIMIT 1',
@@ -185,11 +189,6 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
   );
   const recordedFrom = prepare('SELECT position FROM history_recorded_from WHERE collection = ?', true);
   const documents = (sql: string) => prepare(sql, true);
-
-  const moveCount = (collection: string, facet: string, seq: number, by: 1 | -1) => {
-    const row = countNow.get(collection, facet) as unknown as [number] | undefined;
-    setCount.run(collection, facet, seq, (row?.[0] ?? 0) + by);
-  };
 
   function count(collection: string, at: number, facets: readonly string[] | undefined): number {
     const names =
@@ -205,25 +204,61 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
 
   return {
     write(collection, writes) {
-      const ordered: { id: string; v: VersionWrite }[] = [];
-      for (const w of writes) for (const v of w.versions ?? []) ordered.push({ id: w.id, v });
-      ordered.sort((a, b) => a.v.seq - b.v.seq);
-      for (const { id, v } of ordered) {
-        const previous = latest.get(collection, id) as unknown as [number, string, string] | undefined;
+      const written = writes.filter((w) => w.versions !== undefined && w.versions.length > 0);
+      if (written.length === 0) return;
+      const current = new Map<string, [validFrom: number, sortKey: string, facet: string]>();
+      const rows = currentVersions.all(collection, JSON.stringify(written.map((w) => w.id))) as unknown as [
+        string,
+        number,
+        string,
+        string,
+      ][];
+      for (const [id, validFrom, sortKey, facet] of rows) current.set(id, [validFrom, sortKey, facet]);
+      // Each write's version is closed by the document's next write in the batch (known here), so only
+      // a document's version stored before is updated; the facets' moves are gathered for the counts.
+      const inserts: { id: string; v: VersionWrite; validTo: number }[] = [];
+      const moves: { seq: number; facet: string; by: 1 | -1 }[] = [];
+      for (const w of written) {
+        const previous = current.get(w.id);
         // A write already recorded (the same batch committed again) changes nothing.
-        if (previous && previous[0] >= v.seq) continue;
-        if (previous) closeVersion.run(v.seq, collection, id, previous[0]);
+        const versions = previous ? w.versions!.filter((v) => v.seq > previous[0]) : w.versions!;
+        if (versions.length === 0) continue;
+        if (previous) closeVersion.run(versions[0]!.seq, collection, w.id, previous[0]);
+        let placed: { sortKey: string; facet: string; from: number } | null = previous
+          ? { sortKey: previous[1], facet: previous[2], from: -1 }
+          : null;
+        const placements: { sortKey: string; facet: string; from: number }[] = [];
+        for (let i = 0; i < versions.length; i++) {
+          const v = versions[i]!;
+          inserts.push({ id: w.id, v, validTo: versions[i + 1]?.seq ?? OPEN_END });
+          if (placed && placed.sortKey === v.sortKey && placed.facet === v.facet) continue;
+          // It moved in the listing (or appeared): a new placement, and the facets' counts follow.
+          if (placed && placed.facet !== v.facet) moves.push({ seq: v.seq, facet: placed.facet, by: -1 });
+          if (!placed || placed.facet !== v.facet) moves.push({ seq: v.seq, facet: v.facet, by: 1 });
+          if (placed?.from === -1) closePlacement.run(v.seq, collection, placed.sortKey, w.id);
+          placed = { sortKey: v.sortKey, facet: v.facet, from: v.seq };
+          placements.push(placed);
+        }
+        for (let i = 0; i < placements.length; i++) {
+          const p = placements[i]!;
+          insertPlacement.run(collection, p.sortKey, w.id, p.from, placements[i + 1]?.from ?? OPEN_END, p.facet);
+        }
+      }
+      // Versions in log order (the delta and time indexes grow at their ends).
+      inserts.sort((a, b) => a.v.seq - b.v.seq);
+      for (const { id, v, validTo } of inserts) {
         const json = JSON.stringify(v.doc);
         if (json === undefined) throw new TypeError(`document ${id} is not JSON`);
-        insertVersion.run(collection, id, v.seq, v.writtenAt, v.sortKey, v.facet, json);
-        if (previous && previous[1] === v.sortKey && previous[2] === v.facet) continue;
-        // It moved in the listing (or appeared): a new placement, and the facets' counts follow.
-        if (previous) {
-          closePlacement.run(v.seq, collection, previous[1], id);
-          if (previous[2] !== v.facet) moveCount(collection, previous[2], v.seq, -1);
-        }
-        insertPlacement.run(collection, v.sortKey, id, v.seq, v.facet);
-        if (!previous || previous[2] !== v.facet) moveCount(collection, v.facet, v.seq, 1);
+        insertVersion.run(collection, id, v.seq, validTo, v.writtenAt, v.sortKey, v.facet, json);
+      }
+      // The counts are a timeline: each facet's number after every write that moved it, from its last stored one.
+      moves.sort((a, b) => a.seq - b.seq);
+      const counts = new Map<string, number>();
+      for (const { seq, facet, by } of moves) {
+        const n =
+          (counts.get(facet) ?? (countNow.get(collection, facet) as unknown as [number] | undefined)?.[0] ?? 0) + by;
+        counts.set(facet, n);
+        setCount.run(collection, facet, seq, n);
       }
     },
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DIFF_LIMIT_DEFAULT, DIFF_LIMIT_MAX } from '../../readmodels/history-schemas.ts';
 import { CURSOR_MAX } from '../../readmodels/schemas.ts';
 import { intParam } from './params.ts';
-import { projectQuerySchema, projectsQuerySchema } from './projects.ts';
+import { changesQuerySchema, projectQuerySchema, projectsQuerySchema } from './projects.ts';
 import { searchQuerySchema } from './search.ts';
 
 /**
@@ -29,6 +29,18 @@ export const boardQuerySchema = projectsQuerySchema
       .optional()
       .describe(
         "Delta mode: 'changes' adds `changes`, parallel to `projects`: for each row the top-level fields that differ from the project as of the starting point (the cursor, or the last write before `since`).",
+      ),
+  })
+  .strict();
+
+/** GET /v1/projects/changes with `include=changes`: a `changes` event before each row (docs/api-guide.md). */
+export const changeStreamQuerySchema = changesQuerySchema
+  .extend({
+    include: z
+      .enum(['changes'], { message: "must be 'changes'" })
+      .optional()
+      .describe(
+        "'changes': before each row, an event named `changes` whose data is `{id, changedFields}`: the top-level fields in which the row differs from the project as of the stream's starting point (the cursor or Last-Event-ID, or the last write before `since`).",
       ),
   })
   .strict();

@@ -2,8 +2,8 @@ import { sourceEventId } from '../../events/ids.ts';
 import type { EventLog } from '../../eventstore/port.ts';
 import { day } from '../support/events.ts';
 
-/** One server-sent event as a client sees it. */
-export type SseEvent = { id: string | null; data: string | null; comment: boolean };
+/** One server-sent event as a client sees it (`event`: its name, null for the default `message`). */
+export type SseEvent = { id: string | null; event: string | null; data: string | null; comment: boolean };
 
 /**
  * A change-stream client over real HTTP: collects parsed events as they arrive. `ended` resolves
@@ -15,7 +15,7 @@ export type SseClient = {
   events: SseEvent[];
   /** The raw text received so far. */
   text(): string;
-  /** Resolves once `count` events with data have arrived, or rejects after `timeoutMs` (a bound, not a timing). */
+  /** Resolves once `count` unnamed events with data (rows) have arrived, or rejects after `timeoutMs` (a bound, not a timing). */
   rows(count: number, timeoutMs?: number): Promise<SseEvent[]>;
   ended: Promise<void>;
   abort(): void;
@@ -31,7 +31,7 @@ export async function openStream(url: string, key: string, headers: Record<strin
   let raw = '';
   let buffer = '';
   let waiters: (() => void)[] = [];
-  const dataRows = () => events.filter((e) => e.data !== null);
+  const dataRows = () => events.filter((e) => e.data !== null && e.event === null);
   const ended = (async () => {
     if (!res.body) return;
     const decoder = new TextDecoder();
@@ -45,14 +45,16 @@ export async function openStream(url: string, key: string, headers: Record<strin
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
           let id: string | null = null;
+          let event: string | null = null;
           let data: string | null = null;
           let comment = false;
           for (const line of block.split('\n')) {
             if (line.startsWith(':')) comment = true;
             else if (line.startsWith('id: ')) id = line.slice(4);
+            else if (line.startsWith('event: ')) event = line.slice(7);
             else if (line.startsWith('data: ')) data = data === null ? line.slice(6) : `${data}\n${line.slice(6)}`;
           }
-          events.push({ id, data, comment });
+          events.push({ id, event, data, comment });
         }
         for (const wake of waiters) wake();
       }

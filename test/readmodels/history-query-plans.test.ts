@@ -128,6 +128,13 @@ it('a project as of P, totals as of P and the points are single probes', () => {
   ]);
 });
 
+it("a commit reads each written document's current version by one probe of the versions' key", () => {
+  const details = plan(historyQueries.currentVersions, [PROJECTS_COLLECTION, JSON.stringify(['p1', 'p7'])]);
+  assertIndexed('current versions', details, [
+    /SEARCH history_versions USING (COVERING )?INDEX sqlite_autoindex_history_versions_1 \(collection=\? AND id=\?\)/,
+  ]);
+});
+
 it('changes between two points walk the writes in (A, B] in delta order, each probing its version at A', () => {
   for (const after of [false, true]) {
     const details = plan(historyQueries.changes(after, 50), [

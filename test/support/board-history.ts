@@ -1,11 +1,10 @@
 import type { EventLog, RecordedEvent } from '../../eventstore/port.ts';
-import { sourceEventId } from '../../events/ids.ts';
 import { isPublicProject, projectsProjector, type ProjectState } from '../../projectors/projects.ts';
 import { foldEvents } from '../../projectors/runner.ts';
 import type { StoredDoc } from '../../readmodels/port.ts';
 import type { Project } from '../../readmodels/schemas.ts';
 import { day } from './events.ts';
-import { prng } from './seed.ts';
+import { appendSeededEvents, readLog } from './seed.ts';
 
 export const testDossier = (n: number) => ({
   name: `Project ${n}`,
@@ -26,34 +25,23 @@ export const testDossier = (n: number) => ({
 /**
  * Appends a seeded life of a small board: sightings (some dated earlier than the first, which moves a
  * project in board order), dossiers (which move it between facets), calltracker checks, follower
- * observations and events that write nothing public. Returns the positions appended.
+ * observations and events that write nothing public.
  */
 export async function appendBoardHistory(
   log: EventLog,
   options: { projects: number; steps: number; seed: number; prefix?: string },
 ): Promise<void> {
-  const rand = prng(options.seed);
-  const prefix = options.prefix ?? 'b';
-  for (let step = 0; step < options.steps; step++) {
-    const projectId = `proj-${Math.floor(rand() * options.projects)}`;
+  await appendSeededEvents(log, { ...options, prefix: options.prefix ?? 'b' }, (rand, step, projectId) => {
     const at = day(Math.floor(step / 40), Math.floor(rand() * 24));
     const pick = rand();
-    let type: string;
-    let data: Record<string, unknown>;
     if (pick < 0.5) {
-      type = 'project.sighted';
-      data = {
-        projectId,
-        at,
-        fol: Math.floor(rand() * 10_000),
-        ...(rand() < 0.2 ? { handle: `h${Math.floor(rand() * 30)}` } : {}),
-      };
-    } else if (pick < 0.62) {
-      type = 'dossier.written';
-      data = { projectId, at, dossier: testDossier(step) };
-    } else if (pick < 0.75) {
-      type = 'calltracker.checked';
-      data = {
+      const fol = Math.floor(rand() * 10_000);
+      const handle = rand() < 0.2 ? { handle: `h${Math.floor(rand() * 30)}` } : {};
+      return { type: 'project.sighted', data: { projectId, at, fol, ...handle } };
+    }
+    if (pick < 0.62) return { type: 'dossier.written', data: { projectId, at, dossier: testDossier(step) } };
+    if (pick < 0.75) {
+      const data = {
         projectId,
         at,
         status: 'matched',
@@ -62,9 +50,10 @@ export async function appendBoardHistory(
         firstMcap: 10,
         mcap: 20 + step,
       };
-    } else if (pick < 0.85) {
-      type = 'vote.cast';
-      data = {
+      return { type: 'calltracker.checked', data };
+    }
+    if (pick < 0.85) {
+      const data = {
         projectId,
         at,
         voterId: `u${Math.floor(rand() * 40)}`,
@@ -72,28 +61,21 @@ export async function appendBoardHistory(
         avatar: null,
         direction: rand() < 0.5 ? 'up' : 'down',
       };
-    } else if (pick < 0.93) {
-      type = 'followers.observed';
-      data = { projectId, at, source: 'followerscope', handle: 'x', value: Math.floor(rand() * 1000), checkedAt: at };
-    } else {
-      type = 'rival.listed';
-      data = { projectId, at };
+      return { type: 'vote.cast', data };
     }
-    await log.append(`project-${projectId}`, [
-      { id: sourceEventId(type, `${prefix}-${step}`), type, data, metadata: {} },
-    ]);
-  }
+    if (pick < 0.93) {
+      const value = Math.floor(rand() * 1000);
+      return {
+        type: 'followers.observed',
+        data: { projectId, at, source: 'followerscope', handle: 'x', value, checkedAt: at },
+      };
+    }
+    return { type: 'rival.listed', data: { projectId, at } };
+  });
 }
 
-export async function allEvents(log: EventLog): Promise<RecordedEvent[]> {
-  const events: RecordedEvent[] = [];
-  for (let after = 0; ;) {
-    const page = await log.readAll({ afterPosition: after, limit: 5000 });
-    if (page.length === 0) return events;
-    events.push(...page);
-    after = page[page.length - 1]!.position;
-  }
-}
+/** Every event of the log, in log order. */
+export const allEvents = (log: EventLog): Promise<RecordedEvent[]> => readLog(log);
 
 /** The public projects as the live projector had them after position `at` (the reference every history read is checked against). */
 export function boardAt(events: readonly RecordedEvent[], at: number): StoredDoc<Project, ProjectState>[] {

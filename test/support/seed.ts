@@ -23,32 +23,48 @@ export function prng(seed: number) {
   };
 }
 
+/** One seeded event of project `projectId` at step `step`, drawn from `rand`. */
+export type SeededEvent = (rand: () => number, step: number, projectId: string) => { type: string; data: object };
+
+/**
+ * Appends `steps` events one by one, each of a project drawn from proj-0 … proj-(projects - 1) and
+ * made by `event` from the same seeded PRNG, so every run appends the same log.
+ */
+export async function appendSeededEvents(
+  log: EventLog,
+  options: { projects: number; steps: number; seed: number; prefix: string },
+  event: SeededEvent,
+): Promise<void> {
+  const rand = prng(options.seed);
+  for (let step = 0; step < options.steps; step++) {
+    const projectId = `proj-${Math.floor(rand() * options.projects)}`;
+    const { type, data } = event(rand, step, projectId);
+    await log.append(`project-${projectId}`, [
+      { id: sourceEventId(type, `${options.prefix}-${step}`), type, data, metadata: {} },
+    ]);
+  }
+}
+
 /** Appends a varied stream of project events (sightings, votes, dossiers, checks) one by one. */
 export async function appendProjectHistory(
   log: EventLog,
   options: { projects: number; steps: number; seed: number; prefix?: string },
 ) {
-  const rand = prng(options.seed);
-  const prefix = options.prefix ?? 'm';
-  for (let step = 0; step < options.steps; step++) {
-    const n = Math.floor(rand() * options.projects);
-    const projectId = `proj-${n}`;
+  await appendSeededEvents(log, { ...options, prefix: options.prefix ?? 'm' }, (rand, step, projectId) => {
     const at = day(Math.floor(step / 50), step % 24);
     const pick = rand();
-    let type: string;
-    let data: Record<string, unknown>;
     if (pick < 0.55) {
-      type = 'project.sighted';
-      data = {
+      const data: Record<string, unknown> = {
         projectId,
         at,
         fol: Math.floor(rand() * 10_000),
         handle: rand() < 0.1 ? `h${Math.floor(rand() * 20)}` : undefined,
       };
       if (data.handle === undefined) delete data.handle;
-    } else if (pick < 0.75) {
-      type = 'vote.cast';
-      data = {
+      return { type: 'project.sighted', data };
+    }
+    if (pick < 0.75) {
+      const data = {
         projectId,
         at,
         voterId: `u${Math.floor(rand() * 40)}`,
@@ -56,19 +72,36 @@ export async function appendProjectHistory(
         avatar: null,
         direction: ['up', 'down', 'none'][Math.floor(rand() * 3)],
       };
-    } else if (pick < 0.85) {
-      type = 'calltracker.checked';
-      data = { projectId, at, status: 'matched', historyComplete: rand() < 0.5, posts: 3, firstMcap: 10, mcap: 20 };
-    } else if (pick < 0.95) {
-      type = 'research.updated';
-      data = { projectId, at, state: ['queued', 'ready', 'failed'][Math.floor(rand() * 3)] };
-    } else {
-      type = 'rival.listed';
-      data = { projectId, at };
+      return { type: 'vote.cast', data };
     }
-    await log.append(`project-${projectId}`, [
-      { id: sourceEventId(type, `${prefix}-${step}`), type, data, metadata: {} },
-    ]);
+    if (pick < 0.85) {
+      const data = {
+        projectId,
+        at,
+        status: 'matched',
+        historyComplete: rand() < 0.5,
+        posts: 3,
+        firstMcap: 10,
+        mcap: 20,
+      };
+      return { type: 'calltracker.checked', data };
+    }
+    if (pick < 0.95) {
+      const data = { projectId, at, state: ['queued', 'ready', 'failed'][Math.floor(rand() * 3)] };
+      return { type: 'research.updated', data };
+    }
+    return { type: 'rival.listed', data: { projectId, at } };
+  });
+}
+
+/** Every event of a log in log order (optionally only the given type prefixes), read in pages. */
+export async function readLog(log: EventLog, typePrefixes?: readonly string[]): Promise<RecordedEvent[]> {
+  const events: RecordedEvent[] = [];
+  for (let after = 0; ;) {
+    const page = await log.readAll({ afterPosition: after, limit: 5000, ...(typePrefixes ? { typePrefixes } : {}) });
+    if (page.length === 0) return events;
+    events.push(...page);
+    after = page[page.length - 1]!.position;
   }
 }
 
@@ -114,13 +147,7 @@ export async function generatedLogEvents(
     );
     const refused = outcomes.find((o) => o.status !== 'accepted');
     if (refused) throw new Error(`a generated message was not accepted: ${JSON.stringify(refused)}`);
-    const events: RecordedEvent[] = [];
-    for (let after = 0; ;) {
-      const page = await log.readAll({ afterPosition: after, limit: 5000, ...(typePrefixes ? { typePrefixes } : {}) });
-      if (page.length === 0) return events;
-      events.push(...page);
-      after = page[page.length - 1]!.position;
-    }
+    return await readLog(log, typePrefixes);
   } finally {
     await log.close();
     rmSync(dir, { recursive: true, force: true });
