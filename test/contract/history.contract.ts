@@ -12,13 +12,31 @@ import type { EventLog, RecordedEvent } from '../../eventstore/port.ts';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { PROJECT_FACETS, PROJECTS_COLLECTION, projectsProjector } from '../../projectors/projects.ts';
 import { createProjectorRunner } from '../../projectors/runner.ts';
-import type { HistoryStore } from '../../readmodels/history/port.ts';
+import type { HistoryStore, VersionWrite } from '../../readmodels/history/port.ts';
+import type { DocWrite } from '../../readmodels/port.ts';
 import { skipFor } from '../support/skip.ts';
 import { allEvents, appendBoardHistory, boardAt } from '../support/board-history.ts';
 import type { ContractOptions } from './eventlog.contract.ts';
 import type { ReadStoreHandle } from './readstore.contract.ts';
 
 const C = PROJECTS_COLLECTION;
+
+/** A document written by `versions` (oldest first), as a projector hands it to a commit; the live document is the last. */
+function written(id: string, versions: Omit<VersionWrite, 'writtenAt'>[]): DocWrite {
+  const full = versions.map((v) => ({ ...v, writtenAt: new Date(Date.UTC(2026, 10, 1) + v.seq * 1000).toISOString() }));
+  const last = full[full.length - 1]!;
+  return {
+    id,
+    doc: last.doc,
+    state: {},
+    seq: last.seq,
+    writtenAt: last.writtenAt,
+    sortKey: last.sortKey,
+    facet: last.facet,
+    keys: {},
+    versions: full,
+  };
+}
 
 export function historyContract(
   adapterName: string,
@@ -177,6 +195,40 @@ export function historyContract(
           expected.map((d) => ({ id: d.id, before: before.get(d.id)?.json ?? null, after: d.json, seq: d.seq })),
           `changes (${from}, ${to}]`,
         );
+      }
+    });
+
+    it('changes leave out a document written and changed back between the points, and still fill a page', async () => {
+      const fresh = await open();
+      try {
+        const at = (seq: number, doc: unknown) => ({ seq, sortKey: 'k', facet: PROJECT_FACETS.noDossier, doc });
+        await fresh.store.commit(
+          C,
+          [
+            written('back', [at(1, { a: 1 }), at(3, { a: 2 }), at(5, { a: 1 })]),
+            written('moved', [at(2, { b: 1 }), at(6, { b: 2 })]),
+            written('new', [at(7, { c: 1 })]),
+          ],
+          7,
+          0,
+        );
+        const changes = fresh.store.history!;
+        const rows = async (from: number, to: number, limit: number) => {
+          const got: string[] = [];
+          for (let after: { seq: number; id: string } | undefined; ;) {
+            const page = await changes.changes(C, { from, to, limit, ...(after ? { after } : {}) });
+            got.push(...page.map((r) => `${r.after.id}:${r.before?.json ?? 'null'}>${r.after.json}`));
+            if (page.length < limit) break;
+            after = { seq: page[page.length - 1]!.after.seq, id: page[page.length - 1]!.after.id };
+          }
+          return got;
+        };
+        const expected = ['moved:{"b":1}>{"b":2}', 'new:null>{"c":1}'];
+        assert.deepEqual(await rows(2, 7, 1), expected, 'a page of one');
+        assert.deepEqual(await rows(2, 7, 10), expected);
+        assert.deepEqual(await rows(2, 4, 10), ['back:{"a":1}>{"a":2}'], 'changed between 2 and 4');
+      } finally {
+        await fresh.dispose();
       }
     });
   });
