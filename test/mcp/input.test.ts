@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'vitest';
 import { z } from 'zod';
-import { camelCase, pick, toolInputFrom } from '../../mcp/input.ts';
+import { camelCase, toolInputFrom } from '../../mcp/input.ts';
 import { protectionOf } from '../../mcp/plugin.ts';
 import { tools } from '../../mcp/tools.ts';
 import { projectsQuerySchema } from '../../service/requests/projects.ts';
@@ -57,10 +57,6 @@ describe('tool inputs derived from REST request schemas', () => {
         }),
       /parameter 'hasX' appears twice \(params and query\)/,
     );
-  });
-
-  it('picks one mode of a route', () => {
-    assert.deepEqual(Object.keys(pick(projectsQuerySchema, ['page', 'has_dossier']).shape), ['page', 'has_dossier']);
   });
 });
 
