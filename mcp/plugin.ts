@@ -86,6 +86,9 @@ const RESOURCE_METHODS = new Set([
  * resource message the resources only. Tool names the table does not hold are left to the SDK's
  * unknown-tool answer, as with the whole surface.
  */
+/** The surface of a whole body, as the route computes it (tests). */
+export const surfaceOfBody = (body: unknown): Surface => surfaceOf(body, messagesOf(body));
+
 function surfaceOf(body: unknown, messages: readonly JsonRpcMessage[]): Surface {
   if (Array.isArray(body) || messages.length !== 1) return WHOLE_SURFACE;
   const { method, params } = messages[0]!;
