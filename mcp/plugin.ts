@@ -86,9 +86,6 @@ const RESOURCE_METHODS = new Set([
  * resource message the resources only. Tool names the table does not hold are left to the SDK's
  * unknown-tool answer, as with the whole surface.
  */
-/** The surface of a whole body, as the route computes it (tests). */
-export const surfaceOfBody = (body: unknown): Surface => surfaceOf(body, messagesOf(body));
-
 function surfaceOf(body: unknown, messages: readonly JsonRpcMessage[]): Surface {
   if (Array.isArray(body) || messages.length !== 1) return WHOLE_SURFACE;
   const { method, params } = messages[0]!;
@@ -97,6 +94,9 @@ function surfaceOf(body: unknown, messages: readonly JsonRpcMessage[]): Surface 
   if (typeof method === 'string' && RESOURCE_METHODS.has(method)) return { tools: [], resources: true };
   return WHOLE_SURFACE;
 }
+
+/** The surface of a whole body, as the route computes it (tests). */
+export const surfaceOfBody = (body: unknown): Surface => surfaceOf(body, messagesOf(body));
 
 /** Request headers the SDK reads (content negotiation, protocol version, the 2026-07-28 routing headers). */
 const FORWARDED_HEADERS = ['content-type', 'accept', 'mcp-protocol-version', 'mcp-method', 'mcp-name'] as const;
