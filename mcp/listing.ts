@@ -62,6 +62,7 @@ function compact(node: unknown, io: 'input' | 'output', top = false): unknown {
     delete json.maxItems;
     delete json.maxLength;
     delete json.minimum;
+    delete json.maximum;
     // An enum or const names its values, and `properties` already says "object".
     if ((json.enum !== undefined || json.const !== undefined) && typeof json.type === 'string') delete json.type;
     if (json.properties !== undefined && json.type === 'object') delete json.type;

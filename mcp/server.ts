@@ -13,7 +13,7 @@ export const SERVER_INFO = { name: 'pulseboard', version: '1.0.0' } as const;
 export const INSTRUCTIONS =
   'A board of tracked crypto projects with research dossiers, and a research assistant to ask about them. ' +
   'Every tool reads, except ask_researcher (appends a request) and request_thesis_feed. Match projects on id, never on handle. ' +
-  'Every field a result schema names is present in every result (null when unknown), except asOf: only in answers to a call that sent asOf. ' +
+  'Every field a result schema names is present in every result (null when unknown), except asOf and changes: only when asked for. ' +
   'Failures are tool errors carrying {error: {code, message}} (codes: unauthorized, forbidden, rate_limited, bad_request, not_found, conflict, unavailable); ' +
   'when waiting helps, the error says how long and carries _meta.retryAfterSeconds. ' +
   'Each tools/call and resources/read counts once against the per-key budget (60 per 60 seconds by default) shared with the REST interface; ' +

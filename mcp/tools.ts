@@ -22,12 +22,13 @@ import { callParamsSchema, callsQuerySchema } from '../service/requests/calls.ts
 import { pulseParamsSchema } from '../service/requests/pulse.ts';
 import { projectParamsSchema, projectViewSchema, syncQuerySchema } from '../service/requests/projects.ts';
 import {
+  boardQuerySchema,
   diffQuerySchema,
   listProjectsAsOfToolSchema,
   projectAsOfQuerySchema,
   searchAsOfQuerySchema,
 } from '../service/requests/history-board.ts';
-import { asOfPointSchema, projectDiffSchema } from '../readmodels/history-schemas.ts';
+import { asOfPointSchema, projectDiffSchema, syncPageChangesSchema } from '../readmodels/history-schemas.ts';
 import { errors, fail, type Result } from '../service/errors.ts';
 import { asValue } from '../service/json-body.ts';
 import { summarize } from '../service/summary.ts';
@@ -61,9 +62,9 @@ export type Tool = {
 };
 
 /** Tools that return projects among other things list each project's own fields; nested objects are detailed by get_project. */
-const PROJECT_DETAIL = { depth: 2, note: 'Nested objects of a project: see get_project.' };
+const PROJECT_DETAIL = { depth: 2, note: 'Nested objects: see get_project.' };
 /** The call page lists each call's own fields; nested objects are detailed by get_calltracker_call. */
-const CALL_DETAIL = { depth: 2, note: 'Nested objects of a call: see get_calltracker_call.' };
+const CALL_DETAIL = { depth: 2, note: 'Nested objects: see get_calltracker_call.' };
 
 /**
  * The call page's default budget on this surface: the page travels twice (structured, and escaped
@@ -76,6 +77,9 @@ export const MCP_CALL_PAGE_BYTES = 160 * 1024;
  * projects came within 300 tokens of the 25,000 an agent's context is given; 30 keep a wide margin.
  */
 export const MCP_SYNC_LIMIT = 30;
+
+/** A time before any write: sync_projects' start when it is given none. */
+const ARCHIVE_START = '1970-01-01T00:00:00Z';
 
 /** A listing read in the view the arguments ask for (`view` is the tool's alone: the service never sees it). */
 async function inView<P extends { projects: Project[] }>(
@@ -100,7 +104,7 @@ const projectAndPrivateTools: Tool[] = [
     title: 'Project board',
     description:
       'The board of tracked projects, newest first (by first sighting, ties by id), 50 per page, with totals. ' +
-      'asOf: the board as it stood then, naming the point (send its asOf.cursor as asOf for more pages of it). To mirror the board and pick up changes, use sync_projects. ' +
+      'asOf: the board as it stood then, naming the point (send its asOf.cursor as asOf for more pages of it). To mirror it, use sync_projects. ' +
       'Keep results small with view "summary" (not with asOf). Match projects on id, never on handle (handles get reused). Same rows as GET /v1/projects?page=N.',
     input: toolInputFrom({ query: listProjectsAsOfToolSchema.extend({ view: projectViewSchema }).strict() }),
     outputSchema: boardPageInViewSchema.extend({ asOf: answeredPoint }).strict(),
@@ -127,19 +131,28 @@ const projectAndPrivateTools: Tool[] = [
     description:
       'Delta sync: the project rows the archive wrote since a point, oldest write first. With no arguments, from the beginning of the archive. ' +
       '"Wrote" means stored (a follower refresh counts), not materially changed. Every reply has a cursor: call again with it (and the same hasDossier) while hasMore, and keep the last as a bookmark. ' +
-      'Send since or cursor, not both. Keep results small with limit (1 to 100, default 30 here) and view "summary". A cursor from another archive: conflict, start again. ' +
+      'Keep results small with limit (1 to 100, default 30 here) and view "summary". ' +
       'A row appears once per page sequence, at its latest write; match on id. To wait for the next write, send waitSeconds with the cursor. ' +
       'Same rows as GET /v1/projects?since=… or ?cursor=….',
-    input: toolInputFrom({ query: syncQuerySchema.extend({ view: projectViewSchema }).strict() }),
+    input: toolInputFrom({
+      query: syncQuerySchema.extend({ include: boardQuerySchema.shape.include, view: projectViewSchema }).strict(),
+    }),
     inputDefaults: { limit: MCP_SYNC_LIMIT },
-    outputSchema: syncPageInViewSchema,
+    outputSchema: syncPageInViewSchema.extend({ changes: syncPageChangesSchema.shape.changes.optional() }).strict(),
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
-    call: (services, _caller, args) =>
-      inView(services, { limit: MCP_SYNC_LIMIT, ...args.query }, async (query) =>
-        asValue(await services.projects.sync(query)),
-      ),
+    call: async (services, _caller, args) => {
+      const query: Record<string, unknown> = { limit: MCP_SYNC_LIMIT, ...args.query };
+      const { include, wait_seconds: waitSeconds, ...delta } = query;
+      if (include === undefined) return inView(services, query, async (q) => asValue(await services.projects.sync(q)));
+      if (waitSeconds) return fail(errors.badRequest("include 'changes' does not wait: send waitSeconds without it"));
+      // The REST delta page with changes; no starting point is the beginning of the archive, as without include.
+      const start = delta.since === undefined && delta.cursor === undefined ? { since: ARCHIVE_START } : {};
+      return inView(services, { ...delta, ...start, include }, async (q) =>
+        asValue(await services.historyBoard.list(q)),
+      );
+    },
   },
   {
     name: 'get_project',
@@ -164,7 +177,7 @@ const projectAndPrivateTools: Tool[] = [
     title: 'What changed between two points',
     description:
       'Net changes between two points (from exclusive, to inclusive, default now), in delta order: one row per project whose document differs, ' +
-      'change added or changed, fields (the top-level names that differ), before and after. Send from, or cursor; page with next (it pins both points). ' +
+      'change added or changed, fields (the top-level names that differ), before and after. Page with next (it pins both points). ' +
       'Rate-protected. Same body as GET /v1/projects/diff.',
     input: toolInputFrom({ query: diffQuerySchema }),
     outputSchema: projectDiffSchema,
@@ -209,7 +222,7 @@ const projectAndPrivateTools: Tool[] = [
     name: 'ask_researcher',
     title: 'Ask the research assistant',
     description:
-      'Ask the research assistant a question about a project, or leave question out to request research. Returns the request id, kind and state (queued); answers come later: ' +
+      'Ask the research assistant a question about a project, or leave question out to request research. Answers come later: ' +
       "follow the id with researcher_answers, the research status with get_project include='context'. Every call creates a request: do not repeat one that succeeded. " +
       'Allowlisted key owners only, re-checked on every call.',
     input: toolInputFrom({ body: askResearcherSchema }),
@@ -258,7 +271,7 @@ const readTools: Tool[] = [
     title: 'Pulse cards',
     description:
       'The current pulse cards: all eight beats in a fixed order (card null where a beat has none), or one beat when beat is given (unknown beat: not_found). ' +
-      'A quiet card means nothing moved on that beat, not that anything is broken. Same body as GET /v1/pulse or GET /v1/pulse/{beat}.',
+      'A quiet card: nothing moved on that beat. Same body as GET /v1/pulse or GET /v1/pulse/{beat}.',
     input: toolInputFrom({ params: pulseParamsSchema.partial() }),
     outputSchema: z.union([pulseListSchema, pulseOneSchema]),
     readOnly: true,
@@ -289,7 +302,7 @@ const readTools: Tool[] = [
     title: 'One call record',
     description:
       "One stored call record by id (a uuid): the thesis text, the caller profile (pnl: the caller's seven-day realized trading result, null when unknown or 24 hours old) and the tokens, " +
-      'each linked to a project only when exactly one current project matches its chain and contract. Unknown or suppressed ids: not_found. Rate-protected. ' +
+      'each linked to a project only when exactly one current project matches its chain and contract. Rate-protected. ' +
       'Same body as GET /v1/calltracker/calls/{id}.',
     input: toolInputFrom({ params: callParamsSchema }),
     outputSchema: callDetailSchema,

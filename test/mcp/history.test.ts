@@ -126,6 +126,32 @@ describe('history tools over MCP', () => {
     assert.ok(rows > 7, `more than one page of changes (${rows})`);
   });
 
+  it("sync_projects with include 'changes' is the REST delta page with changes, from the beginning without a start", async () => {
+    const { rest: first } = await sameAsRest(
+      'sync_projects',
+      { since: rounds[0]!, include: 'changes', limit: 20 },
+      `/v1/projects?since=${q(rounds[0]!)}&include=changes&limit=20`,
+    );
+    assert.equal(first.changes.length, first.projects.length);
+    assert.ok(first.changes.some((c: { changedFields: string[] }) => c.changedFields.length > 0));
+    const { rest: next } = await sameAsRest(
+      'sync_projects',
+      { cursor: first.cursor, include: 'changes' },
+      `/v1/projects?cursor=${first.cursor}&include=changes&limit=30`,
+    );
+    assert.equal(next.changes.length, next.projects.length);
+    await sameAsRest(
+      'sync_projects',
+      { include: 'changes' },
+      '/v1/projects?since=1970-01-01T00:00:00Z&include=changes&limit=30',
+    );
+    const waiting = await client.callTool({
+      name: 'sync_projects',
+      arguments: { cursor: first.cursor, include: 'changes', waitSeconds: 2 },
+    });
+    assert.equal((waiting.structuredContent as any).error.code, 'bad_request');
+  });
+
   it('a bad point is a tool error carrying bad_request, as REST answers 400', async () => {
     const cases: [string, Record<string, unknown>, string][] = [
       ['list_projects', { asOf: 'yesterday' }, '/v1/projects?asOf=yesterday'],

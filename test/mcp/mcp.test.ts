@@ -70,7 +70,7 @@ describe('MCP at /mcp with the official SDK client', () => {
     const inputs = Object.fromEntries(listed.map((t) => [t.name, Object.keys(t.inputSchema.properties ?? {}).sort()]));
     assert.deepEqual(inputs, {
       list_projects: ['asOf', 'hasDossier', 'page', 'view'],
-      sync_projects: ['cursor', 'hasDossier', 'limit', 'since', 'view', 'waitSeconds'],
+      sync_projects: ['cursor', 'hasDossier', 'include', 'limit', 'since', 'view', 'waitSeconds'],
       get_project: ['asOf', 'handle', 'include'],
       diff_projects: ['cursor', 'from', 'limit', 'to'],
       get_thesis_feed: ['contract'],
