@@ -5,7 +5,8 @@
  * about 0.6 %), so a change of a few hundred nanoseconds shows; it leaves out the kernel (the sends and
  * receives), which the read bench's figures include. Not part of `npm run bench`: the server runs about
  * fifty times slower under valgrind (two minutes for both reads). Needs valgrind (Debian package valgrind):
- *   node bench/instructions.ts [REQUESTS]
+ *   node bench/instructions.ts [REQUESTS] [DATA_DIR]
+ * DATA_DIR: a copy of a data set to use instead of the cached 10k one (the bench issues a key into it).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -91,7 +92,7 @@ export async function main(): Promise<void> {
     return;
   }
   const requests = Number(process.argv[2] ?? '3000');
-  const dataDir = await ensureDataSet(dataSetSpec(10_000));
+  const dataDir = process.argv[3] ?? (await ensureDataSet(dataSetSpec(10_000)));
   const key = await benchKey(dataDir);
   const authorization = `Bearer ${key}`;
   const rest = await instructionsPerRequest(
@@ -117,7 +118,7 @@ export async function main(): Promise<void> {
     key,
   );
   process.stdout.write(
-    `instructions a request (server process, user space, ${requests} requests after as many unmeasured, 10k projects):\n`,
+    `instructions a request (server process, user space, ${requests} requests after as many unmeasured, ${dataDir}):\n`,
   );
   process.stdout.write(
     `  one project (REST)  ${rest.toFixed(0)}\n  MCP get_project     ${mcp.toFixed(0)}\n  REST/MCP            ${(rest / mcp).toFixed(3)}\n`,

@@ -49,9 +49,3 @@ export function toolInputFrom(request: RestRequest): ToolInput {
     },
   };
 }
-
-/** Keeps only the named parameters of a REST request schema (a tool may serve one mode of a route). */
-export function pick<S extends z.ZodObject>(schema: S, names: readonly (keyof S['shape'] & string)[]): z.ZodObject {
-  const mask = Object.fromEntries(names.map((n) => [n, true])) as Record<string, true>;
-  return schema.pick(mask).strict();
-}

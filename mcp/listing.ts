@@ -58,6 +58,11 @@ function compact(node: unknown, io: 'input' | 'output', top = false): unknown {
     // keeps its keys, so a result and an error envelope cannot pass for each other.
     if (!top) delete json.required;
     delete json.additionalProperties;
+    // Bounds on a result bind what the server sends, not what an agent may send: nothing to act on.
+    delete json.maxItems;
+    delete json.maxLength;
+    delete json.minimum;
+    delete json.maximum;
     // An enum or const names its values, and `properties` already says "object".
     if ((json.enum !== undefined || json.const !== undefined) && typeof json.type === 'string') delete json.type;
     if (json.properties !== undefined && json.type === 'object') delete json.type;
@@ -148,24 +153,23 @@ export function shareDefinitions(root: JsonSchema): JsonSchema {
 }
 
 /**
- * Objects nested deeper than `depth` objects (the root counts as 1) are shown by type only, with
- * a note saying where they are detailed; what remains still admits every result.
+ * Objects nested deeper than `depth` objects (the root counts as 1) are shown by type only (the
+ * result's description says where they are detailed); what remains still admits every result.
  */
-export function summarizeBelow(node: unknown, depth: number, note: string, level = 0): unknown {
-  if (Array.isArray(node)) return node.map((item) => summarizeBelow(item, depth, note, level));
+export function summarizeBelow(node: unknown, depth: number, level = 0): unknown {
+  if (Array.isArray(node)) return node.map((item) => summarizeBelow(item, depth, level));
   if (typeof node !== 'object' || node === null) return node;
   const json = node as JsonSchema;
   const isObject = json.properties !== undefined;
-  if (isObject && level >= depth) return { type: json.type ?? 'object', description: note };
+  // The note is said once, on the result (toolListing), rather than on every object cut short.
+  if (isObject && level >= depth) return { type: json.type ?? 'object' };
   const next = isObject ? level + 1 : level;
   const copy: JsonSchema = {};
   for (const [key, value] of Object.entries(json)) {
     copy[key] =
       key === 'properties'
-        ? Object.fromEntries(
-            Object.entries(value as JsonSchema).map(([p, v]) => [p, summarizeBelow(v, depth, note, next)]),
-          )
-        : summarizeBelow(value, depth, note, next);
+        ? Object.fromEntries(Object.entries(value as JsonSchema).map(([p, v]) => [p, summarizeBelow(v, depth, next)]))
+        : summarizeBelow(value, depth, next);
   }
   return copy;
 }
@@ -189,13 +193,23 @@ export type ToolListing = {
 };
 
 /**
+ * The error envelope as every result schema lists it: its codes are named once, in the server's
+ * instructions, rather than in each tool.
+ */
+const listedErrorSchema = errorSchema.extend({ error: errorSchema.shape.error.extend({ code: z.string() }) });
+
+/**
  * The output schema admits the REST 200 body or the error envelope: error results carry the
  * envelope as structured content, and SDK 1.x clients validate that against the output schema
  * even on `isError` results (typescript-sdk issue #1943).
  */
 export function toolListing(tool: Tool): ToolListing {
   let output = jsonSchemaOf(tool.outputSchema, 'output');
-  if (tool.outputDetail) output = summarizeBelow(output, tool.outputDetail.depth, tool.outputDetail.note) as JsonSchema;
+  if (tool.outputDetail)
+    output = {
+      description: tool.outputDetail.note,
+      ...(summarizeBelow(output, tool.outputDetail.depth) as JsonSchema),
+    };
   return {
     name: tool.name,
     title: tool.title,
@@ -203,7 +217,7 @@ export function toolListing(tool: Tool): ToolListing {
     inputSchema: shareDefinitions(withDefaults(jsonSchemaOf(tool.input.schema, 'input'), tool.inputDefaults)),
     outputSchema: shareDefinitions({
       type: 'object',
-      anyOf: [output, jsonSchemaOf(tool.errorSchema ?? errorSchema, 'output')],
+      anyOf: [output, jsonSchemaOf(tool.errorSchema ?? listedErrorSchema, 'output')],
     }),
     // destructiveHint and idempotentHint mean something only for a tool that writes.
     annotations: tool.readOnly

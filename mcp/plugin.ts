@@ -6,7 +6,7 @@ import type { Services } from '../service/services.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
 import { sendError } from '../transport/send-error.ts';
 import { createOriginCheck } from './origin.ts';
-import { authInfoOf, createMcpServerFactory, type RequestContext } from './server.ts';
+import { authInfoOf, createMcpServerFactory, WHOLE_SURFACE, type RequestContext, type Surface } from './server.ts';
 import { createListenSlots, type Listen } from './subscriptions.ts';
 import { tools as toolTable, type Tool } from './tools.ts';
 
@@ -73,17 +73,42 @@ function protectionAmong(
 const budgetAmong = (messages: readonly JsonRpcMessage[]): Budget =>
   messages.some(readsData) ? 'requests' : 'protocol';
 
+/** Messages the resource templates answer. */
+const RESOURCE_METHODS = new Set([
+  'resources/read',
+  'resources/list',
+  'resources/templates/list',
+  'completion/complete',
+]);
+
+/**
+ * What the server instance serving these messages needs: one tool call needs its tool only, a
+ * resource message the resources only. Tool names the table does not hold are left to the SDK's
+ * unknown-tool answer, as with the whole surface.
+ */
+function surfaceOf(body: unknown, messages: readonly JsonRpcMessage[]): Surface {
+  if (Array.isArray(body) || messages.length !== 1) return WHOLE_SURFACE;
+  const { method, params } = messages[0]!;
+  if (method === 'tools/call')
+    return { tools: typeof params?.name === 'string' ? [params.name] : [], resources: false };
+  if (typeof method === 'string' && RESOURCE_METHODS.has(method)) return { tools: [], resources: true };
+  return WHOLE_SURFACE;
+}
+
+/** The surface of a whole body, as the route computes it (tests). */
+export const surfaceOfBody = (body: unknown): Surface => surfaceOf(body, messagesOf(body));
+
 /** Request headers the SDK reads (content negotiation, protocol version, the 2026-07-28 routing headers). */
 const FORWARDED_HEADERS = ['content-type', 'accept', 'mcp-protocol-version', 'mcp-method', 'mcp-name'] as const;
 
-function webRequestOf(request: FastifyRequest, signal: AbortSignal): Request {
+function webRequestOf(request: FastifyRequest, signal: AbortSignal | undefined): Request {
   const headers = new Headers();
   for (const name of FORWARDED_HEADERS) {
     const value = request.headers[name];
     if (typeof value === 'string') headers.set(name, value);
   }
   // The body is handed over parsed (Fastify's parser, with its prototype-poisoning checks): none here.
-  return new Request(`http://localhost${MCP_PATH}`, { method: 'POST', headers, signal });
+  return new Request(`http://localhost${MCP_PATH}`, { method: 'POST', headers, ...(signal ? { signal } : {}) });
 }
 
 /**
@@ -153,14 +178,15 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
         return sendError(reply, error, headers);
       reply.headers(headers);
       if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(error.retryAfter))));
-      context = { refusal: error, log: request.log };
+      context = { refusal: error, log: request.log, surface: surfaceOf(request.body, received) };
     } else {
       reply.headers(admitted.value.headers);
-      context = { caller: admitted.value.caller, log: request.log };
+      context = { caller: admitted.value.caller, log: request.log, surface: surfaceOf(request.body, received) };
     }
 
     let listen: Listen | undefined;
-    let signal: AbortSignal;
+    // Only a listen stream outlives its answer: other requests are answered whole, so nothing aborts them.
+    let signal: AbortSignal | undefined;
     if (!Array.isArray(request.body) && received[0]?.method === 'subscriptions/listen' && context.caller) {
       const opened = listens.open(context.caller.keyId, request.headers.authorization);
       if (!opened.ok)
@@ -176,8 +202,6 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
         listen?.close();
       });
       signal = AbortSignal.any([gone.signal, listen.signal]);
-    } else {
-      signal = new AbortController().signal;
     }
 
     const response = await handler.fetch(webRequestOf(request, signal), {

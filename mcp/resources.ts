@@ -42,12 +42,42 @@ function readFailure(uri: string, error: ServiceError): ProtocolError {
 const single = (value: string | string[] | undefined): string =>
   Array.isArray(value) ? (value[0] ?? '') : (value ?? '');
 
+/** The three resource templates, made once: their URI patterns and completions hold no caller. */
+export type ResourceTemplates = { project: ResourceTemplate; call: ResourceTemplate; pulse: ResourceTemplate };
+
+export function resourceTemplates(services: Services): ResourceTemplates {
+  return {
+    project: new ResourceTemplate(PROJECT_TEMPLATE, {
+      list: undefined,
+      complete: { id: async (prefix) => services.projects.handlesByPrefix(prefix, COMPLETION_MAX) },
+    }),
+    call: new ResourceTemplate(CALL_TEMPLATE, { list: undefined }),
+    pulse: new ResourceTemplate(PULSE_TEMPLATE, {
+      list: () => ({
+        resources: BEATS.map((beat) => ({
+          uri: pulseUri(beat.id),
+          name: `pulse-${beat.id}`,
+          title: `Pulse: ${beat.label}`,
+          description: beat.blurb,
+          mimeType: 'application/json',
+        })),
+      }),
+      complete: { beat: (prefix) => BEATS.map((beat) => beat.id).filter((id) => id.startsWith(prefix)) },
+    }),
+  };
+}
+
 /**
  * Resource templates whose contents are the twin tools' results as JSON text (the same service
  * calls, so the same access rules), a listing of the eight pulse beats, and completions for a beat
  * and for a project handle by prefix. Reads are admitted and counted by the plugin like tool calls.
  */
-export function registerResources(server: McpServer, services: Services, context: RequestContext | undefined): void {
+export function registerResources(
+  server: McpServer,
+  services: Services,
+  templates: ResourceTemplates,
+  context: RequestContext | undefined,
+): void {
   async function read(uri: URL, call: (caller: Caller) => Promise<Result<unknown>>): Promise<ReadResourceResult> {
     if (context === undefined)
       throw readFailure(uri.href, { status: 401, code: 'unauthorized', message: 'missing or invalid API key' });
@@ -59,10 +89,7 @@ export function registerResources(server: McpServer, services: Services, context
 
   server.registerResource(
     'project',
-    new ResourceTemplate(PROJECT_TEMPLATE, {
-      list: undefined,
-      complete: { id: async (prefix) => services.projects.handlesByPrefix(prefix, COMPLETION_MAX) },
-    }),
+    templates.project,
     {
       title: 'One project',
       description:
@@ -75,7 +102,7 @@ export function registerResources(server: McpServer, services: Services, context
 
   server.registerResource(
     'call',
-    new ResourceTemplate(CALL_TEMPLATE, { list: undefined }),
+    templates.call,
     {
       title: 'One call record',
       description:
@@ -87,18 +114,7 @@ export function registerResources(server: McpServer, services: Services, context
 
   server.registerResource(
     'pulse',
-    new ResourceTemplate(PULSE_TEMPLATE, {
-      list: () => ({
-        resources: BEATS.map((beat) => ({
-          uri: pulseUri(beat.id),
-          name: `pulse-${beat.id}`,
-          title: `Pulse: ${beat.label}`,
-          description: beat.blurb,
-          mimeType: 'application/json',
-        })),
-      }),
-      complete: { beat: (prefix) => BEATS.map((beat) => beat.id).filter((id) => id.startsWith(prefix)) },
-    }),
+    templates.pulse,
     {
       title: 'Pulse card',
       description: 'The current card of one beat, the same JSON as get_pulse with beat.',

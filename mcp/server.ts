@@ -3,7 +3,7 @@ import type { Caller } from '../service/caller.ts';
 import type { ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { toolListing } from './listing.ts';
-import { registerResources } from './resources.ts';
+import { registerResources, resourceTemplates } from './resources.ts';
 import { toolFailure, toolSuccess } from './results.ts';
 import { argumentsSchema, resultSchema } from './standard.ts';
 import type { Tool } from './tools.ts';
@@ -13,12 +13,20 @@ export const SERVER_INFO = { name: 'pulseboard', version: '1.0.0' } as const;
 export const INSTRUCTIONS =
   'A board of tracked crypto projects with research dossiers, and a research assistant to ask about them. ' +
   'Every tool reads, except ask_researcher (appends a request) and request_thesis_feed. Match projects on id, never on handle. ' +
-  'Every field a result schema names is present in every result (null when unknown). ' +
+  'Every field a result schema names is present in every result (null when unknown), except asOf and changes: only when asked for. ' +
   'Failures are tool errors carrying {error: {code, message}} (codes: unauthorized, forbidden, rate_limited, bad_request, not_found, conflict, unavailable); ' +
   'when waiting helps, the error says how long and carries _meta.retryAfterSeconds. ' +
   'Each tools/call and resources/read counts once against the per-key budget (60 per 60 seconds by default) shared with the REST interface; ' +
   'other protocol messages have a budget of their own. Keep results small with limit, view "summary" (list_projects, sync_projects) and maxBytes (list_calltracker_calls). ' +
   'Resources pulseboard://projects/{id}, pulseboard://calls/{id} and pulseboard://pulse/{beat} hold the same JSON as get_project, get_calltracker_call and get_pulse.';
+
+/**
+ * What the server instance of one request registers: a tools/call only the tool it names, a
+ * resource message only the resources; anything else (lists, handshakes, batches) everything.
+ */
+export type Surface = { tools: 'all' | readonly string[]; resources: boolean };
+
+export const WHOLE_SURFACE: Surface = { tools: 'all', resources: true };
 
 /**
  * Who sent this HTTP request, or why the rate gate refused it after authenticating it: then every
@@ -29,6 +37,8 @@ export type RequestContext = (
 ) & {
   /** Where an error a tool threw is reported, by its name only (never its message, which may hold input). */
   log?: ErrorLog;
+  /** What the request can reach; the whole surface when not given. */
+  surface?: Surface;
 };
 
 /** The part of a request's logger a tool call uses. */
@@ -62,8 +72,9 @@ const CACHE_HINTS = {
 
 /**
  * The SDK's per-request server factory. What does not depend on the request (each tool's schemas,
- * their JSON Schema) is made once here; a request gets a fresh McpServer with the tools registered
- * in the table's order (tools/list keeps it), its caller closed over.
+ * their JSON Schema, the resource templates) is made once here; a request gets a fresh McpServer
+ * (the SDK serves each request on its own instance) with what its surface names registered, the
+ * tools in the table's order (tools/list keeps it), its caller closed over.
  */
 export function createMcpServerFactory(services: Services, toolTable: readonly Tool[]) {
   const prepared = toolTable.map((tool) => {
@@ -79,6 +90,9 @@ export function createMcpServerFactory(services: Services, toolTable: readonly T
       },
     };
   });
+
+  const byName = new Map(prepared.map((entry) => [entry.tool.name, entry]));
+  const templates = resourceTemplates(services);
 
   async function callTool(tool: Tool, context: RequestContext | undefined, parsed: unknown): Promise<CallToolResult> {
     if (context === undefined)
@@ -108,9 +122,17 @@ export function createMcpServerFactory(services: Services, toolTable: readonly T
       cacheHints: CACHE_HINTS,
       maxToolInputElements: 200,
     });
-    for (const { tool, config } of prepared)
-      server.registerTool(tool.name, config, (args) => callTool(tool, context, args));
-    registerResources(server, services, context);
+    const surface = context?.surface ?? WHOLE_SURFACE;
+    if (surface.tools === 'all') {
+      for (const { tool, config } of prepared)
+        server.registerTool(tool.name, config, (args) => callTool(tool, context, args));
+    } else {
+      for (const name of surface.tools) {
+        const one = byName.get(name);
+        if (one) server.registerTool(name, one.config, (args) => callTool(one.tool, context, args));
+      }
+    }
+    if (surface.resources) registerResources(server, services, templates, context);
     return server;
   };
 }

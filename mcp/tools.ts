@@ -15,24 +15,25 @@ import {
   thesisStatusSchema,
 } from '../readmodels/schemas.ts';
 import type { Caller } from '../service/caller.ts';
-import type { Result } from '../service/errors.ts';
 import type { Protection } from '../service/guard.ts';
 import { askListParamsSchema, askListQuerySchema, askResearcherSchema } from '../service/requests/asks.ts';
 import { thesisContractInputSchema } from '../service/requests/thesis.ts';
 import { callParamsSchema, callsQuerySchema } from '../service/requests/calls.ts';
 import { pulseParamsSchema } from '../service/requests/pulse.ts';
-import { searchQuerySchema } from '../service/requests/search.ts';
+import { projectParamsSchema, projectViewSchema, syncQuerySchema } from '../service/requests/projects.ts';
 import {
-  projectParamsSchema,
-  projectQuerySchema,
-  projectsQuerySchema,
-  projectViewSchema,
-  syncQuerySchema,
-} from '../service/requests/projects.ts';
+  boardQuerySchema,
+  diffQuerySchema,
+  listProjectsAsOfToolSchema,
+  projectAsOfQuerySchema,
+  searchAsOfQuerySchema,
+} from '../service/requests/history-board.ts';
+import { asOfPointSchema, projectDiffSchema, syncPageChangesSchema } from '../readmodels/history-schemas.ts';
+import { errors, fail, type Result } from '../service/errors.ts';
 import { asValue } from '../service/json-body.ts';
 import { summarize } from '../service/summary.ts';
 import type { Services } from '../service/services.ts';
-import { pick, toolInputFrom, type RestArguments, type ToolInput } from './input.ts';
+import { toolInputFrom, type RestArguments, type ToolInput } from './input.ts';
 
 /**
  * One MCP tool: its REST twin's parameters (camelCase), the twin's response schema, and a call
@@ -49,7 +50,7 @@ export type Tool = {
   errorSchema?: z.ZodObject;
   /**
    * Set where the full result schema would repeat another tool's at length (a page of projects):
-   * objects deeper than `depth` are listed by type only, with `note` saying where they are detailed.
+   * objects deeper than `depth` are listed by type only, and `note` (on the result) says where they are detailed.
    */
   outputDetail?: { depth: number; note: string };
   readOnly: boolean;
@@ -61,9 +62,9 @@ export type Tool = {
 };
 
 /** Tools that return projects among other things list each project's own fields; nested objects are detailed by get_project. */
-const PROJECT_DETAIL = { depth: 2, note: 'See get_project.' };
+const PROJECT_DETAIL = { depth: 2, note: 'Nested objects: see get_project.' };
 /** The call page lists each call's own fields; nested objects are detailed by get_calltracker_call. */
-const CALL_DETAIL = { depth: 2, note: 'See get_calltracker_call.' };
+const CALL_DETAIL = { depth: 2, note: 'Nested objects: see get_calltracker_call.' };
 
 /**
  * The call page's default budget on this surface: the page travels twice (structured, and escaped
@@ -77,6 +78,9 @@ export const MCP_CALL_PAGE_BYTES = 160 * 1024;
  */
 export const MCP_SYNC_LIMIT = 30;
 
+/** A time before any write: sync_projects' start when it is given none. */
+const ARCHIVE_START = '1970-01-01T00:00:00Z';
+
 /** A listing read in the view the arguments ask for (`view` is the tool's alone: the service never sees it). */
 async function inView<P extends { projects: Project[] }>(
   services: Services,
@@ -88,6 +92,9 @@ async function inView<P extends { projects: Project[] }>(
   return page.ok && view === 'summary' ? { ok: true, value: await summarize(services.stores.store, page.value) } : page;
 }
 
+/** The point an as-of read answered for: in a result only when the call sent asOf, as in the REST twin's body. */
+const answeredPoint = asOfPointSchema.optional();
+
 const basic = (): Protection => 'basic';
 const guarded = (): Protection => 'protected';
 
@@ -96,62 +103,96 @@ const projectAndPrivateTools: Tool[] = [
     name: 'list_projects',
     title: 'Project board',
     description:
-      'The board of tracked projects, newest first (by when the board first saw each project, ties by id), 50 per page, with totals (total, totalPages). ' +
-      'Browse with page (1-based; a page past the end is empty). Filter with hasDossier. To mirror the board and pick up changes later, use sync_projects instead. ' +
-      'To keep results small, send view "summary", read one project with get_project, or page with sync_projects and a small limit. ' +
-      'Match projects on id, never on handle: a handle can be reused by another account. Same rows as GET /v1/projects?page=N.',
-    input: toolInputFrom({
-      query: pick(projectsQuerySchema, ['page', 'has_dossier']).extend({ view: projectViewSchema }).strict(),
-    }),
-    outputSchema: boardPageInViewSchema,
+      'The board of tracked projects, newest first (by first sighting, ties by id), 50 per page, with totals. ' +
+      'asOf: the board as it stood then, naming the point (send its asOf.cursor as asOf for more pages of it). To mirror it, use sync_projects. ' +
+      'Keep results small with view "summary" (not with asOf). Match projects on id, never on handle (handles get reused). Same rows as GET /v1/projects?page=N.',
+    input: toolInputFrom({ query: listProjectsAsOfToolSchema.extend({ view: projectViewSchema }).strict() }),
+    outputSchema: boardPageInViewSchema.extend({ asOf: answeredPoint }).strict(),
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
-    call: (services, _caller, args) =>
-      inView(services, args.query, async (query) => asValue(await services.projects.list(query))),
+    call: async (services, _caller, args) => {
+      if (args.query.asOf !== undefined && args.query.view === 'summary')
+        return fail(
+          errors.badRequest("view 'summary' is not offered with asOf (its writtenAt is today's); use the full view"),
+        );
+      return inView(services, args.query, async (query) =>
+        asValue(
+          await (services.historyBoard.readsList(query)
+            ? services.historyBoard.list(query)
+            : services.projects.list(query)),
+        ),
+      );
+    },
   },
   {
     name: 'sync_projects',
     title: 'Projects written since a point',
     description:
-      'Delta sync: the project rows the archive wrote since a point, oldest write first. With no arguments, from the beginning of the archive; or since an ISO 8601 time; ' +
-      'since=now returns no rows, only a bookmark cursor for later writes. "Wrote" means stored (a follower-count refresh counts), not materially changed: compare with what you stored. ' +
-      'Every reply has a cursor, also when empty: call again with it (and the same hasDossier) while hasMore is true, and keep the last one as a bookmark. Send since or cursor, not both. ' +
-      'Keep results small with limit (1 to 100, default 30 here) and view "summary". A cursor from another archive gives a conflict error: start again. ' +
-      'A row appears once per page sequence, at its latest write; match on id. ' +
-      'To wait for the next write instead of calling again and again, send waitSeconds (1 to 30) with the cursor: an empty page is held until a write is committed, or answered empty with the same cursor after that many seconds (one call either way). ' +
-      'Same rows as GET /v1/projects?since=… or ?cursor=… (waitSeconds is its wait).',
-    input: toolInputFrom({ query: syncQuerySchema.extend({ view: projectViewSchema }).strict() }),
+      'Delta sync: the project rows the archive wrote since a point, oldest write first. With no arguments, from the beginning of the archive. ' +
+      '"Wrote" means stored (a follower refresh counts), not materially changed. Every reply has a cursor: call again with it (and the same hasDossier) while hasMore, and keep the last as a bookmark. ' +
+      'Keep results small with limit (1 to 100, default 30 here) and view "summary". ' +
+      'A row appears once per page sequence, at its latest write; match on id. To wait for the next write, send waitSeconds with the cursor. ' +
+      'Same rows as GET /v1/projects?since=… or ?cursor=….',
+    input: toolInputFrom({
+      query: syncQuerySchema.extend({ include: boardQuerySchema.shape.include, view: projectViewSchema }).strict(),
+    }),
     inputDefaults: { limit: MCP_SYNC_LIMIT },
-    outputSchema: syncPageInViewSchema,
+    outputSchema: syncPageInViewSchema.extend({ changes: syncPageChangesSchema.shape.changes.optional() }).strict(),
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
-    call: (services, _caller, args) =>
-      inView(services, { limit: MCP_SYNC_LIMIT, ...args.query }, async (query) =>
-        asValue(await services.projects.sync(query)),
-      ),
+    call: async (services, _caller, args) => {
+      const query: Record<string, unknown> = { limit: MCP_SYNC_LIMIT, ...args.query };
+      const { include, wait_seconds: waitSeconds, ...delta } = query;
+      if (include === undefined) return inView(services, query, async (q) => asValue(await services.projects.sync(q)));
+      if (waitSeconds) return fail(errors.badRequest("include 'changes' does not wait: send waitSeconds without it"));
+      // The REST delta page with changes; no starting point is the beginning of the archive, as without include.
+      const start = delta.since === undefined && delta.cursor === undefined ? { since: ARCHIVE_START } : {};
+      return inView(services, { ...delta, ...start, include }, async (q) =>
+        asValue(await services.historyBoard.list(q)),
+      );
+    },
   },
   {
     name: 'get_project',
     title: 'One project',
     description:
-      'One project by its stable id or social handle (with or without @). An id always wins over a handle; a reused handle resolves to the project that claimed it most recently. ' +
-      "include='context' adds vote counts, research status and freshness dates (voter names only for an allowlisted key owner, otherwise voters is null); " +
-      'that enriched read is rate-protected (an error says how long to wait). Same body as GET /v1/projects/{handle}.',
-    input: toolInputFrom({ params: projectParamsSchema, query: projectQuerySchema }),
-    outputSchema: projectReadSchema,
+      'One project by stable id or social handle; an id wins over a handle, a reused handle resolves to its latest claimant. ' +
+      "asOf: the project as it stood then (not_found before it was on the board), naming the point; the handle is resolved on today's board. " +
+      'Reads with context or asOf are rate-protected. Same body as GET /v1/projects/{handle}.',
+    input: toolInputFrom({ params: projectParamsSchema, query: projectAsOfQuerySchema }),
+    outputSchema: projectReadSchema.extend({ asOf: answeredPoint }).strict(),
     readOnly: true,
     protection: (services, args) => (services.projects.isEnriched(args.query) ? 'protected' : 'basic'),
-    call: async (services, caller, args) => asValue(await services.projects.get(caller, args.params, args.query)),
+    call: async (services, caller, args) =>
+      asValue(
+        await (services.historyBoard.readsPast(args.query)
+          ? services.historyBoard.project(caller, args.params, args.query)
+          : services.projects.get(caller, args.params, args.query)),
+      ),
+  },
+  {
+    name: 'diff_projects',
+    title: 'What changed between two points',
+    description:
+      'Net changes between two points (from exclusive, to inclusive, default now), in delta order: one row per project whose document differs, ' +
+      'change added or changed, fields (the top-level names that differ), before and after. Page with next (it pins both points). ' +
+      'Rate-protected. Same body as GET /v1/projects/diff.',
+    input: toolInputFrom({ query: diffQuerySchema }),
+    outputSchema: projectDiffSchema,
+    outputDetail: PROJECT_DETAIL,
+    readOnly: true,
+    protection: guarded,
+    call: (services, _caller, args) => services.historyBoard.diff(args.query),
   },
   {
     name: 'get_thesis_feed',
     title: 'Thesis feed status',
     description:
-      'Private: the saved thesis snapshot (at most 25 recent theses, threshold 1000) and request status for one contract on the supported chain. ' +
-      'Reads only what is saved: never reads the source, never enqueues. Linked allowlisted key owners only, re-checked on every call; only when the feature is enabled. ' +
-      'After request_thesis_feed, poll at most every 15 seconds for up to two minutes, then leave further checks to the user. Same body as GET /v1/thesisfeed/theses.',
+      'Private: the saved thesis snapshot (at most 25 recent theses, threshold 1000) and request status for one contract on the supported chain; reads only what is saved. ' +
+      'Linked allowlisted key owners only, re-checked on every call, when the feature is enabled. After request_thesis_feed, poll at most every 15 seconds for up to two minutes, then leave it to the user. ' +
+      'Same body as GET /v1/thesisfeed/theses.',
     input: toolInputFrom({ query: thesisContractInputSchema }),
     outputSchema: thesisStatusSchema,
     errorSchema: thesisErrorSchema,
@@ -163,12 +204,12 @@ const projectAndPrivateTools: Tool[] = [
     name: 'request_thesis_feed',
     title: 'Request a thesis snapshot',
     description:
-      'Private: request one shared thesis snapshot for a contract on the supported chain. A fresh shared result (30-minute cache) is returned at once; otherwise one read is queued, ' +
-      'shared with every member, and a request while one is queued or running creates nothing. Caps: 20 submissions per member per UTC day, 60 starts per UTC day in all (failures count), 16 open jobs; ' +
-      'no automatic retries. Read progress with get_thesis_feed. Linked allowlisted key owners only; only when the feature is enabled. Same body as POST /v1/thesisfeed/theses.',
+      'Private: request one shared thesis snapshot for a contract on the supported chain. A fresh shared result (30-minute cache) comes at once; otherwise one read is queued for every member (none while one is queued or running). ' +
+      'Caps: 20 submissions per member and 60 starts in all per UTC day, 16 open jobs; no retries. Progress: get_thesis_feed. ' +
+      'Linked allowlisted key owners only, when the feature is enabled. Same body as POST /v1/thesisfeed/theses.',
     input: toolInputFrom({ body: thesisContractInputSchema }),
     outputSchema: thesisStatusSchema,
-    outputDetail: { depth: 1, note: 'See get_thesis_feed.' },
+    outputDetail: { depth: 1, note: 'Nested objects: see get_thesis_feed.' },
     errorSchema: thesisErrorSchema,
     readOnly: false,
     protection: guarded,
@@ -181,10 +222,9 @@ const projectAndPrivateTools: Tool[] = [
     name: 'ask_researcher',
     title: 'Ask the research assistant',
     description:
-      'Ask the research assistant a question about a project (question), or leave question out to request research on the project. ' +
-      'Appends the request and returns its id, kind (question or research) and state (queued); nothing is answered at once. ' +
-      "Answers arrive later: follow the id with researcher_answers, and the project's research status with get_project include='context'. " +
-      'Every call creates a new request, so do not repeat a call that succeeded. Allowlisted key owners only, re-checked on every call.',
+      'Ask the research assistant a question about a project, or leave question out to request research. Answers come later: ' +
+      "follow the id with researcher_answers, the research status with get_project include='context'. Every call creates a request: do not repeat one that succeeded. " +
+      'Allowlisted key owners only, re-checked on every call.',
     input: toolInputFrom({ body: askResearcherSchema }),
     outputSchema: askReceiptSchema,
     readOnly: false,
@@ -195,9 +235,9 @@ const projectAndPrivateTools: Tool[] = [
     name: 'researcher_answers',
     title: 'Research progress and answers',
     description:
-      'What has been asked of the research assistant about one project (by id or handle) and what it answered: asks newest first, each with status (queued, researching, answered, failed), answer and answeredAt. ' +
-      'question null with askedAt set is a research request; askedAt null marks an ask known only from its updates. ' +
-      'Allowlisted key owners only, re-checked on every call. Same body as GET /v1/projects/{handle}/ask.',
+      'What was asked of the research assistant about one project (id or handle) and its answers, newest first, each with status, answer and answeredAt. ' +
+      'question null with askedAt set: a research request; askedAt null: known only from its updates. Allowlisted key owners only, re-checked on every call. ' +
+      'Same body as GET /v1/projects/{handle}/ask.',
     input: toolInputFrom({ params: askListParamsSchema, query: askListQuerySchema }),
     outputSchema: askListSchema,
     readOnly: true,
@@ -212,22 +252,26 @@ const readTools: Tool[] = [
     name: 'search_projects',
     title: 'Find a stored project',
     description:
-      'Find a stored project by project id, contract (0x…, base58), chain-qualified contract (base:0x…), website (any URL or bare domain) or social profile (@name, name, x.com/name, https://twitter.com/name). ' +
-      'Answers state found (with project and context), missing, ambiguous (several matches: narrow with a chain-qualified contract or a project id) or chain_required (a bare contract on several chains: add the chain). ' +
-      'A search never adds a project and never starts research. Rate-protected. Same body as GET /v1/search?q=….',
-    input: toolInputFrom({ query: searchQuerySchema }),
-    outputSchema: projectSearchSchema,
+      'Find a stored project by id, contract (0x…, base58), chain:contract, website (URL or domain) or social profile (@name, x.com/name). ' +
+      'state: found, missing, ambiguous (narrow with chain:contract or the id) or chain_required (add the chain). ' +
+      "asOf: matched on today's identifiers, shown as it stood then (missing before it was on the board), naming the point. " +
+      'Never adds a project or starts research. Rate-protected. Same body as GET /v1/search?q=….',
+    input: toolInputFrom({ query: searchAsOfQuerySchema }),
+    outputSchema: projectSearchSchema.extend({ asOf: answeredPoint }).strict(),
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: guarded,
-    call: async (services, caller, args) => asValue(await services.search.search(caller, args.query)),
+    call: async (services, caller, args) =>
+      services.historyBoard.readsPast(args.query)
+        ? services.historyBoard.search(caller, args.query)
+        : asValue(await services.search.search(caller, args.query)),
   },
   {
     name: 'get_pulse',
     title: 'Pulse cards',
     description:
       'The current pulse cards: all eight beats in a fixed order (card null where a beat has none), or one beat when beat is given (unknown beat: not_found). ' +
-      'A quiet card means nothing moved on that beat, not that anything is broken. Same body as GET /v1/pulse or GET /v1/pulse/{beat}.',
+      'A quiet card: nothing moved on that beat. Same body as GET /v1/pulse or GET /v1/pulse/{beat}.',
     input: toolInputFrom({ params: pulseParamsSchema.partial() }),
     outputSchema: z.union([pulseListSchema, pulseOneSchema]),
     readOnly: true,
@@ -239,10 +283,10 @@ const readTools: Tool[] = [
     name: 'list_calltracker_calls',
     title: 'Stored call records',
     description:
-      "Stored token-call records with their theses (an author's opinion, not a verified fact or a recommendation), newest first. limit is a maximum (1 to 30, default 20), not a promise: " +
-      'pages also stop at maxBytes (default 160 KiB here, at most 512 KiB) and never cut a text. Keep results small with a small limit or maxBytes (e.g. 40000). Follow next, with the same contract and chain, until it is null. contract (up to 100 characters) filters on an exact token address; ' +
-      'chain (up to 60 characters) is allowed only with contract; a contract on more than 5000 calls is refused: add chain or page without a filter. ' +
-      'Paging is browsing, not a sync: re-read a call by id for its current version. Rate-protected. Same rows as GET /v1/calltracker/calls.',
+      "Stored token-call records with their theses (an author's opinion, not a verified fact or advice), newest first. Pages stop at limit or " +
+      'maxBytes (default 160 KiB here, at most 512 KiB) and never cut a text. Keep results small with a small limit or maxBytes (e.g. 40000). ' +
+      'Follow next, with the same contract and chain, until it is null. ' +
+      'Paging is browsing, not a sync: re-read a call by id. Rate-protected. Same rows as GET /v1/calltracker/calls.',
     input: toolInputFrom({ query: callsQuerySchema }),
     inputDefaults: { maxBytes: MCP_CALL_PAGE_BYTES },
     outputSchema: callPageSchema,
@@ -257,8 +301,9 @@ const readTools: Tool[] = [
     name: 'get_calltracker_call',
     title: 'One call record',
     description:
-      "One stored call record by its id (a uuid): the thesis text, the caller profile (pnl is the caller's seven-day realized trading result, null when unknown or at least 24 hours old) and the tokens, " +
-      'each linked to a project only when exactly one current project matches its chain and contract. Unknown or suppressed ids: not_found. Rate-protected. Same body as GET /v1/calltracker/calls/{id}.',
+      "One stored call record by id (a uuid): the thesis text, the caller profile (pnl: the caller's seven-day realized trading result, null when unknown or 24 hours old) and the tokens, " +
+      'each linked to a project only when exactly one current project matches its chain and contract. Rate-protected. ' +
+      'Same body as GET /v1/calltracker/calls/{id}.',
     input: toolInputFrom({ params: callParamsSchema }),
     outputSchema: callDetailSchema,
     readOnly: true,
@@ -267,7 +312,7 @@ const readTools: Tool[] = [
   },
 ];
 
-/** The eleven tools (docs/api-guide.md lists them). */
+/** The twelve tools (docs/api-guide.md lists them). */
 export const tools: readonly Tool[] = [...projectAndPrivateTools, ...readTools];
 
 export const toolsByName: ReadonlyMap<string, Tool> = new Map(tools.map((t) => [t.name, t]));

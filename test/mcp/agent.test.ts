@@ -7,6 +7,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { card, makeCall, publishCard, recordCall } from '../support/calls-fixtures.ts';
 import { connectClient, postRpc, rpcMessage, seedBoard, toolCall } from './support.ts';
+import { tools } from '../../mcp/tools.ts';
 
 /** ajv-formats is CommonJS: its default export arrives wrapped under Node's ESM loader. */
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
@@ -39,7 +40,7 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
     const key = await h.key('agent');
     const client: Client = await connectClient(base, key);
     try {
-      assert.equal((await client.listTools()).tools.length, 11);
+      assert.equal((await client.listTools()).tools.length, tools.length);
       await client.ping();
       for (let i = 1; i <= 60; i++) {
         const result = await client.callTool({ name: 'get_project', arguments: { handle: 'h1' } });
@@ -52,7 +53,7 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
       assert.ok(Number.isInteger(wait) && wait >= 1 && wait <= 60, `retryAfterSeconds ${wait}`);
       assert.match((refused.structuredContent as any).error.message, new RegExp(`Wait ${wait} seconds`));
       // The data budget is spent; the protocol budget is not: listing and a new connection still work.
-      assert.equal((await client.listTools()).tools.length, 11);
+      assert.equal((await client.listTools()).tools.length, tools.length);
       const again = await connectClient(base, key);
       await again.close();
     } finally {
@@ -171,6 +172,10 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
       ['get_project', { handle: 'p001', include: 'context' }],
       ['get_project', { handle: 'p003', asOf: '2026-10-02T00:00:00Z' }],
       ['get_project', { handle: 'nobody' }],
+      ['list_projects', { asOf: new Date().toISOString() }],
+      ['search_projects', { q: 'h3', asOf: new Date().toISOString() }],
+      ['diff_projects', { from: '2000-01-01T00:00:00Z', limit: 3 }],
+      ['diff_projects', { from: 'nope' }],
       ['get_thesis_feed', { contract: `0x${'a'.repeat(40)}` }],
       ['request_thesis_feed', { contract: `0x${'a'.repeat(40)}` }],
       ['ask_researcher', { handle: 'h2', question: 'Is the team public?' }],

@@ -8,9 +8,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { tools } from '../../mcp/tools.ts';
+import { BIN, inspectorCall, inspectorToolNames, killGroup, ROOT, runCli } from './support.ts';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-const BIN = join(ROOT, 'node_modules', '.bin');
 /** Node 24 from the devDependency: the suites' CLIs need it (fs.globSync). */
 const NODE = join(BIN, 'node');
 const CONFORMANCE = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
@@ -38,49 +37,6 @@ const SUITES = [
     baseline: 'expected-failures-2026-07-28.yml',
   },
 ];
-
-type Run = { code: number | null; stdout: string; stderr: string };
-
-/** Runs a command in its own process group, killed as a whole if it outlives the timeout. */
-function run(command: string, args: string[], timeoutMs = 90_000): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
-      cwd: ROOT,
-      env: { ...process.env, PATH: `${BIN}:${process.env.PATH ?? ''}` },
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => killGroup(child), timeoutMs);
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-function killGroup(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): void {
-  try {
-    process.kill(-child.pid!, signal);
-  } catch {
-    // already gone
-  }
-}
-
-/** The JSON document the Inspector CLI prints (it may print other lines around it). */
-function printedJson(out: string): any {
-  const start = out.indexOf('{');
-  const end = out.lastIndexOf('}');
-  assert.ok(start >= 0 && end > start, `no JSON in output: ${out.slice(0, 500)}`);
-  return JSON.parse(out.slice(start, end + 1));
-}
 
 /**
  * The conformance CLI cannot send an API key, so it talks to this forwarder, which adds the key and
@@ -154,7 +110,7 @@ describe('MCP conformance scenarios and the Inspector CLI against `npm start`', 
     it(`passes the official conformance suite ${suite.name}, but for its listed expected failures`, async () => {
       const out = join(dir, `conformance-${SUITES.indexOf(suite)}`);
       const target = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/mcp`;
-      const result = await run(NODE, [
+      const result = await runCli(NODE, [
         suite.cli,
         'server',
         '--url',
@@ -173,30 +129,8 @@ describe('MCP conformance scenarios and the Inspector CLI against `npm start`', 
   }
 
   it('the Inspector CLI lists the tools and calls one with the key in a header', async () => {
-    const auth = ['--header', `Authorization: Bearer ${key}`];
-    const listed = await run('mcp-inspector', ['--cli', url, '--transport', 'http', ...auth, '--method', 'tools/list']);
-    assert.equal(listed.code, 0, listed.stderr);
-    assert.deepEqual(
-      printedJson(listed.stdout)
-        .tools.map((t: { name: string }) => t.name)
-        .sort(),
-      tools.map((t) => t.name).sort(),
-    );
-    const called = await run('mcp-inspector', [
-      '--cli',
-      url,
-      '--transport',
-      'http',
-      ...auth,
-      '--method',
-      'tools/call',
-      '--tool-name',
-      'sync_projects',
-      '--tool-arg',
-      'limit=3',
-    ]);
-    assert.equal(called.code, 0, called.stderr);
-    const page = printedJson(called.stdout).structuredContent;
+    assert.deepEqual(await inspectorToolNames(url, key), tools.map((t) => t.name).sort());
+    const page = await inspectorCall(url, key, 'sync_projects', ['limit=3']);
     assert.equal(page.projects.length, 3);
     assert.equal(page.hasMore, true);
   });

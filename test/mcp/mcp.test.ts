@@ -12,9 +12,10 @@ import { connectClient, postRpc, recordingGate, rpcMessage, seedBoard, toolCall 
 
 const NOW = new Date('2026-11-20T08:00:00.000Z');
 
-/** Exactly the eleven tools the API guide lists. */
+/** Exactly the twelve tools the API guide lists. */
 const IMPLEMENTED = [
   'ask_researcher',
+  'diff_projects',
   'get_calltracker_call',
   'get_project',
   'get_pulse',
@@ -68,14 +69,15 @@ describe('MCP at /mcp with the official SDK client', () => {
     assert.deepEqual(listed.map((t) => t.name).sort(), IMPLEMENTED);
     const inputs = Object.fromEntries(listed.map((t) => [t.name, Object.keys(t.inputSchema.properties ?? {}).sort()]));
     assert.deepEqual(inputs, {
-      list_projects: ['hasDossier', 'page', 'view'],
-      sync_projects: ['cursor', 'hasDossier', 'limit', 'since', 'view', 'waitSeconds'],
+      list_projects: ['asOf', 'hasDossier', 'page', 'view'],
+      sync_projects: ['cursor', 'hasDossier', 'include', 'limit', 'since', 'view', 'waitSeconds'],
       get_project: ['asOf', 'handle', 'include'],
+      diff_projects: ['cursor', 'from', 'limit', 'to'],
       get_thesis_feed: ['contract'],
       request_thesis_feed: ['contract'],
       ask_researcher: ['handle', 'question'],
       researcher_answers: ['handle'],
-      search_projects: ['q'],
+      search_projects: ['asOf', 'q'],
       get_pulse: ['beat'],
       list_calltracker_calls: ['chain', 'contract', 'cursor', 'limit', 'maxBytes'],
       get_calltracker_call: ['id'],
@@ -148,15 +150,9 @@ describe('MCP at /mcp with the official SDK client', () => {
   it('get_project returns the REST project read, with and without context', async () => {
     await sameAsRest('get_project', { handle: 'h1' }, '/v1/projects/h1');
     await sameAsRest('get_project', { handle: 'p001' }, '/v1/projects/p001');
-    // As-of reads: the same fold on both surfaces, and 404 before the archive had the project.
+    // As-of reads (the history model, the point named in the answer), and not_found before the archive had the project.
     const now = new Date().toISOString();
-    // REST answers as-of reads from the history model and names the point (issue 43); the tool does so
-    // once mcp/ calls historyBoard.project for asOf (left to the MCP rewrite): until then, the same project.
-    const [tool, rest] = await Promise.all([
-      client.callTool({ name: 'get_project', arguments: { handle: 'p001', asOf: now } }),
-      h.get(`/v1/projects/p001?asOf=${now}`, alice),
-    ]);
-    assert.deepEqual((tool.structuredContent as any).project, rest.json().project);
+    const { rest } = await sameAsRest('get_project', { handle: 'p001', asOf: now }, `/v1/projects/p001?asOf=${now}`);
     assert.equal(typeof rest.json().asOf.cursor, 'string');
     const { rest: before } = await sameAsRest(
       'get_project',

@@ -1,3 +1,6 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Budget, GateResult as GateOutcome, Protection, RateGate as Gate } from '../../service/rate/gate.ts';
@@ -136,4 +139,82 @@ export async function seedBoard(h: Harness): Promise<void> {
     at: '2026-11-02T00:00:00Z',
   });
   await h.stores.catchUp();
+}
+
+export const ROOT = join(import.meta.dirname, '..', '..');
+export const BIN = join(ROOT, 'node_modules', '.bin');
+
+export type CliRun = { code: number | null; stdout: string; stderr: string };
+
+/** Kills a process started with `detached: true` and everything it started. */
+export function killGroup(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** Runs a command (node_modules/.bin on the PATH) in its own process group, killed as a whole if it outlives the timeout. */
+export function runCli(
+  command: string,
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 90_000,
+): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: ROOT,
+      env: { ...process.env, PATH: `${BIN}:${process.env.PATH ?? ''}`, ...env },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => killGroup(child), timeoutMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The JSON document a CLI prints (it may print other lines around it). */
+export function printedJson(out: string): any {
+  const start = out.indexOf('{');
+  const end = out.lastIndexOf('}');
+  assert.ok(start >= 0 && end > start, `no JSON in output: ${out.slice(0, 500)}`);
+  return JSON.parse(out.slice(start, end + 1));
+}
+
+/** The MCP Inspector CLI against `url` over Streamable HTTP, with the key in a header unless null. */
+export function inspector(url: string, key: string | null, args: string[]): Promise<CliRun> {
+  const auth = key === null ? [] : ['--header', `Authorization: Bearer ${key}`];
+  return runCli('mcp-inspector', ['--cli', url, '--transport', 'http', ...auth, ...args]);
+}
+
+/** The tool names the Inspector CLI lists, sorted. */
+export async function inspectorToolNames(url: string, key: string): Promise<string[]> {
+  const listed = await inspector(url, key, ['--method', 'tools/list']);
+  assert.equal(listed.code, 0, listed.stderr);
+  return (printedJson(listed.stdout).tools as { name: string }[]).map((t) => t.name).sort();
+}
+
+/** A tool call through the Inspector CLI (`name=value` arguments): its structured content. */
+export async function inspectorCall(url: string, key: string, tool: string, args: string[]): Promise<any> {
+  const called = await inspector(url, key, [
+    '--method',
+    'tools/call',
+    '--tool-name',
+    tool,
+    ...args.flatMap((a) => ['--tool-arg', a]),
+  ]);
+  assert.equal(called.code, 0, called.stderr);
+  return printedJson(called.stdout).structuredContent;
 }

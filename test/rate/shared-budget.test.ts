@@ -4,6 +4,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { connectClient, seedBoard } from '../mcp/support.ts';
+import { tools } from '../../mcp/tools.ts';
 
 /** REST and MCP requests with one key, on one limiter, until the budget of 10 runs out. */
 async function exhaust(h: Harness, base: string, key: string): Promise<void> {
@@ -23,7 +24,7 @@ async function exhaust(h: Harness, base: string, key: string): Promise<void> {
     assert.equal((tool.structuredContent as any).error.code, 'rate_limited');
     // Connecting and listing still work: they spend the protocol budget only.
     const second = await connectClient(base, key);
-    assert.equal((await second.listTools()).tools.length, 11);
+    assert.equal((await second.listTools()).tools.length, tools.length);
     await second.close();
   } finally {
     await client.close();
