@@ -184,7 +184,7 @@ const projectAndPrivateTools: Tool[] = [
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: guarded,
-    call: (services, _caller, args) => services.historyBoard.diff(args.query),
+    call: async (services, _caller, args) => asValue(await services.historyBoard.diff(args.query)),
   },
   {
     name: 'get_thesis_feed',
