@@ -25,7 +25,7 @@ import { isoClock } from './clock.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
 import { readProjectStream } from './history.ts';
-import { deltaCursorSchema, type ProjectsService } from './projects.ts';
+import { deltaCursorSchema, type ProjectsService, type WaitOptions } from './projects.ts';
 import {
   boardQuerySchema,
   diffQuerySchema,
@@ -54,7 +54,8 @@ export type HistoryBoardService = {
   /** Whether GET /v1/projects/{handle} or GET /v1/search with this query is read here (asOf given). */
   readsPast(query: unknown): boolean;
   /** GET /v1/projects?asOf= (board mode) or ?include=changes (delta mode). */
-  list(query: unknown): Promise<Result<JsonBody<BoardPageAsOf | SyncPageChanges>>>;
+  /** `options` carries the request's signal: a long-poll (include=changes with wait) ends when its client goes. */
+  list(query: unknown, options?: WaitOptions): Promise<Result<JsonBody<BoardPageAsOf | SyncPageChanges>>>;
   /** GET /v1/projects/{handle}?asOf=. */
   project(caller: Caller, params: unknown, query: unknown): Promise<Result<JsonBody<ProjectReadAsOf>>>;
   /** GET /v1/search?q=&asOf=: matched on today's identifiers, the project as it stood at the point. */
@@ -282,12 +283,13 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
   async function deltaWithChanges(
     query: Record<string, unknown>,
     q: z.output<typeof boardQuerySchema>,
+    options: WaitOptions,
   ): Promise<Result<JsonBody<SyncPageChanges>>> {
     const { include: _include, ...rest } = query;
     // The start is read before the page: a page never holds a row older than its starting point.
     const start = await startOf(q);
     if (!start.ok) return start;
-    const page = await projects.list(rest);
+    const page = await projects.list(rest, options);
     if (!page.ok) return page;
     const delta = page.value.value() as SyncPage;
     const changes = await changedSince(start.value, delta.projects);
@@ -324,7 +326,7 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
       return typeof given === 'object' && given !== null && given.asOf !== undefined;
     },
 
-    async list(query) {
+    async list(query, options = {}) {
       const parsed = parseParams(boardQuerySchema, query);
       if (!parsed.ok) return fail(errors.badRequest(parsed.message));
       const q = parsed.value;
@@ -343,7 +345,7 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
           ),
         );
       }
-      if (q.include !== undefined) return deltaWithChanges(query as Record<string, unknown>, q);
+      if (q.include !== undefined) return deltaWithChanges(query as Record<string, unknown>, q, options);
       const history = await historyStore();
       if (!history.ok) return history;
       return boardAsOf(history.value, q);

@@ -37,7 +37,7 @@ export function projectOperations(services: Services): RestOperation[] {
       // The input's signal is made only when a page that waits (a long-poll) asks for it.
       run: (input) =>
         services.historyBoard.readsList(input.query)
-          ? replyWithJson(services.historyBoard.list(input.query))
+          ? replyWithJson(services.historyBoard.list(input.query, input))
           : replyWithJson(services.projects.list(input.query, input)),
     },
     diffOperation(services),

@@ -205,3 +205,28 @@ describe('shutdown', () => {
     }
   });
 });
+
+describe('a client that goes away', () => {
+  it('ends its held long-poll, with include=changes as without', async () => {
+    const h = await createHarness();
+    try {
+      const key = await h.key('mirror');
+      await h.stores.catchUp();
+      const address = await h.app.listen({ port: 0, host: '127.0.0.1' });
+      for (const include of ['', '&include=changes']) {
+        const cursor = (await h.get('/v1/projects?since=now', key)).json().cursor as string;
+        const gone = new AbortController();
+        const held = fetch(`${address}/v1/projects?cursor=${cursor}&wait=30${include}`, {
+          headers: { authorization: `Bearer ${key}` },
+          signal: gone.signal,
+        }).catch((error: unknown) => error);
+        assert.ok(await eventually(() => h.services.commits.waiting() === 1), `held${include}`);
+        gone.abort();
+        await held;
+        assert.ok(await eventually(() => h.services.commits.waiting() === 0), `no waiter left${include}`);
+      }
+    } finally {
+      await h.close();
+    }
+  });
+});
