@@ -592,6 +592,12 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     const lastLabel = Object.keys(targets)[1]!;
     out(`board last page vs page 1: ${(rps['board page 1']! / rps[lastLabel]!).toFixed(2)}x the time per request`);
 
+    // Before the MCP load: what the REST reads alone leave resident (the MCP SDK's allocations come on top).
+    const afterRest = memoryOf(app.pid);
+    out(
+      `server RSS after the REST load ${afterRest.rss.toFixed(0)} MB: ${afterRest.anon.toFixed(0)} MB its own; ${anonymousMemoryOf(app.pid)}`,
+    );
+
     // MCP against its REST twin, in rounds the same way.
     const rpcHeaders = {
       ...headers,
@@ -648,7 +654,7 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
 
     const memory = memoryOf(app.pid);
     out(
-      `server RSS after the load ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB): ${memory.anon.toFixed(0)} MB its own, ${memory.file.toFixed(0)} MB mapped files`,
+      `server RSS after the load (REST and MCP) ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB): ${memory.anon.toFixed(0)} MB its own, ${memory.file.toFixed(0)} MB mapped files`,
     );
     out(`  server own memory (MB): ${anonymousMemoryOf(app.pid)}`);
     out(`  server memory (MB): ${await app.memory()}`);

@@ -67,7 +67,12 @@ export function changeFeed(delta: DeltaCall, options: ChangesOptions): ChangeFee
         cursor = result.value.cursor;
         caughtUp = !result.value.hasMore;
         const last = caughtUp && wait === undefined;
-        if (options.prefetch && !last) ahead = request();
+        if (options.prefetch && !last) {
+          ahead = request();
+          // fetch writes the request in a later turn of the event loop: without this turn it would
+          // wait behind the consumer's synchronous work on this page (a store commit), not overlap it.
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
         yield { ok: true, page: result.value, caughtUp };
         if (last) return;
       }

@@ -10,6 +10,8 @@ export type HttpOptions = {
   key: string;
   fetch: typeof globalThis.fetch;
   maxWaitSeconds: number;
+  /** Whether answers may come compressed (as fetch asks by default); false asks for them as they are. */
+  compression: boolean;
   onWait?: (error: ClientError, seconds: number) => void;
 };
 
@@ -62,6 +64,13 @@ export function pause(ms: number, signal?: AbortSignal): Promise<boolean> {
   });
 }
 
+/** Whether `baseUrl` names this machine (localhost, 127.0.0.0/8, ::1): no network between the two ends. */
+export function isLoopback(baseUrl: string): boolean {
+  if (!URL.canParse(baseUrl)) return false;
+  const host = new URL(baseUrl).hostname;
+  return host === 'localhost' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 export function urlFor(baseUrl: string, path: string, query: HttpRequest['query'] = {}): string {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
@@ -93,6 +102,7 @@ async function attempt<T>(
   const timeout = AbortSignal.timeout(ANSWER_TIMEOUT_MS + (request.holdSeconds ?? 0) * 1000);
   const headers: Record<string, string> = { authorization: `Bearer ${options.key}`, accept: 'application/json' };
   if (request.body !== undefined) headers['content-type'] = 'application/json';
+  if (!options.compression) headers['accept-encoding'] = 'identity';
   let response: Response;
   let text: string;
   try {

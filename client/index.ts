@@ -4,7 +4,7 @@
  * Retry-After says, within a budget per call and cancellable with an AbortSignal.
  */
 import { changeFeed, type ChangeFeed, type ChangesOptions } from './changes.ts';
-import { call, type HttpOptions } from './http.ts';
+import { call, isLoopback, type HttpOptions } from './http.ts';
 import type {
   AskList,
   BoardPage,
@@ -39,6 +39,12 @@ export type ClientOptions = {
   fetch?: typeof globalThis.fetch;
   /** Seconds one call may spend waiting out 429/503 and lost connections before it fails; default 120. */
   maxWaitSeconds?: number;
+  /**
+   * Ask for compressed answers (the service then gzips or brotli-compresses each body). Default: yes,
+   * except for a service on this machine (a loopback address), where compressing and decompressing
+   * cost both ends CPU and save no network.
+   */
+  compression?: boolean;
   /** Told before each wait (a 429/503 or a lost connection about to be retried), e.g. to show it. */
   onWait?: (error: ClientError, seconds: number) => void;
 };
@@ -54,6 +60,7 @@ export function createClient(options: ClientOptions) {
     key: options.key,
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
     maxWaitSeconds: options.maxWaitSeconds ?? DEFAULT_MAX_WAIT_SECONDS,
+    compression: options.compression ?? !isLoopback(options.baseUrl),
     ...(options.onWait ? { onWait: options.onWait } : {}),
   };
   const get = <T>(

@@ -14,6 +14,7 @@ import type {
 import { storedFromTexts } from '../stored-doc.ts';
 import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
 import { CLEAR_HISTORY, createSqliteHistory, ensureHistory } from './sqlite-history.ts';
+import { watchWalHeader } from './wal-header.ts';
 
 /**
  * Documents: a rowid table with the small columns first and the large texts last, so a listing reads
@@ -323,12 +324,15 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   const allCheckpoints = prepared('SELECT json_group_object(collection, position) AS positions FROM checkpoints');
   // Changes when another connection (a projector thread or process) commits; this connection's own commits leave it.
   const dataVersion = prepared('PRAGMA data_version');
+  // Whether any connection has committed since the checkpoints were read, for one pread (wal-header.ts).
+  const walHeader = watchWalHeader(path);
   /**
    * Every checkpoint, read with one statement and kept while the database is unchanged by any other
-   * connection: once per event-loop turn (setImmediate) `PRAGMA data_version` says whether another
-   * connection has committed since they were read. Within one turn the kept values are as
-   * current as a read at its start: a request sent after another process's commit returned is read in
-   * a later turn, and this store's own commits (which data_version does not count) drop them.
+   * connection: once per event-loop turn (setImmediate) the WAL-index header, and only when it moved
+   * `PRAGMA data_version`, says whether another connection has committed since they were read. Within
+   * one turn the kept values are as current as a read at its start: a request sent after another
+   * process's commit returned is read in a later turn, and this store's own commits (which
+   * data_version does not count) drop them.
    */
   let knownCheckpoints: Map<string, number> | null = null;
   let knownVersion = -1;
@@ -345,12 +349,15 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   };
   function checkpointsThisTurn(): Map<string, number> {
     if (checkedThisTurn && knownCheckpoints) return knownCheckpoints;
-    // The version is read before the checkpoints: a commit after it shows as a change next time.
-    const version = (dataVersion.get() as { data_version: number }).data_version;
-    if (!knownCheckpoints || version !== knownVersion) {
-      const positions = (allCheckpoints.get() as { positions: string }).positions;
-      knownCheckpoints = new Map(Object.entries(JSON.parse(positions) as Record<string, number>));
-      knownVersion = version;
+    if (!knownCheckpoints || !walHeader.unchanged()) {
+      // The header, then the version, are read before the checkpoints: a commit after either shows as a change next time.
+      walHeader.mark();
+      const version = (dataVersion.get() as { data_version: number }).data_version;
+      if (!knownCheckpoints || version !== knownVersion) {
+        const positions = (allCheckpoints.get() as { positions: string }).positions;
+        knownCheckpoints = new Map(Object.entries(JSON.parse(positions) as Record<string, number>));
+        knownVersion = version;
+      }
     }
     checkedThisTurn = true;
     if (!turnEndScheduled) {
@@ -556,6 +563,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     },
 
     async close() {
+      walHeader.close();
       if (options.bulkBuild && db.isOpen) {
         // Back to WAL (what every other connection expects), then every page on disk before a switch.
         db.exec('PRAGMA journal_mode = WAL');

@@ -99,6 +99,22 @@ describe('pulseboard/client against a running server', () => {
     assert.equal(thesis.value.status, 'not_requested');
   });
 
+  it('asks a service on this machine for answers as they are, and for compressed ones when told', async () => {
+    const encodings: (string | null)[] = [];
+    const watching: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      encodings.push(response.headers.get('content-encoding'));
+      return response;
+    };
+    assert.match(url, /^http:\/\/127\./);
+    const plain = await createClient({ baseUrl: url, key, fetch: watching }).projects.board();
+    const compressed = await createClient({ baseUrl: url, key, fetch: watching, compression: true }).projects.board();
+    assert.ok(plain.ok && compressed.ok);
+    assert.deepEqual(compressed.value.projects, plain.value.projects);
+    assert.equal(encodings[0], null, 'a loopback service answers uncompressed');
+    assert.match(String(encodings[1]), /^(br|gzip)$/, 'compression: true gets a compressed answer');
+  });
+
   it('returns failures as values with code, message, status and retryAfterSeconds', async () => {
     const wrongKey = createClient({ baseUrl: url, key: `pbk_${'x'.repeat(43)}` });
     const refused = await wrongKey.projects.board();
