@@ -188,6 +188,8 @@ async function answer(
   if (!result.ok) return sendError(reply, result.error);
   const value = result.value;
   if (value.headers) reply.headers(value.headers);
+  if (op.linksNext && 'json' in value && value.json.continuation)
+    reply.header('link', `<${op.path}?${new URLSearchParams(value.json.continuation)}>; rel="next"`);
   if ('stream' in value) return reply.sendEventStream(value.stream);
   // Answered while the server closes (a long-poll ended by shutdown): the connection is not kept for another request.
   if (services.commits.closed.aborted) reply.header('connection', 'close');

@@ -223,6 +223,11 @@ const HEADERS: Record<string, JsonObject> = {
       'The request id: the `X-Request-Id` the caller sent when it is 1 to 128 characters of `A-Z a-z 0-9 . _ : -`, otherwise a new UUID. Every log line of the request carries it.',
     schema: { type: 'string' },
   },
+  Link: {
+    description:
+      'On a delta page with more to read now (`hasMore`): `<URL>; rel="next"` (RFC 8288), the request for the page that follows (the body\'s `cursor` and the same `limit`), so a client can ask for it before reading this body.',
+    schema: { type: 'string' },
+  },
   WwwAuthenticate: {
     description: 'Bearer challenge, identical for every authentication failure.',
     schema: { type: 'string' },
@@ -317,6 +322,7 @@ export function buildOpenApiDocument(operations: readonly RestOperation[]): Open
           ...rateHeaders,
           'Cache-Control': headerRef('CacheControl'),
           ...(read ? { ETag: headerRef('ETag') } : {}),
+          ...(op.linksNext && status === '200' ? { Link: headerRef('Link') } : {}),
           'X-Request-Id': headerRef('XRequestId'),
         },
         content:

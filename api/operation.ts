@@ -49,6 +49,8 @@ export type RestOperation = {
   cache?: 'no-store';
   /** Extra response headers on every reply of this operation. */
   headers?: Record<string, string>;
+  /** A 200 with a page after it carries `Link: <path?query>; rel="next"` (RFC 8288), readable before the body. */
+  linksNext?: true;
   run(input: OperationInput): Promise<Result<OperationReply>>;
 };
 

@@ -13,9 +13,9 @@ export type ChangesOptions = Pick<DeltaQuery, 'limit' | 'has_dossier'> &
     signal?: AbortSignal;
     maxWaitSeconds?: number;
     /**
-     * Ask for the next page while the consumer handles this one (its cursor is known): the walk then
-     * takes about as long as the slower of the two instead of their sum. A page fetched ahead and not
-     * taken (the consumer stopped) has spent a request of the budget.
+     * Ask for the next page once this one's headers name it (`Link: rel="next"`), or else once its
+     * body is read: the server then makes a page while this side parses and handles the one before.
+     * One page ahead at most; a page fetched ahead and not taken has spent a request of the budget.
      */
     prefetch?: boolean;
   };
@@ -30,6 +30,15 @@ export type ChangeFeed = AsyncIterable<ChangeStep> & {
 
 type DeltaCall = (query: DeltaQuery, options: CallOptions) => Promise<Result<SyncPage>>;
 
+/** A page asked for, from its cursor, and the page after it once asked for ahead of the consumer. */
+type Pending = {
+  readonly from: string | null;
+  readonly page: Promise<Result<SyncPage>>;
+  /** The cursor its answer's Link header named for the page after it. */
+  named: string | null;
+  follower: Pending | null;
+};
+
 export function changeFeed(delta: DeltaCall, options: ChangesOptions): ChangeFeed {
   let cursor: string | null = options.cursor ?? null;
   const { limit, has_dossier: hasDossier, wait, signal } = options;
@@ -42,23 +51,47 @@ export function changeFeed(delta: DeltaCall, options: ChangesOptions): ChangeFee
     let caughtUp = false;
     // Cancels a page fetched ahead once the consumer stops.
     const stopped = new AbortController();
-    const ownOptions = { ...callOptions, signal: signal ? AbortSignal.any([signal, stopped.signal]) : stopped.signal };
-    const request = () => {
-      const start = cursor === null ? { since: options.since! } : { cursor };
+    const ownOptions: CallOptions = {
+      ...callOptions,
+      signal: signal ? AbortSignal.any([signal, stopped.signal]) : stopped.signal,
+    };
+    const request = (from: string | null, hold: boolean): Pending => {
+      const start = from === null ? { since: options.since! } : { cursor: from };
       const query: DeltaQuery = {
         ...start,
         limit,
         has_dossier: hasDossier,
-        ...(caughtUp && wait !== undefined ? { wait } : {}),
+        ...(hold && wait !== undefined ? { wait } : {}),
       };
-      return delta(query, ownOptions);
+      // Assigned before any answer can arrive: fetch answers in a later turn.
+      let pending!: Pending;
+      // A page whose headers name its follower (Link rel="next") has that one asked for before its own
+      // body is read, so the server makes it while this side parses this one; never more than one ahead.
+      const onNext = (next: URL) => {
+        pending.named = next.searchParams.get('cursor');
+        if (pending === awaited) askFollower(pending);
+      };
+      pending = {
+        from,
+        page: delta(query, options.prefetch ? { ...ownOptions, onNext } : ownOptions),
+        named: null,
+        follower: null,
+      };
+      return pending;
     };
-    let ahead: Promise<Result<SyncPage>> | null = null;
+    const askFollower = (pending: Pending) => {
+      if (pending.named !== null && pending.follower === null) pending.follower = request(pending.named, false);
+    };
+    let awaited: Pending | null = null;
+    let ahead: Pending | null = null;
     try {
       for (;;) {
         if (signal?.aborted) return;
-        const result = await (ahead ?? request());
+        const current: Pending = ahead ?? request(cursor, caughtUp);
         ahead = null;
+        awaited = current;
+        askFollower(current);
+        const result = await current.page;
         if (!result.ok) {
           // A cancelled walk just ends: the consumer asked for it.
           if (result.error.code !== 'aborted') yield result;
@@ -67,8 +100,10 @@ export function changeFeed(delta: DeltaCall, options: ChangesOptions): ChangeFee
         cursor = result.value.cursor;
         caughtUp = !result.value.hasMore;
         const last = caughtUp && wait === undefined;
-        if (options.prefetch && !last) {
-          ahead = request();
+        // A follower asked for from another cursor than the body's is not the next page: it is dropped.
+        if (current.follower?.from === cursor) ahead = current.follower;
+        else if (options.prefetch && !last) {
+          ahead = request(cursor, caughtUp);
           // fetch writes the request in a later turn of the event loop: without this turn it would
           // wait behind the consumer's synchronous work on this page (a store commit), not overlap it.
           await new Promise<void>((resolve) => setImmediate(resolve));

@@ -80,12 +80,24 @@ export function urlFor(baseUrl: string, path: string, query: HttpRequest['query'
 
 type Attempt<T> = { done: Result<T> } | { retry: ClientError; waitMs: number };
 
+/** The target of a `Link` header's rel="next" (RFC 8288), resolved against the request's URL; null when none. */
+export function nextLink(header: string | null, base: string): URL | null {
+  if (header === null) return null;
+  for (const link of header.split(',')) {
+    const match = /^\s*<([^>]*)>\s*;(.*)$/.exec(link);
+    if (!match || !/(^|;)\s*rel\s*=\s*"?next"?\s*(;|$)/i.test(match[2]!)) continue;
+    return URL.canParse(match[1]!, base) ? new URL(match[1]!, base) : null;
+  }
+  return null;
+}
+
 async function attempt<T>(
   options: HttpOptions,
   request: HttpRequest,
-  signal: AbortSignal | undefined,
+  callOptions: CallOptions,
   networkTries: number,
 ): Promise<Attempt<T>> {
+  const { signal } = callOptions;
   let url: string;
   try {
     url = new URL(urlFor(options.baseUrl, request.path, request.query)).href;
@@ -112,6 +124,10 @@ async function attempt<T>(
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
     });
+    if (response.ok && callOptions.onNext) {
+      const next = nextLink(response.headers.get('link'), url);
+      if (next) callOptions.onNext(next);
+    }
     text = await response.text();
   } catch (error) {
     if (signal?.aborted) return { done: failure('aborted', 'the call was cancelled', null) };
@@ -170,7 +186,7 @@ export async function call<T>(
   let networkTries = 0;
   for (;;) {
     if (signal?.aborted) return failure('aborted', 'the call was cancelled', null);
-    const result = await attempt<T>(options, request, signal, networkTries);
+    const result = await attempt<T>(options, request, callOptions, networkTries);
     if ('done' in result) return result.done;
     // A POST whose answer was lost may have been carried out: sending it again is the caller's choice.
     if (result.retry.code === 'network_error' && request.method === 'POST') return { ok: false, error: result.retry };

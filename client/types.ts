@@ -64,4 +64,6 @@ export type CallOptions = {
   signal?: AbortSignal;
   /** Total seconds one call may spend waiting before retries (default: the client's, 120). 0: never wait. */
   maxWaitSeconds?: number;
+  /** Called with the page that follows, as a successful answer's `Link: <…>; rel="next"` names it, before its body is read. */
+  onNext?: (next: URL) => void;
 };

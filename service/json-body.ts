@@ -18,6 +18,8 @@ export type JsonBody<T> = {
   readonly etag: string;
   /** The body as a value (the tool surface, other services): parsed only when asked for. */
   value(): T;
+  /** The query of the page that follows, when there is one: REST names it in a `Link` header, ahead of the body. */
+  readonly continuation?: Readonly<Record<string, string>>;
 };
 
 /** A member whose JSON text is known already (stored documents): written as it is. */
@@ -100,7 +102,8 @@ export function withReadAt<T>(kept: JsonBody<unknown>, readAt: string): JsonBody
   if (kept.tail === null) return kept as JsonBody<T>;
   let value: T | undefined;
   const body = { head: kept.head, tail: kept.tail, readAt, etag: kept.etag };
-  return { ...body, value: () => (value ??= JSON.parse(bytesOf(body).toString('utf8')) as T) };
+  const continuation = kept.continuation === undefined ? {} : { continuation: kept.continuation };
+  return { ...body, ...continuation, value: () => (value ??= JSON.parse(bytesOf(body).toString('utf8')) as T) };
 }
 
 /** The value of a read (the tool surface and other services). */

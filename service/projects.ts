@@ -303,15 +303,15 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
       if (outcome !== 'passed') break;
     }
     const cursor = cursorAt(from, read.position);
-    return ok(
-      jsonBody<SyncPage, 'projects'>({
-        projects: storedJsonList(read.rows),
-        cursor,
-        hasMore: read.hasMore,
-        limit,
-        readAt,
-      }),
-    );
+    const page = jsonBody<SyncPage, 'projects'>({
+      projects: storedJsonList(read.rows),
+      cursor,
+      hasMore: read.hasMore,
+      limit,
+      readAt,
+    });
+    // Only a page with more to read now names its follower (the cursor carries the filter).
+    return ok(read.hasMore ? { ...page, continuation: { cursor, limit: String(limit) } } : page);
   }
 
   async function resolve(handleOrId: string): Promise<StoredDoc<Project, ProjectState> | null> {

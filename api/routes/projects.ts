@@ -22,6 +22,7 @@ export function projectOperations(services: Services): RestOperation[] {
         "Board mode (`page`, default page 1): 50 projects per page, newest `firstSeenByUs` first, ties by id, with totals. Delta mode (`since` or `cursor`): rows the archive wrote since that point, in write order; `cursor` is always returned: send it back to continue now (while `hasMore`) or later. A write is not necessarily a material change. `page` with `since`/`cursor` is 400. With `asOf` (board mode): the board as it stood at that point, with its totals then, and `asOf` naming the point (send its `cursor` as `asOf` to read more pages of the same point). With `include=changes` (delta mode): `changes`, parallel to `projects`, names each row's top-level fields that differ from the project at the starting point.",
       tags: ['projects'],
       protection: () => 'basic',
+      linksNext: true,
       request: { query: boardQuerySchema },
       responses: {
         200: {

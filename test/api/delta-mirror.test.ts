@@ -61,4 +61,37 @@ describe('delta mirror', () => {
       await h.close();
     }
   });
+
+  it('names the page that follows in a Link header while there is more to read now, and only then', async () => {
+    const h = await createHarness();
+    try {
+      const key = await h.key('mirror');
+      await appendProjectHistory(h.stores.log, { projects: 30, steps: 300, seed: 5, prefix: 'lk' });
+      await h.stores.catchUp();
+      let url = '/v1/projects?since=2000-01-01T00:00:00Z&limit=7';
+      let pages = 0;
+      for (;;) {
+        const res = await h.get(url, key);
+        const body = res.json();
+        pages += 1;
+        if (!body.hasMore) {
+          assert.equal(res.headers.link, undefined, 'the last page names no follower');
+          break;
+        }
+        const link = /^<([^>]+)>; rel="next"$/.exec(String(res.headers.link));
+        assert.ok(link, `a Link header: ${res.headers.link}`);
+        const next = new URL(link[1]!, 'http://localhost');
+        assert.equal(next.pathname, '/v1/projects');
+        assert.equal(next.searchParams.get('cursor'), body.cursor, "the body's cursor");
+        assert.equal(next.searchParams.get('limit'), '7', 'the same limit');
+        url = `${next.pathname}${next.search}`;
+      }
+      assert.ok(pages > 2);
+      // Board pages and bookmarks name none.
+      assert.equal((await h.get('/v1/projects?page=1', key)).headers.link, undefined);
+      assert.equal((await h.get('/v1/projects?since=now', key)).headers.link, undefined);
+    } finally {
+      await h.close();
+    }
+  });
 });

@@ -208,6 +208,40 @@ describe('pulseboard/client against a running server', () => {
       ahead.push(...step.page.projects.map((p) => p.id));
     }
     assert.deepEqual(ahead, ids);
+    // A page's follower is asked for once its Link header names it, before its own body is read:
+    // each request after the first is sent while the body before it is still unread.
+    const events: string[] = [];
+    const watched: typeof fetch = async (input, init) => {
+      events.push('request');
+      const response = await fetch(input, init);
+      const text = response.text.bind(response);
+      Object.defineProperty(response, 'text', {
+        value: async () => {
+          const body = await text();
+          events.push('body');
+          return body;
+        },
+      });
+      return response;
+    };
+    const linked: string[] = [];
+    for await (const step of createClient({ baseUrl: url, key, fetch: watched }).projects.changes({
+      since: EPOCH,
+      limit: 40,
+      prefetch: true,
+    })) {
+      assert.ok(step.ok);
+      linked.push(...step.page.projects.map((p) => p.id));
+    }
+    assert.deepEqual(linked, ids);
+    const pages = Math.ceil(ids.length / 40);
+    assert.ok(pages >= 3, 'several pages to walk');
+    assert.deepEqual(
+      events.slice(0, 4),
+      ['request', 'request', 'body', 'request'],
+      'the second page was asked for before the first body was read',
+    );
+    assert.equal(events.filter((e) => e === 'request').length, pages, 'no page asked for twice or past the end');
     const early = createClient({ baseUrl: url, key }).projects.changes({ since: EPOCH, limit: 40, prefetch: true });
     for await (const step of early) {
       assert.ok(step.ok);
