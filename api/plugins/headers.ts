@@ -14,6 +14,7 @@ const CORS_ALLOWED_HEADERS = [
 ];
 const CORS_EXPOSED_HEADERS = [
   'ETag',
+  'Link',
   'Retry-After',
   'X-Request-Id',
   'WWW-Authenticate',

@@ -144,6 +144,7 @@ describe('HTTP as an operator expects it', () => {
     });
     assert.equal(read.headers['access-control-allow-origin'], CORS_ORIGIN);
     assert.match(String(read.headers['access-control-expose-headers']), /ETag/);
+    assert.match(String(read.headers['access-control-expose-headers']), /Link/);
 
     const foreign = await h.app.inject({
       method: 'OPTIONS',
