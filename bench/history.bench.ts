@@ -134,6 +134,16 @@ function rawInsertBaseline(source: string, target: string): { rows: number; ms: 
   return { rows, ms };
 }
 
+const DIFF_WALKS = 7;
+
+/** The median time of DIFF_WALKS runs of `work`, with the value of the last. */
+async function medianOf<T>(work: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const runs: { ms: number; value: T }[] = [];
+  for (let i = 0; i < DIFF_WALKS; i++) runs.push(await timed(work));
+  const sorted = runs.map((r) => r.ms).sort((a, b) => a - b);
+  return { ms: sorted[Math.floor(DIFF_WALKS / 2)]!, value: runs[runs.length - 1]!.value };
+}
+
 async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T }> {
   const started = performance.now();
   const value = await work();
@@ -151,7 +161,11 @@ async function load(port: number, path: string, key: string): Promise<number> {
   return result.requests.average;
 }
 
-async function benchSize(projects: number): Promise<void> {
+/** The bench's parts; `--parts` runs some (without `replay`, the cached data set's read models are used). */
+const PARTS = ['replay', 'pages', 'diff', 'export'] as const;
+type Part = (typeof PARTS)[number];
+
+async function benchSize(projects: number, parts: ReadonlySet<Part>): Promise<void> {
   const cached = await ensureDataSet(dataSetSpec(projects));
   const dir = mkdtempSync(join(tmpdir(), `pulseboard-history-bench-${projects}-`));
   try {
@@ -163,7 +177,28 @@ async function benchSize(projects: number): Promise<void> {
     const head = await log.headPosition();
     process.stdout.write(`\n${projects} projects, ${head} log positions\n`);
 
-    // Replay without the history (the projects projector not versioned), then with it, into new files.
+    const withPath = join(dir, 'readmodels.sqlite');
+    if (parts.has('replay')) await benchReplay(log, dir, withPath);
+    else copyFileSync(join(cached, 'readmodels.sqlite'), withPath);
+    const db = new DatabaseSync(withPath, { readOnly: true });
+
+    // Points: the middle of the log, and the last 10 % of the board's writes for the diff.
+    const mid = Math.floor(head / 2);
+    const tenth = db
+      .prepare('SELECT valid_from FROM history_versions WHERE valid_to > ? ORDER BY valid_from DESC LIMIT 1 OFFSET ?')
+      .get(head, Math.floor(projects / 10)) as { valid_from: number } | undefined;
+    const from = tenth?.valid_from ?? 0;
+    db.close();
+    await benchReads({ projects, dir, log, head, mid, from, withPath, parts });
+    await log.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Replay without the history (the projects projector not versioned), then with it into `withPath`, against the raw baseline. */
+async function benchReplay(log: ReturnType<typeof createSqliteEventLog>, dir: string, withPath: string): Promise<void> {
+  {
     const plainProjectors: Projector[] = projectors.map((p) =>
       p.collection === projectsProjector.collection ? anyProjector({ ...projectsProjector, versioned: undefined }) : p,
     );
@@ -175,7 +210,6 @@ async function benchSize(projects: number): Promise<void> {
     };
     const plainPath = join(dir, 'plain.sqlite');
     const withoutMs = await replay(plainPath, plainProjectors);
-    const withPath = join(dir, 'readmodels.sqlite');
     const withMs = await replay(withPath, projectors);
     const read = await timed(() => rawLogRead(log));
     const inserted = rawInsertBaseline(withPath, join(dir, 'raw.sqlite'));
@@ -192,15 +226,25 @@ async function benchSize(projects: number): Promise<void> {
         `replay/raw ${(withMs / rawMs).toFixed(2)}x (goal <= 2)\n` +
         `history: ${versions} writes, ${(perWrite / 1024).toFixed(2)} KiB on disk per write (file ${(sizeOf(withPath) / 2 ** 20).toFixed(0)} MiB)\n`,
     );
-
-    // Points: the middle of the log, and the last 10 % of the board's writes for the diff.
-    const mid = Math.floor(head / 2);
-    const tenth = db
-      .prepare('SELECT valid_from FROM history_versions WHERE valid_to > ? ORDER BY valid_from DESC LIMIT 1 OFFSET ?')
-      .get(head, Math.floor(projects / 10)) as { valid_from: number } | undefined;
-    const from = tenth?.valid_from ?? 0;
     db.close();
+  }
+}
 
+type ReadsBench = {
+  projects: number;
+  dir: string;
+  log: ReturnType<typeof createSqliteEventLog>;
+  head: number;
+  /** The middle of the log (as-of pages) and the start of the last 10 % of the board's writes (the diff). */
+  mid: number;
+  from: number;
+  withPath: string;
+  parts: ReadonlySet<Part>;
+};
+
+/** The as-of pages, the diff and the export over HTTP and the CLI, against their baselines. */
+async function benchReads({ projects, dir, log, head, mid, from, withPath, parts }: ReadsBench): Promise<void> {
+  {
     const key = await benchKey(dir);
     const archive = await log.archiveId();
     const cursorAt = (seq: number) => namedPoint(archive, { seq, at: null }).cursor;
@@ -218,125 +262,130 @@ async function benchSize(projects: number): Promise<void> {
           headers: { authorization: `Bearer ${key}` },
         })
       ).json()) as { totalPages: number };
-      for (const [label, livePage, pastPage] of [
-        ['first', 1, 1],
-        ['middle', Math.ceil(liveTotal.totalPages / 2), Math.ceil(total.totalPages / 2)],
-        ['last', liveTotal.totalPages, total.totalPages],
-      ] as const) {
-        const live = await load(server.port, `/v1/projects?page=${livePage}`, key);
-        const past = await load(server.port, `/v1/projects?page=${pastPage}&asOf=${cursorAt(mid)}`, key);
-        const latest = await load(server.port, `/v1/projects?page=${livePage}&asOf=${cursorAt(head)}`, key);
-        process.stdout.write(
-          `board ${label} page: live ${live.toFixed(0)} req/s; as of the middle ${past.toFixed(0)} req/s (${(live / past).toFixed(2)}x the live time); ` +
-            `as of the head ${latest.toFixed(0)} req/s (${(live / latest).toFixed(2)}x)\n`,
-        );
-      }
-
-      // The diff of the last ~10 % of the board, every page, vs a raw SELECT of the same rows.
-      const walkDiff = async () => {
-        let rows = 0;
-        let url = `/v1/projects/diff?from=${cursorAt(from)}&to=${cursorAt(head)}&limit=100`;
-        for (;;) {
-          const body = (await // Uncompressed, as the read bench measures reads (compression has its own bench).
-          (
-            await fetch(`http://127.0.0.1:${server.port}${url}`, {
-              headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'identity' },
-            })
-          ).json()) as {
-            changes: unknown[];
-            next: string | null;
-          };
-          rows += body.changes.length;
-          if (body.next === null) return rows;
-          url = `/v1/projects/diff?cursor=${body.next}&limit=100`;
+      if (parts.has('pages'))
+        for (const [label, livePage, pastPage] of [
+          ['first', 1, 1],
+          ['middle', Math.ceil(liveTotal.totalPages / 2), Math.ceil(total.totalPages / 2)],
+          ['last', liveTotal.totalPages, total.totalPages],
+        ] as const) {
+          const live = await load(server.port, `/v1/projects?page=${livePage}`, key);
+          const past = await load(server.port, `/v1/projects?page=${pastPage}&asOf=${cursorAt(mid)}`, key);
+          const latest = await load(server.port, `/v1/projects?page=${livePage}&asOf=${cursorAt(head)}`, key);
+          process.stdout.write(
+            `board ${label} page: live ${live.toFixed(0)} req/s; as of the middle ${past.toFixed(0)} req/s (${(live / past).toFixed(2)}x the live time); ` +
+              `as of the head ${latest.toFixed(0)} req/s (${(live / latest).toFixed(2)}x)\n`,
+          );
         }
-      };
-      // The second of two walks: the first warms the path up.
-      await walkDiff();
-      const diff = await timed(walkDiff);
+
       const raw = new DatabaseSync(withPath, { readOnly: true });
-      const readRaw = async () => {
-        const rows = raw
-          .prepare(
-            `SELECT a.id, a.doc, (SELECT doc FROM history_versions b WHERE b.collection = a.collection AND b.id = a.id AND b.valid_from <= ? ORDER BY b.valid_from DESC LIMIT 1) AS before
+      if (parts.has('diff')) {
+        // The diff of the last ~10 % of the board, every page, vs a raw SELECT of the same rows.
+        const walkDiff = async () => {
+          let rows = 0;
+          let url = `/v1/projects/diff?from=${cursorAt(from)}&to=${cursorAt(head)}&limit=100`;
+          for (;;) {
+            const body = (await // Uncompressed, as the read bench measures reads (compression has its own bench).
+            (
+              await fetch(`http://127.0.0.1:${server.port}${url}`, {
+                headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'identity' },
+              })
+            ).json()) as {
+              changes: unknown[];
+              next: string | null;
+            };
+            rows += body.changes.length;
+            if (body.next === null) return rows;
+            url = `/v1/projects/diff?cursor=${body.next}&limit=100`;
+          }
+        };
+        // The median of DIFF_WALKS walks, after one that warms the path up (a walk is short: one is noise).
+        await walkDiff();
+        const diff = await medianOf(walkDiff);
+        const readRaw = async () => {
+          const rows = raw
+            .prepare(
+              `SELECT a.id, a.doc, (SELECT doc FROM history_versions b WHERE b.collection = a.collection AND b.id = a.id AND b.valid_from <= ? ORDER BY b.valid_from DESC LIMIT 1) AS before
             FROM history_versions a WHERE a.collection = 'projects' AND a.valid_from > ? AND a.valid_to > ?`,
-          )
-          .all(from, from, head) as { doc: string; before: string | null }[];
-        return rows.map((r) => [JSON.parse(r.doc), r.before === null ? null : JSON.parse(r.before)]).length;
-      };
-      await readRaw();
-      const rawRead = await timed(readRaw);
-      process.stdout.write(
-        `diff of ${diff.value} projects (${((diff.value / projects) * 100).toFixed(1)} % of the board), paged over HTTP: ${diff.ms.toFixed(0)} ms; ` +
-          `raw SELECT and parse of the same ${rawRead.value} rows: ${rawRead.ms.toFixed(0)} ms: ${(rawRead.ms / diff.ms).toFixed(2)} of the raw read's speed\n`,
-      );
-
-      // The Parquet export vs raw SELECTs of the same rows (the board's versions, the calls, the events).
-      const out = join(dir, 'export');
-      mkdirSync(out);
-      const store = createSqliteReadStore(withPath);
-      const exported = await timed(() =>
-        exportAsOf({
-          log,
-          store,
-          point: { seq: head, at: null },
-          named: namedPoint(archive, { seq: head, at: null }),
-          format: 'parquet',
-          dir: out,
-        }),
-      );
-      await store.close();
-      const rawExport = await timed(async () => {
-        let n = 0;
-        for (const row of raw
-          .prepare('SELECT doc FROM history_versions WHERE collection = ? AND valid_to > ?')
-          .iterate('projects', head) as Iterable<{ doc: string }>) {
-          JSON.parse(row.doc);
-          n++;
-        }
-        for (const row of raw
-          .prepare("SELECT doc FROM docs WHERE collection = 'calls' AND facet = 'visible'")
-          .iterate() as Iterable<{ doc: string }>) {
-          JSON.parse(row.doc);
-          n++;
-        }
-        const events = new DatabaseSync(join(dir, 'events.sqlite'), { readOnly: true });
-        const columns = (
-          events.prepare("SELECT name FROM pragma_table_info('events')").all() as { name: string }[]
-        ).map((c) => c.name);
-        for (const _row of events.prepare(`SELECT ${columns.join(', ')} FROM events`).iterate()) n++;
-        events.close();
-        return n;
-      });
-      raw.close();
-      const { projects: p, calls, events } = exported.value;
-      process.stdout.write(
-        `parquet export: ${p} projects, ${calls} calls, ${events} events in ${seconds(exported.ms)}; raw SELECTs of the same rows ${seconds(rawExport.ms)}: ` +
-          `${(rawExport.ms / exported.ms).toFixed(2)} of the raw read's speed\n`,
-      );
-      for (const asStart of [false, true]) {
-        const out = join(dir, `export-cli-${String(asStart)}`);
-        const cli = exportPeakRss(dir, out, asStart);
-        rmSync(out, { recursive: true, force: true });
+            )
+            .all(from, from, head) as { doc: string; before: string | null }[];
+          return rows.map((r) => [JSON.parse(r.doc), r.before === null ? null : JSON.parse(r.before)]).length;
+        };
+        await readRaw();
+        const rawRead = await medianOf(readRaw);
         process.stdout.write(
-          `pulseboard export --format parquet (CLI, as of the head${asStart ? ", with npm start's node flags and env" : ', plain node'}): ` +
-            `peak RSS ${(cli.maxRssKiB / 1024).toFixed(0)} MiB in ${seconds(cli.ms)}\n`,
+          `diff of ${diff.value} projects (${((diff.value / projects) * 100).toFixed(1)} % of the board), paged over HTTP: ${diff.ms.toFixed(0)} ms; ` +
+            `raw SELECT and parse of the same ${rawRead.value} rows: ${rawRead.ms.toFixed(0)} ms (medians of ${DIFF_WALKS}): ${(rawRead.ms / diff.ms).toFixed(2)} of the raw read's speed\n`,
         );
       }
+      if (parts.has('export')) {
+        // The Parquet export vs raw SELECTs of the same rows (the board's versions, the calls, the events).
+        const out = join(dir, 'export');
+        mkdirSync(out);
+        const store = createSqliteReadStore(withPath);
+        const exported = await timed(() =>
+          exportAsOf({
+            log,
+            store,
+            point: { seq: head, at: null },
+            named: namedPoint(archive, { seq: head, at: null }),
+            format: 'parquet',
+            dir: out,
+          }),
+        );
+        await store.close();
+        const rawExport = await timed(async () => {
+          let n = 0;
+          for (const row of raw
+            .prepare('SELECT doc FROM history_versions WHERE collection = ? AND valid_to > ?')
+            .iterate('projects', head) as Iterable<{ doc: string }>) {
+            JSON.parse(row.doc);
+            n++;
+          }
+          for (const row of raw
+            .prepare("SELECT doc FROM docs WHERE collection = 'calls' AND facet = 'visible'")
+            .iterate() as Iterable<{ doc: string }>) {
+            JSON.parse(row.doc);
+            n++;
+          }
+          const events = new DatabaseSync(join(dir, 'events.sqlite'), { readOnly: true });
+          const columns = (
+            events.prepare("SELECT name FROM pragma_table_info('events')").all() as { name: string }[]
+          ).map((c) => c.name);
+          for (const _row of events.prepare(`SELECT ${columns.join(', ')} FROM events`).iterate()) n++;
+          events.close();
+          return n;
+        });
+        const { projects: p, calls, events } = exported.value;
+        process.stdout.write(
+          `parquet export: ${p} projects, ${calls} calls, ${events} events in ${seconds(exported.ms)}; raw SELECTs of the same rows ${seconds(rawExport.ms)}: ` +
+            `${(rawExport.ms / exported.ms).toFixed(2)} of the raw read's speed\n`,
+        );
+        for (const asStart of [false, true]) {
+          const out = join(dir, `export-cli-${String(asStart)}`);
+          const cli = exportPeakRss(dir, out, asStart);
+          rmSync(out, { recursive: true, force: true });
+          process.stdout.write(
+            `pulseboard export --format parquet (CLI, as of the head${asStart ? ", with npm start's node flags and env" : ', plain node'}): ` +
+              `peak RSS ${(cli.maxRssKiB / 1024).toFixed(0)} MiB in ${seconds(cli.ms)}\n`,
+          );
+        }
+      }
+      raw.close();
     } finally {
       await server.stop();
-      await log.close();
     }
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 
 export async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { projects: { type: 'string' } }, strict: false });
+  const { values } = parseArgs({ options: { projects: { type: 'string' }, parts: { type: 'string' } }, strict: false });
   const sizes = values.projects !== undefined ? [Number(values.projects)] : [10_000, 100_000];
+  const given = typeof values.parts === 'string' ? values.parts.split(',') : PARTS;
+  const unknown = given.filter((p) => !(PARTS as readonly string[]).includes(p));
+  if (unknown.length > 0) throw new Error(`--parts: unknown ${unknown.join(', ')} (known: ${PARTS.join(', ')})`);
+  const parts = new Set(given as Part[]);
   process.stdout.write('History bench (issue 43). Figures taken on a shared machine: compare ratios within one run.\n');
-  for (const projects of sizes) await benchSize(projects);
+  for (const projects of sizes) await benchSize(projects, parts);
 }
 
 if (import.meta.main) await main();

@@ -26,7 +26,7 @@ const commands: Record<string, Command> = {
   },
   export: {
     summary: 'export --from ISO --to ISO [--types P,…] [--include-private] [--out FILE|-] (events as NDJSON)',
-    load: () => import('./commands/export.ts'),
+    load: () => import('./commands/export-command.ts'),
   },
   generate: {
     summary: 'generate --projects N [--seed S] … (synthetic NDJSON)',

@@ -26,9 +26,12 @@ function logSubscriptionState(state: SubscriptionState, error?: unknown): void {
  * The event log the configuration selects: KurrentDB when EVENTSTORE_URL is set, otherwise the
  * embedded SQLite file in the data directory.
  */
-export function openEventLog(config: Config): EventLog {
+export function openEventLog(config: Config, options: { sqliteCacheKiB?: number } = {}): EventLog {
   if (config.EVENTSTORE_URL !== undefined) {
     return createKurrentDbEventLog(config.EVENTSTORE_URL, { onSubscriptionState: logSubscriptionState });
   }
-  return createSqliteEventLog(embeddedEventLogPath(config));
+  return createSqliteEventLog(
+    embeddedEventLogPath(config),
+    options.sqliteCacheKiB === undefined ? {} : { cacheKiB: options.sqliteCacheKiB },
+  );
 }

@@ -172,6 +172,17 @@ export type AnalystExportSummary = {
   files: string[];
 };
 
+const FORMATS: readonly ExportFormat[] = ['parquet', 'ndjson'];
+
+/** Where a file is written until it is complete. */
+const partialPath = (dir: string, file: string) => join(dir, `.${file}.partial-${process.pid}`);
+
+/** Removes what an export of this process left unfinished in `dir` (one whose thread was ended). */
+export function removePartialFiles(dir: string): void {
+  for (const name of Object.keys(GROUP_ROWS))
+    for (const format of FORMATS) rmSync(partialPath(dir, `${name}.${format}`), { force: true });
+}
+
 /**
  * Writes the three files into `dir`, each under a temporary name first and renamed once complete
  * (a failed export leaves no file that looks whole).
@@ -188,7 +199,7 @@ export async function exportAsOf(options: AnalystExportOptions): Promise<Analyst
   };
   const open = <R>(name: keyof typeof GROUP_ROWS, columns: readonly Column<R>[]) => {
     const file = `${name}.${format}`;
-    const partial = join(dir, `.${file}.partial-${process.pid}`);
+    const partial = partialPath(dir, file);
     const table =
       format === 'parquet' ? parquetTable(partial, columns, metadata, GROUP_ROWS[name]) : ndjsonTable(partial, columns);
     return { file, partial, table };

@@ -61,13 +61,23 @@ export function projectionLimits(config: Config, purpose: 'live' | 'replay'): Pr
 export const EMBEDDED_LIMITS: ProjectionLimits = { batchSize: 10_000_000, maxPendingDocs: 500_000 };
 
 /** Where the configuration keeps read-model generations: MongoDB when MONGODB_URL is set, else the data directory. */
-export function openGenerationSpace(config: Config): GenerationSpace {
+export function openGenerationSpace(
+  config: Config,
+  options: Pick<StoreOptions, 'sqliteCacheKiB'> = {},
+): GenerationSpace {
   return config.MONGODB_URL !== undefined
     ? createMongoGenerationSpace(config.MONGODB_URL)
     : createSqliteGenerationSpace(config.PULSEBOARD_DATA_DIR, {
         mapBytes: config.PULSEBOARD_SQLITE_MAP_MB * 1024 * 1024,
+        ...(options.sqliteCacheKiB === undefined ? {} : { readCacheKiB: options.sqliteCacheKiB }),
       });
 }
+
+export type StoreOptions = {
+  pollMs?: number;
+  /** The embedded stores' page cache per connection, in KiB, for a process that reads each row once (an export). */
+  sqliteCacheKiB?: number;
+};
 
 /**
  * Opens the event log and read store the configuration selects (KurrentDB / MongoDB, else embedded SQLite).
@@ -75,9 +85,9 @@ export function openGenerationSpace(config: Config): GenerationSpace {
  * generation within `pollMs`, moves its projectors there, and moves its reads there once the new
  * generation has caught up.
  */
-export async function openStores(config: Config, options: { pollMs?: number } = {}): Promise<Stores> {
-  const log = openEventLog(config);
-  const space = openGenerationSpace(config);
+export async function openStores(config: Config, options: StoreOptions = {}): Promise<Stores> {
+  const log = openEventLog(config, options);
+  const space = openGenerationSpace(config, options);
   const opened = await openGenerationalReadStore(space, {
     collections: projectors.map((p) => p.collection),
     ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),

@@ -14,7 +14,6 @@ import {
 } from '../../service/export.ts';
 import { dateTimeParam } from '../../service/requests/params.ts';
 import { parseErrorReason, usageError as oneLineUsageError } from '../args.ts';
-import { runAsOfExport } from './export-as-of.ts';
 
 const USAGE = `usage: pulseboard export --from ISO --to ISO [--types PREFIX,…] [--include-private] [--out FILE|-]
        pulseboard export --format parquet|ndjson [--as-of ISO|CURSOR] --out DIR
@@ -131,8 +130,6 @@ function privacyReport(summary: ExportSummary, includePrivate: boolean): string 
 }
 
 export async function run(args: string[]): Promise<number> {
-  // The analysts' export (--format) is a command of its own with its own flags.
-  if (args.some((a) => a === '--format' || a.startsWith('--format='))) return runAsOfExport(args);
   const parsed = parse(args);
   if (!parsed.ok) {
     return oneLineUsageError('export', parsed.reason);

@@ -88,9 +88,10 @@ function revisionMatches(expected: ExpectedRevision, actual: number | null): boo
 }
 
 /** The embedded event log: one SQLite file in WAL mode; appends serialize through BEGIN IMMEDIATE. */
-export function createSqliteEventLog(path: string): EventLog {
+export function createSqliteEventLog(path: string, options: { cacheKiB?: number } = {}): EventLog {
   const db = openSqlite(path);
-  db.exec(EVENT_LOG_PRAGMAS);
+  // A reader that passes the log once (an export) gains nothing from the appenders' large cache.
+  db.exec(options.cacheKiB === undefined ? EVENT_LOG_PRAGMAS : `PRAGMA cache_size = -${options.cacheKiB}`);
   db.exec(SCHEMA);
   const appended = new EventEmitter();
   appended.setMaxListeners(0);

@@ -15,7 +15,7 @@ import {
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { GenerationSpace, PointerRead } from '../generations/port.ts';
-import { createSqliteReadStore } from './sqlite-read-store.ts';
+import { createSqliteReadStore, type SqliteReadStoreOptions } from './sqlite-read-store.ts';
 
 /**
  * Generations of the embedded read models (`pulseboard replay`).
@@ -172,8 +172,14 @@ export function acquireReplayLock(dataDir: string): FileReplayLock {
  * needs to announce what they use. The pointer is only ever replaced by a replay holding the lock,
  * which makes the read-compare-write of `switchPointer` a compare-and-set.
  */
-export function createSqliteGenerationSpace(dataDir: string, options: { mapBytes?: number } = {}): GenerationSpace {
-  const serving = options.mapBytes === undefined ? {} : { mapBytes: options.mapBytes };
+export function createSqliteGenerationSpace(
+  dataDir: string,
+  options: Pick<SqliteReadStoreOptions, 'mapBytes' | 'readCacheKiB'> = {},
+): GenerationSpace {
+  const serving: SqliteReadStoreOptions = {
+    ...(options.mapBytes === undefined ? {} : { mapBytes: options.mapBytes }),
+    ...(options.readCacheKiB === undefined ? {} : { readCacheKiB: options.readCacheKiB }),
+  };
   return {
     label: generationFile,
     pointerLabel: join(dataDir, POINTER_FILE),

@@ -265,6 +265,8 @@ export type SqliteReadStoreOptions = {
   bulkBuild?: boolean;
   /** How many bytes of the file to map into memory (0: none); MAP_BYTES_DEFAULT when absent. */
   mapBytes?: number;
+  /** The page cache outside large commits, in KiB; READ_CACHE_KIB when absent (a one-pass scan needs little). */
+  readCacheKiB?: number;
 };
 
 /** The embedded read store: one SQLite file holding every collection. */
@@ -279,7 +281,8 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   // times. So a large commit raises the cache to WRITE_CACHE_KIB for its transaction and lowers it
   // again after (which frees the pages above the smaller size); reads, and the small commits of a
   // projector that has caught up, keep READ_CACHE_KIB.
-  db.exec(CACHE_PRAGMA(READ_CACHE_KIB));
+  const readCacheKiB = options.readCacheKiB ?? READ_CACHE_KIB;
+  db.exec(CACHE_PRAGMA(readCacheKiB));
   if (options.bulkBuild) {
     // A replay's new generation (GenerationSpace.open 'build'): written once, read by nobody until the
     // switch, and removed if the replay fails or dies. Pages go straight into the file, without the
@@ -445,7 +448,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
       try {
         return commitBatch(collection, writes, checkpoint, expected);
       } finally {
-        if (large && db.isOpen) db.exec(CACHE_PRAGMA(READ_CACHE_KIB));
+        if (large && db.isOpen) db.exec(CACHE_PRAGMA(readCacheKiB));
       }
     },
 
