@@ -10,7 +10,8 @@ const USAGE = `usage: pulseboard mirror --url URL --key KEY --to sqlite:FILE|pos
 
 Mirrors the board of a running pulseboard into SQLite or PostgreSQL through the REST delta: from the
 stored cursor (or the beginning), page by page, each page's rows upserted by id and the cursor
-written in the same transaction, so a crash at any moment neither loses nor repeats anything; then
+written in the same transaction (up to 1,000 rows of consecutive pages in one while catching up),
+so a crash at any moment neither loses nor repeats anything; then
 it follows new writes with long-polls. 429 and 503 are waited out as Retry-After says, a lost
 server is waited for. Progress goes to stderr.
 

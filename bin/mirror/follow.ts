@@ -1,10 +1,10 @@
 import type { Client, ClientError } from '../../client/index.ts';
 import { pause } from '../../client/http.ts';
-import type { MirrorState, MirrorStore } from './store.ts';
+import type { MirrorRow, MirrorState, MirrorStore } from './store.ts';
 
 /**
- * The mirror's walk: from the stored cursor (or the beginning), page by page, each page's rows and
- * its cursor committed together; then, unless `once`, long-polls for the next writes. A lost server,
+ * The mirror's walk: from the stored cursor (or the beginning), page by page, rows committed in one
+ * transaction with the cursor after them (several pages together while there is more to read); then, unless `once`, long-polls for the next writes. A lost server,
  * 429 or 503 is waited out and the walk resumed from the stored cursor; anything else ends it.
  */
 export type FollowOptions = {
@@ -28,6 +28,11 @@ export type FollowEnd =
 
 /** The beginning of the archive: every row the service ever wrote, oldest write first. */
 export const FROM_THE_BEGINNING = '1970-01-01T00:00:00Z';
+/**
+ * Pages of a walk with more to read are committed together up to this many rows (one transaction,
+ * with the cursor after the last of them), as a store writes fewer, larger transactions faster.
+ */
+const COMMIT_ROWS = 1000;
 /** Seconds before resuming after a lost connection that the client gave up on. */
 const RESUME_PAUSE_SECONDS = 5;
 /** Before the first answer a call waits this little: a wrong URL is reported at once, not after minutes of retries. */
@@ -53,6 +58,21 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
       ...(brief ? { maxWaitSeconds: FIRST_CALL_WAIT_SECONDS } : {}),
     });
     let failed: ClientError | null = null;
+    // Pages received and not yet committed: their rows, and the cursor after the last of them.
+    let rows: MirrorRow[] = [];
+    let cursor: string | null = null;
+    /** Commits what is held (rows and cursor in one transaction); a refusal ends the mirror. */
+    const commitHeld = async (caughtUp: boolean): Promise<FollowEnd | null> => {
+      if (cursor !== null) {
+        const committed = await store.commit(state, rows, cursor, options.source);
+        if (!committed.ok) return { ok: false, beforeFirstPage: false, message: committed.reason, status: null };
+        state = committed.state;
+      }
+      options.onPage?.({ rows: rows.length, caughtUp, state });
+      rows = [];
+      cursor = null;
+      return null;
+    };
     for await (const step of feed) {
       if (!step.ok) {
         failed = step.error;
@@ -60,16 +80,24 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
       }
       answered = true;
       const { page } = step;
-      if (page.projects.length > 0 || page.cursor !== state.cursor) {
-        const rows = page.projects.map((project) => ({ id: project.id, json: JSON.stringify(project) }));
-        const committed = await store.commit(state, rows, page.cursor, options.source);
-        if (!committed.ok) return { ok: false, beforeFirstPage: false, message: committed.reason, status: null };
-        state = committed.state;
+      if (page.projects.length > 0 || page.cursor !== (cursor ?? state.cursor)) {
+        for (const project of page.projects) rows.push({ id: project.id, json: JSON.stringify(project) });
+        cursor = page.cursor;
       }
-      options.onPage?.({ rows: page.projects.length, caughtUp: step.caughtUp, state });
+      // While there is more to read now, pages are committed together up to COMMIT_ROWS rows.
+      const hold = !step.caughtUp && rows.length < COMMIT_ROWS && !brief && !signal.aborted;
+      if (!hold) {
+        const refused = await commitHeld(step.caughtUp);
+        if (refused) return refused;
+      }
       if (step.caughtUp && options.once) return { ok: true, end: 'caught_up', state };
       if (signal.aborted) return { ok: true, end: 'stopped', state };
       if (brief) break;
+    }
+    // Pages received before a failure or a stop are kept.
+    if (cursor !== null) {
+      const refused = await commitHeld(false);
+      if (refused) return refused;
     }
     if (signal.aborted) return { ok: true, end: 'stopped', state };
     if (failed === null) continue;
