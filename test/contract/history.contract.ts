@@ -22,7 +22,7 @@ import type { ReadStoreHandle } from './readstore.contract.ts';
 const C = PROJECTS_COLLECTION;
 
 /** A document written by `versions` (oldest first), as a projector hands it to a commit; the live document is the last. */
-function written(id: string, versions: Omit<VersionWrite, 'writtenAt'>[]): DocWrite {
+export function written(id: string, versions: Omit<VersionWrite, 'writtenAt'>[]): DocWrite {
   const full = versions.map((v) => ({ ...v, writtenAt: new Date(Date.UTC(2026, 10, 1) + v.seq * 1000).toISOString() }));
   const last = full[full.length - 1]!;
   return {

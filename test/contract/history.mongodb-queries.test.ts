@@ -12,7 +12,7 @@ import { describe, it } from 'vitest';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { PROJECT_FACETS, PROJECTS_COLLECTION, projectsProjector } from '../../projectors/projects.ts';
 import { createProjectorRunner } from '../../projectors/runner.ts';
-import { OPEN_END, type VersionWrite } from '../../readmodels/history/port.ts';
+import { OPEN_END } from '../../readmodels/history/port.ts';
 import {
   HISTORY_COUNTS,
   HISTORY_FROM,
@@ -24,26 +24,10 @@ import { generationOfCollection, mongoReadStoreOn } from '../../readmodels/mongo
 import type { DocWrite } from '../../readmodels/port.ts';
 import { appendBoardHistory } from '../support/board-history.ts';
 import { fakeMongo, type SentFind } from '../support/mongodb-fake.ts';
+import { written } from './history.contract.ts';
 
 const C = PROJECTS_COLLECTION;
 const { dossier, noDossier } = PROJECT_FACETS;
-
-/** A document written by `versions` (oldest first); the live document is the last one. */
-function written(id: string, versions: Omit<VersionWrite, 'writtenAt'>[]): DocWrite {
-  const full = versions.map((v) => ({ ...v, writtenAt: new Date(Date.UTC(2026, 10, 1) + v.seq * 1000).toISOString() }));
-  const last = full[full.length - 1]!;
-  return {
-    id,
-    doc: last.doc,
-    state: {},
-    seq: last.seq,
-    writtenAt: last.writtenAt,
-    sortKey: last.sortKey,
-    facet: last.facet,
-    keys: {},
-    versions: full,
-  };
-}
 
 /** `n` projects written `times` times each from position `start` on; every third moves to the dossier facet half way. */
 function board(n: number, times: number, start: number, prefix = 'p'): DocWrite[] {
