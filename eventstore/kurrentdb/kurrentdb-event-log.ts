@@ -246,10 +246,32 @@ const markerEvent = (eventId: string, marker: IdMarker) =>
  * The metadata giving a marker bucket its lifetime, written by a process the first time it writes to
  * the bucket (the server keeps only a metastream's last record, so repeats cost nothing after a scavenge).
  */
-function bucketLifetime(windowSeconds: number): { written: Set<string>; metadata: () => ReturnType<typeof jsonEvent> } {
-  return { written: new Set(), metadata: () => jsonEvent({ type: '$metadata', data: { $maxAge: windowSeconds } }) };
+function bucketLifetime(windowSeconds: number): {
+  written: Set<string>;
+  /** Lifetimes on their way: markers of the same bucket written meanwhile wait for it rather than send it again. */
+  sending: Map<string, Promise<void>>;
+  metadata: () => ReturnType<typeof jsonEvent>;
+} {
+  return {
+    written: new Set(),
+    sending: new Map(),
+    metadata: () => jsonEvent({ type: '$metadata', data: { $maxAge: windowSeconds } }),
+  };
 }
 type BucketLifetime = ReturnType<typeof bucketLifetime>;
+
+function giveLifetime(client: KurrentDBClient, lifetime: BucketLifetime, bucket: string): Promise<void> {
+  if (lifetime.written.has(bucket)) return Promise.resolve();
+  let sent = lifetime.sending.get(bucket);
+  if (!sent) {
+    sent = client
+      .appendToStream(`$$${bucket}`, lifetime.metadata(), { requiresLeader: true })
+      .then(() => void lifetime.written.add(bucket))
+      .finally(() => lifetime.sending.delete(bucket));
+    lifetime.sending.set(bucket, sent);
+  }
+  return sent;
+}
 
 async function writeMarker(
   client: KurrentDBClient,
@@ -258,10 +280,7 @@ async function writeMarker(
   marker: IdMarker,
 ): Promise<void> {
   const bucket = markerStream(eventId);
-  if (!lifetime.written.has(bucket)) {
-    await client.appendToStream(`$$${bucket}`, lifetime.metadata(), { requiresLeader: true });
-    lifetime.written.add(bucket);
-  }
+  await giveLifetime(client, lifetime, bucket);
   await client.appendToStream(bucket, markerEvent(eventId, marker), { requiresLeader: true });
 }
 

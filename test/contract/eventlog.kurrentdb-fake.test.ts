@@ -190,4 +190,27 @@ describe('KurrentDB adapter round trips (in-memory client)', () => {
       }
     }
   });
+
+  it('two markers of one new bucket written at once give it its lifetime once', async () => {
+    // Two event ids whose markers share a bucket (a birthday search over 2^18 buckets).
+    const byBucket = new Map<string, NewEvent>();
+    let pair: [NewEvent, NewEvent] | null = null;
+    while (pair === null) {
+      const e = event('vote.cast', 'p');
+      const other = byBucket.get(markerStream(e.id));
+      if (other) pair = [other, e];
+      else byBucket.set(markerStream(e.id), e);
+    }
+    const server = createFakeKurrentDbServer({ multiStreamAppend: 'unsupported' });
+    const log = createKurrentDbEventLog(URL, { client: server.client() });
+    try {
+      await log.appendBatch(pair.map((e, i) => ({ stream: `calls-${i}`, events: [e] })));
+      const bucket = markerStream(pair[0].id);
+      const lifetimes = server.records.filter((r) => r.streamId === `$$${bucket}`);
+      assert.equal(lifetimes.length, 1, 'one $maxAge write for the shared bucket');
+      assert.equal(server.records.filter((r) => r.streamId === bucket).length, 2, 'both markers');
+    } finally {
+      await log.close();
+    }
+  });
 });
