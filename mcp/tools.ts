@@ -116,13 +116,7 @@ const projectAndPrivateTools: Tool[] = [
         return fail(
           errors.badRequest("view 'summary' is not offered with asOf (its writtenAt is today's); use the full view"),
         );
-      return inView(services, args.query, async (query) =>
-        asValue(
-          await (services.historyBoard.readsList(query)
-            ? services.historyBoard.list(query)
-            : services.projects.list(query)),
-        ),
-      );
+      return inView(services, args.query, async (query) => asValue(await services.board.list(query)));
     },
   },
   {
@@ -165,12 +159,7 @@ const projectAndPrivateTools: Tool[] = [
     outputSchema: projectReadSchema.extend({ asOf: answeredPoint }).strict(),
     readOnly: true,
     protection: (services, args) => (services.projects.isEnriched(args.query) ? 'protected' : 'basic'),
-    call: async (services, caller, args) =>
-      asValue(
-        await (services.historyBoard.readsPast(args.query)
-          ? services.historyBoard.project(caller, args.params, args.query)
-          : services.projects.get(caller, args.params, args.query)),
-      ),
+    call: async (services, caller, args) => asValue(await services.board.project(caller, args.params, args.query)),
   },
   {
     name: 'diff_projects',
@@ -261,10 +250,7 @@ const readTools: Tool[] = [
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: guarded,
-    call: async (services, caller, args) =>
-      services.historyBoard.readsPast(args.query)
-        ? services.historyBoard.search(caller, args.query)
-        : asValue(await services.search.search(caller, args.query)),
+    call: async (services, caller, args) => asValue(await services.board.search(caller, args.query)),
   },
   {
     name: 'get_pulse',

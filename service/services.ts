@@ -21,6 +21,8 @@ import type { Stores } from './stores.ts';
 import { createInProcessHeartbeat, type WorkerHeartbeat } from './thesis/heartbeat.ts';
 import { createThesisFeed, type ThesisFeed } from './thesis/feed.ts';
 
+import { createBoardReads, type BoardReads } from './board-reads.ts';
+
 /** Everything the transports call. Transports hold no business rules; these do. */
 export type Services = {
   config: Config;
@@ -38,6 +40,8 @@ export type Services = {
   history: HistoryService;
   /** The board's past from the history read model: asOf reads, the diff, include=changes. */
   historyBoard: HistoryBoardService;
+  /** The board, a project and search, live or as of a point: what the transports call for these reads. */
+  board: BoardReads;
   thesis: ThesisFeed;
   calls: CallsService;
   search: SearchService;
@@ -145,6 +149,7 @@ export function createServices(deps: ServiceDeps): Services {
     }),
     search,
     historyBoard,
+    board: createBoardReads({ projects, search, history: historyBoard }),
     pulse: createPulseService({ store, now }),
     now,
   };

@@ -36,10 +36,7 @@ export function projectOperations(services: Services): RestOperation[] {
         503: 'asOf or include=changes: the read store keeps no complete history (run pulseboard replay), or the cursor names a point not applied yet',
       },
       // The input's signal is made only when a page that waits (a long-poll) asks for it.
-      run: (input) =>
-        services.historyBoard.readsList(input.query)
-          ? replyWithJson(services.historyBoard.list(input.query, input))
-          : replyWithJson(services.projects.list(input.query, input)),
+      run: (input) => replyWithJson(services.board.list(input.query, input)),
     },
     diffOperation(services),
     {
@@ -94,10 +91,7 @@ export function projectOperations(services: Services): RestOperation[] {
         409: 'asOf is a cursor issued by a different archive',
         503: 'asOf: the read store keeps no complete history (run pulseboard replay), or the cursor names a point not applied yet',
       },
-      run: ({ caller, params, query }) =>
-        services.historyBoard.readsPast(query)
-          ? replyWithJson(services.historyBoard.project(caller, params, query))
-          : replyWithJson(services.projects.get(caller, params, query)),
+      run: ({ caller, params, query }) => replyWithJson(services.board.project(caller, params, query)),
     },
   ];
 }

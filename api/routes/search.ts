@@ -2,7 +2,7 @@ import type { Services } from '../../service/services.ts';
 import { projectSearchSchema } from '../../readmodels/schemas.ts';
 import { projectSearchAsOfSchema } from '../../readmodels/history-schemas.ts';
 import { searchAsOfQuerySchema } from '../../service/requests/history-board.ts';
-import { replyWith, replyWithJson, type RestOperation } from '../operation.ts';
+import { replyWithJson, type RestOperation } from '../operation.ts';
 
 export function searchOperations(services: Services): RestOperation[] {
   return [
@@ -27,10 +27,7 @@ export function searchOperations(services: Services): RestOperation[] {
         409: 'asOf is a cursor issued by a different archive',
         503: 'asOf: the read store keeps no complete history (run pulseboard replay), or the cursor names a point not applied yet',
       },
-      run: ({ caller, query }) =>
-        services.historyBoard.readsPast(query)
-          ? replyWith(services.historyBoard.search(caller, query))
-          : replyWithJson(services.search.search(caller, query)),
+      run: ({ caller, query }) => replyWithJson(services.board.search(caller, query)),
     },
   ];
 }
