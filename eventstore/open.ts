@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config/config.ts';
 import type { EventLog, SubscriptionState } from './port.ts';
@@ -9,6 +10,16 @@ export const EVENT_LOG_FILE = 'events.sqlite';
 /** Path of the embedded event log inside the data directory. */
 export function embeddedEventLogPath(config: Config): string {
   return join(config.PULSEBOARD_DATA_DIR, EVENT_LOG_FILE);
+}
+
+/**
+ * Why a command that only reads the log cannot run here: the embedded log it would open does not exist
+ * (a mistyped PULSEBOARD_DATA_DIR would otherwise be created empty and read as an empty archive).
+ */
+export function absentEmbeddedLog(config: Config): string | null {
+  if (config.EVENTSTORE_URL !== undefined) return null;
+  const path = embeddedEventLogPath(config);
+  return existsSync(path) ? null : `no event log at ${path}: set PULSEBOARD_DATA_DIR to a pulseboard data directory`;
 }
 
 /**

@@ -5,6 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { parseConfig } from '../../config/config.ts';
+import { absentEmbeddedLog } from '../../eventstore/open.ts';
 import { exportAsOf } from '../../service/analyst-export.ts';
 import { namedPoint, resolvePoint } from '../../service/history-board.ts';
 import { openStores } from '../../service/stores.ts';
@@ -19,6 +20,11 @@ async function exportInThisThread(request: ExportRequest): Promise<number> {
   const config = parseConfig();
   if (!config.ok) {
     process.stderr.write(`pulseboard export: ${config.reason}\n`);
+    return 2;
+  }
+  const absent = absentEmbeddedLog(config.config);
+  if (absent !== null) {
+    process.stderr.write(`pulseboard export: ${absent}\n`);
     return 2;
   }
   let stores: Awaited<ReturnType<typeof openStores>>;

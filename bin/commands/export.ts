@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { parseConfig } from '../../config/config.ts';
-import { openEventLog } from '../../eventstore/open.ts';
+import { absentEmbeddedLog, openEventLog } from '../../eventstore/open.ts';
 import type { EventLog } from '../../eventstore/port.ts';
 import {
   exportEvents,
@@ -142,6 +142,11 @@ export async function run(args: string[]): Promise<number> {
   const config = parseConfig();
   if (!config.ok) {
     process.stderr.write(`pulseboard export: ${config.reason}\n`);
+    return 2;
+  }
+  const absent = absentEmbeddedLog(config.config);
+  if (absent !== null) {
+    process.stderr.write(`pulseboard export: ${absent}\n`);
     return 2;
   }
   let log: EventLog;

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { parseConfig } from '../../config/config.ts';
-import { openEventLog } from '../../eventstore/open.ts';
+import { absentEmbeddedLog, openEventLog } from '../../eventstore/open.ts';
 import type { EventLog } from '../../eventstore/port.ts';
 import { projectors } from '../../projectors/registry.ts';
 import { replayReadModels, type ReplayProgress } from '../../service/replay.ts';
@@ -80,6 +80,11 @@ export async function run(args: string[]): Promise<number> {
   const config = parseConfig();
   if (!config.ok) {
     process.stderr.write(`pulseboard replay: ${config.reason}\n`);
+    return 2;
+  }
+  const absent = absentEmbeddedLog(config.config);
+  if (absent !== null) {
+    process.stderr.write(`pulseboard replay: ${absent}\n`);
     return 2;
   }
   let log: EventLog;

@@ -123,6 +123,16 @@ describe('unknown commands and flags', () => {
       /^pulseboard export: Unknown option '--bogus'/,
     ],
     [['generate', '--projects', '10', '--bogus'], /^pulseboard generate: Unknown option '--bogus'/],
+    // Commands that only read the archive refuse a data directory without one instead of creating it empty.
+    [['replay'], /^pulseboard replay: no event log at .*events\.sqlite: set PULSEBOARD_DATA_DIR/],
+    [
+      ['export', '--from', '2026-01-01T00:00:00Z', '--to', '2026-01-02T00:00:00Z'],
+      /^pulseboard export: no event log at .*events\.sqlite: set PULSEBOARD_DATA_DIR/,
+    ],
+    [
+      ['export', '--format', 'parquet', '--out', join(dir, 'out')],
+      /^pulseboard export: no event log at .*events\.sqlite: set PULSEBOARD_DATA_DIR/,
+    ],
   ];
   for (const [args, pattern] of cases) {
     it(`${args.join(' ')}: one line naming the problem, exit 2`, async () => {
