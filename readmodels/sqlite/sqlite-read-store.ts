@@ -110,11 +110,6 @@ const WRITE_CACHE_KIB = 262_144;
  * here every serving connection grew to 256 MiB under read load at 1M projects (issue 12).
  */
 const READ_CACHE_KIB = 16_384;
-/**
- * Page size of a read-store file made new (a replay's generation, a first start): a history version
- * is a whole document, and rows that size left a quarter of each 4 KiB page unused. Older files keep theirs.
- */
-const PAGE_SIZE = 16_384;
 /** A commit of at least this many documents gets the write cache for its transaction. */
 const LARGE_COMMIT_DOCS = 1_000;
 const CACHE_PRAGMA = (kib: number) => `PRAGMA cache_size = -${kib}`;
@@ -276,7 +271,7 @@ export type SqliteReadStoreOptions = {
 
 /** The embedded read store: one SQLite file holding every collection. */
 export function createSqliteReadStore(path: string, options: SqliteReadStoreOptions = {}): ReadStore {
-  const db = openSqlite(path, { pageSize: PAGE_SIZE });
+  const db = openSqlite(path);
   // Page reads from a memory map (when one is asked for) instead of a read() call and a copy each. The
   // mapped pages are the operating system's file cache (shared, reclaimable), not process heap, but
   // they count in the resident set: `mapBytes` trades one for the other.
