@@ -7,7 +7,8 @@
  * - projector catch-up (every read model from an empty store, as `serve` does) and a full replay
  *   into a new generation (`pulseboard replay`) against the sum of a raw read of the whole log
  *   (`readAll` in pages of 10,000) and a raw upsert of the final documents and their lookup keys
- *   into an empty read store (WAL, the store's page cache) in 1000-row transactions.
+ *   into an empty read store (WAL, the store's page cache) in 1000-row transactions;
+ * - the same catch-up and replay without the history model (the projects projector not versioned).
  *
  * Data sets come from `pulseboard generate --projects N --seed 1` and are cached in
  * <tmpdir>/pulseboard-bench-cache (generated once). Sizes: PULSEBOARD_BENCH_WRITE_PROJECTS, a comma
@@ -22,7 +23,10 @@ import { inTransaction, openSqlite } from '../config/sqlite.ts';
 import { createSqliteEventLog, EVENT_LOG_PRAGMAS } from '../eventstore/sqlite/sqlite-event-log.ts';
 import { createDeadLetterFile, ingestNdjson } from '../ingest/ndjson.ts';
 import { createIngestor } from '../ingest/pipeline.ts';
+import { anyProjector, type Projector } from '../projectors/projector.ts';
+import { projectsProjector } from '../projectors/projects.ts';
 import { projectors } from '../projectors/registry.ts';
+import { createProjectionRunner } from '../projectors/runner.ts';
 import { createSqliteGenerationSpace } from '../readmodels/sqlite/generations.ts';
 import { createSqliteReadStore, READ_STORE_PRAGMAS } from '../readmodels/sqlite/sqlite-read-store.ts';
 import { replayReadModels } from '../service/replay.ts';
@@ -225,7 +229,6 @@ async function benchSize(projects: number): Promise<void> {
       after = page[page.length - 1]!.position;
     }
     const readSpan = since(start);
-    await log.close();
     const upserted = rawUpsertBaseline(
       join(dataDir, `readmodels-${replayed.generation}.sqlite`),
       join(dir, 'baseline-readmodels.sqlite'),
@@ -245,6 +248,29 @@ async function benchSize(projects: number): Promise<void> {
     );
     line(`  ratio     catch-up ${ratio(raw, catchUpSpan)}; goal ≥ 0.5 (read + upsert = ${time(raw)})`);
     line(`  ratio     replay   ${ratio(raw, replaySpan)}; goal ≥ 0.5`);
+
+    // The same two without the history model (the projects projector not versioned), for the bench only.
+    const plain: Projector[] = projectors.map((p) =>
+      p.collection === projectsProjector.collection ? anyProjector({ ...projectsProjector, versioned: undefined }) : p,
+    );
+    const plainStore = createSqliteReadStore(join(dir, 'catch-up-plain.sqlite'));
+    start = mark();
+    await createProjectionRunner(log, plainStore, plain, EMBEDDED_LIMITS).catchUp();
+    const plainCatchUp = since(start);
+    await plainStore.close();
+    const plainDir = join(dir, 'data-plain');
+    start = mark();
+    const plainReplayed = await replayReadModels({
+      space: createSqliteGenerationSpace(plainDir),
+      log,
+      projectors: plain,
+      ...projectionLimits(config.config, 'replay'),
+    });
+    const plainReplay = since(start);
+    if (!plainReplayed.ok) throw new Error(plainReplayed.reason);
+    line(`without the history model: catch-up in ${time(plainCatchUp)}, replay in ${time(plainReplay)}`);
+    line(`  ratio     catch-up ${ratio(raw, plainCatchUp)}; replay ${ratio(raw, plainReplay)}`);
+    await log.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

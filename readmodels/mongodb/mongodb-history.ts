@@ -29,7 +29,7 @@ import {
   type VersionWrite,
   type WritePoint,
 } from '../history/port.ts';
-import type { ListPage } from '../port.ts';
+import type { DocWrite, ListPage } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 
 export const HISTORY_VERSIONS = '_pulseboard_history_versions';
@@ -111,6 +111,12 @@ function inOrder<R extends { id: string }>(ids: readonly string[], rows: readonl
   });
 }
 
+/**
+ * A commit's write of one document as the history reads it: its versions and the live document, whose
+ * text (`json`, when the live store made it) is reused for the version whose `doc` is the same object.
+ */
+export type HistoryWrite = Pick<DocWrite, 'id' | 'doc' | 'json' | 'versions'>;
+
 export type MongoHistory = HistoryStore & {
   /** Creates the indexes (idempotent), once per process. */
   ensureIndexes(): Promise<void>;
@@ -126,11 +132,7 @@ export type MongoHistory = HistoryStore & {
    * Records a commit's writes inside its transaction, in log order across documents: one read of the
    * batch's open versions, one of the latest counts, and one bulk write per collection touched.
    */
-  write(
-    collection: string,
-    writes: readonly { id: string; versions?: readonly VersionWrite[] }[],
-    session: ClientSession,
-  ): Promise<void>;
+  write(collection: string, writes: readonly HistoryWrite[], session: ClientSession): Promise<void>;
   /** Forgets which collections were started (after `clear`). */
   forget(): void;
 };
@@ -263,8 +265,8 @@ export function createMongoHistory(
     },
 
     async write(collection, writes, session) {
-      const ordered: { id: string; v: VersionWrite }[] = [];
-      for (const w of writes) for (const v of w.versions ?? []) ordered.push({ id: w.id, v });
+      const ordered: { id: string; w: HistoryWrite; v: VersionWrite }[] = [];
+      for (const w of writes) for (const v of w.versions ?? []) ordered.push({ id: w.id, w, v });
       if (ordered.length === 0) return;
       ordered.sort((a, b) => a.v.seq - b.v.seq);
       const ids = [...new Set(ordered.map((o) => o.id))];
@@ -303,14 +305,15 @@ export function createMongoHistory(
         else closed.set(key, at);
       };
       const move = (facet: string, by: number) => facetCounts.set(facet, (facetCounts.get(facet) ?? 0) + by);
-      for (const { id, v } of ordered) {
+      for (const { id, w, v } of ordered) {
         const previous = latest.get(id);
         // A write already recorded (the same batch committed again) changes nothing.
         if (previous && previous.from >= v.seq) continue;
         if (previous) close(newVersions, closedVersions, versionKey(collection, id, previous.from), v.seq);
         const stays = previous !== undefined && previous.sortKey === v.sortKey && previous.facet === v.facet;
         const placed = stays ? previous.placed : v.seq;
-        const json = JSON.stringify(v.doc);
+        // The live document is the batch's last version of it: its text is the one the live store wrote.
+        const json = v.doc === w.doc ? (w.json ?? JSON.stringify(v.doc)) : JSON.stringify(v.doc);
         if (json === undefined) throw new TypeError(`document ${id} is not JSON`);
         newVersions.set(versionKey(collection, id, v.seq), {
           _id: versionKey(collection, id, v.seq),

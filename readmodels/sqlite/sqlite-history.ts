@@ -8,7 +8,7 @@ import {
   type VersionWrite,
   type WritePoint,
 } from '../history/port.ts';
-import type { ListPage } from '../port.ts';
+import type { DocWrite, ListPage } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 
 /**
@@ -157,12 +157,25 @@ const toVersion = <D>(row: VersionRow): Version<D> =>
 
 type Prepare = (sql: string, rowsAsArrays?: boolean) => StatementSync;
 
+/**
+ * A commit's write of one document as the history reads it: its versions and the live document, whose
+ * text (`json`, when the live store made it) is reused for the version whose `doc` is the same object.
+ */
+export type HistoryWrite = Pick<DocWrite, 'id' | 'doc' | 'json' | 'versions'>;
+
+/** Versions per multi-row INSERT: one statement run for many rows instead of one per row. */
+const VERSIONS_PER_INSERT = 32;
+const VERSION_VALUES = '(?, ?, ?, ?, ?, ?, ?, ?)';
+const insertVersions = (rows: number) =>
+  `INSERT INTO history_versions (collection, id, valid_from, valid_to, written_at, sort_key, facet, doc)
+    VALUES ${Array.from({ length: rows }, () => VERSION_VALUES).join(', ')}`;
+
 export type SqliteHistory = HistoryStore & {
   /**
    * Records a commit's writes (inside its transaction), in log order across documents: the counts are
    * a timeline, each row made from the one before it.
    */
-  write(collection: string, writes: readonly { id: string; versions?: readonly VersionWrite[] }[]): void;
+  write(collection: string, writes: readonly HistoryWrite[]): void;
 };
 
 /** The history over the read store's connection; `prepare` is the store's statement cache. */
@@ -171,9 +184,8 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
   const closeVersion = prepare(
     'UPDATE history_versions SET valid_to = ? WHERE collection = ? AND id = ? AND valid_from = ?',
   );
-  const insertVersion =
-    prepare(`INSERT INTO history_versions (collection, id, valid_from, valid_to, written_at, sort_key, facet, doc)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+  const insertVersion = prepare(insertVersions(1));
+  const insertManyVersions = prepare(insertVersions(VERSIONS_PER_INSERT));
   const closePlacement = prepare(
     `UPDATE history_placements SET to_seq = ? WHERE collection = ? AND sort_key = ? AND id = ? AND to_seq = ${OPEN_END}`,
   );
@@ -216,7 +228,7 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
       for (const [id, validFrom, sortKey, facet] of rows) current.set(id, [validFrom, sortKey, facet]);
       // Each write's version is closed by the document's next write in the batch (known here), so only
       // a document's version stored before is updated; the facets' moves are gathered for the counts.
-      const inserts: { id: string; v: VersionWrite; validTo: number }[] = [];
+      const inserts: { w: HistoryWrite; v: VersionWrite; validTo: number }[] = [];
       const moves: { seq: number; facet: string; by: 1 | -1 }[] = [];
       for (const w of written) {
         const previous = current.get(w.id);
@@ -230,7 +242,7 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
         const placements: { sortKey: string; facet: string; from: number }[] = [];
         for (let i = 0; i < versions.length; i++) {
           const v = versions[i]!;
-          inserts.push({ id: w.id, v, validTo: versions[i + 1]?.seq ?? OPEN_END });
+          inserts.push({ w, v, validTo: versions[i + 1]?.seq ?? OPEN_END });
           if (placed && placed.sortKey === v.sortKey && placed.facet === v.facet) continue;
           // It moved in the listing (or appeared): a new placement, and the facets' counts follow.
           if (placed && placed.facet !== v.facet) moves.push({ seq: v.seq, facet: placed.facet, by: -1 });
@@ -246,11 +258,18 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
       }
       // Versions in log order (the delta and time indexes grow at their ends).
       inserts.sort((a, b) => a.v.seq - b.v.seq);
-      for (const { id, v, validTo } of inserts) {
-        const json = JSON.stringify(v.doc);
-        if (json === undefined) throw new TypeError(`document ${id} is not JSON`);
-        insertVersion.run(collection, id, v.seq, validTo, v.writtenAt, v.sortKey, v.facet, json);
+      const params: (string | number)[] = [];
+      for (const { w, v, validTo } of inserts) {
+        // The live document is the batch's last version of it: its text is the one the live store wrote.
+        const json = v.doc === w.doc ? (w.json ?? JSON.stringify(v.doc)) : JSON.stringify(v.doc);
+        if (json === undefined) throw new TypeError(`document ${w.id} is not JSON`);
+        params.push(collection, w.id, v.seq, validTo, v.writtenAt, v.sortKey, v.facet, json);
+        if (params.length === VERSIONS_PER_INSERT * 8) {
+          insertManyVersions.run(...params);
+          params.length = 0;
+        }
       }
+      for (let i = 0; i < params.length; i += 8) insertVersion.run(...params.slice(i, i + 8));
       // The counts are a timeline: each facet's number after every write that moved it, from its last stored one.
       moves.sort((a, b) => a.seq - b.seq);
       const counts = new Map<string, number>();
