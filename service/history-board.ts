@@ -35,6 +35,7 @@ import {
 import { dateTimeParam, parseParams } from './requests/params.ts';
 import { projectParamsSchema } from './requests/projects.ts';
 import type { SearchService } from './search.ts';
+import { differingMembers } from './differing-members.ts';
 import { createBodyCache, type CacheVersion } from './body-cache.ts';
 import { jsonBody, storedJson, storedJsonList, withReadAt, type JsonBody, type RawJson } from './json-body.ts';
 
@@ -147,25 +148,32 @@ export function differingFields(before: Project | null, after: Project): Project
   return fields.filter((f) => !jsonEqual(before[f], after[f]));
 }
 
+/** A diff row's fields, named from the stored texts (parsed only if they are not as JSON.stringify wrote them). */
+function changedFields({ before, after }: VersionChange<Project>): ProjectFieldName[] {
+  const named = differingMembers(before?.utf8 ?? null, after.utf8) as ProjectFieldName[] | null;
+  return named ?? differingFields(before?.doc ?? null, after.doc);
+}
+
 /**
  * A diff page's rows as raw JSON: each row's `before` and `after` are the stored texts, written as
- * they are (never parsed and serialised again); only the field comparison parses them.
+ * they are (never parsed and serialised again).
  */
 function changeRows(rows: readonly VersionChange<Project>[]): RawJson<ProjectChange[]> {
   const value = () =>
-    rows.map(({ before, after }): ProjectChange => ({
-      id: after.id,
-      change: before === null ? 'added' : 'changed',
-      fields: differingFields(before?.doc ?? null, after.doc),
-      before: before?.doc ?? null,
-      after: after.doc,
+    rows.map((row): ProjectChange => ({
+      id: row.after.id,
+      change: row.before === null ? 'added' : 'changed',
+      fields: changedFields(row),
+      before: row.before?.doc ?? null,
+      after: row.after.doc,
     }));
   return {
     raw: true,
     bytes: () => {
       const pieces: (Uint8Array | string)[] = ['['];
-      rows.forEach(({ before, after }, n) => {
-        const fields = JSON.stringify(differingFields(before?.doc ?? null, after.doc));
+      rows.forEach((row, n) => {
+        const { before, after } = row;
+        const fields = JSON.stringify(changedFields(row));
         const change = before === null ? 'added' : 'changed';
         pieces.push(
           `${n === 0 ? '' : ','}{"id":${JSON.stringify(after.id)},"change":"${change}","fields":${fields},"before":`,
