@@ -1,4 +1,4 @@
-import type { JsonBody } from './json-body.ts';
+import { keptBody, type JsonBody } from './json-body.ts';
 
 /**
  * A bounded cache of rendered response bodies (head and tail bytes around `readAt`, with their
@@ -141,7 +141,7 @@ export function createBodyCache(options: BodyCacheOptions = {}): BodyCache {
         entries.delete(key);
         bytes -= previous.bytes;
       }
-      entries.set(key, { body, bytes: size, span, used: false });
+      entries.set(key, { body: keptBody(body), bytes: size, span, used: false });
       bytes += size;
       // Second chance (the clock algorithm): from the oldest, a body asked for since it was kept or last
       // moved goes to the end with its flag cleared, the first one not asked for goes out. Every moved

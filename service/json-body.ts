@@ -106,6 +106,16 @@ export function withReadAt<T>(kept: JsonBody<unknown>, readAt: string): JsonBody
   return { ...body, ...continuation, value: () => (value ??= JSON.parse(bytesOf(body).toString('utf8')) as T) };
 }
 
+/**
+ * What a cache keeps of a body: its bytes, validator and continuation, not what it was made from (a
+ * page's rows); its value is parsed from the bytes on each call.
+ */
+export function keptBody<T>(body: JsonBody<T>): JsonBody<T> {
+  const bytes = { head: body.head, tail: body.tail, readAt: body.readAt };
+  const continuation = body.continuation === undefined ? {} : { continuation: body.continuation };
+  return { ...bytes, etag: body.etag, ...continuation, value: () => JSON.parse(bytesOf(bytes).toString('utf8')) as T };
+}
+
 /** The value of a read (the tool surface and other services). */
 export function asValue<T>(result: Result<JsonBody<T>>): Result<T> {
   return result.ok ? ok(result.value.value()) : result;

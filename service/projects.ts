@@ -96,6 +96,21 @@ function filterName(hasDossier: boolean | undefined): DeltaCursor['filter'] {
   return hasDossier ? 'dossier' : 'no_dossier';
 }
 
+/** A project's context as a caller sees it: voter names only for an allowlisted owner; `readAt` the time of the read. */
+export function shownContext(
+  project: Project,
+  stored: StoredContext,
+  allowlisted: boolean,
+  readAt: string,
+): ProjectContext {
+  return {
+    votes: stored.votes,
+    voters: allowlisted ? stored.voters : null,
+    research: { ...stored.research, hasDossier: project.dossier !== null },
+    freshness: { readAt, ...stored.freshness },
+  };
+}
+
 /** A long-poll ends early when this aborts (the client went away). */
 export type WaitOptions = { signal?: AbortSignal };
 
@@ -354,12 +369,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     readAt: string,
   ): Promise<ProjectContext> {
     const { allowlisted } = await access.ownerAccess(caller.owner);
-    return {
-      votes: stored.votes,
-      voters: allowlisted ? stored.voters : null,
-      research: { ...stored.research, hasDossier: project.dossier !== null },
-      freshness: { readAt, ...stored.freshness },
-    };
+    return shownContext(project, stored, allowlisted, readAt);
   }
 
   /**

@@ -1,16 +1,18 @@
 import { normalizeChain, normalizeContract, websiteHost } from '../config/chains.ts';
+import { CONTEXTS_COLLECTION, emptyContext, type StoredContext } from '../projectors/contexts.ts';
 import { PROJECTS_COLLECTION, type ProjectState, isPublicProject } from '../projectors/projects.ts';
 import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
 import type { z } from 'zod';
 import type { Project, projectSearchSchema, projectSearchStateSchema } from '../readmodels/schemas.ts';
+import type { Access } from './access.ts';
 import type { Caller } from './caller.ts';
 import { createVersionedMap, type CacheVersion } from './body-cache.ts';
 import { isoClock } from './clock.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
-import type { ProjectsService } from './projects.ts';
+import { shownContext, type ProjectsService } from './projects.ts';
 import { parseParams } from './requests/params.ts';
 import { searchQuerySchema } from './requests/search.ts';
-import { jsonBody, storedJson, type JsonBody } from './json-body.ts';
+import { jsonBody, storedJson, validatorOf, withReadAt, type JsonBody } from './json-body.ts';
 
 export type ProjectSearchResult = z.infer<typeof projectSearchSchema>;
 type ProjectSearchState = z.infer<typeof projectSearchStateSchema>;
@@ -71,13 +73,14 @@ const OUTCOMES_KEPT_MAX = 5000;
 export type SearchDeps = {
   store: ReadStore;
   projects: ProjectsService;
+  access: Access;
   now?: () => Date;
   /** The serving read-model generation (a replay's new generation may hold other documents at the same checkpoint). */
   generation?: () => number;
 };
 
 export function createSearchService(deps: SearchDeps): SearchService {
-  const { store, projects } = deps;
+  const { store, projects, access } = deps;
   const readAtNow = isoClock(deps.now);
   const generation = deps.generation ?? (() => 0);
 
@@ -94,7 +97,15 @@ export function createSearchService(deps: SearchDeps): SearchService {
     );
   }
 
-  type Outcome = { state: ProjectSearchState; project: StoredDoc<Project> | null };
+  /** `shown`: the found body as made for a caller without and with the allowlist (see FoundBody). */
+  type Outcome = {
+    state: ProjectSearchState;
+    project: StoredDoc<Project> | null;
+    shown?: [FoundBody | undefined, FoundBody | undefined];
+  };
+
+  /** The body of each state without a project: the same bytes for every q and caller, but for readAt. */
+  const emptyBodies = new Map<ProjectSearchState, JsonBody<unknown>>();
 
   /** found / missing / ambiguous from a match list. */
   function outcome(matches: readonly StoredDoc<Project, ProjectState>[]): Outcome {
@@ -162,14 +173,82 @@ export function createSearchService(deps: SearchDeps): SearchService {
         ),
       );
     }
-    if (!result.project)
-      return ok(jsonBody<ProjectSearchResult, never>({ state: result.state, project: null, context: null, readAt }));
-    const context = await projects.contextFor(caller, result.project.doc, readAt);
-    const project = storedJson<Project | null>(result.project);
-    return ok(jsonBody<ProjectSearchResult, 'project'>({ state: result.state, project, context, readAt }));
+    if (!result.project) {
+      let kept = emptyBodies.get(result.state);
+      if (!kept) {
+        kept = jsonBody<ProjectSearchResult, never>({ state: result.state, project: null, context: null, readAt });
+        emptyBodies.set(result.state, kept);
+      }
+      return ok(withReadAt<ProjectSearchResult>(kept, readAt));
+    }
+    return ok(await foundBody(caller, result, result.project, readAt));
+  }
+
+  /**
+   * A found search's body, kept in its outcome per caller class (voter names or not) while the
+   * contexts checkpoint is unchanged; the checkpoint is read before the context, as for the outcome.
+   */
+  async function foundBody(
+    caller: Caller,
+    result: Outcome,
+    found: StoredDoc<Project>,
+    readAt: string,
+  ): Promise<JsonBody<ProjectSearchResult>> {
+    const { allowlisted } = await access.ownerAccess(caller.owner);
+    const contextsAt = await store.checkpoint(CONTEXTS_COLLECTION);
+    const shown = (result.shown ??= [undefined, undefined]);
+    const slot = allowlisted ? 1 : 0;
+    let kept = shown[slot];
+    if (kept?.contextsAt !== contextsAt) {
+      const stored = (await store.get<StoredContext>(CONTEXTS_COLLECTION, found.id))?.doc ?? emptyContext();
+      const made = (time: string) =>
+        jsonBody<ProjectSearchResult, 'project'>({
+          state: result.state,
+          project: storedJson<Project | null>(found),
+          context: shownContext(found.doc, stored, allowlisted, time),
+          readAt,
+        });
+      const body = made(readAt);
+      const split = foundParts(made(READ_TIME), contextsAt);
+      // Kept only when this read's bytes are what it gives back (stored text could hold the placeholder).
+      if (!split || !withReadTime(split, readAt).head.equals(body.head)) return body;
+      if (!(kept && kept.contextsAt > contextsAt)) shown[slot] = split;
+      return body;
+    }
+    return withReadTime(kept, readAt);
   }
 
   return {
     search,
   };
+}
+
+/**
+ * A found search's bytes around the two times it holds, the context's `freshness.readAt` and the
+ * top-level `readAt` (both the time of the read): before + time + between + time + tail.
+ */
+type FoundBody = { contextsAt: number; before: Buffer; between: Buffer; tail: Buffer };
+
+/** Put where the context's read time goes while a found body is made: JSON text of itself, never a time. */
+const READ_TIME = 'pulseboard-read-time';
+const READ_TIME_BYTES = Buffer.from(READ_TIME);
+
+function foundParts(body: JsonBody<unknown>, contextsAt: number): FoundBody | null {
+  const at = body.head.indexOf(READ_TIME_BYTES);
+  if (body.tail === null || at < 0) return null;
+  return {
+    contextsAt,
+    before: body.head.subarray(0, at),
+    between: body.head.subarray(at + READ_TIME_BYTES.length),
+    tail: body.tail,
+  };
+}
+
+/** The body of this read: its time in the context, and (as every body) at readAt; the validator covers the first. */
+function withReadTime<T>(kept: FoundBody, readAt: string): JsonBody<T> {
+  const head = Buffer.concat([kept.before, Buffer.from(readAt, 'utf8'), kept.between]);
+  return withReadAt<T>(
+    { head, tail: kept.tail, readAt, etag: validatorOf(head, kept.tail), value: () => null },
+    readAt,
+  );
 }

@@ -97,6 +97,7 @@ export function createServices(deps: ServiceDeps): Services {
   const search = createSearchService({
     store,
     projects,
+    access,
     now: deps.now,
     generation: () => deps.stores.generations()?.serving ?? 0,
   });

@@ -1,12 +1,12 @@
 /**
  * The cache of rendered bodies: a read served again from kept bytes is the body a fresh read gives
  * (with its own readAt), a commit makes the next read return the new bytes and ETag, and reads whose
- * bytes depend on the caller (context, search) or that wait (long-poll) are never kept.
+ * bytes depend on the caller (context, search) or that wait (long-poll) are never kept in it.
  */
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createBodyCache } from '../../service/body-cache.ts';
-import { validatorOf } from '../../service/json-body.ts';
+import { jsonBody, validatorOf } from '../../service/json-body.ts';
 import { day } from '../support/events.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 
@@ -170,5 +170,27 @@ describe('createBodyCache', () => {
     again.set([0, 1], 'b8', parts(900));
     assert.equal(again.get([0, 1], 'a0'), undefined, 'its second chance was used up');
     for (let i = 1; i < 9; i++) assert.ok(again.get([0, 1], `b${i}`));
+  });
+
+  it('keeps the bytes of a body, not what it was made from: its value is parsed from them', () => {
+    const cache = createBodyCache();
+    let rowsRead = 0;
+    const rows = {
+      raw: true as const,
+      bytes: () => Buffer.from('[{"id":"a"}]'),
+      value: () => {
+        rowsRead += 1;
+        return [{ id: 'a' }];
+      },
+    };
+    const readAt = '2026-01-01T00:00:00.000Z';
+    cache.set(
+      [0, 1],
+      'k',
+      jsonBody<{ projects: { id: string }[]; readAt: string }, 'projects'>({ projects: rows, readAt }),
+    );
+    const kept = cache.get([0, 1], 'k')!;
+    assert.deepEqual(kept.value(), { projects: [{ id: 'a' }], readAt });
+    assert.equal(rowsRead, 0, 'its value comes from its bytes');
   });
 });

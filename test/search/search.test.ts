@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { streams } from '../../events/streams.ts';
+import { CONTEXTS_COLLECTION, type StoredContext } from '../../projectors/contexts.ts';
+import { etagOf } from '../../api/http/caching.ts';
 import { classifyQuery } from '../../service/search.ts';
 import { appendSource, identity, sightProject, writeDossier } from '../support/calls-fixtures.ts';
 import { day } from '../support/events.ts';
@@ -268,6 +270,73 @@ describe('search q forms', () => {
 });
 
 describe('search outcomes kept between reads', () => {
+  it('keeps a found body per caller class while the contexts are unchanged, each read with its own times', async () => {
+    let now = new Date('2026-03-01T10:00:00.000Z');
+    const harness = await createHarness({ now: () => now });
+    try {
+      const plain = await harness.key('plain');
+      const insider = await harness.key('insider', ['allow']);
+      const vote = (voterId: string, direction: 'up' | 'down') =>
+        appendSource(harness, 'vote.cast', `vote-${voterId}`, streams.project('p-kept'), {
+          projectId: 'p-kept',
+          at: day(2),
+          voterId,
+          name: `Voter ${voterId}`,
+          avatar: null,
+          direction,
+        });
+      await sightProject(harness, { projectId: 'p-kept', at: day(1), handle: 'kept' });
+      await vote('k1', 'up');
+      await harness.stores.catchUp();
+      const read = async (key: string) => {
+        const res = await harness.get('/v1/search?q=p-kept', key);
+        assert.equal(res.status, 200, res.body);
+        const body = res.json();
+        // The bytes of the value, its validator over them without the top-level readAt.
+        assert.equal(res.body, JSON.stringify(body));
+        assert.equal(res.headers.etag, etagOf(res.body));
+        assert.equal(body.context.freshness.readAt, body.readAt);
+        return body;
+      };
+      assert.equal((await read(plain)).readAt, '2026-03-01T10:00:00.000Z');
+      now = new Date('2026-03-01T10:00:01.000Z');
+      const again = await read(plain);
+      assert.equal(again.readAt, '2026-03-01T10:00:01.000Z');
+      assert.equal(again.context.voters, null);
+      assert.deepEqual(
+        (await read(insider)).context.voters.up.map((v: { name: string }) => v.name),
+        ['Voter k1'],
+      );
+      assert.equal((await read(plain)).context.voters, null, 'the allowlisted body is not served to others');
+      // A vote moves the contexts checkpoint: the next search shows it.
+      await vote('k2', 'down');
+      await harness.stores.catchUp();
+      assert.deepEqual((await read(plain)).context.votes, { up: 1, down: 1 });
+      assert.deepEqual(
+        (await read(insider)).context.voters.down.map((v: { name: string }) => v.name),
+        ['Voter k2'],
+      );
+      // The contexts projector ahead of the projects one (its checkpoint alone moves): shown too.
+      const store = harness.stores.store;
+      const stored = (await store.get<StoredContext>(CONTEXTS_COLLECTION, 'p-kept'))!;
+      const at = await store.checkpoint(CONTEXTS_COLLECTION);
+      const write = {
+        id: stored.id,
+        doc: { ...stored.doc, votes: { up: 7, down: 1 } },
+        state: stored.state ?? null,
+        seq: stored.seq,
+        writtenAt: stored.writtenAt,
+        sortKey: stored.sortKey,
+        facet: stored.facet,
+        keys: stored.keys ?? {},
+      };
+      assert.deepEqual(await store.commit(CONTEXTS_COLLECTION, [write], at + 1, at), { ok: true });
+      assert.deepEqual((await read(plain)).context.votes, { up: 7, down: 1 });
+    } finally {
+      await harness.close();
+    }
+  });
+
   it('follow every change of the projects read model: a project appearing, a second holder, a new handle claimant', async () => {
     const harness = await createHarness();
     try {
