@@ -4,13 +4,15 @@
  * The servers are addresses on loopback port 1, which refuses at once: nothing needs to run.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pulseboard-cli-errors-'));
+// An (empty) embedded log, so replay gets as far as the read store: without one it refuses the directory first.
+writeFileSync(join(dir, 'events.sqlite'), '');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 // Port 1 on loopback refuses at once; the short selection timeout keeps the driver from waiting 30 s.
