@@ -199,6 +199,17 @@ function serverProperties(dir: string, port: number, controllerPort: number): st
   ].join('\n');
 }
 
+/**
+ * A cluster id: 16 random bytes in URL-safe base64 without padding (what `random-uuid` prints); like Kafka's
+ * Uuid.randomUuid, never one starting with '-', which the format tool's argument parser takes for a flag.
+ */
+export function kafkaClusterId(random: () => Buffer = () => randomBytes(16)): string {
+  for (;;) {
+    const id = random().toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
+}
+
 /** Formats a fresh KRaft log directory and starts a broker in it; stop() removes it. */
 export async function startKafkaBroker(options: KafkaBrokerOptions = {}): Promise<KafkaBroker> {
   const version = options.version ?? KAFKA_VERSION;
@@ -214,8 +225,7 @@ export async function startKafkaBroker(options: KafkaBrokerOptions = {}): Promis
   let child: ChildProcess | null = null;
   let stopped = false;
 
-  // A cluster id is 16 random bytes in URL-safe base64 without padding (what `random-uuid` prints).
-  const clusterId = randomBytes(16).toString('base64url');
+  const clusterId = kafkaClusterId();
   const format = spawn(
     'java',
     [...flags, '-cp', classpath, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', properties],
