@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, it, vi } from 'vitest';
 import type { RecordedEvent } from '../../eventstore/port.ts';
 import { differingFields } from '../../service/history-board.ts';
-import { allEvents, appendBoardHistory, boardAt } from '../support/board-history.ts';
+import { allEvents, appendHistoryRounds, boardAt } from '../support/board-history.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { cursorPosition, openStream, type SseEvent } from '../live/support.ts';
 
@@ -30,16 +30,16 @@ describe('include=changes on the change stream', () => {
     vi.useFakeTimers({ toFake: ['Date'], now: START });
     h = await createHarness();
     key = await h.key('mirror', ['allow']);
-    for (let round = 0; round < 2; round++) {
-      vi.advanceTimersByTime(60_000);
-      await appendBoardHistory(h.stores.log, { projects: 60, steps: 200, seed: 300 + round, prefix: `s${round}` });
-      await h.stores.catchUp();
-      if (round === 0) {
+    await appendHistoryRounds(
+      h.stores,
+      { rounds: 2, projects: 60, steps: 200, seed: 300, prefix: 's' },
+      async (round) => {
+        if (round > 0) return;
         const at = new Date(Date.now() + 1).toISOString();
         start = (await h.get(`/v1/projects?page=1&asOf=${encodeURIComponent(at)}`, key)).json().asOf.cursor;
         startSeq = cursorPosition(start).s;
-      }
-    }
+      },
+    );
     events = await allEvents(h.stores.log);
     vi.useRealTimers();
     base = await h.app.listen({ host: '127.0.0.1', port: 0 });

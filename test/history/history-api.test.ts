@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, it, vi } from 'vitest';
 import type { RecordedEvent } from '../../eventstore/port.ts';
 import { BOARD_PAGE_SIZE } from '../../readmodels/schemas.ts';
 import { differingFields } from '../../service/history-board.ts';
-import { allEvents, appendBoardHistory, boardAt } from '../support/board-history.ts';
+import { allEvents, appendBoardHistory, appendHistoryRounds, boardAt } from '../support/board-history.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 
 const START = Date.parse('2026-11-01T00:00:00Z');
@@ -24,14 +24,10 @@ describe('history reads over HTTP', () => {
     vi.useFakeTimers({ toFake: ['Date'], now: START });
     h = await createHarness();
     key = await h.key('analyst', ['allow']);
-    for (let round = 0; round < 4; round++) {
-      vi.advanceTimersByTime(60_000);
-      await appendBoardHistory(h.stores.log, { projects: 130, steps: 250, seed: 100 + round, prefix: `r${round}` });
-      await h.stores.catchUp();
-      vi.advanceTimersByTime(60_000);
-      events = await allEvents(h.stores.log);
-      rounds.push({ after: new Date(Date.now() - 30_000).toISOString(), head: events[events.length - 1]!.position });
-    }
+    rounds.push(
+      ...(await appendHistoryRounds(h.stores, { rounds: 4, projects: 130, steps: 250, seed: 100, prefix: 'r' })),
+    );
+    events = await allEvents(h.stores.log);
   }, 120_000);
   afterAll(async () => {
     vi.useRealTimers();

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, it, vi } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { appendBoardHistory } from '../support/board-history.ts';
+import { appendBoardHistory, appendHistoryRounds } from '../support/board-history.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { connectClient } from './support.ts';
 
@@ -23,13 +23,8 @@ describe('history tools over MCP', () => {
     vi.useFakeTimers({ toFake: ['Date'], now: START });
     h = await createHarness();
     key = await h.key('analyst', ['allow']);
-    for (let round = 0; round < 3; round++) {
-      vi.advanceTimersByTime(60_000);
-      await appendBoardHistory(h.stores.log, { projects: 80, steps: 150, seed: 300 + round, prefix: `m${round}` });
-      await h.stores.catchUp();
-      vi.advanceTimersByTime(60_000);
-      rounds.push(new Date(Date.now() - 30_000).toISOString());
-    }
+    const points = await appendHistoryRounds(h.stores, { rounds: 3, projects: 80, steps: 150, seed: 300, prefix: 'm' });
+    rounds.push(...points.map((p) => p.after));
     const base = await h.app.listen({ host: '127.0.0.1', port: 0 });
     client = await connectClient(base, key);
   }, 120_000);

@@ -1,3 +1,4 @@
+import { vi } from 'vitest';
 import type { EventLog, RecordedEvent } from '../../eventstore/port.ts';
 import { isPublicProject, projectsProjector, type ProjectState } from '../../projectors/projects.ts';
 import { foldEvents } from '../../projectors/runner.ts';
@@ -21,6 +22,33 @@ export const testDossier = (n: number) => ({
   unverified: [],
   onchain: null,
 });
+
+/**
+ * Writes `rounds` seeded rounds of board history a minute apart on a faked Date (vi.useFakeTimers), each
+ * caught up; returns per round an instant between it and the next, and the log's head after it.
+ */
+export async function appendHistoryRounds(
+  stores: { log: EventLog; catchUp(): Promise<unknown> },
+  options: { rounds: number; projects: number; steps: number; seed: number; prefix: string },
+  afterRound?: (round: number) => Promise<void>,
+): Promise<{ after: string; head: number }[]> {
+  const points: { after: string; head: number }[] = [];
+  for (let round = 0; round < options.rounds; round++) {
+    vi.advanceTimersByTime(60_000);
+    const { projects, steps } = options;
+    await appendBoardHistory(stores.log, {
+      projects,
+      steps,
+      seed: options.seed + round,
+      prefix: `${options.prefix}${round}`,
+    });
+    await stores.catchUp();
+    await afterRound?.(round);
+    vi.advanceTimersByTime(60_000);
+    points.push({ after: new Date(Date.now() - 30_000).toISOString(), head: await stores.log.headPosition() });
+  }
+  return points;
+}
 
 /**
  * Appends a seeded life of a small board: sightings (some dated earlier than the first, which moves a
