@@ -96,7 +96,7 @@ export async function main(): Promise<void> {
       await ingestor.ingest(line, 'ndjson');
     }
     await stores.catchUp();
-    const limiter = createRateLimiter(config);
+    const limiter = await createRateLimiter(config);
     const app = buildApp(createServices({ config, stores, limiter }));
     const base = await app.listen({ host: '127.0.0.1', port: 0 });
     const { key } = await issueKey(stores, 'bench');

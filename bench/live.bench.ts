@@ -81,7 +81,7 @@ export async function main(): Promise<void> {
   });
   if (!parsed.ok) throw new Error(parsed.reason);
   const stores: Stores = await openStores(parsed.config);
-  const limiter = createRateLimiter(parsed.config);
+  const limiter = await createRateLimiter(parsed.config);
   const services = createServices({ config: parsed.config, stores, limiter });
   const app = buildApp(services);
   const base = await app.listen({ host: '127.0.0.1', port: 0 });

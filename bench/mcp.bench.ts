@@ -98,7 +98,7 @@ async function benchSize(projects: number): Promise<void> {
   cpSync(cached, dir, { recursive: true });
   const config = { ...benchConfig(dir), PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT: 1_000_000_000 };
   const stores = await openStores(config);
-  const limiter = createRateLimiter(config);
+  const limiter = await createRateLimiter(config);
   const services = createServices({ config, stores, limiter });
   const app = buildApp(services);
   try {

@@ -50,7 +50,7 @@ export async function main(): Promise<void> {
     await stores.catchUp();
     process.stdout.write(`data set: ${messages} messages, ${await stores.log.headPosition()} events\n`);
 
-    const limiter = createRateLimiter(parsed.config);
+    const limiter = await createRateLimiter(parsed.config);
     const services = createServices({ config: parsed.config, stores, limiter });
     const app = buildApp(services);
     await app.ready();

@@ -3,7 +3,8 @@
  * cached data set with --cpu-prof, loads one path with autocannon, stops the server and prints the
  * functions with the most self time. Run under the shared lock:
  *   node bench/reads-profile.ts DATA_DIR PATH [SECONDS] [TOP]
- * e.g. `node bench/reads-profile.ts /tmp/pulseboard-bench-cache/10000-7-30d '/v1/projects?page=1'`.
+ * e.g. `node bench/reads-profile.ts /tmp/pulseboard-bench-cache/10000-7-30d '/v1/projects?page=1'`;
+ * KEEP_PROF=1 keeps the .cpuprofile and prints its path (for an inclusive-time look or DevTools).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -84,7 +85,8 @@ await new Promise<void>((resolve) => {
 const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
 if (!file) throw new Error('no profile written');
 const profile = JSON.parse(readFileSync(join(profDir, file), 'utf8')) as Profile;
-rmSync(profDir, { recursive: true, force: true });
+if (!process.env.KEEP_PROF) rmSync(profDir, { recursive: true, force: true });
+else process.stdout.write(`profile ${join(profDir, file)}\n`);
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const self = new Map<string, number>();
 let total = 0;

@@ -28,7 +28,7 @@ export type RecordedBody = {
 async function app(dataDir: string) {
   const config = benchConfig(dataDir);
   const stores = await openStores(config);
-  const limiter = createRateLimiter(config);
+  const limiter = await createRateLimiter(config);
   const server = buildApp(createServices({ config, stores, limiter }));
   return {
     server,

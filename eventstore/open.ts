@@ -2,7 +2,6 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config/config.ts';
 import type { EventLog, SubscriptionState } from './port.ts';
-import { createKurrentDbEventLog } from './kurrentdb/kurrentdb-event-log.ts';
 import { createSqliteEventLog } from './sqlite/sqlite-event-log.ts';
 
 export const EVENT_LOG_FILE = 'events.sqlite';
@@ -35,10 +34,12 @@ function logSubscriptionState(state: SubscriptionState, error?: unknown): void {
 
 /**
  * The event log the configuration selects: KurrentDB when EVENTSTORE_URL is set, otherwise the
- * embedded SQLite file in the data directory.
+ * embedded SQLite file in the data directory. The KurrentDB client (and its native bridge) is loaded
+ * only when selected.
  */
-export function openEventLog(config: Config, options: { sqliteCacheKiB?: number } = {}): EventLog {
+export async function openEventLog(config: Config, options: { sqliteCacheKiB?: number } = {}): Promise<EventLog> {
   if (config.EVENTSTORE_URL !== undefined) {
+    const { createKurrentDbEventLog } = await import('./kurrentdb/kurrentdb-event-log.ts');
     return createKurrentDbEventLog(config.EVENTSTORE_URL, { onSubscriptionState: logSubscriptionState });
   }
   return createSqliteEventLog(

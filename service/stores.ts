@@ -10,7 +10,6 @@ import {
   type WriterGeneration,
 } from '../readmodels/generations/generational-read-store.ts';
 import type { GenerationSpace } from '../readmodels/generations/port.ts';
-import { createMongoGenerationSpace } from '../readmodels/mongodb/mongodb-generations.ts';
 import { createCommitSignals, signalCommits, type CommitSignals } from '../readmodels/commit-signal.ts';
 import type { ReadStore } from '../readmodels/port.ts';
 import { createSqliteGenerationSpace } from '../readmodels/sqlite/generations.ts';
@@ -60,17 +59,22 @@ export function projectionLimits(config: Config, purpose: 'live' | 'replay'): Pr
 
 export const EMBEDDED_LIMITS: ProjectionLimits = { batchSize: 10_000_000, maxPendingDocs: 500_000 };
 
-/** Where the configuration keeps read-model generations: MongoDB when MONGODB_URL is set, else the data directory. */
-export function openGenerationSpace(
+/**
+ * Where the configuration keeps read-model generations: MongoDB when MONGODB_URL is set (its driver
+ * loaded only then), else the data directory.
+ */
+export async function openGenerationSpace(
   config: Config,
   options: Pick<StoreOptions, 'sqliteCacheKiB'> = {},
-): GenerationSpace {
-  return config.MONGODB_URL !== undefined
-    ? createMongoGenerationSpace(config.MONGODB_URL)
-    : createSqliteGenerationSpace(config.PULSEBOARD_DATA_DIR, {
-        mapBytes: config.PULSEBOARD_SQLITE_MAP_MB * 1024 * 1024,
-        ...(options.sqliteCacheKiB === undefined ? {} : { readCacheKiB: options.sqliteCacheKiB }),
-      });
+): Promise<GenerationSpace> {
+  if (config.MONGODB_URL !== undefined) {
+    const { createMongoGenerationSpace } = await import('../readmodels/mongodb/mongodb-generations.ts');
+    return createMongoGenerationSpace(config.MONGODB_URL);
+  }
+  return createSqliteGenerationSpace(config.PULSEBOARD_DATA_DIR, {
+    mapBytes: config.PULSEBOARD_SQLITE_MAP_MB * 1024 * 1024,
+    ...(options.sqliteCacheKiB === undefined ? {} : { readCacheKiB: options.sqliteCacheKiB }),
+  });
 }
 
 export type StoreOptions = {
@@ -86,8 +90,8 @@ export type StoreOptions = {
  * generation has caught up.
  */
 export async function openStores(config: Config, options: StoreOptions = {}): Promise<Stores> {
-  const log = openEventLog(config, options);
-  const space = openGenerationSpace(config, options);
+  const log = await openEventLog(config, options);
+  const space = await openGenerationSpace(config, options);
   const opened = await openGenerationalReadStore(space, {
     collections: projectors.map((p) => p.collection),
     ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),

@@ -151,7 +151,7 @@ export async function run(args: string[]): Promise<number> {
   }
   let log: EventLog;
   try {
-    log = openEventLog(config.config);
+    log = await openEventLog(config.config);
   } catch (error) {
     process.stderr.write(
       `pulseboard export: cannot open the event log: ${error instanceof Error ? error.message : String(error)}\n`,

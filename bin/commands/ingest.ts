@@ -108,7 +108,7 @@ export async function run(args: string[]): Promise<number> {
 
   let log: EventLog;
   try {
-    log = openEventLog(config);
+    log = await openEventLog(config);
   } catch (error) {
     process.stderr.write(
       `pulseboard ingest: cannot open the event log: ${error instanceof Error ? error.message : String(error)}\n`,

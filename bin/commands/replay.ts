@@ -89,7 +89,7 @@ export async function run(args: string[]): Promise<number> {
   }
   let log: EventLog;
   try {
-    log = openEventLog(config.config);
+    log = await openEventLog(config.config);
   } catch (error) {
     process.stderr.write(
       `pulseboard replay: cannot open the event log: ${error instanceof Error ? error.message : String(error)}\n`,
@@ -97,7 +97,7 @@ export async function run(args: string[]): Promise<number> {
     return 2;
   }
 
-  const space = openGenerationSpace(config.config);
+  const space = await openGenerationSpace(config.config);
   let lastPrinted = -Infinity;
   try {
     const outcome = await replayReadModels({

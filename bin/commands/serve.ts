@@ -7,7 +7,7 @@ import { buildApp, buildMetricsApp, buildWorkerApp, metricsFor } from '../../api
 import { meteredIngestor } from '../../api/metrics.ts';
 import { trackOpenRequests } from '../../api/http/open-requests.ts';
 import { loadConfig, type Config } from '../../config/config.ts';
-import { createKafkaSource, type KafkaSource, type KafkaSourceState } from '../../ingest/kafka/kafka-source.ts';
+import type { KafkaSource, KafkaSourceState } from '../../ingest/kafka/kafka-source.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
 import { changeOwner, issueKey, settleKeys } from '../../service/access.ts';
 import { KEYS_COLLECTION } from '../../projectors/access.ts';
@@ -276,9 +276,9 @@ export async function run(args: string[]): Promise<number> {
   const embedded = config.EVENTSTORE_URL === undefined && config.MONGODB_URL === undefined;
   const local = role === 'all' && embedded;
   if (local) await loadSample(stores, config);
-  const limiter = createRateLimiter(config);
+  const limiter = await createRateLimiter(config);
   opened.limiter = limiter;
-  const heartbeat = createWorkerHeartbeat(config);
+  const heartbeat = await createWorkerHeartbeat(config);
   opened.heartbeat = heartbeat;
   // Every background loop survives store failures: restarted with backoff, its state in /readyz.
   const services = createServices({ config, stores, limiter, heartbeat, background: backgroundStatus });
@@ -299,6 +299,8 @@ export async function run(args: string[]): Promise<number> {
     const ingestor = createIngestor(stores.log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER });
     let markRunning = () => {};
     const firstRunning = new Promise<void>((resolve) => (markRunning = resolve));
+    // kafkajs is loaded only by a process that ingests from Kafka.
+    const { createKafkaSource } = await import('../../ingest/kafka/kafka-source.ts');
     const kafka = createKafkaSource({
       brokers: brokers.split(',').map((b) => b.trim()),
       ingestor: meteredIngestor(ingestor, metrics),

@@ -72,6 +72,7 @@ import {
   type ReadPosition,
   type RecordedEvent as KurrentRecordedEvent,
 } from '@kurrent/kurrentdb-client';
+import { recogniseDriverOutages } from '../../config/driver-outages.ts';
 import {
   EventLogUnavailableError,
   type AppendResult,
@@ -195,6 +196,9 @@ export function isUnavailable(error: unknown): boolean {
     (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 14)
   );
 }
+
+/** A server down or unreachable: a retry can outlive it (service/store-failures.ts). */
+recogniseDriverOutages((error) => error instanceof UnavailableError);
 
 function namingTheServer(log: EventLog, connectionString: string): EventLog {
   const where = connectionString.replace(/\/\/[^@/]*@/, '//');

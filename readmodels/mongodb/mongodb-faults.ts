@@ -1,5 +1,15 @@
-import { MongoBulkWriteError, MongoServerError, MongoWriteConcernError } from 'mongodb';
+import {
+  MongoBulkWriteError,
+  MongoNetworkError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoWriteConcernError,
+} from 'mongodb';
+import { recogniseDriverOutages } from '../../config/driver-outages.ts';
 import { StorageFaultError, type StorageFaultKind } from '../../config/storage-fault.ts';
+
+/** A server down or unreachable: a retry can outlive it (service/store-failures.ts). */
+recogniseDriverOutages((error) => error instanceof MongoNetworkError || error instanceof MongoServerSelectionError);
 
 /**
  * MongoDB server error codes that are storage faults (the server's error_codes.yml): typed by code,

@@ -46,7 +46,7 @@ async function onStandIn(): Promise<Served> {
     createSqliteEventLog(join(dir, 'events.sqlite')),
     mongoReadStoreOn(fakeMongo().client, 0, { ownsClient: false }),
   );
-  const limiter = createRateLimiter(parsed.config);
+  const limiter = await createRateLimiter(parsed.config);
   const app = buildApp(createServices({ config: parsed.config, stores, limiter }));
   await app.ready();
   await changeOwner(stores, 'analyst', 'allow');

@@ -21,7 +21,7 @@ describe('createRateLimiter', () => {
   });
 
   it('limits in-process at the default 60 without REDIS_URL', async () => {
-    const limiter = createRateLimiter(config({}));
+    const limiter = await createRateLimiter(config({}));
     const first = await limiter.consume('kid_default');
     assert.ok(first.ok);
     assert.equal(first.limit, 60);
@@ -30,7 +30,7 @@ describe('createRateLimiter', () => {
   });
 
   it('takes the limit from PULSEBOARD_RATE_LIMIT', async () => {
-    const limiter = createRateLimiter(config({ PULSEBOARD_RATE_LIMIT: '2' }));
+    const limiter = await createRateLimiter(config({ PULSEBOARD_RATE_LIMIT: '2' }));
     await limiter.consume('kid_2');
     await limiter.consume('kid_2');
     const refused = await limiter.consume('kid_2');
@@ -39,10 +39,10 @@ describe('createRateLimiter', () => {
   });
 
   it('gives the Redis client PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS (default 250 ms); refuses a value out of range', async () => {
-    const byDefault = createRateLimiter(config({ REDIS_URL: server.url })) as RedisLimiter;
-    const set = createRateLimiter(
+    const byDefault = (await createRateLimiter(config({ REDIS_URL: server.url }))) as RedisLimiter;
+    const set = (await createRateLimiter(
       config({ REDIS_URL: server.url, PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS: '1500' }),
-    ) as RedisLimiter;
+    )) as RedisLimiter;
     try {
       assert.equal(byDefault.client.options.commandTimeout, 250);
       assert.equal(set.client.options.commandTimeout, 1500);
@@ -58,8 +58,8 @@ describe('createRateLimiter', () => {
 
   it('uses Redis when REDIS_URL is set, so two limiters share one budget', async () => {
     const env = { REDIS_URL: server.url, PULSEBOARD_RATE_LIMIT: '3', PULSEBOARD_REDIS_COMMAND_TIMEOUT_MS: '5000' };
-    const a = createRateLimiter(config(env));
-    const b = createRateLimiter(config(env));
+    const a = await createRateLimiter(config(env));
+    const b = await createRateLimiter(config(env));
     try {
       assert.equal((await a.consume('kid_3')).ok, true);
       assert.equal((await b.consume('kid_3')).ok, true);

@@ -76,7 +76,7 @@ describe.runIf(process.platform === 'linux')('the read store memory map', () => 
         const dataDir = join(dir, setting ?? 'unset');
         const parsed = parseConfig({ PULSEBOARD_DATA_DIR: dataDir, PULSEBOARD_SQLITE_MAP_MB: setting });
         assert.ok(parsed.ok);
-        const space = openGenerationSpace(parsed.config);
+        const space = await openGenerationSpace(parsed.config);
         const path = generationPath(dataDir, 0);
         const store = await readSome(path, () => space.open(0));
         assert.equal(mapped(path), expectMapped, `PULSEBOARD_SQLITE_MAP_MB=${setting}`);

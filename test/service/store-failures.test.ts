@@ -4,11 +4,31 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { UnavailableError } from '@kurrent/kurrentdb-client';
 import { MongoNetworkError, MongoServerSelectionError } from 'mongodb';
 import { it } from 'vitest';
+import { EventLogUnavailableError } from '../../eventstore/port.ts';
 import { isStoreUnavailable } from '../../service/store-failures.ts';
 
-it('a locked SQLite file, a Mongo network failure and a refused connection are outages', () => {
+// Each adapter tells which of its driver's errors are outages when it loads (config/driver-outages.ts).
+const loadAdapters = () =>
+  Promise.all([
+    import('../../readmodels/mongodb/mongodb-faults.ts'),
+    import('../../eventstore/kurrentdb/kurrentdb-event-log.ts'),
+  ]);
+
+it("a driver's outage errors are told once its adapter has loaded", async () => {
+  const mongo = new MongoNetworkError('x');
+  const kurrent = new UnavailableError(new Error('x') as never);
+  assert.equal(isStoreUnavailable(mongo), false, 'no adapter loaded: nothing can have thrown it');
+  await loadAdapters();
+  assert.equal(isStoreUnavailable(mongo), true);
+  assert.equal(isStoreUnavailable(kurrent), true);
+  assert.equal(isStoreUnavailable(new EventLogUnavailableError('KurrentDB at x does not answer')), true);
+});
+
+it('a locked SQLite file, a Mongo network failure and a refused connection are outages', async () => {
+  await loadAdapters();
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-locked-'));
   try {
     const path = join(dir, 'db.sqlite');

@@ -52,7 +52,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   if (!parsed.ok) throw new Error(parsed.reason);
   const config = parsed.config;
   const stores = await openStores(config);
-  const limiter: RateLimiter = createRateLimiter(config);
+  const limiter: RateLimiter = await createRateLimiter(config);
   const services = createServices({
     config,
     stores,

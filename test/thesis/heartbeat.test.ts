@@ -3,11 +3,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { afterAll, describe, it } from 'vitest';
 import { skipFor } from '../support/skip.ts';
-import {
-  createInProcessHeartbeat,
-  createRedisHeartbeat,
-  createWorkerHeartbeat,
-} from '../../service/thesis/heartbeat.ts';
+import { createInProcessHeartbeat, createWorkerHeartbeat } from '../../service/thesis/heartbeat.ts';
+import { createRedisHeartbeat } from '../../service/thesis/redis-heartbeat.ts';
 import { manualClock } from './helpers.ts';
 
 function freePort(): Promise<number> {
@@ -63,7 +60,7 @@ describe('worker heartbeat', () => {
   });
 
   it('without REDIS_URL the heartbeat is in-process', async () => {
-    const local = createWorkerHeartbeat({ REDIS_URL: undefined });
+    const local = await createWorkerHeartbeat({ REDIS_URL: undefined });
     await local.beat();
     assert.equal(await local.isAlive(), true);
     await local.close();
@@ -75,7 +72,7 @@ describe('worker heartbeat', () => {
     async () => {
       const url = await startRedis();
       const readerSide = createRedisHeartbeat({ url, ttlMs: 30_000 });
-      const apiSide = createWorkerHeartbeat({ REDIS_URL: url });
+      const apiSide = await createWorkerHeartbeat({ REDIS_URL: url });
       try {
         assert.equal(await apiSide.isAlive(), false);
         await readerSide.beat();
