@@ -71,14 +71,21 @@ const ms = (iso: string) => Date.parse(iso);
 
 const sampleMs = (sample: FollowerSample): number => ms(sample.at);
 
-/** Latest sample at or before `cutoff`, or null. Samples are ascending by `at`. */
-function sampleAtOrBefore(samples: readonly FollowerSample[], cutoff: number): FollowerSample | null {
-  let found: FollowerSample | null = null;
-  for (const s of samples) {
-    if (sampleMs(s) <= cutoff) found = s;
-    else break;
+/** How many samples (ascending by `at`) are at or before `cutoff`: a binary search, so a sighting parses a few times, not every sample's. */
+function countAtOrBefore(samples: readonly FollowerSample[], cutoff: number): number {
+  let low = 0;
+  let high = samples.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (sampleMs(samples[mid]!) <= cutoff) low = mid + 1;
+    else high = mid;
   }
-  return found;
+  return low;
+}
+
+/** Latest sample at or before `cutoff`, or null. */
+function sampleAtOrBefore(samples: readonly FollowerSample[], cutoff: number): FollowerSample | null {
+  return samples[countAtOrBefore(samples, cutoff) - 1] ?? null;
 }
 
 /** `newestAt`: the newest sighting's time in milliseconds. */
@@ -91,10 +98,8 @@ function velocity(fol: number | null, newestAt: number, samples: readonly Follow
 
 /** Keeps every sample newer than 7 days before the newest sighting, plus the latest one older. */
 function pruneSamples(samples: FollowerSample[], newestAt: number): FollowerSample[] {
-  const cutoff = newestAt - 7 * DAY_MS;
-  let keepFrom = 0;
-  // Ascending by time: the samples at or before the cutoff come first.
-  for (let i = 0; i < samples.length && sampleMs(samples[i]!) <= cutoff; i++) keepFrom = i;
+  // Ascending by time: the samples at or before the cutoff come first; the latest of them stays.
+  const keepFrom = Math.max(0, countAtOrBefore(samples, newestAt - 7 * DAY_MS) - 1);
   return samples.slice(keepFrom);
 }
 
