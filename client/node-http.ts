@@ -4,11 +4,6 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { Answer, Send } from './http.ts';
 
-/**
- * The client's way to send on Node when it is given no fetch: node:http with a keep-alive agent,
- * the body read as bytes and decoded once (fetch's web streams cost a walk's client far more CPU).
- * A redirect is handed to fetch, which follows it as before.
- */
 const decompress: Record<string, (body: Buffer) => Promise<Buffer>> = {
   gzip: promisify(zlib.gunzip),
   'x-gzip': promisify(zlib.gunzip),
@@ -19,6 +14,10 @@ const decompress: Record<string, (body: Buffer) => Promise<Buffer>> = {
 const ACCEPT_COMPRESSED = 'gzip, deflate, br';
 const utf8 = new TextDecoder();
 
+/**
+ * How the client sends on Node when given no fetch: node:http with a keep-alive agent, each body read as
+ * bytes and decoded once (fetch's web streams cost a walk far more CPU); a redirect goes to fetch.
+ */
 export function nodeSend(fallback: Send = (url, init) => globalThis.fetch(url, init)): Send {
   const agents = {
     'http:': new http.Agent({ keepAlive: true }),

@@ -4,10 +4,8 @@ import type { MirrorRow, MirrorState, MirrorStore } from './store.ts';
 
 /**
  * The mirror's walk: from the stored cursor (or the beginning), page by page, rows committed in one
- * transaction with the cursor after them (several pages together while there is more to read, their
- * commit running on while the next pages are read); then, unless `once`, long-polls for the next
- * writes. A lost server, 429 or 503 is waited out and the walk resumed from the stored cursor;
- * anything else ends it.
+ * transaction with the cursor after them (while catching up, several pages together, committed as the next
+ * are read); then, unless `once`, long-polls. A lost server, 429 or 503 is waited out and the walk resumed.
  */
 export type FollowOptions = {
   client: Client;
