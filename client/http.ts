@@ -8,12 +8,26 @@ import type { CallOptions, ClientError, Result } from './types.ts';
 export type HttpOptions = {
   baseUrl: string;
   key: string;
-  fetch: typeof globalThis.fetch;
+  send: Send;
   maxWaitSeconds: number;
   /** Whether answers may come compressed (as fetch asks by default); false asks for them as they are. */
   compression: boolean;
   onWait?: (error: ClientError, seconds: number) => void;
 };
+
+/** What a call reads of an answer: a fetch Response is one. */
+export type Answer = {
+  status: number;
+  ok: boolean;
+  headers: { get(name: string): string | null };
+  text(): Promise<string>;
+};
+
+/** Sends one request: a fetch is one; rejects when no answer came (or the signal aborted it). */
+export type Send = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; signal: AbortSignal; body?: string },
+) => Promise<Answer>;
 
 export type HttpRequest = {
   method: 'GET' | 'POST';
@@ -115,10 +129,10 @@ async function attempt<T>(
   const headers: Record<string, string> = { authorization: `Bearer ${options.key}`, accept: 'application/json' };
   if (request.body !== undefined) headers['content-type'] = 'application/json';
   if (!options.compression) headers['accept-encoding'] = 'identity';
-  let response: Response;
+  let response: Answer;
   let text: string;
   try {
-    response = await options.fetch(url, {
+    response = await options.send(url, {
       method: request.method,
       headers,
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,

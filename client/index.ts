@@ -4,7 +4,7 @@
  * Retry-After says, within a budget per call and cancellable with an AbortSignal.
  */
 import { changeFeed, type ChangeFeed, type ChangesOptions } from './changes.ts';
-import { call, isLoopback, type HttpOptions } from './http.ts';
+import { call, isLoopback, type HttpOptions, type Send } from './http.ts';
 import type {
   AskList,
   BoardPage,
@@ -35,7 +35,7 @@ export type ClientOptions = {
   baseUrl: string;
   /** An API key, pbk_…. */
   key: string;
-  /** Another fetch (tests, proxies, instrumentation); default: the global one. */
+  /** Another fetch (tests, proxies, instrumentation); default: node:http on Node, the global fetch elsewhere. */
   fetch?: typeof globalThis.fetch;
   /** Seconds one call may spend waiting out 429/503 and lost connections before it fails; default 120. */
   maxWaitSeconds?: number;
@@ -53,12 +53,27 @@ export type Client = ReturnType<typeof createClient>;
 
 const DEFAULT_MAX_WAIT_SECONDS = 120;
 const segment = (value: string) => encodeURIComponent(value);
+const onNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
+
+/**
+ * Without a fetch given, Node sends through node:http (node-http.ts, loaded on first use so the
+ * client still loads where there is none); elsewhere the global fetch sends.
+ */
+function defaultSend(): Send {
+  const fetchSend: Send = (url, init) => globalThis.fetch(url, init);
+  if (!onNode) return fetchSend;
+  let loaded: Promise<Send> | null = null;
+  return async (url, init) => {
+    loaded ??= import('./node-http.ts').then(({ nodeSend }) => nodeSend(fetchSend));
+    return (await loaded)(url, init);
+  };
+}
 
 export function createClient(options: ClientOptions) {
   const http: HttpOptions = {
     baseUrl: options.baseUrl,
     key: options.key,
-    fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    send: options.fetch ?? defaultSend(),
     maxWaitSeconds: options.maxWaitSeconds ?? DEFAULT_MAX_WAIT_SECONDS,
     compression: options.compression ?? !isLoopback(options.baseUrl),
     ...(options.onWait ? { onWait: options.onWait } : {}),

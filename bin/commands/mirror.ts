@@ -1,10 +1,16 @@
 import { createClient } from '../../client/index.ts';
 import { parseStrict, printHelp, usageError } from '../args.ts';
 import { follow } from '../mirror/follow.ts';
-import { openPostgresMirror, redactedUrl } from '../mirror/postgres.ts';
 import { createMirrorProgress } from '../mirror/progress.ts';
-import { openSqliteMirror } from '../mirror/sqlite.ts';
-import { CURSOR_TABLE, MIRROR_TABLE, parseTarget, type MirrorStore, type StoreTarget } from '../mirror/store.ts';
+import { openSqliteMirrorThread } from '../mirror/sqlite-thread.ts';
+import {
+  CURSOR_TABLE,
+  MIRROR_TABLE,
+  parseTarget,
+  redactedUrl,
+  type MirrorStore,
+  type StoreTarget,
+} from '../mirror/store.ts';
 
 const USAGE = `usage: pulseboard mirror --url URL --key KEY --to sqlite:FILE|postgres://… [--once] [--limit N] [--wait S]
 
@@ -40,8 +46,11 @@ function whole(value: string | undefined, name: string, min: number, max: number
   return /^\d+$/.test(value) && n >= min && n <= max ? n : `--${name} must be a whole number from ${min} to ${max}`;
 }
 
+/** node-postgres is loaded only for a PostgreSQL store. */
 async function openStore(target: StoreTarget): Promise<MirrorStore> {
-  return target.kind === 'sqlite' ? openSqliteMirror(target.file) : openPostgresMirror(target.url);
+  if (target.kind === 'sqlite') return openSqliteMirrorThread(target.file);
+  const { openPostgresMirror } = await import('../mirror/postgres.ts');
+  return openPostgresMirror(target.url);
 }
 
 export async function run(args: string[]): Promise<number> {

@@ -4,8 +4,8 @@ import type { MirrorRow, MirrorState, MirrorStore } from './store.ts';
 
 /**
  * The mirror's walk: from the stored cursor (or the beginning), page by page, rows committed in one
- * transaction with the cursor after them (several pages together while there is more to read); then, unless `once`, long-polls for the next writes. A lost server,
- * 429 or 503 is waited out and the walk resumed from the stored cursor; anything else ends it.
+ * transaction with the cursor after them (while catching up, several pages together, committed as the next
+ * are read); then, unless `once`, long-polls. A lost server, 429 or 503 is waited out and the walk resumed.
  */
 export type FollowOptions = {
   client: Client;
@@ -61,16 +61,35 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
     // Pages received and not yet committed: their rows, and the cursor after the last of them.
     let rows: MirrorRow[] = [];
     let cursor: string | null = null;
-    /** Commits what is held (rows and cursor in one transaction); a refusal ends the mirror. */
+    // The cursor after the last page taken, whether its commit is done, under way or to come.
+    let latest = state.cursor;
+    // A commit under way while the next pages are read (one at most): a refusal, or null once done.
+    let inFlight: Promise<FollowEnd | null> | null = null;
+    /** Waits for the commit under way; a store's error is thrown here. */
+    const settle = async (): Promise<FollowEnd | null> => {
+      const commit = inFlight;
+      inFlight = null;
+      return commit ? await commit : null;
+    };
+    /** Starts committing what is held (rows and cursor in one transaction) once the commit before it is done. */
     const commitHeld = async (caughtUp: boolean): Promise<FollowEnd | null> => {
-      if (cursor !== null) {
-        const committed = await store.commit(state, rows, cursor, options.source);
-        if (!committed.ok) return { ok: false, beforeFirstPage: false, message: committed.reason, status: null };
-        state = committed.state;
-      }
-      options.onPage?.({ rows: rows.length, caughtUp, state });
+      const refused = await settle();
+      if (refused) return refused;
+      const batch = rows;
+      const after = cursor;
       rows = [];
       cursor = null;
+      inFlight = (async (): Promise<FollowEnd | null> => {
+        if (after !== null) {
+          const committed = await store.commit(state, batch, after, options.source);
+          if (!committed.ok) return { ok: false, beforeFirstPage: false, message: committed.reason, status: null };
+          state = committed.state;
+        }
+        options.onPage?.({ rows: batch.length, caughtUp, state });
+        return null;
+      })();
+      // Its error is thrown where it is settled; until then it is not an unhandled rejection.
+      inFlight.catch(() => {});
       return null;
     };
     for await (const step of feed) {
@@ -80,25 +99,28 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
       }
       answered = true;
       const { page } = step;
-      if (page.projects.length > 0 || page.cursor !== (cursor ?? state.cursor)) {
+      if (page.projects.length > 0 || page.cursor !== latest) {
         for (const project of page.projects) rows.push({ id: project.id, json: JSON.stringify(project) });
         cursor = page.cursor;
+        latest = page.cursor;
       }
-      // While there is more to read now, pages are committed together up to COMMIT_ROWS rows.
-      const hold = !step.caughtUp && rows.length < COMMIT_ROWS && !brief && !signal.aborted;
-      if (!hold) {
-        const refused = await commitHeld(step.caughtUp);
+      // While there is more to read now, pages are committed together up to COMMIT_ROWS rows, and
+      // the commit runs on while the next pages are read; otherwise it is waited for.
+      const more = !step.caughtUp && !brief && !signal.aborted;
+      if (!more || rows.length >= COMMIT_ROWS) {
+        const refused = (await commitHeld(step.caughtUp)) ?? (more ? null : await settle());
         if (refused) return refused;
       }
       if (step.caughtUp && options.once) return { ok: true, end: 'caught_up', state };
-      if (signal.aborted) return { ok: true, end: 'stopped', state };
+      if (signal.aborted) {
+        const refused = await settle();
+        return refused ?? { ok: true, end: 'stopped', state };
+      }
       if (brief) break;
     }
     // Pages received before a failure or a stop are kept.
-    if (cursor !== null) {
-      const refused = await commitHeld(false);
-      if (refused) return refused;
-    }
+    const refused = (cursor !== null ? await commitHeld(false) : null) ?? (await settle());
+    if (refused) return refused;
     if (signal.aborted) return { ok: true, end: 'stopped', state };
     if (failed === null) continue;
     // A wrong URL answers nothing; a busy or restarting service is waited for, before and after the first page.

@@ -1,16 +1,5 @@
 import pg from 'pg';
-import { CURSOR_TABLE, MIRROR_TABLE, numbered, type MirrorStore } from './store.ts';
-
-/** The URL without its password, for messages. */
-export function redactedUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.href;
-  } catch {
-    return 'postgres://…';
-  }
-}
+import { CURSOR_TABLE, MIRROR_TABLE, numbered, redactedUrl, type MirrorStore } from './store.ts';
 
 /**
  * The mirror in PostgreSQL through one connection (node-postgres). The tables go to the first schema

@@ -42,6 +42,17 @@ export function parseTarget(to: string): StoreTarget | { reason: string } {
   return { reason: '--to must be sqlite:FILE or a postgres://… URL' };
 }
 
+/** The URL without its password, for messages. */
+export function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.href;
+  } catch {
+    return 'postgres://…';
+  }
+}
+
 /** The last change number of a page's rows counted from `seq`, in page order (a repeated id keeps its last state). */
 export function numbered(rows: MirrorRow[], seq: number): { rows: (MirrorRow & { seq: number })[]; seq: number } {
   const byId = new Map<string, MirrorRow & { seq: number }>();

@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 // Through the package export, as a consumer imports it.
 import { createClient, type Project } from 'pulseboard/client';
+import { nodeSend } from '../../client/node-http.ts';
 import { runCli, startServe, stopChild } from '../support/cli.ts';
 
 const EPOCH = '2000-01-01T00:00:00Z';
@@ -33,6 +36,13 @@ function flakyFetch(times: number, answer: 'network' | { status: number; retryAf
     return fetch(input, init);
   };
   return { fetch: fetchFn, seen };
+}
+
+/** A server on a loopback port of its own that answers every request with `handle`; its URL. */
+async function tinyServer(handle: Parameters<typeof createServer>[1]): Promise<{ url: string; server: Server }> {
+  const server = createServer(handle);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
 }
 
 describe('pulseboard/client against a running server', () => {
@@ -113,6 +123,63 @@ describe('pulseboard/client against a running server', () => {
     assert.deepEqual(compressed.value.projects, plain.value.projects);
     assert.equal(encodings[0], null, 'a loopback service answers uncompressed');
     assert.match(String(encodings[1]), /^(br|gzip)$/, 'compression: true gets a compressed answer');
+  });
+
+  it('sends through node:http when given no fetch: compressed answers, redirects, cut-off answers, cancelling', async () => {
+    // Asked for compressed answers, it gets one and reads it as fetch would.
+    const send = nodeSend();
+    const headers = { authorization: `Bearer ${key}`, accept: 'application/json' };
+    const compressed = await send(`${url}/v1/projects`, {
+      method: 'GET',
+      headers,
+      signal: new AbortController().signal,
+    });
+    assert.equal(compressed.status, 200);
+    assert.match(String(compressed.headers.get('content-encoding')), /^(br|gzip)$/);
+    const plain = await createClient({ baseUrl: url, key }).projects.board();
+    assert.ok(plain.ok);
+    assert.deepEqual((JSON.parse(await compressed.text()) as { projects: unknown }).projects, plain.value.projects);
+
+    // A redirect is followed (by fetch, as before), with the key on the same origin.
+    const redirect = await tinyServer((req, res) => {
+      if (req.url !== '/here') return res.writeHead(307, { location: '/here' }).end();
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ key: req.headers.authorization }));
+    });
+    // An answer cut off before its Content-Length is a lost connection, not a short body.
+    const cut = await tinyServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+      res.write('{"projects":[');
+      setImmediate(() => res.socket?.destroy());
+    });
+    try {
+      const moved = await createClient({ baseUrl: redirect.url, key }).pulse.list();
+      assert.deepEqual(moved.ok ? moved.value : moved.error, { key: `Bearer ${key}` });
+      const short = await createClient({ baseUrl: cut.url, key, maxWaitSeconds: 0 }).pulse.list();
+      assert.equal(short.ok ? null : short.error.code, 'network_error');
+    } finally {
+      redirect.server.close();
+      cut.server.close();
+    }
+
+    // A long-poll in flight is cancelled by its signal.
+    const head = await createClient({ baseUrl: url, key }).projects.delta({ since: EPOCH, limit: 100 });
+    assert.ok(head.ok);
+    let caughtUp = head.value;
+    while (caughtUp.hasMore) {
+      const next = await createClient({ baseUrl: url, key }).projects.delta({ cursor: caughtUp.cursor, limit: 100 });
+      assert.ok(next.ok);
+      caughtUp = next.value;
+    }
+    const controller = new AbortController();
+    const held = createClient({ baseUrl: url, key }).projects.delta(
+      { cursor: caughtUp.cursor, wait: 30 },
+      { signal: controller.signal },
+    );
+    setTimeout(() => controller.abort(), 200);
+    const cancelled = await held;
+    assert.equal(cancelled.ok ? null : cancelled.error.code, 'aborted');
   });
 
   it('returns failures as values with code, message, status and retryAfterSeconds', async () => {
