@@ -1,7 +1,7 @@
 /**
  * A read-model file written before counters and the rowid layout opens as a current store: documents,
  * keys and checkpoints kept, counts made once from what it holds, and later commits counted; one
- * with the history's unused time index loses it.
+ * with the history's unused time index loses it; a new file gets the larger pages, an older one keeps its own.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -127,6 +127,34 @@ it("a file with the history's time index loses it on open, and keeps its version
       'history_versions_delta',
       'sqlite_autoindex_history_versions_1',
     ]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it('a new read-model file gets the larger pages; a file made with smaller ones keeps them', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pulseboard-layout-'));
+  const pageSize = (path: string) => {
+    const db = new DatabaseSync(path, { readOnly: true });
+    const size = (db.prepare('PRAGMA page_size').get() as { page_size: number }).page_size;
+    db.close();
+    return size;
+  };
+  try {
+    const fresh = join(dir, 'fresh.sqlite');
+    await createSqliteReadStore(fresh).close();
+    assert.equal(pageSize(fresh), 8192);
+    const earlier = join(dir, 'earlier.sqlite');
+    const old = new DatabaseSync(earlier);
+    old.exec(
+      'PRAGMA page_size = 4096; PRAGMA journal_mode = WAL; CREATE TABLE checkpoints (collection TEXT PRIMARY KEY, position INTEGER NOT NULL);',
+    );
+    old.exec("INSERT INTO checkpoints VALUES ('projects', 7)");
+    old.close();
+    const store = createSqliteReadStore(earlier);
+    assert.equal(await store.checkpoint('projects'), 7);
+    await store.close();
+    assert.equal(pageSize(earlier), 4096);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
