@@ -18,7 +18,7 @@ export function isPublicProject<T extends { facet: string }>(stored: T | null | 
 
 const DAY_MS = 86_400_000;
 
-/** A sample's instant, kept on it once parsed: a sighting walks the project's samples (JSON omits symbol keys). */
+/** A sample's instant, kept on it once parsed: each sighting searches the samples (JSON omits symbol keys). */
 const INSTANT = Symbol('instant');
 type FollowerSample = { at: string; fol: number; [INSTANT]?: number };
 type CalltrackerRaw = Omit<EventData<'calltracker.checked'>, 'projectId'>;

@@ -2,7 +2,8 @@
  * The MongoDB history (readmodels/mongodb/mongodb-history.ts) on the in-memory driver stand-in, beyond
  * the contract: every read names an index matching its shape and is a range bounded on both sides (or
  * a walk along the index bounded by its limit), a commit with versions costs the same few calls at any
- * size, the upgrade paths of a store written before the history and of one with the versions' unused time index, and a replay into a new generation writing the same history as a catch-up in small batches.
+ * size, the upgrade paths of a store written before the history and of one with the versions' unused
+ * time index, and a replay into a new generation writing the same history as a catch-up in small batches.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
