@@ -3,14 +3,19 @@ import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { StorageFaultError, type StorageFaultKind } from './storage-fault.ts';
 
-/** Opens a SQLite file for one of the embedded stores: WAL, so readers never block the one writer. */
-export function openSqlite(path: string): DatabaseSync {
+/**
+ * Opens a SQLite file for one of the embedded stores: WAL, so readers never block the one writer.
+ * `pageSize` applies to a file made here only (a file's page size is fixed once it holds a table).
+ */
+export function openSqlite(path: string, options: { pageSize?: number } = {}): DatabaseSync {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new DatabaseSync(path);
   try {
     // First, so that even switching to WAL (or recovering the WAL a killed writer left) waits for a
     // lock another process holds instead of failing at once with "database is locked".
     db.exec('PRAGMA busy_timeout = 10000');
+    // Before WAL: a new file's page size can no longer change once it is in WAL mode.
+    if (options.pageSize !== undefined) db.exec(`PRAGMA page_size = ${Math.floor(options.pageSize)}`);
     db.exec('PRAGMA journal_mode = WAL');
     db.exec('PRAGMA synchronous = NORMAL');
     db.exec('PRAGMA foreign_keys = ON');

@@ -18,7 +18,9 @@ export function isPublicProject<T extends { facet: string }>(stored: T | null | 
 
 const DAY_MS = 86_400_000;
 
-type FollowerSample = { at: string; fol: number };
+/** A sample's instant, kept on it once parsed: each sighting searches the samples (JSON omits symbol keys). */
+const INSTANT = Symbol('instant');
+type FollowerSample = { at: string; fol: number; [INSTANT]?: number };
 type CalltrackerRaw = Omit<EventData<'calltracker.checked'>, 'projectId'>;
 
 /** Fold state the public document does not show. */
@@ -69,7 +71,7 @@ const emptyState = (): ProjectState => ({
 
 const ms = (iso: string) => Date.parse(iso);
 
-const sampleMs = (sample: FollowerSample): number => ms(sample.at);
+const sampleMs = (sample: FollowerSample): number => (sample[INSTANT] ??= ms(sample.at));
 
 /** How many samples (ascending by `at`) are at or before `cutoff`: a binary search, so a sighting parses a few times, not every sample's. */
 function countAtOrBefore(samples: readonly FollowerSample[], cutoff: number): number {

@@ -8,8 +8,8 @@ import type { ListPage, StoredDoc } from '../port.ts';
  * `DocWrite.versions`), so a replay rebuilds it row for row and it is never behind the live model.
  *
  * "As of P" means: after every event up to log position P. Reads name P; the service finds P from a
- * time or a delta cursor (`pointAtTime`, `pointAtSeq`). Every adapter passes
- * test/contract/history.contract.ts.
+ * time (the log's `positionBefore`) or a delta cursor, and names it by `pointAtSeq`. Every adapter
+ * passes test/contract/history.contract.ts.
  */
 
 /** The validTo of a current version: no later write yet. */
@@ -49,8 +49,6 @@ export interface HistoryStore {
    * `pulseboard replay` builds it whole).
    */
   recordedFrom(collection: string): Promise<number>;
-  /** The last write recorded at or before `at` (an ISO time, compared as an instant); null before the first. */
-  pointAtTime(collection: string, at: string): Promise<WritePoint | null>;
   /** The last write at or before position `seq`; null before the first. */
   pointAtSeq(collection: string, seq: number): Promise<WritePoint | null>;
   /** Document `id` as of position `at`: the version valid then, or null. One index probe. */

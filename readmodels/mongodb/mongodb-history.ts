@@ -62,7 +62,6 @@ export const HISTORY_INDEXES = {
     { key: { c: 1, id: 1, to: 1, from: 1 }, name: 'history_open' },
     // Writes in (from, to] in delta order, and the last write at or before a position.
     { key: { c: 1, from: 1, id: 1, to: 1 }, name: 'history_delta' },
-    { key: { c: 1, writtenAt: 1, from: 1 }, name: 'history_time' },
   ],
   [HISTORY_PLACEMENTS]: [
     { key: { c: 1, sortKey: -1, id: -1, from: 1, to: 1 }, name: 'placement_listing' },
@@ -70,6 +69,20 @@ export const HISTORY_INDEXES = {
   ],
   [HISTORY_COUNTS]: [{ key: { c: 1, at: 1 }, name: 'count_at' }],
 } as const;
+
+/** An index of the versions no read uses any more (a point at a time comes from the log): dropped where it exists. */
+const STALE_VERSIONS_INDEX = 'history_time';
+const INDEX_NOT_FOUND = 27;
+const NAMESPACE_NOT_FOUND = 26;
+
+async function dropStaleIndex(collection: Collection<VersionDoc>, name: string): Promise<void> {
+  try {
+    await collection.dropIndex(name);
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (code !== INDEX_NOT_FOUND && code !== NAMESPACE_NOT_FOUND) throw error;
+  }
+}
 
 /** Ids per query of a page's versions (a batch of an export holds thousands). */
 const IDS_PER_READ = 1000;
@@ -235,7 +248,7 @@ export function createMongoHistory(
         Object.entries(HISTORY_INDEXES).map(([name, specs]) =>
           db.collection(names(name)).createIndexes(specs.map((spec) => ({ key: { ...spec.key }, name: spec.name }))),
         ),
-      ).then(() => undefined);
+      ).then(() => dropStaleIndex(versions, STALE_VERSIONS_INDEX));
       indexes.catch(() => {
         indexes = undefined;
       });
@@ -380,18 +393,6 @@ export function createMongoHistory(
       if (row) return row.position;
       // Not started yet: the first commit of this version will record from the checkpoint there is now.
       return (await checkpoints.findOne({ _id: collection }))?.position ?? 0;
-    },
-
-    async pointAtTime(collection, at) {
-      const row = await versions
-        .find(
-          { c: collection, writtenAt: { $gte: '', $lte: new Date(at).toISOString() } },
-          { projection: { from: 1, writtenAt: 1 }, hint: 'history_time' },
-        )
-        .sort({ writtenAt: -1, from: -1 })
-        .limit(1)
-        .next();
-      return point(row);
     },
 
     async pointAtSeq(collection, seq) {

@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS history_versions (
   PRIMARY KEY (collection, id, valid_from)
 );
 CREATE INDEX IF NOT EXISTS history_versions_delta ON history_versions (collection, valid_from, id, valid_to);
-CREATE INDEX IF NOT EXISTS history_versions_time ON history_versions (collection, written_at, valid_from);
+DROP INDEX IF EXISTS history_versions_time;
 CREATE TABLE IF NOT EXISTS history_placements (
   collection TEXT NOT NULL,
   sort_key TEXT NOT NULL,
@@ -135,9 +135,6 @@ export const historyQueries = {
   currentVersions: `SELECT v.id, v.valid_from, v.sort_key, v.facet FROM json_each(?2) AS ids
       CROSS JOIN history_versions AS v ON v.rowid = (SELECT rowid FROM history_versions
         WHERE collection = ?1 AND id = ids.value ORDER BY valid_from DESC LIMIT 1)`,
-  /** Params: collection, at (ISO). */
-  pointAtTime:
-    'SELECT valid_from, written_at FROM history_versions WHERE collection = ? AND written_at <= ? ORDER BY written_at DESC, valid_from DESC LIMIT 1',
   /** Params: collection, seq. */
   pointAtSeq:
     'SELECT valid_from, written_at FROM history_versions WHERE collection = ? AND valid_from <= ? ORDER BY valid_from DESC LIMIT 1',
@@ -256,7 +253,7 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
           insertPlacement.run(collection, p.sortKey, w.id, p.from, placements[i + 1]?.from ?? OPEN_END, p.facet);
         }
       }
-      // Versions in log order (the delta and time indexes grow at their ends).
+      // Versions in log order (the delta index grows at its end).
       inserts.sort((a, b) => a.v.seq - b.v.seq);
       const params: (string | number)[] = [];
       for (const { w, v, validTo } of inserts) {
@@ -283,13 +280,6 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
 
     async recordedFrom(collection) {
       return (recordedFrom.get(collection) as unknown as [number] | undefined)?.[0] ?? 0;
-    },
-
-    async pointAtTime(collection, at) {
-      return point(
-        prepare(historyQueries.pointAtTime, true).get(collection, new Date(at).toISOString()) as unknown as
-          [number, string] | undefined,
-      );
     },
 
     async pointAtSeq(collection, seq) {

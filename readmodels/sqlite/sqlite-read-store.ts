@@ -110,6 +110,11 @@ const WRITE_CACHE_KIB = 262_144;
  * here every serving connection grew to 256 MiB under read load at 1M projects (issue 12).
  */
 const READ_CACHE_KIB = 16_384;
+/**
+ * Page size of a read-store file made new (a replay's generation, a first start); older files keep
+ * theirs. A history version is a whole document: two filled a 4 KiB page and left a third's room unused.
+ */
+const PAGE_SIZE = 8_192;
 /** A commit of at least this many documents gets the write cache for its transaction. */
 const LARGE_COMMIT_DOCS = 1_000;
 const CACHE_PRAGMA = (kib: number) => `PRAGMA cache_size = -${kib}`;
@@ -271,7 +276,7 @@ export type SqliteReadStoreOptions = {
 
 /** The embedded read store: one SQLite file holding every collection. */
 export function createSqliteReadStore(path: string, options: SqliteReadStoreOptions = {}): ReadStore {
-  const db = openSqlite(path);
+  const db = openSqlite(path, { pageSize: PAGE_SIZE });
   // Page reads from a memory map (when one is asked for) instead of a read() call and a copy each. The
   // mapped pages are the operating system's file cache (shared, reclaimable), not process heap, but
   // they count in the resident set: `mapBytes` trades one for the other.

@@ -160,7 +160,6 @@ it(
         history.scan(C, at, { limit: 40, after: { sortKey: '2026-10-01T01:00:00.000Z', id: 'p500' } }),
       );
     }
-    await plansOf(() => history.pointAtTime(C, '2026-11-01T01:00:00Z'));
     // A commit's reads of the open versions and the latest counts.
     await plansOf(() =>
       store!.commit(

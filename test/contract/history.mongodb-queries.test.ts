@@ -2,7 +2,8 @@
  * The MongoDB history (readmodels/mongodb/mongodb-history.ts) on the in-memory driver stand-in, beyond
  * the contract: every read names an index matching its shape and is a range bounded on both sides (or
  * a walk along the index bounded by its limit), a commit with versions costs the same few calls at any
- * size, the upgrade path of a store written before the history, and a replay into a new generation writing the same history as a catch-up in small batches.
+ * size, the upgrade paths of a store written before the history and of one with the versions' unused
+ * time index, and a replay into a new generation writing the same history as a catch-up in small batches.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -123,7 +124,6 @@ describe('MongoDB history queries (in-memory driver stand-in)', () => {
       await history.changes(C, { from: at, to: 4000, limit: 30 });
       await history.changes(C, { from: at, to: 4000, limit: 30, after: { seq: 3000, id: 'p00100' } });
     }
-    await history.pointAtTime(C, '2026-11-01T00:30:00Z');
     const ofHistory = mongo.finds.filter((find) => find.collection.startsWith('_pulseboard_history'));
     const wrong = ofHistory.map((find) => [find, shapeProblem(find)] as const).filter(([, why]) => why !== null);
     assert.deepEqual(
@@ -199,6 +199,27 @@ describe('MongoDB history queries (in-memory driver stand-in)', () => {
     const open = [...mongo.data.get(HISTORY_VERSIONS)!.values()].filter((row) => row.to === OPEN_END);
     assert.equal(open.length, 1 + 1 + 50 + 1000, 'one open version per document');
     await store.close();
+  });
+
+  it("a store made with the versions' time index loses it when it opens; one without it opens as before", async () => {
+    const mongo = fakeMongo();
+    await mongo.client
+      .db()
+      .collection(HISTORY_VERSIONS)
+      .createIndexes([{ key: { c: 1, writtenAt: 1, from: 1 }, name: 'history_time' }]);
+    const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
+    await store.commit(C, board(3, 2, 1), 6, 0);
+    assert.equal((await store.history!.get(C, 'p00001', 6))?.seq, 5);
+    await assert.rejects(
+      mongo.client.db().collection(HISTORY_VERSIONS).find({}, { hint: 'history_time' }).toArray(),
+      /does not correspond to an existing index/,
+    );
+    await store.close();
+    const fresh = fakeMongo();
+    const other = mongoReadStoreOn(fresh.client, 0, { ownsClient: false });
+    await other.commit(C, board(3, 2, 1), 6, 0);
+    assert.equal(await other.history!.count(C, 6), 3);
+    await other.close();
   });
 
   it('a store written before the history records from its checkpoint then (history reads answer 503 until a replay); a cleared one from 0', async () => {

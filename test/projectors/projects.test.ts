@@ -241,4 +241,30 @@ describe('projects projector: derived fields taken over from the entity before',
     assert.ok(folds > 1000, `folded ${folds} events`);
     assert.ok(keyChanges >= 20, `keys changed ${keyChanges} times`);
   });
+
+  it("the samples' instants, kept on the samples once parsed, change no text: folds from copies read back agree", async () => {
+    const events = await generatedLogEvents(
+      { projects: 40, seed: 9, calls: 20, days: 20, hotContractCalls: 0, followerProvider: 'followerscope' },
+      projectsProjector.typePrefixes,
+    );
+    const inMemory = new Map<string, ProjectEntity>();
+    const readBack = new Map<string, ProjectEntity>();
+    for (const event of events) {
+      const id = projectsProjector.keyOf(event);
+      if (id === null) continue;
+      inMemory.set(id, foldProject(inMemory.get(id) ?? null, event));
+      const stored = readBack.get(id);
+      readBack.set(id, foldProject(stored ? (JSON.parse(JSON.stringify(stored)) as ProjectEntity) : null, event));
+    }
+    let samples = 0;
+    for (const [id, entity] of inMemory) {
+      const text = JSON.stringify(entity);
+      assert.equal(text, JSON.stringify(readBack.get(id)), id);
+      for (const sample of (JSON.parse(text) as ProjectEntity).state.samples) {
+        assert.deepEqual(Object.keys(sample), ['at', 'fol']);
+        samples += 1;
+      }
+    }
+    assert.ok(samples > 100, `${samples} samples`);
+  });
 });

@@ -118,11 +118,6 @@ it('a project as of P, totals as of P and the points are single probes', () => {
   assertIndexed('count as of P', plan(historyQueries.count, [PROJECTS_COLLECTION, 'dossier', 5000]), [
     /SEARCH history_counts USING PRIMARY KEY \(collection=\? AND facet=\? AND at_seq<\?\)/,
   ]);
-  assertIndexed(
-    'point at a time',
-    plan(historyQueries.pointAtTime, [PROJECTS_COLLECTION, '2026-11-01T01:00:00.000Z']),
-    [/history_versions_time \(collection=\? AND written_at<\?\)/],
-  );
   assertIndexed('point at a position', plan(historyQueries.pointAtSeq, [PROJECTS_COLLECTION, 5000]), [
     /history_versions_delta \(collection=\? AND valid_from<\?\)/,
   ]);

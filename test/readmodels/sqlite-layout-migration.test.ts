@@ -1,6 +1,7 @@
 /**
  * A read-model file written before counters and the rowid layout opens as a current store: documents,
- * keys and checkpoints kept, counts made once from what it holds, and later commits counted.
+ * keys and checkpoints kept, counts made once from what it holds, and later commits counted; one
+ * with the history's unused time index loses it; a new file gets the larger pages, an older one keeps its own.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -83,6 +84,77 @@ it('an earlier read-model file keeps its documents and gets exact counts', async
     const table = reopened.prepare("SELECT sql FROM sqlite_master WHERE name = 'docs'").get() as { sql: string };
     reopened.close();
     assert.doesNotMatch(table.sql, /WITHOUT ROWID/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it("a file with the history's time index loses it on open, and keeps its versions readable", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pulseboard-layout-'));
+  const path = join(dir, 'readmodels.sqlite');
+  try {
+    const first = createSqliteReadStore(path);
+    const write = (seq: number, v: number) => ({
+      id: 'p1',
+      doc: { id: 'p1', v },
+      state: {},
+      seq,
+      writtenAt: `2026-10-01T00:00:0${seq}.000Z`,
+      sortKey: 'k01',
+      facet: 'dossier',
+      keys: {},
+      versions: [
+        { seq, writtenAt: `2026-10-01T00:00:0${seq}.000Z`, sortKey: 'k01', facet: 'dossier', doc: { id: 'p1', v } },
+      ],
+    });
+    await first.commit('projects', [write(1, 1)], 1);
+    await first.close();
+    const earlier = new DatabaseSync(path);
+    earlier.exec('CREATE INDEX history_versions_time ON history_versions (collection, written_at, valid_from)');
+    earlier.close();
+
+    const store = createSqliteReadStore(path);
+    await store.commit('projects', [write(2, 2)], 2, 1);
+    assert.deepEqual((await store.history!.get('projects', 'p1', 1))?.doc, { id: 'p1', v: 1 });
+    assert.deepEqual((await store.history!.get('projects', 'p1', 2))?.doc, { id: 'p1', v: 2 });
+    await store.close();
+    const reopened = new DatabaseSync(path, { readOnly: true });
+    const indexes = reopened
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'history_versions'")
+      .all() as { name: string }[];
+    reopened.close();
+    assert.deepEqual(indexes.map((i) => i.name).sort(), [
+      'history_versions_delta',
+      'sqlite_autoindex_history_versions_1',
+    ]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it('a new read-model file gets the larger pages; a file made with smaller ones keeps them', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pulseboard-layout-'));
+  const pageSize = (path: string) => {
+    const db = new DatabaseSync(path, { readOnly: true });
+    const size = (db.prepare('PRAGMA page_size').get() as { page_size: number }).page_size;
+    db.close();
+    return size;
+  };
+  try {
+    const fresh = join(dir, 'fresh.sqlite');
+    await createSqliteReadStore(fresh).close();
+    assert.equal(pageSize(fresh), 8192);
+    const earlier = join(dir, 'earlier.sqlite');
+    const old = new DatabaseSync(earlier);
+    old.exec(
+      'PRAGMA page_size = 4096; PRAGMA journal_mode = WAL; CREATE TABLE checkpoints (collection TEXT PRIMARY KEY, position INTEGER NOT NULL);',
+    );
+    old.exec("INSERT INTO checkpoints VALUES ('projects', 7)");
+    old.close();
+    const store = createSqliteReadStore(earlier);
+    assert.equal(await store.checkpoint('projects'), 7);
+    await store.close();
+    assert.equal(pageSize(earlier), 4096);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -226,6 +226,13 @@ export function fakeMongo() {
         readInTransaction(options.session, n);
         return n;
       },
+      async dropIndex(index: string) {
+        call('dropIndex');
+        // As on the server: a name no index has fails with IndexNotFound (code 27).
+        if (!indexes.get(name)?.delete(index))
+          throw Object.assign(new Error(`index not found with name [${index}]`), { code: 27 });
+        return { ok: 1 };
+      },
       async createIndex(_key: unknown, options: { name?: string } = {}) {
         call('createIndex');
         if (options.name) declare(name, options.name);
