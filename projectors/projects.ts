@@ -4,6 +4,7 @@ import { dataOf, type EventData } from '../events/catalogue.ts';
 import type { CalltrackerSummary, FollowerStats, Project } from '../readmodels/schemas.ts';
 import { isoDuration } from './duration.ts';
 import type { Entity, Projector } from './projector.ts';
+import { instantOf } from './sample-instants.ts';
 
 export const PROJECTS_COLLECTION = 'projects';
 
@@ -18,9 +19,7 @@ export function isPublicProject<T extends { facet: string }>(stored: T | null | 
 
 const DAY_MS = 86_400_000;
 
-/** A sample's instant, kept on it once parsed: each sighting searches the samples (JSON omits symbol keys). */
-const INSTANT = Symbol('instant');
-type FollowerSample = { at: string; fol: number; [INSTANT]?: number };
+type FollowerSample = { at: string; fol: number };
 type CalltrackerRaw = Omit<EventData<'calltracker.checked'>, 'projectId'>;
 
 /** Fold state the public document does not show. */
@@ -71,7 +70,7 @@ const emptyState = (): ProjectState => ({
 
 const ms = (iso: string) => Date.parse(iso);
 
-const sampleMs = (sample: FollowerSample): number => (sample[INSTANT] ??= ms(sample.at));
+const sampleMs = instantOf;
 
 /** How many samples (ascending by `at`) are at or before `cutoff`: a binary search, so a sighting parses a few times, not every sample's. */
 function countAtOrBefore(samples: readonly FollowerSample[], cutoff: number): number {
