@@ -5,7 +5,7 @@
  *     projector not versioned), and the history's size on disk per write;
  *   - an as-of board page (first, middle, last) vs the live page at the same depth, over HTTP
  *     (autocannon, req/s);
- *   - a diff of about 10 % of the board, paged over HTTP, vs a raw SELECT of the same version rows;
+ *   - a diff of about 10 % of the board, paged over HTTP by the client, vs a raw SELECT of the same version rows;
  *   - the Parquet export (all three files) vs raw SELECTs of the same rows.
  * The data sets are the read bench's cached logs (bench/dataset.ts), copied: the cache is not written.
  */
@@ -27,6 +27,7 @@ import { exportAsOf } from '../service/analyst-export.ts';
 import { namedPoint } from '../service/history-board.ts';
 import { EMBEDDED_LIMITS } from '../service/stores.ts';
 import { startCommand } from '../bin/start-command.ts';
+import { createClient } from '../client/index.ts';
 import { dataSetSpec, ensureDataSet } from './dataset.ts';
 import { benchKey } from './reads.bench.ts';
 import { startServer } from './servers.ts';
@@ -279,24 +280,22 @@ async function benchReads({ projects, dir, log, head, mid, from, withPath, parts
 
       const raw = new DatabaseSync(withPath, { readOnly: true });
       if (parts.has('diff')) {
-        // The diff of the last ~10 % of the board, every page, vs a raw SELECT of the same rows.
+        // The diff of the last ~10 % of the board, every page, vs a raw SELECT of the same rows, walked
+        // as a user of the client does: each page asked for once the one before names it (Link header).
+        // Uncompressed, as the read bench measures reads (compression has its own bench): a loopback address.
+        const client = createClient({ baseUrl: `http://127.0.0.1:${server.port}`, key });
         const walkDiff = async () => {
           let rows = 0;
-          let url = `/v1/projects/diff?from=${cursorAt(from)}&to=${cursorAt(head)}&limit=100`;
-          for (;;) {
-            const body = (await // Uncompressed, as the read bench measures reads (compression has its own bench).
-            (
-              await fetch(`http://127.0.0.1:${server.port}${url}`, {
-                headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'identity' },
-              })
-            ).json()) as {
-              changes: unknown[];
-              next: string | null;
-            };
-            rows += body.changes.length;
-            if (body.next === null) return rows;
-            url = `/v1/projects/diff?cursor=${body.next}&limit=100`;
+          for await (const step of client.projects.diffPages({
+            from: cursorAt(from),
+            to: cursorAt(head),
+            limit: 100,
+            prefetch: true,
+          })) {
+            if (!step.ok) throw new Error(`diff walk: ${step.error.message}`);
+            rows += step.page.changes.length;
           }
+          return rows;
         };
         // The median of DIFF_WALKS walks, after one that warms the path up (a walk is short: one is noise).
         await walkDiff();
