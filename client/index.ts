@@ -5,7 +5,6 @@
  */
 import { changeFeed, type ChangeFeed, type ChangesOptions } from './changes.ts';
 import { call, isLoopback, type HttpOptions } from './http.ts';
-import { walkPages, type PageStep, type PageWalkOptions } from './pages.ts';
 import type {
   AskList,
   BoardPage,
@@ -29,6 +28,7 @@ import type {
   SyncPage,
   ThesisStatus,
 } from './types.ts';
+import { walkPages, type PageStep, type PageWalkOptions } from './pages.ts';
 
 export type * from './types.ts';
 export type { ChangeFeed, ChangeStep, ChangesOptions } from './changes.ts';
