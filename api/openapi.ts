@@ -225,7 +225,7 @@ const HEADERS: Record<string, JsonObject> = {
   },
   Link: {
     description:
-      'On a delta page with more to read now (`hasMore`): `<URL>; rel="next"` (RFC 8288), the request for the page that follows (the body\'s `cursor` and the same `limit`), so a client can ask for it before reading this body.',
+      'On a delta page with more to read now (`hasMore`) and on a diff page with a `next`: `<URL>; rel="next"` (RFC 8288), the request for the page that follows (the body\'s `cursor` or `next` and the same `limit`), so a client can ask for it before reading this body.',
     schema: { type: 'string' },
   },
   WwwAuthenticate: {

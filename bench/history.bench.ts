@@ -5,7 +5,7 @@
  *     projector not versioned), and the history's size on disk per write;
  *   - an as-of board page (first, middle, last) vs the live page at the same depth, over HTTP
  *     (autocannon, req/s);
- *   - a diff of about 10 % of the board, paged over HTTP, vs a raw SELECT of the same version rows;
+ *   - a diff of about 10 % of the board, paged over HTTP by the client, vs a raw SELECT of the same version rows;
  *   - the Parquet export (all three files) vs raw SELECTs of the same rows.
  * The data sets are the read bench's cached logs (bench/dataset.ts), copied: the cache is not written.
  */
@@ -27,6 +27,7 @@ import { exportAsOf } from '../service/analyst-export.ts';
 import { namedPoint } from '../service/history-board.ts';
 import { EMBEDDED_LIMITS } from '../service/stores.ts';
 import { startCommand } from '../bin/start-command.ts';
+import { createClient } from '../client/index.ts';
 import { dataSetSpec, ensureDataSet } from './dataset.ts';
 import { benchKey } from './reads.bench.ts';
 import { startServer } from './servers.ts';
@@ -136,13 +137,19 @@ function rawInsertBaseline(source: string, target: string): { rows: number; ms: 
 
 const DIFF_WALKS = 7;
 
-/** The median time of DIFF_WALKS runs of `work`, with the value of the last. */
-async function medianOf<T>(work: () => Promise<T>): Promise<{ ms: number; value: T }> {
-  const runs: { ms: number; value: T }[] = [];
-  for (let i = 0; i < DIFF_WALKS; i++) runs.push(await timed(work));
-  const sorted = runs.map((r) => r.ms).sort((a, b) => a - b);
-  return { ms: sorted[Math.floor(DIFF_WALKS / 2)]!, value: runs[runs.length - 1]!.value };
+/**
+ * The median time of DIFF_WALKS runs of each of `works`, with the value of its last; the works run in
+ * turn, so none of them meets a warmer process or a quieter machine than the others.
+ */
+async function mediansOf<T>(...works: (() => Promise<T>)[]): Promise<{ ms: number; value: T }[]> {
+  const runs = works.map((): { ms: number; value: T }[] => []);
+  for (let i = 0; i < DIFF_WALKS; i++) for (const [n, work] of works.entries()) runs[n]!.push(await timed(work));
+  return runs.map((own) => {
+    const sorted = own.map((r) => r.ms).sort((a, b) => a - b);
+    return { ms: sorted[Math.floor(DIFF_WALKS / 2)]!, value: own[own.length - 1]!.value };
+  });
 }
+const medianOf = async <T>(work: () => Promise<T>) => (await mediansOf(work))[0]!;
 
 async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T }> {
   const started = performance.now();
@@ -279,28 +286,28 @@ async function benchReads({ projects, dir, log, head, mid, from, withPath, parts
 
       const raw = new DatabaseSync(withPath, { readOnly: true });
       if (parts.has('diff')) {
-        // The diff of the last ~10 % of the board, every page, vs a raw SELECT of the same rows.
-        const walkDiff = async () => {
+        // The diff of the last ~10 % of the board, every page, vs a raw SELECT of the same rows, walked
+        // as a user of the client does: each page asked for once the one before names it (Link header).
+        // Uncompressed, as the read bench measures reads (compression has its own bench): a loopback address.
+        const client = createClient({ baseUrl: `http://127.0.0.1:${server.port}`, key });
+        const walkDiff = async (prefetch = true) => {
           let rows = 0;
-          let url = `/v1/projects/diff?from=${cursorAt(from)}&to=${cursorAt(head)}&limit=100`;
-          for (;;) {
-            const body = (await // Uncompressed, as the read bench measures reads (compression has its own bench).
-            (
-              await fetch(`http://127.0.0.1:${server.port}${url}`, {
-                headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'identity' },
-              })
-            ).json()) as {
-              changes: unknown[];
-              next: string | null;
-            };
-            rows += body.changes.length;
-            if (body.next === null) return rows;
-            url = `/v1/projects/diff?cursor=${body.next}&limit=100`;
+          for await (const step of client.projects.diffPages({
+            from: cursorAt(from),
+            to: cursorAt(head),
+            limit: 100,
+            prefetch,
+          })) {
+            if (!step.ok) throw new Error(`diff walk: ${step.error.message}`);
+            rows += step.page.changes.length;
           }
+          return rows;
         };
-        // The median of DIFF_WALKS walks, after one that warms the path up (a walk is short: one is noise).
+        // The median of DIFF_WALKS walks, after one that warms the path up (a walk is short: one is noise);
+        // beside it, in turn with it, walks that ask for each page once the one before is parsed.
         await walkDiff();
-        const diff = await medianOf(walkDiff);
+        const walks = await mediansOf(walkDiff, () => walkDiff(false));
+        const [diff, inTurn] = [walks[0]!, walks[1]!];
         const readRaw = async () => {
           const rows = raw
             .prepare(
@@ -313,7 +320,8 @@ async function benchReads({ projects, dir, log, head, mid, from, withPath, parts
         await readRaw();
         const rawRead = await medianOf(readRaw);
         process.stdout.write(
-          `diff of ${diff.value} projects (${((diff.value / projects) * 100).toFixed(1)} % of the board), paged over HTTP: ${diff.ms.toFixed(0)} ms; ` +
+          `diff of ${diff.value} projects (${((diff.value / projects) * 100).toFixed(1)} % of the board), paged over HTTP: ${diff.ms.toFixed(0)} ms ` +
+            `(${inTurn.ms.toFixed(0)} ms without prefetch); ` +
             `raw SELECT and parse of the same ${rawRead.value} rows: ${rawRead.ms.toFixed(0)} ms (medians of ${DIFF_WALKS}): ${(rawRead.ms / diff.ms).toFixed(2)} of the raw read's speed\n`,
         );
       }

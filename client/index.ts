@@ -15,7 +15,9 @@ import type {
   CallsQuery,
   ClientError,
   DeltaQuery,
+  DiffQuery,
   HistoryQuery,
+  ProjectDiff,
   ProjectHistory,
   ProjectQuery,
   ProjectRead,
@@ -26,9 +28,14 @@ import type {
   SyncPage,
   ThesisStatus,
 } from './types.ts';
+import { walkPages, type PageStep, type PageWalkOptions } from './pages.ts';
 
 export type * from './types.ts';
 export type { ChangeFeed, ChangeStep, ChangesOptions } from './changes.ts';
+export type { PageStep, PageWalkOptions } from './pages.ts';
+
+/** The diff walked page by page: its two points (or a `next` to resume from) and the page size. */
+export type DiffPagesOptions = DiffQuery & PageWalkOptions;
 
 export type ClientOptions = {
   /** Where the service listens, e.g. http://127.0.0.1:8080 (without /v1). */
@@ -97,6 +104,16 @@ export function createClient(options: ClientOptions) {
 
   const delta = (query: DeltaQuery, callOptions?: CallOptions): Promise<Result<SyncPage>> =>
     get<SyncPage>('/v1/projects', query, callOptions, Number(query.wait ?? 0));
+  const diff = (query: DiffQuery, callOptions?: CallOptions): Promise<Result<ProjectDiff>> =>
+    get<ProjectDiff>('/v1/projects/diff', query, callOptions);
+  const diffPages = ({ from, to, cursor, limit, ...walk }: DiffPagesOptions): AsyncIterable<PageStep<ProjectDiff>> => {
+    const first: DiffQuery = cursor === undefined ? { from: from!, to, limit } : { cursor, limit };
+    return walkPages(
+      (next, o) => diff(next === null ? first : { cursor: next, limit }, o),
+      (page) => page.next,
+      walk,
+    );
+  };
 
   return {
     projects: {
@@ -106,6 +123,10 @@ export function createClient(options: ClientOptions) {
       delta,
       /** The delta as an async iterator of pages that keeps its place (see ChangeFeed). */
       changes: (changesOptions: ChangesOptions): ChangeFeed => changeFeed(delta, changesOptions),
+      /** GET /v1/projects/diff: one page of the net changes between two points (follow `next` as `cursor`). */
+      diff,
+      /** The diff as an async iterator of pages, from its two points or a `next` (see walkPages). */
+      diffPages,
       /** GET /v1/projects/{handle}: by id or handle; include=context, asOf. */
       get: (handle: string, query: ProjectQuery = {}, callOptions?: CallOptions) =>
         get<ProjectRead>(`/v1/projects/${segment(handle)}`, query, callOptions),

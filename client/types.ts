@@ -11,6 +11,7 @@ import type {
   pulseOneSchema,
 } from '../readmodels/schemas.ts';
 import type { callsQuerySchema } from '../service/requests/calls.ts';
+import type { diffQuerySchema } from '../service/requests/history-board.ts';
 import type { historyQuerySchema } from '../service/requests/history.ts';
 import type { projectQuerySchema, projectsQuerySchema } from '../service/requests/projects.ts';
 
@@ -24,6 +25,7 @@ export type {
   SyncPage,
   ThesisStatus,
 } from '../readmodels/schemas.ts';
+export type { ProjectChange, ProjectDiff } from '../readmodels/history-schemas.ts';
 export type ProjectRead = z.output<typeof projectReadSchema>;
 export type ProjectSearch = z.output<typeof projectSearchSchema>;
 export type PulseList = z.output<typeof pulseListSchema>;
@@ -38,6 +40,13 @@ export type DeltaQuery = Pick<ProjectsInput, 'limit' | 'has_dossier' | 'wait'> &
 export type ProjectQuery = z.input<typeof projectQuerySchema>;
 export type HistoryQuery = z.input<typeof historyQuerySchema>;
 export type CallsQuery = z.input<typeof callsQuerySchema>;
+type DiffInput = z.input<typeof diffQuerySchema>;
+/** GET /v1/projects/diff: `from` (and `to`, default now) to start, or `cursor` (a page's `next`) to continue. */
+export type DiffQuery = Pick<DiffInput, 'limit'> &
+  (
+    | { from: NonNullable<DiffInput['from']>; to?: DiffInput['to']; cursor?: never }
+    | { cursor: string; from?: never; to?: never }
+  );
 
 /**
  * Codes the client itself reports, beside the service's: no answer, a cancelled call, an answer that

@@ -464,15 +464,15 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
               i: last.id,
             } satisfies z.output<typeof diffCursorSchema>)
           : null;
-      return ok(
-        jsonBody<ProjectDiff, 'changes'>({
-          from: await named(from),
-          to: await named(to),
-          changes: changeRows(served),
-          next,
-          readAt,
-        }),
-      );
+      const body = jsonBody<ProjectDiff, 'changes'>({
+        from: await named(from),
+        to: await named(to),
+        changes: changeRows(served),
+        next,
+        readAt,
+      });
+      // A page with more rows names the request for them: its `next` (which pins both points) and the same limit.
+      return ok(next === null ? body : { ...body, continuation: { cursor: next, limit: String(limit) } });
     },
 
     changedSince,

@@ -15,6 +15,7 @@ export function diffOperation(services: Services): RestOperation {
     tags: ['projects'],
     protection: () => 'protected',
     request: { query: diffQuerySchema },
+    linksNext: true,
     responses: { 200: { description: 'A page of net changes', schema: projectDiffSchema } },
     errors: {
       400: "Invalid parameter; neither 'from' nor 'cursor'; 'from' later than 'to'; or a cursor that does not decode",

@@ -111,13 +111,31 @@ describe('history reads over HTTP', () => {
       .sort((x, y) => x.seq - y.seq);
     const rows: any[] = [];
     let url = `/v1/projects/diff?from=${encodeURIComponent(a.after)}&to=${encodeURIComponent(b.after)}&limit=17`;
-    for (let pages = 0; pages < 50; pages++) {
+    let pages = 0;
+    for (; pages < 50; pages++) {
       const res = await h.get(url, key);
       assert.equal(res.status, 200, res.body);
-      rows.push(...res.json().changes);
-      if (res.json().next === null) break;
-      url = `/v1/projects/diff?cursor=${res.json().next}&limit=17`;
+      const body = res.json();
+      rows.push(...body.changes);
+      if (body.next === null) {
+        assert.equal(res.headers.link, undefined, 'the last page names no follower');
+        break;
+      }
+      // The page that follows is named in a Link header too: the body's next and the same limit.
+      const link = /^<([^>]+)>; rel="next"$/.exec(String(res.headers.link));
+      assert.ok(link, `a Link header: ${res.headers.link}`);
+      const next = new URL(link[1]!, 'http://localhost');
+      assert.equal(next.pathname, '/v1/projects/diff');
+      assert.deepEqual(
+        [...next.searchParams],
+        [
+          ['cursor', body.next],
+          ['limit', '17'],
+        ],
+      );
+      url = `${next.pathname}${next.search}`;
     }
+    assert.ok(pages > 1, 'more than one page');
     assert.deepEqual(
       rows.map((r) => r.id),
       expected.map((d) => d.id),
