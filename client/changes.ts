@@ -1,3 +1,4 @@
+import { walkPages } from './pages.ts';
 import type { CallOptions, ClientError, DeltaQuery, Result, SyncPage } from './types.ts';
 
 /**
@@ -30,89 +31,30 @@ export type ChangeFeed = AsyncIterable<ChangeStep> & {
 
 type DeltaCall = (query: DeltaQuery, options: CallOptions) => Promise<Result<SyncPage>>;
 
-/** A page asked for, from its cursor, and the page after it once asked for ahead of the consumer. */
-type Pending = {
-  readonly from: string | null;
-  readonly page: Promise<Result<SyncPage>>;
-  /** The cursor its answer's Link header named for the page after it. */
-  named: string | null;
-  follower: Pending | null;
-};
-
 export function changeFeed(delta: DeltaCall, options: ChangesOptions): ChangeFeed {
   let cursor: string | null = options.cursor ?? null;
-  const { limit, has_dossier: hasDossier, wait, signal } = options;
-  const callOptions: CallOptions = {
-    ...(signal ? { signal } : {}),
-    ...(options.maxWaitSeconds === undefined ? {} : { maxWaitSeconds: options.maxWaitSeconds }),
+  const { limit, has_dossier: hasDossier, wait } = options;
+  // A walk starts where the last one left off: `from` is null only for a walk's first page.
+  const call = (from: string | null, hold: boolean, callOptions: CallOptions) => {
+    const at = from ?? cursor;
+    const start = at === null ? { since: options.since! } : { cursor: at };
+    return delta(
+      { ...start, limit, has_dossier: hasDossier, ...(hold && wait !== undefined ? { wait } : {}) },
+      callOptions,
+    );
   };
+  // Once caught up (`hasMore` false) the walk ends, or with `wait` follows with long-polls.
+  const nextOf = (page: SyncPage) =>
+    !page.hasMore && wait === undefined ? null : { cursor: page.cursor, hold: !page.hasMore };
 
   async function* walk(): AsyncGenerator<ChangeStep> {
-    let caughtUp = false;
-    // Cancels a page fetched ahead once the consumer stops.
-    const stopped = new AbortController();
-    const ownOptions: CallOptions = {
-      ...callOptions,
-      signal: signal ? AbortSignal.any([signal, stopped.signal]) : stopped.signal,
-    };
-    const request = (from: string | null, hold: boolean): Pending => {
-      const start = from === null ? { since: options.since! } : { cursor: from };
-      const query: DeltaQuery = {
-        ...start,
-        limit,
-        has_dossier: hasDossier,
-        ...(hold && wait !== undefined ? { wait } : {}),
-      };
-      // Assigned before any answer can arrive: fetch answers in a later turn.
-      let pending!: Pending;
-      // A page whose headers name its follower (Link rel="next") has that one asked for before its own
-      // body is read, so the server makes it while this side parses this one; never more than one ahead.
-      const onNext = (next: URL) => {
-        pending.named = next.searchParams.get('cursor');
-        if (pending === awaited) askFollower(pending);
-      };
-      pending = {
-        from,
-        page: delta(query, options.prefetch ? { ...ownOptions, onNext } : ownOptions),
-        named: null,
-        follower: null,
-      };
-      return pending;
-    };
-    const askFollower = (pending: Pending) => {
-      if (pending.named !== null && pending.follower === null) pending.follower = request(pending.named, false);
-    };
-    let awaited: Pending | null = null;
-    let ahead: Pending | null = null;
-    try {
-      for (;;) {
-        if (signal?.aborted) return;
-        const current: Pending = ahead ?? request(cursor, caughtUp);
-        ahead = null;
-        awaited = current;
-        askFollower(current);
-        const result = await current.page;
-        if (!result.ok) {
-          // A cancelled walk just ends: the consumer asked for it.
-          if (result.error.code !== 'aborted') yield result;
-          return;
-        }
-        cursor = result.value.cursor;
-        caughtUp = !result.value.hasMore;
-        const last = caughtUp && wait === undefined;
-        // A follower asked for from another cursor than the body's is not the next page: it is dropped.
-        if (current.follower?.from === cursor) ahead = current.follower;
-        else if (options.prefetch && !last) {
-          ahead = request(cursor, caughtUp);
-          // fetch writes the request in a later turn of the event loop: without this turn it would
-          // wait behind the consumer's synchronous work on this page (a store commit), not overlap it.
-          await new Promise<void>((resolve) => setImmediate(resolve));
-        }
-        yield { ok: true, page: result.value, caughtUp };
-        if (last) return;
+    for await (const step of walkPages(call, nextOf, options)) {
+      if (!step.ok) {
+        yield step;
+        return;
       }
-    } finally {
-      stopped.abort();
+      cursor = step.page.cursor;
+      yield { ok: true, page: step.page, caughtUp: !step.page.hasMore };
     }
   }
 

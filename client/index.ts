@@ -109,8 +109,8 @@ export function createClient(options: ClientOptions) {
   const diffPages = ({ from, to, cursor, limit, ...walk }: DiffPagesOptions): AsyncIterable<PageStep<ProjectDiff>> => {
     const first: DiffQuery = cursor === undefined ? { from: from!, to, limit } : { cursor, limit };
     return walkPages(
-      (next, o) => diff(next === null ? first : { cursor: next, limit }, o),
-      (page) => page.next,
+      (next, _hold, o) => diff(next === null ? first : { cursor: next, limit }, o),
+      (page) => (page.next === null ? null : { cursor: page.next, hold: false }),
       walk,
     );
   };

@@ -18,8 +18,14 @@ export type PageWalkOptions = {
 
 export type PageStep<T> = { ok: true; page: T } | { ok: false; error: ClientError };
 
-/** `call(null)` asks for the first page, `call(cursor)` for the page a `next` names. */
-type PageCall<T> = (cursor: string | null, options: CallOptions) => Promise<Result<T>>;
+/**
+ * `call(null, false)` asks for the first page, `call(cursor, hold)` for the page a cursor names; `hold`
+ * (a follower of a caught-up delta page) asks the server to wait for a write before it answers.
+ */
+type PageCall<T> = (cursor: string | null, hold: boolean, options: CallOptions) => Promise<Result<T>>;
+
+/** Where the page after `page` starts, and whether to ask for it held; null after the last page. */
+export type NextPage<T> = (page: T) => { cursor: string; hold: boolean } | null;
 
 /** A page asked for, from its cursor, and the page after it once asked for ahead of the consumer. */
 type Pending<T> = {
@@ -32,7 +38,7 @@ type Pending<T> = {
 
 export function walkPages<T>(
   call: PageCall<T>,
-  nextOf: (page: T) => string | null,
+  nextOf: NextPage<T>,
   options: PageWalkOptions,
 ): AsyncIterable<PageStep<T>> {
   const { signal, prefetch } = options;
@@ -45,7 +51,7 @@ export function walkPages<T>(
       signal: signal ? AbortSignal.any([signal, stopped.signal]) : stopped.signal,
     };
     let awaited: Pending<T> | null = null;
-    const request = (from: string | null): Pending<T> => {
+    const request = (from: string | null, hold: boolean): Pending<T> => {
       // Assigned before any answer can arrive: fetch answers in a later turn.
       let pending!: Pending<T>;
       // Only the page being awaited asks for its follower: never more than one page ahead.
@@ -53,18 +59,18 @@ export function walkPages<T>(
         pending.named = next.searchParams.get('cursor');
         if (pending === awaited) askFollower(pending);
       };
-      pending = { from, page: call(from, prefetch ? { ...own, onNext } : own), named: null, follower: null };
+      pending = { from, page: call(from, hold, prefetch ? { ...own, onNext } : own), named: null, follower: null };
       return pending;
     };
     const askFollower = (pending: Pending<T>) => {
-      if (pending.named !== null && pending.follower === null) pending.follower = request(pending.named);
+      if (pending.named !== null && pending.follower === null) pending.follower = request(pending.named, false);
     };
     let ahead: Pending<T> | null = null;
-    let cursor: string | null = null;
+    let next: { cursor: string; hold: boolean } | null = null;
     try {
       for (;;) {
         if (signal?.aborted) return;
-        const current: Pending<T> = ahead ?? request(cursor);
+        const current: Pending<T> = ahead ?? request(next?.cursor ?? null, next?.hold ?? false);
         ahead = null;
         awaited = current;
         askFollower(current);
@@ -74,17 +80,17 @@ export function walkPages<T>(
           if (result.error.code !== 'aborted') yield result;
           return;
         }
-        cursor = nextOf(result.value);
+        next = nextOf(result.value);
         // A follower asked for from another cursor than the body's is not the next page: it is dropped.
-        if (cursor !== null && current.follower?.from === cursor) ahead = current.follower;
-        else if (cursor !== null && prefetch) {
-          ahead = request(cursor);
+        if (next !== null && current.follower?.from === next.cursor) ahead = current.follower;
+        else if (next !== null && prefetch) {
+          ahead = request(next.cursor, next.hold);
           // fetch writes the request in a later turn of the event loop: without this turn it would
           // wait behind the consumer's synchronous work on this page, not overlap it.
           await new Promise<void>((resolve) => setImmediate(resolve));
         }
         yield { ok: true, page: result.value };
-        if (cursor === null) return;
+        if (next === null) return;
       }
     } finally {
       stopped.abort();
