@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createClient, type Project } from 'pulseboard/client';
 import { nodeSend } from '../../client/node-http.ts';
 import { runCli, startServe, stopChild } from '../support/cli.ts';
+import { watchedFetch } from '../support/watched-fetch.ts';
 
 const EPOCH = '2000-01-01T00:00:00Z';
 
@@ -278,19 +279,7 @@ describe('pulseboard/client against a running server', () => {
     // A page's follower is asked for once its Link header names it, before its own body is read:
     // each request after the first is sent while the body before it is still unread.
     const events: string[] = [];
-    const watched: typeof fetch = async (input, init) => {
-      events.push('request');
-      const response = await fetch(input, init);
-      const text = response.text.bind(response);
-      Object.defineProperty(response, 'text', {
-        value: async () => {
-          const body = await text();
-          events.push('body');
-          return body;
-        },
-      });
-      return response;
-    };
+    const watched = watchedFetch(events);
     const linked: string[] = [];
     for await (const step of createClient({ baseUrl: url, key, fetch: watched }).projects.changes({
       since: EPOCH,

@@ -7,25 +7,9 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 // Through the package export, as a consumer imports it.
 import { createClient, type ProjectChange, type ProjectDiff } from 'pulseboard/client';
 import { startServe, stopChild } from '../support/cli.ts';
+import { watchedFetch } from '../support/watched-fetch.ts';
 
 const EPOCH = '2000-01-01T00:00:00Z';
-
-/** A fetch that records each request and each body read, in the order they happen. */
-function watchedFetch(events: string[]): typeof fetch {
-  return async (input, init) => {
-    events.push('request');
-    const response = await fetch(input, init);
-    const text = response.text.bind(response);
-    Object.defineProperty(response, 'text', {
-      value: async () => {
-        const body = await text();
-        events.push('body');
-        return body;
-      },
-    });
-    return response;
-  };
-}
 
 describe('the client walks the diff page by page', () => {
   let dir: string;
