@@ -94,8 +94,9 @@ async function measure(projects: number, postgresDown: string | null): Promise<v
   const url = `http://127.0.0.1:${server.port}`;
   const work = mkdtempSync(join(tmpdir(), 'pulseboard-mirror-bench-'));
   try {
-    const rows: MirrorRow[] = [];
-    const walkMs = await timed(async () => {
+    let rows: MirrorRow[] = [];
+    const walk = async () => {
+      rows = [];
       for await (const step of createClient({ baseUrl: url, key }).projects.changes({
         since: '1970-01-01T00:00:00Z',
         limit: 100,
@@ -103,7 +104,10 @@ async function measure(projects: number, postgresDown: string | null): Promise<v
         if (!step.ok) throw new Error(`walk failed: ${step.error.message}`);
         for (const project of step.page.projects) rows.push({ id: project.id, json: JSON.stringify(project) });
       }
-    });
+    };
+    // The first walk meets a server and page cache not yet warm: the measured walk is the second, as the mirrors that follow find them.
+    await walk();
+    const walkMs = await timed(walk);
     process.stdout.write(
       `mirror ${projects}: delta walk alone (client, 100 a page): ${seconds(walkMs)}, ${perSecond(rows.length, walkMs)}\n`,
     );
