@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from '../replay/support.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { day } from '../support/events.ts';
@@ -74,6 +75,8 @@ describe('REST rate protection on a real Redis', () => {
     b = await createHarness({ env });
     await seedOne(a);
     await seedOne(b);
+    // Both limiters connected before anything is counted: on a loaded machine a slow first connect reads as an outage.
+    for (const h of [a, b]) assert.ok(await eventually(() => h.limiter.ping(), 250, 40), 'Redis answers');
   });
   afterAll(async () => {
     await a.close();

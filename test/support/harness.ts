@@ -20,6 +20,8 @@ export type Harness = {
   config: Config;
   stores: Stores;
   services: Services;
+  /** The rate limiter the configuration selected (Redis when REDIS_URL is set). */
+  limiter: RateLimiter;
   app: FastifyInstance;
   /** Appends one source event the way ingest stores it (stream, v5 id, data + at). */
   append(type: string, messageId: string, stream: string, data: Record<string, unknown>): Promise<void>;
@@ -69,6 +71,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     config,
     stores,
     services,
+    limiter,
     app,
     async append(type, messageId, stream, data) {
       const result = await stores.log.append(stream, [
