@@ -242,7 +242,7 @@ describe('projects projector: derived fields taken over from the entity before',
     assert.ok(keyChanges >= 20, `keys changed ${keyChanges} times`);
   });
 
-  it("the samples' instants, kept on the samples once parsed, change no text: folds from copies read back agree", async () => {
+  it("the samples' instants, parsed once and kept beside the samples, change no fold: folds from copies read back agree", async () => {
     const events = await generatedLogEvents(
       { projects: 40, seed: 9, calls: 20, days: 20, hotContractCalls: 0, followerProvider: 'followerscope' },
       projectsProjector.typePrefixes,
