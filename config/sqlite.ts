@@ -19,6 +19,8 @@ export function openSqlite(path: string, options: { pageSize?: number } = {}): D
     db.exec('PRAGMA journal_mode = WAL');
     db.exec('PRAGMA synchronous = NORMAL');
     db.exec('PRAGMA foreign_keys = ON');
+    // Statement journals (a multi-row statement's undo pages) in memory, not written to a temporary file page by page.
+    db.exec('PRAGMA temp_store = MEMORY');
   } catch (error) {
     db.close();
     throw namedSqliteError(path, error);
