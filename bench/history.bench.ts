@@ -21,6 +21,7 @@ import { anyProjector, type Projector } from '../projectors/projector.ts';
 import { projectsProjector } from '../projectors/projects.ts';
 import { projectors } from '../projectors/registry.ts';
 import { createProjectionRunner } from '../projectors/runner.ts';
+import { versionDoc } from '../readmodels/sqlite/sqlite-history.ts';
 import { createSqliteReadStore } from '../readmodels/sqlite/sqlite-read-store.ts';
 import { inTransaction } from '../config/sqlite.ts';
 import { exportAsOf } from '../service/analyst-export.ts';
@@ -311,10 +312,13 @@ async function benchReads({ projects, dir, log, head, mid, from, withPath, parts
         const readRaw = async () => {
           const rows = raw
             .prepare(
-              `SELECT a.id, a.doc, (SELECT doc FROM history_versions b WHERE b.collection = a.collection AND b.id = a.id AND b.valid_from <= ? ORDER BY b.valid_from DESC LIMIT 1) AS before
-            FROM history_versions a WHERE a.collection = 'projects' AND a.valid_from > ? AND a.valid_to > ?`,
+              `SELECT a.id, CAST(${versionDoc('a.', 'ta.')} AS TEXT) AS doc, CAST(${versionDoc('b.', 'tb.')} AS TEXT) AS before
+            FROM history_versions a LEFT JOIN history_versions b ON b.rowid = (SELECT rowid FROM history_versions
+              WHERE collection = a.collection AND id = a.id AND valid_from <= ?1 ORDER BY valid_from DESC LIMIT 1)
+            LEFT JOIN history_shared_texts ta ON ta.rowid = a.shared_text LEFT JOIN history_shared_texts tb ON tb.rowid = b.shared_text
+            WHERE a.collection = 'projects' AND a.valid_from > ?1 AND a.valid_to > ?2`,
             )
-            .all(from, from, head) as { doc: string; before: string | null }[];
+            .all(from, head) as { doc: string; before: string | null }[];
           return rows.map((r) => [JSON.parse(r.doc), r.before === null ? null : JSON.parse(r.before)]).length;
         };
         await readRaw();

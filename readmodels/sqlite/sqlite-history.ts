@@ -21,6 +21,10 @@ import { storedFromTexts } from '../stored-doc.ts';
  *   as of P is one probe per facet.
  * `history_recorded_from` names collections whose checkpoint was already past 0 when the tables were
  * made (their history misses the writes before it until a replay).
+ *
+ * A version's largest member of SHARED_TEXT_MIN characters or more (a project's dossier) is kept apart in
+ * `history_shared_texts`, once per change of it rather than once per version: the version's `doc` is its
+ * text without that member's value, which goes back in at byte `shared_at` when the version is read.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS history_versions (
@@ -32,8 +36,11 @@ CREATE TABLE IF NOT EXISTS history_versions (
   sort_key TEXT NOT NULL,
   facet TEXT NOT NULL,
   doc TEXT NOT NULL,
+  shared_text INTEGER,
+  shared_at INTEGER,
   PRIMARY KEY (collection, id, valid_from)
 );
+CREATE TABLE IF NOT EXISTS history_shared_texts (text TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS history_versions_delta ON history_versions (collection, valid_from, id, valid_to);
 DROP INDEX IF EXISTS history_versions_time;
 CREATE TABLE IF NOT EXISTS history_placements (
@@ -57,12 +64,13 @@ CREATE TABLE IF NOT EXISTS history_recorded_from (collection TEXT PRIMARY KEY, p
 `;
 
 export const CLEAR_HISTORY =
-  'DELETE FROM history_versions; DELETE FROM history_placements; DELETE FROM history_counts; DELETE FROM history_recorded_from;';
+  'DELETE FROM history_versions; DELETE FROM history_shared_texts; DELETE FROM history_placements; DELETE FROM history_counts; DELETE FROM history_recorded_from;';
 
 /** Creates the tables (inside the caller's transaction); a store that held documents before gets its gaps recorded. */
 export function ensureHistory(db: DatabaseSync): void {
   const existed =
     db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'history_versions'").get() !== undefined;
+  if (existed) addSharedTextColumns(db);
   db.exec(SCHEMA);
   if (existed) return;
   db.exec(
@@ -70,7 +78,25 @@ export function ensureHistory(db: DatabaseSync): void {
   );
 }
 
-const VERSION = (p = '') => `${p}id, CAST(${p}doc AS BLOB), ${p}valid_from, ${p}written_at, ${p}sort_key, ${p}facet`;
+/** A file whose versions predate shared texts gets the columns (NULL: its versions hold whole documents). */
+function addSharedTextColumns(db: DatabaseSync): void {
+  const columns = db.prepare("SELECT name FROM pragma_table_info('history_versions')").all() as { name: string }[];
+  if (columns.some((c) => c.name === 'shared_text')) return;
+  db.exec(
+    'ALTER TABLE history_versions ADD COLUMN shared_text INTEGER; ALTER TABLE history_versions ADD COLUMN shared_at INTEGER',
+  );
+}
+
+/**
+ * SQL for a version's document as UTF-8 bytes: its stored text, with its shared text put back when it has
+ * one (`v.` the versions' table prefix, `t.` its shared text's); exported for the bench's raw reads.
+ */
+export const versionDoc = (v: string, t: string): string =>
+  `CASE WHEN ${v}shared_text IS NULL THEN CAST(${v}doc AS BLOB) ELSE CAST(substr(CAST(${v}doc AS BLOB), 1, ${v}shared_at) || ${t}text || substr(CAST(${v}doc AS BLOB), ${v}shared_at + 1) AS BLOB) END`;
+/** The version's columns (`v` the versions' table prefix, `t` its shared text's, joined by SHARED_JOIN). */
+const VERSION = (v: string, t: string) =>
+  `${v}id, ${versionDoc(v, t)}, ${v}valid_from, ${v}written_at, ${v}sort_key, ${v}facet`;
+const SHARED_JOIN = (v: string, t: string) => `LEFT JOIN history_shared_texts AS ${t} ON ${t}.rowid = ${v}.shared_text`;
 type VersionRow = [id: string, doc: Uint8Array, seq: number, writtenAt: string, sortKey: string, facet: string];
 
 const facetClause = (facets: readonly string[] | undefined, column = 'facet'): string => {
@@ -91,7 +117,8 @@ const limitText = (limit: number): string => {
  */
 export const historyQueries = {
   /** Params: collection, id, at. */
-  get: `SELECT ${VERSION()} FROM history_versions WHERE collection = ? AND id = ? AND valid_from <= ? ORDER BY valid_from DESC LIMIT 1`,
+  get: `SELECT ${VERSION('history_versions.', 't.')} FROM history_versions ${SHARED_JOIN('history_versions', 't')}
+      WHERE collection = ? AND id = ? AND valid_from <= ? ORDER BY valid_from DESC LIMIT 1`,
   /**
    * Params: collection, at, at, facets…, offset, then at (for the versions). The page's placements
    * valid at `at`, walked in listing order from the newest end or (`reversed`) the oldest, and each
@@ -99,18 +126,20 @@ export const historyQueries = {
    */
   list: (facets: readonly string[] | undefined, reversed: boolean, limit: number): string => {
     const order = reversed ? 'ASC' : 'DESC';
-    return `SELECT ${VERSION('v.')} FROM (SELECT id FROM history_placements WHERE collection = ? AND from_seq <= ? AND to_seq > ? ${facetClause(facets)}
+    return `SELECT ${VERSION('v.', 't.')} FROM (SELECT id FROM history_placements WHERE collection = ? AND from_seq <= ? AND to_seq > ? ${facetClause(facets)}
         ORDER BY sort_key ${order}, id ${order} LIMIT ${limitText(limit)} OFFSET ?) AS page
       CROSS JOIN history_versions AS v ON v.rowid = (SELECT rowid FROM history_versions
-        WHERE collection = ?1 AND id = page.id AND valid_from <= ?2 ORDER BY valid_from DESC LIMIT 1)`;
+        WHERE collection = ?1 AND id = page.id AND valid_from <= ?2 ORDER BY valid_from DESC LIMIT 1)
+      ${SHARED_JOIN('v', 't')}`;
   },
   /** Params: collection, at, at, [sortKey, sortKey, id when `after`], facets…. */
   scan: (facets: readonly string[] | undefined, after: boolean, limit: number): string =>
-    `SELECT ${VERSION('v.')} FROM (SELECT id, sort_key FROM history_placements WHERE collection = ? AND from_seq <= ? AND to_seq > ?
+    `SELECT ${VERSION('v.', 't.')} FROM (SELECT id, sort_key FROM history_placements WHERE collection = ? AND from_seq <= ? AND to_seq > ?
         ${after ? 'AND sort_key <= ? AND (sort_key < ? OR id < ?)' : ''} ${facetClause(facets)}
         ORDER BY sort_key DESC, id DESC LIMIT ${limitText(limit)}) AS page
       CROSS JOIN history_versions AS v ON v.rowid = (SELECT rowid FROM history_versions
-        WHERE collection = ?1 AND id = page.id AND valid_from <= ?2 ORDER BY valid_from DESC LIMIT 1)`,
+        WHERE collection = ?1 AND id = page.id AND valid_from <= ?2 ORDER BY valid_from DESC LIMIT 1)
+      ${SHARED_JOIN('v', 't')}`,
   /** Params: collection, facet, at. */
   count: 'SELECT n FROM history_counts WHERE collection = ? AND facet = ? AND at_seq <= ? ORDER BY at_seq DESC LIMIT 1',
   /** Params: collection. Every facet the counts know. */
@@ -118,23 +147,28 @@ export const historyQueries = {
   /**
    * Params: collection, from, to, to, [seq, seq, id when `after`]. Versions valid at `to` written
    * after `from`, in (seq, id) order, each with the version valid at `from` (a primary-key probe);
-   * those whose text is the same at both points are left out.
+   * those whose text is the same at both points are left out (two versions of one text are split alike, so
+   * their parts compare; a version stored whole before shared texts is compared whole).
    */
   changes: (after: boolean, limit: number): string =>
-    `SELECT ${VERSION('a.')}, ${VERSION('b.')} FROM history_versions AS a
+    `SELECT ${VERSION('a.', 'ta.')}, ${VERSION('b.', 'tb.')} FROM history_versions AS a
       LEFT JOIN history_versions AS b ON b.rowid = (SELECT rowid FROM history_versions
         WHERE collection = a.collection AND id = a.id AND valid_from <= ?2 ORDER BY valid_from DESC LIMIT 1)
+      ${SHARED_JOIN('a', 'ta')} ${SHARED_JOIN('b', 'tb')}
       WHERE a.collection = ?1 AND a.valid_from > ?2 AND a.valid_from <= ?3 AND a.valid_to > ?3
         ${after ? 'AND a.valid_from >= ?4 AND (a.valid_from > ?4 OR a.id > ?5)' : ''}
-        AND (b.doc IS NULL OR b.doc <> a.doc)
+        AND (b.doc IS NULL OR CASE WHEN (a.shared_text IS NULL) = (b.shared_text IS NULL)
+          THEN b.doc <> a.doc OR b.shared_at IS NOT a.shared_at OR (b.shared_text IS NOT a.shared_text AND tb.text <> ta.text)
+          ELSE ${versionDoc('b.', 'tb.')} <> ${versionDoc('a.', 'ta.')} END)
       ORDER BY a.valid_from, a.id LIMIT ${limitText(limit)}`,
   /**
    * Params: collection, ids (a JSON array). Each document's current version (its open placement has
    * the same sort key and facet): what a commit reads once per document it writes, not once per write.
    */
-  currentVersions: `SELECT v.id, v.valid_from, v.sort_key, v.facet FROM json_each(?2) AS ids
+  currentVersions: `SELECT v.id, v.valid_from, v.sort_key, v.facet, v.shared_text, t.text FROM json_each(?2) AS ids
       CROSS JOIN history_versions AS v ON v.rowid = (SELECT rowid FROM history_versions
-        WHERE collection = ?1 AND id = ids.value ORDER BY valid_from DESC LIMIT 1)`,
+        WHERE collection = ?1 AND id = ids.value ORDER BY valid_from DESC LIMIT 1)
+      ${SHARED_JOIN('v', 't')}`,
   /** Params: collection, seq. */
   pointAtSeq:
     'SELECT valid_from, written_at FROM history_versions WHERE collection = ? AND valid_from <= ? ORDER BY valid_from DESC LIMIT 1',
@@ -162,10 +196,52 @@ export type HistoryWrite = Pick<DocWrite, 'id' | 'doc' | 'json' | 'versions'>;
 
 /** Versions per multi-row INSERT: one statement run for many rows instead of one per row. */
 const VERSIONS_PER_INSERT = 32;
-const VERSION_VALUES = '(?, ?, ?, ?, ?, ?, ?, ?)';
+const VERSION_COLUMNS = 10;
+const VERSION_VALUES = `(${Array.from({ length: VERSION_COLUMNS }, () => '?').join(', ')})`;
 const insertVersions = (rows: number) =>
-  `INSERT INTO history_versions (collection, id, valid_from, valid_to, written_at, sort_key, facet, doc)
+  `INSERT INTO history_versions (collection, id, valid_from, valid_to, written_at, sort_key, facet, doc, shared_text, shared_at)
     VALUES ${Array.from({ length: rows }, () => VERSION_VALUES).join(', ')}`;
+
+/** The shortest member text kept apart (see the schema): shorter ones cost more as a row of their own than they save. */
+export const SHARED_TEXT_MIN = 256;
+
+/** A version's stored text: the whole document, or (with `shared`) the document without that member's value. */
+type SplitVersion = { doc: string; shared: null } | { doc: string; shared: string; at: number };
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype;
+
+/**
+ * Splits a document at its largest plain-object or array member of SHARED_TEXT_MIN characters or more.
+ * `texts` keeps each member object's text for the call's other versions: the fold copies on write, so a
+ * member it did not change is the very same object.
+ */
+function splitVersion(doc: unknown, texts: Map<object, string>): SplitVersion {
+  if (!isPlainObject(doc)) return { doc: jsonText(doc), shared: null };
+  let sharedKey: string | undefined;
+  let shared = '';
+  for (const key of Object.keys(doc)) {
+    const value = doc[key];
+    if (!isPlainObject(value) && !Array.isArray(value)) continue;
+    let text = texts.get(value);
+    if (text === undefined) texts.set(value, (text = JSON.stringify(value)));
+    if (text.length >= SHARED_TEXT_MIN && text.length > shared.length) [sharedKey, shared] = [key, text];
+  }
+  if (sharedKey === undefined) return { doc: jsonText(doc), shared: null };
+  // The document's text with 0 for the member's value: where that stands (once only) is where the text goes.
+  const text = JSON.stringify({ ...doc, [sharedKey]: 0 });
+  const member = `${JSON.stringify(sharedKey)}:0`;
+  const found = text.indexOf(member);
+  if (found < 0 || text.lastIndexOf(member) !== found) return { doc: jsonText(doc), shared: null };
+  const prefix = text.slice(0, found + member.length - 1);
+  return { doc: prefix + text.slice(found + member.length), shared, at: Buffer.byteLength(prefix) };
+}
+
+function jsonText(doc: unknown): string {
+  const text = JSON.stringify(doc);
+  if (text === undefined) throw new TypeError('a versioned document is not JSON');
+  return text;
+}
 
 export type SqliteHistory = HistoryStore & {
   /**
@@ -178,6 +254,7 @@ export type SqliteHistory = HistoryStore & {
 /** The history over the read store's connection; `prepare` is the store's statement cache. */
 export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteHistory {
   const currentVersions = prepare(historyQueries.currentVersions, true);
+  const insertSharedText = prepare('INSERT INTO history_shared_texts (text) VALUES (?)');
   const closeVersion = prepare(
     'UPDATE history_versions SET valid_to = ? WHERE collection = ? AND id = ? AND valid_from = ?',
   );
@@ -215,17 +292,29 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
     write(collection, writes) {
       const written = writes.filter((w) => w.versions !== undefined && w.versions.length > 0);
       if (written.length === 0) return;
-      const current = new Map<string, [validFrom: number, sortKey: string, facet: string]>();
+      type Current = [
+        validFrom: number,
+        sortKey: string,
+        facet: string,
+        sharedId: number | null,
+        shared: string | null,
+      ];
+      const current = new Map<string, Current>();
       const rows = currentVersions.all(collection, JSON.stringify(written.map((w) => w.id))) as unknown as [
         string,
-        number,
-        string,
-        string,
+        ...Current,
       ][];
-      for (const [id, validFrom, sortKey, facet] of rows) current.set(id, [validFrom, sortKey, facet]);
+      for (const [id, ...row] of rows) current.set(id, row);
+      const memberTexts = new Map<object, string>();
       // Each write's version is closed by the document's next write in the batch (known here), so only
       // a document's version stored before is updated; the facets' moves are gathered for the counts.
-      const inserts: { w: HistoryWrite; v: VersionWrite; validTo: number }[] = [];
+      const inserts: {
+        w: HistoryWrite;
+        v: VersionWrite;
+        validTo: number;
+        split: SplitVersion;
+        sharedId: number | null;
+      }[] = [];
       const moves: { seq: number; facet: string; by: 1 | -1 }[] = [];
       for (const w of written) {
         const previous = current.get(w.id);
@@ -237,9 +326,17 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
           ? { sortKey: previous[1], facet: previous[2], from: -1 }
           : null;
         const placements: { sortKey: string; facet: string; from: number }[] = [];
+        // The document's version before's shared text: a version whose text is the same refers to its row.
+        let lastShared = previous?.[3] != null ? { id: previous[3], text: previous[4]! } : null;
         for (let i = 0; i < versions.length; i++) {
           const v = versions[i]!;
-          inserts.push({ w, v, validTo: versions[i + 1]?.seq ?? OPEN_END });
+          const split = splitVersion(v.doc, memberTexts);
+          // Compared with the version before only (stored or in this batch), so any batching stores the same texts.
+          if (split.shared === null) lastShared = null;
+          else if (lastShared?.text !== split.shared)
+            lastShared = { id: Number(insertSharedText.run(split.shared).lastInsertRowid), text: split.shared };
+          const sharedId = lastShared?.id ?? null;
+          inserts.push({ w, v, validTo: versions[i + 1]?.seq ?? OPEN_END, split, sharedId });
           if (placed && placed.sortKey === v.sortKey && placed.facet === v.facet) continue;
           // It moved in the listing (or appeared): a new placement, and the facets' counts follow.
           if (placed && placed.facet !== v.facet) moves.push({ seq: v.seq, facet: placed.facet, by: -1 });
@@ -255,18 +352,17 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
       }
       // Versions in log order (the delta index grows at its end).
       inserts.sort((a, b) => a.v.seq - b.v.seq);
-      const params: (string | number)[] = [];
-      for (const { w, v, validTo } of inserts) {
-        // The live document is the batch's last version of it: its text is the one the live store wrote.
-        const json = v.doc === w.doc ? (w.json ?? JSON.stringify(v.doc)) : JSON.stringify(v.doc);
-        if (json === undefined) throw new TypeError(`document ${w.id} is not JSON`);
-        params.push(collection, w.id, v.seq, validTo, v.writtenAt, v.sortKey, v.facet, json);
-        if (params.length === VERSIONS_PER_INSERT * 8) {
+      const params: (string | number | null)[] = [];
+      for (const { w, v, validTo, split, sharedId } of inserts) {
+        const at = split.shared === null ? null : split.at;
+        params.push(collection, w.id, v.seq, validTo, v.writtenAt, v.sortKey, v.facet, split.doc, sharedId, at);
+        if (params.length === VERSIONS_PER_INSERT * VERSION_COLUMNS) {
           insertManyVersions.run(...params);
           params.length = 0;
         }
       }
-      for (let i = 0; i < params.length; i += 8) insertVersion.run(...params.slice(i, i + 8));
+      for (let i = 0; i < params.length; i += VERSION_COLUMNS)
+        insertVersion.run(...params.slice(i, i + VERSION_COLUMNS));
       // The counts are a timeline: each facet's number after every write that moved it, from its last stored one.
       moves.sort((a, b) => a.seq - b.seq);
       const counts = new Map<string, number>();

@@ -195,6 +195,85 @@ export function historyContract(
       }
     });
 
+    it('documents with large members read back exactly, whatever their shape and wherever the member stands', async () => {
+      const fresh = await open();
+      try {
+        const long = (tag: string) => ({ tag, text: `${tag} `.repeat(200), list: [1, 2, 3] });
+        const at = (seq: number, doc: unknown) => ({ seq, sortKey: 'k', facet: PROJECT_FACETS.dossier, doc });
+        const kept = long('kept');
+        // Each document's versions, oldest first; a member the next version leaves unchanged is the same object.
+        const docs: Record<string, unknown[]> = {
+          middle: [
+            { id: 'middle', name: 'Ünïcode 🚀 before it', big: kept, after: 1 },
+            { id: 'middle', name: 'Ünïcode 🚀 before it', big: kept, after: 2 },
+            { id: 'middle', name: 'Ünïcode 🚀 before it', big: long('changed'), after: 2 },
+            { id: 'middle', name: 'Ünïcode 🚀 before it', big: null, after: 2 },
+            { id: 'middle', name: 'Ünïcode 🚀 before it', big: long('kept'), after: 2 },
+            { id: 'middle', name: 'Ünïcode 🚀 before it', big: long('changed'), after: 2 },
+          ],
+          first: [
+            { big: long('first'), id: 'first' },
+            { big: long('first'), id: 'first', n: 1 },
+          ],
+          last: [{ id: 'last', big: [long('array member')] }],
+          two: [{ id: 'two', small: long('s'), larger: { ...long('l'), more: 'x'.repeat(300) } }],
+          nested: [{ id: 'nested', inner: { big: 0 }, big: long('nested key of the same name') }],
+          proto: [JSON.parse(`{"id":"proto","__proto__":{"x":1},"big":${JSON.stringify(long('proto'))}}`)],
+          plain: [{ id: 'plain', text: 'a string member is never kept apart '.repeat(20) }],
+        };
+        let seq = 0;
+        const seqs: Record<string, number[]> = {};
+        const writes = Object.entries(docs).map(([id, versions]) =>
+          written(
+            id,
+            versions.map((doc) => {
+              (seqs[id] ??= []).push(++seq);
+              return at(seq, doc);
+            }),
+          ),
+        );
+        // Two commits: the second document's later versions meet the stored current one.
+        await fresh.store.commit(C, writes.slice(0, 2), 6, 0);
+        await fresh.store.commit(C, writes.slice(2), seq, 6);
+        const history = fresh.store.history!;
+        for (const [id, versions] of Object.entries(docs)) {
+          for (const [i, doc] of versions.entries()) {
+            const version = await history.get(C, id, seqs[id]![i]!);
+            assert.equal(version?.json, JSON.stringify(doc), `${id} version ${i}`);
+            assert.deepEqual(Buffer.from(version!.utf8), Buffer.from(JSON.stringify(doc), 'utf8'));
+          }
+        }
+        const board = await history.list(C, seq, { offset: 0, limit: 100 });
+        assert.deepEqual(
+          board.docs.map((d) => d.json).sort(),
+          Object.values(docs)
+            .map((v) => JSON.stringify(v[v.length - 1]))
+            .sort(),
+        );
+        const scanned = await history.scan(C, seq, { limit: 100 });
+        assert.deepEqual(
+          scanned.map((d) => d.json),
+          board.docs.map((d) => d.json),
+        );
+        // The middle document between its versions: a change of the member alone is a change; the same text is none.
+        const change = async (from: number, to: number) =>
+          (await history.changes(C, { from, to, limit: 10 }))
+            .filter((r) => r.after.id === 'middle')
+            .map((r) => [r.before?.json ?? null, r.after.json]);
+        const middle = docs['middle']!.map((d) => JSON.stringify(d));
+        const [s0, s1, s2, s3, s4, s5] = seqs['middle']!;
+        assert.deepEqual(await change(s0!, s1!), [[middle[0], middle[1]]], 'another member changed');
+        assert.deepEqual(await change(s1!, s2!), [[middle[1], middle[2]]], 'the large member alone changed');
+        assert.deepEqual(await change(s2!, s3!), [[middle[2], middle[3]]], 'the large member removed');
+        assert.deepEqual(await change(s3!, s4!), [[middle[3], middle[4]]], 'put back');
+        assert.deepEqual(await change(s1!, s4!), [], 'the same text again, written anew');
+        assert.deepEqual(await change(s2!, s5!), [], 'the same text again, after others');
+        assert.deepEqual(await change(0, s5!), [[null, middle[5]]]);
+      } finally {
+        await fresh.dispose();
+      }
+    });
+
     it('changes leave out a document written and changed back between the points, and still fill a page', async () => {
       const fresh = await open();
       try {
