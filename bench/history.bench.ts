@@ -348,7 +348,10 @@ async function benchReads({ projects, dir, log, head, mid, from, withPath, parts
         const rawExport = await timed(async () => {
           let n = 0;
           for (const row of raw
-            .prepare('SELECT doc FROM history_versions WHERE collection = ? AND valid_to > ?')
+            .prepare(
+              `SELECT CAST(${versionDoc('v.', 't.')} AS TEXT) AS doc FROM history_versions AS v
+                LEFT JOIN history_shared_texts AS t ON t.rowid = v.shared_text WHERE v.collection = ? AND v.valid_to > ?`,
+            )
             .iterate('projects', head) as Iterable<{ doc: string }>) {
             JSON.parse(row.doc);
             n++;

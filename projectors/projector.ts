@@ -28,6 +28,8 @@ export type Projector<D = unknown, S = unknown> = {
    * (readmodels/history/port.ts); absent: the collection keeps no history.
    */
   versioned?(facet: string): boolean;
+  /** A top-level member of its versions that is large and rarely changed (VersionWrite.sharedMember). */
+  sharedMember?: string;
 };
 
 /** Erases the document types so projectors of different models can sit in one list. */

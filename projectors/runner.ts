@@ -113,6 +113,7 @@ export function foldEvents<D, S>(
         sortKey: next.sortKey,
         facet: next.facet,
         doc: next.doc,
+        sharedMember: projector.sharedMember,
       });
     }
     changed.set(

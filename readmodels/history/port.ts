@@ -23,6 +23,8 @@ export type VersionWrite = {
   sortKey: string;
   facet: string;
   doc: unknown;
+  /** A top-level member of `doc` that is large and rarely changed, which a store may keep once per change of it. */
+  sharedMember?: string;
 };
 
 /** A write that names a point in the log: its position and when the archive recorded it. */

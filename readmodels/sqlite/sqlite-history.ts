@@ -22,9 +22,9 @@ import { storedFromTexts } from '../stored-doc.ts';
  * `history_recorded_from` names collections whose checkpoint was already past 0 when the tables were
  * made (their history misses the writes before it until a replay).
  *
- * A version's largest member of SHARED_TEXT_MIN characters or more (a project's dossier) is kept apart in
- * `history_shared_texts`, once per change of it rather than once per version: the version's `doc` is its
- * text without that member's value, which goes back in at byte `shared_at` when the version is read.
+ * A version's shared member (VersionWrite.sharedMember, a project's dossier) of SHARED_TEXT_MIN characters
+ * or more is kept in `history_shared_texts`, once per change of it rather than once per version: the
+ * version's `doc` is its text without that value, which goes back in at byte `shared_at` when it is read.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS history_versions (
@@ -202,39 +202,32 @@ const insertVersions = (rows: number) =>
   `INSERT INTO history_versions (collection, id, valid_from, valid_to, written_at, sort_key, facet, doc, shared_text, shared_at)
     VALUES ${Array.from({ length: rows }, () => VERSION_VALUES).join(', ')}`;
 
-/** The shortest member text kept apart (see the schema): shorter ones cost more as a row of their own than they save. */
+/** The shortest member text kept apart: a shorter one costs more as a row of its own than it saves. */
 export const SHARED_TEXT_MIN = 256;
 
-/** A version's stored text: the whole document, or (with `shared`) the document without that member's value. */
-type SplitVersion = { doc: string; shared: null } | { doc: string; shared: string; at: number };
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype;
+/** A document's member as its last version kept it apart: the value (when known), its text's row, and the text when read back. */
+type SharedBefore = { value: unknown; id: number; text: string | null };
 
 /**
- * Splits a document at its largest plain-object or array member of SHARED_TEXT_MIN characters or more.
- * `texts` keeps each member object's text for the call's other versions: the fold copies on write, so a
- * member it did not change is the very same object.
+ * A version's stored text: the whole document, or (`at`) the document without its shared member's value,
+ * which goes back in at byte `at`. `member` is the value's text unless it is `before`'s very value.
  */
-function splitVersion(doc: unknown, texts: Map<object, string>): SplitVersion {
-  if (!isPlainObject(doc)) return { doc: jsonText(doc), shared: null };
-  let sharedKey: string | undefined;
-  let shared = '';
-  for (const key of Object.keys(doc)) {
-    const value = doc[key];
-    if (!isPlainObject(value) && !Array.isArray(value)) continue;
-    let text = texts.get(value);
-    if (text === undefined) texts.set(value, (text = JSON.stringify(value)));
-    if (text.length >= SHARED_TEXT_MIN && text.length > shared.length) [sharedKey, shared] = [key, text];
-  }
-  if (sharedKey === undefined) return { doc: jsonText(doc), shared: null };
+type SplitVersion = { doc: string; shared: null } | { doc: string; shared: object; member: string | null; at: number };
+
+function splitVersion(v: VersionWrite, before: SharedBefore | null, whole: () => string): SplitVersion {
+  const key = v.sharedMember;
+  const doc = v.doc as Record<string, unknown> | null;
+  const value = key === undefined || doc === null || typeof doc !== 'object' ? undefined : doc[key];
+  if (value === null || typeof value !== 'object') return { doc: whole(), shared: null };
+  const member = before?.value === value ? null : JSON.stringify(value);
+  if (member !== null && member.length < SHARED_TEXT_MIN) return { doc: whole(), shared: null };
   // The document's text with 0 for the member's value: where that stands (once only) is where the text goes.
-  const text = JSON.stringify({ ...doc, [sharedKey]: 0 });
-  const member = `${JSON.stringify(sharedKey)}:0`;
-  const found = text.indexOf(member);
-  if (found < 0 || text.lastIndexOf(member) !== found) return { doc: jsonText(doc), shared: null };
-  const prefix = text.slice(0, found + member.length - 1);
-  return { doc: prefix + text.slice(found + member.length), shared, at: Buffer.byteLength(prefix) };
+  const text = JSON.stringify({ ...doc, [key!]: 0 });
+  const marker = `${JSON.stringify(key)}:0`;
+  const found = text.indexOf(marker);
+  if (found < 0 || text.lastIndexOf(marker) !== found) return { doc: whole(), shared: null };
+  const prefix = text.slice(0, found + marker.length - 1);
+  return { doc: prefix + text.slice(found + marker.length), shared: value, member, at: Buffer.byteLength(prefix) };
 }
 
 function jsonText(doc: unknown): string {
@@ -305,16 +298,9 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
         ...Current,
       ][];
       for (const [id, ...row] of rows) current.set(id, row);
-      const memberTexts = new Map<object, string>();
       // Each write's version is closed by the document's next write in the batch (known here), so only
       // a document's version stored before is updated; the facets' moves are gathered for the counts.
-      const inserts: {
-        w: HistoryWrite;
-        v: VersionWrite;
-        validTo: number;
-        split: SplitVersion;
-        sharedId: number | null;
-      }[] = [];
+      const inserts: { w: HistoryWrite; v: VersionWrite; validTo: number }[] = [];
       const moves: { seq: number; facet: string; by: 1 | -1 }[] = [];
       for (const w of written) {
         const previous = current.get(w.id);
@@ -326,17 +312,9 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
           ? { sortKey: previous[1], facet: previous[2], from: -1 }
           : null;
         const placements: { sortKey: string; facet: string; from: number }[] = [];
-        // The document's version before's shared text: a version whose text is the same refers to its row.
-        let lastShared = previous?.[3] != null ? { id: previous[3], text: previous[4]! } : null;
         for (let i = 0; i < versions.length; i++) {
           const v = versions[i]!;
-          const split = splitVersion(v.doc, memberTexts);
-          // Compared with the version before only (stored or in this batch), so any batching stores the same texts.
-          if (split.shared === null) lastShared = null;
-          else if (lastShared?.text !== split.shared)
-            lastShared = { id: Number(insertSharedText.run(split.shared).lastInsertRowid), text: split.shared };
-          const sharedId = lastShared?.id ?? null;
-          inserts.push({ w, v, validTo: versions[i + 1]?.seq ?? OPEN_END, split, sharedId });
+          inserts.push({ w, v, validTo: versions[i + 1]?.seq ?? OPEN_END });
           if (placed && placed.sortKey === v.sortKey && placed.facet === v.facet) continue;
           // It moved in the listing (or appeared): a new placement, and the facets' counts follow.
           if (placed && placed.facet !== v.facet) moves.push({ seq: v.seq, facet: placed.facet, by: -1 });
@@ -352,10 +330,39 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
       }
       // Versions in log order (the delta index grows at its end).
       inserts.sort((a, b) => a.v.seq - b.v.seq);
+      // Each document's shared member as its version before kept it (stored, or earlier in this batch): a
+      // version whose member is the same refers to its row, so any batching stores the same texts.
+      const sharedBefore = new Map<string, SharedBefore | null>();
       const params: (string | number | null)[] = [];
-      for (const { w, v, validTo, split, sharedId } of inserts) {
+      for (const { w, v, validTo } of inserts) {
+        let before = sharedBefore.get(w.id);
+        if (before === undefined) {
+          const stored = current.get(w.id);
+          before = stored?.[3] != null ? { value: undefined, id: stored[3], text: stored[4] } : null;
+        }
+        // The live document is the batch's last version of it: its text is the one the live store wrote.
+        const split = splitVersion(v, before, () => (v.doc === w.doc ? (w.json ?? jsonText(v.doc)) : jsonText(v.doc)));
+        let shared: SharedBefore | null = null;
+        if (split.shared !== null) {
+          const member = split.member;
+          if (member === null || (before !== null && member === (before.text ?? JSON.stringify(before.value))))
+            shared = { value: split.shared, id: before!.id, text: null };
+          else shared = { value: split.shared, id: Number(insertSharedText.run(member).lastInsertRowid), text: null };
+        }
+        sharedBefore.set(w.id, shared);
         const at = split.shared === null ? null : split.at;
-        params.push(collection, w.id, v.seq, validTo, v.writtenAt, v.sortKey, v.facet, split.doc, sharedId, at);
+        params.push(
+          collection,
+          w.id,
+          v.seq,
+          validTo,
+          v.writtenAt,
+          v.sortKey,
+          v.facet,
+          split.doc,
+          shared?.id ?? null,
+          at,
+        );
         if (params.length === VERSIONS_PER_INSERT * VERSION_COLUMNS) {
           insertManyVersions.run(...params);
           params.length = 0;

@@ -1,5 +1,5 @@
 /**
- * The SQLite history keeps a version's large member apart, once per change of it (readmodels/sqlite/
+ * The SQLite history keeps a version's shared member apart, once per change of it (readmodels/sqlite/
  * sqlite-history.ts): what it stores, and a file whose versions were stored whole before that.
  */
 import assert from 'node:assert/strict';
@@ -21,7 +21,13 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const at = (seq: number, doc: unknown) => ({ seq, sortKey: 'k', facet: PROJECT_FACETS.dossier, doc });
+const at = (seq: number, doc: unknown) => ({
+  seq,
+  sortKey: 'k',
+  facet: PROJECT_FACETS.dossier,
+  doc,
+  sharedMember: 'dossier',
+});
 const dossier = (tag: string) => ({ tag, text: 'x'.repeat(SHARED_TEXT_MIN) });
 const rows = (sql: string) => {
   const db = new DatabaseSync(path, { readOnly: true });
