@@ -219,8 +219,9 @@ function splitVersion(v: VersionWrite, before: SharedBefore | null, whole: () =>
   const doc = v.doc as Record<string, unknown> | null;
   const value = key === undefined || doc === null || typeof doc !== 'object' ? undefined : doc[key];
   if (value === null || typeof value !== 'object') return { doc: whole(), shared: null };
-  const member = before?.value === value ? null : JSON.stringify(value);
-  if (member !== null && member.length < SHARED_TEXT_MIN) return { doc: whole(), shared: null };
+  const member = before?.value === value ? null : (JSON.stringify(value) as string | undefined);
+  if (member === undefined || (member !== null && member.length < SHARED_TEXT_MIN))
+    return { doc: whole(), shared: null };
   // The document's text with 0 for the member's value: where that stands (once only) is where the text goes.
   const text = JSON.stringify({ ...doc, [key!]: 0 });
   const marker = `${JSON.stringify(key)}:0`;
