@@ -61,7 +61,15 @@ describe('Kafka source on a real broker: a group of processes and crashes', () =
       assert.equal(order.size, 6, 'the keys spread over all six partitions');
 
       const eventLog = join(dir, 'group-events.sqlite');
-      const options = { brokers: broker.brokers, eventLog, groupId, topics: [topic], maxMessagesPerAppend: 1000 };
+      // A pause before each append of 1000 keeps 100k messages several seconds long, so the kill lands mid-stream.
+      const options = {
+        brokers: broker.brokers,
+        eventLog,
+        groupId,
+        topics: [topic],
+        maxMessagesPerAppend: 1000,
+        appendDelayMs: 50,
+      };
       const log = createSqliteEventLog(eventLog);
       const reader = createLogReader(log);
       const a = startChild(options);
