@@ -112,7 +112,7 @@ const WRITE_CACHE_KIB = 262_144;
 const READ_CACHE_KIB = 16_384;
 /**
  * Page size of a read-store file made new (a replay's generation, a first start); older files keep
- * theirs. A history version is a whole document: two filled a 4 KiB page and left a third's room unused.
+ * theirs. Chosen when history rows held whole documents (two filled a 4 KiB page, a third's room unused).
  */
 const PAGE_SIZE = 8_192;
 /** A commit of at least this many documents gets the write cache for its transaction. */
