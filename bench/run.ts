@@ -1,18 +1,27 @@
-/** Runs every benchmark in turn; each prints its figures and ratios to its own in-run baseline. */
+/**
+ * Runs every benchmark in turn, each in a process of its own (so none meets the heap, caches or open
+ * files another left behind); each prints its figures and ratios to its own in-run baseline.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+
 const benches = [
-  './reads.bench.ts',
-  './read-paths.bench.ts',
-  './write-paths.bench.ts',
-  './mcp.bench.ts',
-  './rate-limit.bench.ts',
-  './kafka-batch.bench.ts',
-  './live.bench.ts',
-  './compression.bench.ts',
-  './mirror.bench.ts',
-  './slow-clients.bench.ts',
+  'reads.bench.ts',
+  'read-paths.bench.ts',
+  'write-paths.bench.ts',
+  'mcp.bench.ts',
+  'rate-limit.bench.ts',
+  'kafka-batch.bench.ts',
+  'live.bench.ts',
+  'compression.bench.ts',
+  'mirror.bench.ts',
+  'slow-clients.bench.ts',
 ];
-for (const path of benches) {
-  process.stdout.write(`\n== ${path}\n`);
-  const module = (await import(path)) as { main: () => Promise<void> };
-  await module.main();
+for (const name of benches) {
+  process.stdout.write(`\n== ./${name}\n`);
+  const run = spawnSync(process.execPath, [...process.execArgv, join(import.meta.dirname, name)], { stdio: 'inherit' });
+  if (run.status !== 0) {
+    process.stderr.write(`${name} failed (exit ${run.status ?? run.signal})\n`);
+    process.exit(1);
+  }
 }

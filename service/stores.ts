@@ -37,17 +37,18 @@ export type Stores = {
   close(): Promise<void>;
 };
 
-export type ProjectionLimits = Required<Pick<RunnerOptions, 'batchSize' | 'maxPendingDocs'>>;
+export type ProjectionLimits = Pick<RunnerOptions, 'batchSize' | 'maxPendingDocs' | 'maxHeapShare'> &
+  Required<Pick<RunnerOptions, 'batchSize' | 'maxPendingDocs'>>;
 
 /**
  * How much a projection runner folds in memory before it commits, by read store and purpose. Each
  * document a commit writes costs far more than folding an event into it, so the embedded store holds
  * as much as it can: a batch ends at the log's head, after 10,000,000 positions, at 500,000 documents,
- * or once the documents held fill half the V8 heap (the runner's guard, which collects garbage before
- * it decides). A catch-up or replay of the whole log then writes each document once: at 100k projects
- * (3.2M positions, 402,174 final documents) one batch, where the earlier cap of 1,000,000 positions
- * wrote 796,120 documents in four and took 117 s instead of 88 s. A MongoDB transaction should stay far
- * below its time and cache limits, so commits there stay at a few thousand documents.
+ * or once the V8 heap's used size (garbage not yet collected included) passes 70 % of its limit (its
+ * commit writes one row at a time, so it needs little more). A catch-up or replay of the whole log then
+ * writes each document once: at 100k projects one batch, where half the heap split it in two. A MongoDB
+ * transaction should stay far below its time and cache limits, so commits there stay at a few thousand
+ * documents (and the runner's default share of the heap).
  */
 export function projectionLimits(config: Config, purpose: 'live' | 'replay'): ProjectionLimits {
   if (config.MONGODB_URL !== undefined)
@@ -57,7 +58,7 @@ export function projectionLimits(config: Config, purpose: 'live' | 'replay'): Pr
   return EMBEDDED_LIMITS;
 }
 
-export const EMBEDDED_LIMITS: ProjectionLimits = { batchSize: 10_000_000, maxPendingDocs: 500_000 };
+export const EMBEDDED_LIMITS: ProjectionLimits = { batchSize: 10_000_000, maxPendingDocs: 500_000, maxHeapShare: 0.7 };
 
 /**
  * Where the configuration keeps read-model generations: MongoDB when MONGODB_URL is set (its driver
