@@ -11,7 +11,10 @@
  * - `_pulseboard_history_counts`: every facet's number of documents after each write that changed one,
  *   so the totals as of P are one probe;
  * - `_pulseboard_history_from`: the position from which the model records each collection (a store
- *   written before it existed: the checkpoint it had then; `pulseboard replay` builds it whole).
+ *   written before it existed: the checkpoint it had then; `pulseboard replay` builds it whole);
+ * - `_pulseboard_history_shared`: a version's shared member (a project's dossier) once per change of it
+ *   (history/shared-member.ts): such a version holds its text without the member, `shared` naming the
+ *   member's text and `at` the byte where it goes back. Versions written before it are whole.
  *
  * Every read names its index in a hint and is a range bounded on both sides (equality, then a range
  * with both ends), or a walk along the index bounded by its limit; fields tested beyond the bounds are
@@ -30,12 +33,14 @@ import {
   type WritePoint,
 } from '../history/port.ts';
 import type { DocWrite, ListPage } from '../port.ts';
+import { joinVersion, sharedOf, splitVersion, type SharedBefore } from '../history/shared-member.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 
 export const HISTORY_VERSIONS = '_pulseboard_history_versions';
 export const HISTORY_PLACEMENTS = '_pulseboard_history_placements';
 export const HISTORY_COUNTS = '_pulseboard_history_counts';
 export const HISTORY_FROM = '_pulseboard_history_from';
+export const HISTORY_SHARED = '_pulseboard_history_shared';
 
 type VersionDoc = {
   _id: string;
@@ -48,9 +53,13 @@ type VersionDoc = {
   facet: string;
   /** `from` of the placement this version belongs to (what closes it when the document moves). */
   placed: number;
-  /** UTF-8 of the JSON text, as the live documents keep it. */
+  /** UTF-8 of the JSON text, as the live documents keep it (without the shared member when `shared` is set). */
   doc: Binary;
+  /** The `_id` of the shared member's text and the byte of `doc` where it goes back. */
+  shared?: string;
+  at?: number;
 };
+type SharedDoc = { _id: string; text: Binary };
 type PlacementDoc = { _id: string; c: string; id: string; sortKey: string; facet: string; from: number; to: number };
 type CountDoc = { _id: string; c: string; at: number; counts: { facet: string; n: number }[] };
 type FromDoc = { _id: string; position: number };
@@ -101,10 +110,14 @@ const position = (at: number) => Math.max(0, Math.min(OPEN_END, Math.floor(at)))
 const facetFilter = (facets: readonly string[] | undefined) =>
   facets === undefined ? {} : { facet: { $in: [...facets] } };
 
-const toVersion = <D>(row: VersionDoc): Version<D> =>
+const bytesOf = (binary: Binary): Uint8Array => binary.read(0, binary.position);
+const utf8 = new TextDecoder();
+
+/** A version as read: `texts` holds the shared texts its row may name (sharedTexts). */
+const toVersion = <D>(row: VersionDoc, texts: ReadonlyMap<string, Uint8Array>): Version<D> =>
   storedFromTexts<D, null>({
     id: row.id,
-    doc: row.doc.read(0, row.doc.position),
+    doc: wholeText(row, texts),
     state: undefined,
     seq: row.from,
     writtenAt: row.writtenAt,
@@ -113,7 +126,13 @@ const toVersion = <D>(row: VersionDoc): Version<D> =>
     keys: '{}',
   });
 
-const sameBytes = (a: Binary, b: Binary) => Buffer.compare(a.read(0, a.position), b.read(0, b.position)) === 0;
+/** A version's whole text: its `doc`, with its shared member put back when it has one. */
+function wholeText(row: VersionDoc, texts: ReadonlyMap<string, Uint8Array>): Uint8Array {
+  if (row.shared === undefined || row.at === undefined) return bytesOf(row.doc);
+  const member = texts.get(row.shared);
+  if (member === undefined) throw new Error(`history: the shared text of version ${row._id} is missing`);
+  return joinVersion(bytesOf(row.doc), member, row.at);
+}
 
 /** Rows in the order of `ids` (a page's placements), from rows in any order. */
 function inOrder<R extends { id: string }>(ids: readonly string[], rows: readonly R[]): R[] {
@@ -143,7 +162,8 @@ export type MongoHistory = HistoryStore & {
   ): Promise<void>;
   /**
    * Records a commit's writes inside its transaction, in log order across documents: one read of the
-   * batch's open versions, one of the latest counts, and one bulk write per collection touched.
+   * batch's open versions (and one per 1000 of their shared texts, when they have any), one of the latest
+   * counts, and one bulk write per collection touched.
    */
   write(collection: string, writes: readonly HistoryWrite[], session: ClientSession): Promise<void>;
   /** Forgets which collections were started (after `clear`). */
@@ -161,6 +181,26 @@ export function createMongoHistory(
   const placements = db.collection<PlacementDoc>(names(HISTORY_PLACEMENTS));
   const counts = db.collection<CountDoc>(names(HISTORY_COUNTS));
   const recorded = db.collection<FromDoc>(names(HISTORY_FROM));
+  const sharedTexts = db.collection<SharedDoc>(names(HISTORY_SHARED));
+
+  /** The shared texts `rows` name, by `_id`: one read per IDS_PER_READ of them. */
+  async function textsOf(rows: readonly VersionDoc[], session?: ClientSession): Promise<Map<string, Uint8Array>> {
+    const texts = new Map<string, Uint8Array>();
+    const wanted = [...new Set(rows.flatMap((row) => (row.shared === undefined ? [] : [row.shared])))];
+    for (let i = 0; i < wanted.length; i += IDS_PER_READ) {
+      const found = await sharedTexts
+        .find({ _id: { $in: wanted.slice(i, i + IDS_PER_READ) } }, { hint: '_id_', ...(session ? { session } : {}) })
+        .toArray();
+      for (const row of found) texts.set(row._id, bytesOf(row.text));
+    }
+    return texts;
+  }
+
+  /** `rows` as versions, in their order, their shared texts put back. */
+  async function versionsOf<D>(rows: readonly VersionDoc[], session?: ClientSession): Promise<Version<D>[]> {
+    const texts = await textsOf(rows, session);
+    return rows.map((row) => toVersion<D>(row, texts));
+  }
   let indexes: Promise<void> | undefined;
   const started = new Map<string, Promise<void>>();
 
@@ -287,9 +327,11 @@ export function createMongoHistory(
       const open = await versions
         .find(
           { c: collection, id: { $in: ids }, to: OPEN_END },
-          { projection: { id: 1, from: 1, sortKey: 1, facet: 1, placed: 1 }, hint: 'history_open', session },
+          { projection: { id: 1, from: 1, sortKey: 1, facet: 1, placed: 1, shared: 1 }, hint: 'history_open', session },
         )
         .toArray();
+      const openTexts = await textsOf(open, session);
+      const storedShared = new Map(open.map((row) => [row.id, row.shared]));
       const latestCounts = await counts
         .find(
           { c: collection, at: { $gte: 0, $lte: OPEN_END } },
@@ -307,6 +349,9 @@ export function createMongoHistory(
       const newPlacements = new Map<string, PlacementDoc>();
       const closedPlacements = new Map<string, number>();
       const countDocs = new Map<number, CountDoc>();
+      const newTexts: SharedDoc[] = [];
+      // Each document's shared member as its version before kept it (stored, or earlier in this batch).
+      const sharedBefore = new Map<string, SharedBefore<string> | null>();
       const close = <T extends { to: number }>(
         made: Map<string, T>,
         closed: Map<string, number>,
@@ -325,9 +370,24 @@ export function createMongoHistory(
         if (previous) close(newVersions, closedVersions, versionKey(collection, id, previous.from), v.seq);
         const stays = previous !== undefined && previous.sortKey === v.sortKey && previous.facet === v.facet;
         const placed = stays ? previous.placed : v.seq;
-        // The live document is the batch's last version of it: its text is the one the live store wrote.
-        const json = v.doc === w.doc ? (w.json ?? JSON.stringify(v.doc)) : JSON.stringify(v.doc);
-        if (json === undefined) throw new TypeError(`document ${id} is not JSON`);
+        let before = sharedBefore.get(id);
+        if (before === undefined) {
+          const ref = storedShared.get(id);
+          const text = ref === undefined ? undefined : openTexts.get(ref);
+          before = ref !== undefined && text !== undefined ? { value: undefined, ref, text: utf8.decode(text) } : null;
+        }
+        const split = splitVersion(v, before, () => {
+          // The live document is the batch's last version of it: its text is the one the live store wrote.
+          const json = v.doc === w.doc ? (w.json ?? JSON.stringify(v.doc)) : JSON.stringify(v.doc);
+          if (json === undefined) throw new TypeError(`document ${id} is not JSON`);
+          return json;
+        });
+        const shared = sharedOf(split, before, (member) => {
+          const _id = versionKey(collection, id, v.seq);
+          newTexts.push({ _id, text: new Binary(Buffer.from(member, 'utf8')) });
+          return _id;
+        });
+        sharedBefore.set(id, shared);
         newVersions.set(versionKey(collection, id, v.seq), {
           _id: versionKey(collection, id, v.seq),
           c: collection,
@@ -338,7 +398,8 @@ export function createMongoHistory(
           sortKey: v.sortKey,
           facet: v.facet,
           placed,
-          doc: new Binary(Buffer.from(json, 'utf8')),
+          doc: new Binary(Buffer.from(split.doc, 'utf8')),
+          ...(shared !== null && split.shared !== null ? { shared: shared.ref, at: split.at } : {}),
         });
         latest.set(id, { from: v.seq, sortKey: v.sortKey, facet: v.facet, placed });
         if (stays) continue;
@@ -370,6 +431,12 @@ export function createMongoHistory(
         ...[...closed].map(([_id, to]) => ({ updateOne: { filter: { _id }, update: { $set: { to } } } })),
         ...[...made.values()].map((document) => ({ insertOne: { document } })),
       ];
+      if (newTexts.length > 0) {
+        await sharedTexts.bulkWrite(
+          newTexts.map((document) => ({ insertOne: { document } })),
+          { ordered: false, session },
+        );
+      }
       if (newVersions.size > 0) {
         await versions.bulkWrite(writesOf(newVersions, closedVersions), { ordered: false, session });
       }
@@ -417,13 +484,14 @@ export function createMongoHistory(
         .sort({ _id: -1 })
         .limit(1)
         .next();
-      return row ? toVersion<D>(row) : null;
+      return row ? ((await versionsOf<D>([row]))[0] ?? null) : null;
     },
 
     async getMany<D>(collection: string, ids: readonly string[], at: number) {
       const found = new Map<string, Version<D>>();
       if (at < 0) return found;
-      for (const row of await validAt(collection, ids, position(at))) found.set(row.id, toVersion<D>(row));
+      for (const version of await versionsOf<D>(await validAt(collection, ids, position(at))))
+        found.set(version.id, version);
       return found;
     },
 
@@ -445,7 +513,7 @@ export function createMongoHistory(
         );
         if (ascending) ids.reverse();
         const rows = inOrder(ids, await validAt(collection, ids, position(at), session));
-        return { total, docs: rows.map((row) => toVersion<D>(row)) };
+        return { total, docs: await versionsOf<D>(rows, session) };
       } finally {
         await session.endSession();
       }
@@ -462,7 +530,7 @@ export function createMongoHistory(
         limit: query.limit,
         ...(query.after ? { after: query.after } : {}),
       });
-      return inOrder(ids, await validAt(collection, ids, position(at))).map((row) => toVersion<D>(row));
+      return versionsOf<D>(inOrder(ids, await validAt(collection, ids, position(at))));
     },
 
     async changes<D>(collection: string, query: HistoryChangesQuery) {
@@ -503,10 +571,12 @@ export function createMongoHistory(
             .toArray();
           for (const row of earlier) before.set(row.id, row);
         }
+        const texts = await textsOf([...rows, ...before.values()]);
         for (const row of rows) {
           const was = before.get(row.id);
-          if (was && sameBytes(was.doc, row.doc)) continue;
-          found.push({ after: toVersion<D>(row), before: was ? toVersion<D>(was) : null });
+          const after = wholeText(row, texts);
+          if (was && Buffer.compare(wholeText(was, texts), after) === 0) continue;
+          found.push({ after: toVersion<D>(row, texts), before: was ? toVersion<D>(was, texts) : null });
           if (found.length === query.limit) return found;
         }
         if (rows.length < query.limit) break;

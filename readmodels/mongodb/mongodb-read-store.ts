@@ -25,7 +25,8 @@
  * chunk counts (`$inc`, only when the batch adds documents or moves one's sort key or facet), one read
  * of the chunks it grew past their bound (and, rarely, a cut of each: one read of its rows, one delete,
  * one insert), for a batch carrying versions the history's reads and writes (mongodb-history.ts: one read
- * of the open versions, one of the latest counts, a bulk write per history collection), and the checkpoint
+ * of the open versions, one of their shared texts, one of the latest counts, a bulk write per history
+ * collection), and the checkpoint
  * advanced with a compare-and-set on the value read before the batch.
  * A crash leaves either the whole batch with its checkpoint and counts or none of
  * them, as the port promises and as the SQLite store (one transaction, triggers for the counts) does. Transactions need a replica set (a one-node one is

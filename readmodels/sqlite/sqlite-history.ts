@@ -9,6 +9,7 @@ import {
   type WritePoint,
 } from '../history/port.ts';
 import type { DocWrite, ListPage } from '../port.ts';
+import { sharedOf, splitVersion, type SharedBefore } from '../history/shared-member.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 
 /**
@@ -202,35 +203,6 @@ const insertVersions = (rows: number) =>
   `INSERT INTO history_versions (collection, id, valid_from, valid_to, written_at, sort_key, facet, doc, shared_text, shared_at)
     VALUES ${Array.from({ length: rows }, () => VERSION_VALUES).join(', ')}`;
 
-/** The shortest member text kept apart: a shorter one costs more as a row of its own than it saves. */
-export const SHARED_TEXT_MIN = 256;
-
-/** A document's member as its last version kept it apart: the value (when known), its text's row, and the text when read back. */
-type SharedBefore = { value: unknown; id: number; text: string | null };
-
-/**
- * A version's stored text: the whole document, or (`at`) the document without its shared member's value,
- * which goes back in at byte `at`. `member` is the value's text unless it is `before`'s very value.
- */
-type SplitVersion = { doc: string; shared: null } | { doc: string; shared: object; member: string | null; at: number };
-
-function splitVersion(v: VersionWrite, before: SharedBefore | null, whole: () => string): SplitVersion {
-  const key = v.sharedMember;
-  const doc = v.doc as Record<string, unknown> | null;
-  const value = key === undefined || doc === null || typeof doc !== 'object' ? undefined : doc[key];
-  if (value === null || typeof value !== 'object') return { doc: whole(), shared: null };
-  const member = before?.value === value ? null : (JSON.stringify(value) as string | undefined);
-  if (member === undefined || (member !== null && member.length < SHARED_TEXT_MIN))
-    return { doc: whole(), shared: null };
-  // The document's text with 0 for the member's value: where that stands (once only) is where the text goes.
-  const text = JSON.stringify({ ...doc, [key!]: 0 });
-  const marker = `${JSON.stringify(key)}:0`;
-  const found = text.indexOf(marker);
-  if (found < 0 || text.lastIndexOf(marker) !== found) return { doc: whole(), shared: null };
-  const prefix = text.slice(0, found + marker.length - 1);
-  return { doc: prefix + text.slice(found + marker.length), shared: value, member, at: Buffer.byteLength(prefix) };
-}
-
 function jsonText(doc: unknown): string {
   const text = JSON.stringify(doc);
   if (text === undefined) throw new TypeError('a versioned document is not JSON');
@@ -333,23 +305,17 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
       inserts.sort((a, b) => a.v.seq - b.v.seq);
       // Each document's shared member as its version before kept it (stored, or earlier in this batch): a
       // version whose member is the same refers to its row, so any batching stores the same texts.
-      const sharedBefore = new Map<string, SharedBefore | null>();
+      const sharedBefore = new Map<string, SharedBefore<number> | null>();
       const params: (string | number | null)[] = [];
       for (const { w, v, validTo } of inserts) {
         let before = sharedBefore.get(w.id);
         if (before === undefined) {
           const stored = current.get(w.id);
-          before = stored?.[3] != null ? { value: undefined, id: stored[3], text: stored[4] } : null;
+          before = stored?.[3] != null ? { value: undefined, ref: stored[3], text: stored[4] } : null;
         }
         // The live document is the batch's last version of it: its text is the one the live store wrote.
         const split = splitVersion(v, before, () => (v.doc === w.doc ? (w.json ?? jsonText(v.doc)) : jsonText(v.doc)));
-        let shared: SharedBefore | null = null;
-        if (split.shared !== null) {
-          const member = split.member;
-          if (member === null || (before !== null && member === (before.text ?? JSON.stringify(before.value))))
-            shared = { value: split.shared, id: before!.id, text: null };
-          else shared = { value: split.shared, id: Number(insertSharedText.run(member).lastInsertRowid), text: null };
-        }
+        const shared = sharedOf(split, before, (member) => Number(insertSharedText.run(member).lastInsertRowid));
         sharedBefore.set(w.id, shared);
         const at = split.shared === null ? null : split.at;
         params.push(
@@ -361,7 +327,7 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
           v.sortKey,
           v.facet,
           split.doc,
-          shared?.id ?? null,
+          shared?.ref ?? null,
           at,
         );
         if (params.length === VERSIONS_PER_INSERT * VERSION_COLUMNS) {

@@ -19,6 +19,7 @@ import {
   HISTORY_FROM,
   HISTORY_INDEXES,
   HISTORY_PLACEMENTS,
+  HISTORY_SHARED,
   HISTORY_VERSIONS,
 } from '../../readmodels/mongodb/mongodb-history.ts';
 import { generationOfCollection, mongoReadStoreOn } from '../../readmodels/mongodb/mongodb-read-store.ts';
@@ -259,16 +260,23 @@ describe('MongoDB history queries (in-memory driver stand-in)', () => {
       const dump = (name: string) =>
         JSON.stringify(
           [...(mongo.data.get(name)?.values() ?? [])]
-            .map((row) => ({ ...row, ...(row.doc ? { doc: Buffer.from(row.doc as Uint8Array).toString('hex') } : {}) }))
+            .map((row) => ({
+              ...row,
+              ...(row.doc ? { doc: Buffer.from(row.doc as Uint8Array).toString('hex') } : {}),
+              ...(row.text ? { text: Buffer.from(row.text as Uint8Array).toString('hex') } : {}),
+            }))
             .sort((a, b) => (a._id < b._id ? -1 : a._id > b._id ? 1 : 0)),
         );
-      for (const name of [HISTORY_VERSIONS, HISTORY_PLACEMENTS, HISTORY_COUNTS, HISTORY_FROM]) {
+      for (const name of [HISTORY_VERSIONS, HISTORY_SHARED, HISTORY_PLACEMENTS, HISTORY_COUNTS, HISTORY_FROM]) {
         assert.equal(generationOfCollection(`${name}_v1`), 1);
         assert.equal(generationOfCollection(name), 0);
         assert.ok((mongo.data.get(name)?.size ?? 0) > 0, `${name} was written`);
         assert.equal(dump(`${name}_v1`), dump(name), `${name}: replay and catch-up differ`);
       }
       assert.ok(mongo.data.get(HISTORY_VERSIONS)!.size > 150, 'the log made many public writes');
+      // The dossier is kept once per change of it: fewer texts than versions that refer to one.
+      const referring = [...mongo.data.get(HISTORY_VERSIONS)!.values()].filter((row) => row.shared !== undefined);
+      assert.ok(referring.length > mongo.data.get(HISTORY_SHARED)!.size, 'versions share their dossier texts');
       // Clearing generation 1 empties its history and leaves generation 0's.
       await replayed.clear();
       assert.equal(mongo.data.get(`${HISTORY_VERSIONS}_v1`)?.size, 0);

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, it } from 'vitest';
 import { PROJECT_FACETS, PROJECTS_COLLECTION as C } from '../../projectors/projects.ts';
-import { SHARED_TEXT_MIN } from '../../readmodels/sqlite/sqlite-history.ts';
+import { SHARED_TEXT_MIN } from '../../readmodels/history/shared-member.ts';
 import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
 import { written } from '../contract/history.contract.ts';
 
