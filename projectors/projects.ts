@@ -70,15 +70,13 @@ const emptyState = (): ProjectState => ({
 
 const ms = (iso: string) => Date.parse(iso);
 
-const sampleMs = instantOf;
-
 /** How many samples (ascending by `at`) are at or before `cutoff`: a binary search, so a sighting parses a few times, not every sample's. */
 function countAtOrBefore(samples: readonly FollowerSample[], cutoff: number): number {
   let low = 0;
   let high = samples.length;
   while (low < high) {
     const mid = (low + high) >>> 1;
-    if (sampleMs(samples[mid]!) <= cutoff) low = mid + 1;
+    if (instantOf(samples[mid]!) <= cutoff) low = mid + 1;
     else high = mid;
   }
   return low;
@@ -111,9 +109,9 @@ function pruneSamples(samples: FollowerSample[], newestAt: number): FollowerSamp
  */
 function insertSample(samples: readonly FollowerSample[], sample: FollowerSample): FollowerSample[] {
   const next = samples.filter((s) => s.at !== sample.at);
-  const time = sampleMs(sample);
+  const time = instantOf(sample);
   let index = next.length;
-  while (index > 0 && sampleMs(next[index - 1]!) > time) index -= 1;
+  while (index > 0 && instantOf(next[index - 1]!) > time) index -= 1;
   next.splice(index, 0, sample);
   return next;
 }
