@@ -40,6 +40,8 @@ export type ReplayOptions = {
   batchSize?: number;
   /** Documents held in memory before a commit (the runner's default unless given). */
   maxPendingDocs?: number;
+  /** The share of the V8 heap's limit at which a batch commits (the runner's default unless given). */
+  maxHeapShare?: number;
   onProgress?: (progress: ReplayProgress) => void;
   /** One-line notes (partial generations removed, the switch) for the operator. */
   onNote?: (message: string) => void;
@@ -132,6 +134,7 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
       const runner = createProjectionRunner(log, store, options.projectors, {
         ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
         ...(options.maxPendingDocs === undefined ? {} : { maxPendingDocs: options.maxPendingDocs }),
+        ...(options.maxHeapShare === undefined ? {} : { maxHeapShare: options.maxHeapShare }),
         onBatch: ({ collection, checkpoint, applied }) => {
           checkpoints.set(collection, checkpoint);
           eventsApplied += applied;
