@@ -31,8 +31,11 @@ import { written } from './history.contract.ts';
 const C = PROJECTS_COLLECTION;
 const { dossier, noDossier } = PROJECT_FACETS;
 
-/** `n` projects written `times` times each from position `start` on; every third moves to the dossier facet half way. */
-function board(n: number, times: number, start: number, prefix = 'p'): DocWrite[] {
+/**
+ * `n` projects written `times` times each from position `start` on; every third moves to the dossier facet
+ * half way. With `shared`, each also carries a large member named as shared, changed every other write.
+ */
+function board(n: number, times: number, start: number, prefix = 'p', shared = false): DocWrite[] {
   return Array.from({ length: n }, (_, i) =>
     written(
       `${prefix}${String(i).padStart(5, '0')}`,
@@ -40,7 +43,9 @@ function board(n: number, times: number, start: number, prefix = 'p'): DocWrite[
         seq: start + k * n + i,
         sortKey: `k${String((i * 7919) % 997).padStart(4, '0')}`,
         facet: i % 3 === 0 && k >= times / 2 ? dossier : noDossier,
-        doc: { i, k },
+        ...(shared
+          ? { doc: { i, k, big: { text: 'x'.repeat(300), half: Math.floor(k / 2) } }, sharedMember: 'big' }
+          : { doc: { i, k } }),
       })),
     ),
   );
@@ -109,7 +114,8 @@ describe('MongoDB history queries (in-memory driver stand-in)', () => {
     const store = mongoReadStoreOn(mongo.client, 0, { ownsClient: false });
     const history = store.history!;
     await store.commit(C, board(600, 6, 1), 3600, 0);
-    await store.commit(C, board(200, 2, 3601, 'q'), 4000, 3600);
+    // The later documents keep a shared member apart: their reads also fetch its texts.
+    await store.commit(C, board(200, 2, 3601, 'q', true), 4000, 3600);
     for (const at of [0, 1, 900, 2000, 3700, 4000]) {
       for (const facets of [undefined, [dossier], [noDossier, dossier], []]) {
         const filtered = facets ? { facets } : {};
@@ -130,6 +136,10 @@ describe('MongoDB history queries (in-memory driver stand-in)', () => {
     assert.deepEqual(
       wrong.map(([find, why]) => `${find.collection} ${JSON.stringify(find.filter)}: ${why}`),
       [],
+    );
+    assert.ok(
+      ofHistory.some((find) => baseName(find.collection) === HISTORY_SHARED),
+      'reads of versions with a shared member fetch its texts',
     );
     const used = new Set(ofHistory.map((find) => find.hint));
     for (const name of [...Object.keys(INDEX_KEYS), '_id_'])
