@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventLog } from '../eventstore/port.ts';
 import type { Projector } from '../projectors/projector.ts';
-import { createProjectionRunner } from '../projectors/runner.ts';
+import { createProjectionRunner, type RunnerOptions } from '../projectors/runner.ts';
 import type { GenerationSpace } from '../readmodels/generations/port.ts';
 import type { ReadStore } from '../readmodels/port.ts';
 
@@ -32,16 +32,20 @@ export type ReplayOutcome =
     }
   | { ok: false; reason: string };
 
-export type ReplayOptions = {
+/** The runner's commit limits a replay hands on as given (the runner's defaults where absent). */
+const REPLAY_LIMITS = ['batchSize', 'maxPendingDocs', 'maxHeapShare'] as const;
+type ReplayLimits = Pick<RunnerOptions, (typeof REPLAY_LIMITS)[number]>;
+
+function limitsOf(options: ReplayLimits): ReplayLimits {
+  const limits: ReplayLimits = {};
+  for (const key of REPLAY_LIMITS) if (options[key] !== undefined) limits[key] = options[key];
+  return limits;
+}
+
+export type ReplayOptions = ReplayLimits & {
   space: GenerationSpace;
   log: EventLog;
   projectors: readonly Projector[];
-  /** Log positions per commit (the runner's default unless given). */
-  batchSize?: number;
-  /** Documents held in memory before a commit (the runner's default unless given). */
-  maxPendingDocs?: number;
-  /** The share of the V8 heap's limit at which a batch commits (the runner's default unless given). */
-  maxHeapShare?: number;
   onProgress?: (progress: ReplayProgress) => void;
   /** One-line notes (partial generations removed, the switch) for the operator. */
   onNote?: (message: string) => void;
@@ -132,9 +136,7 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
       };
       // One runner for every read model: the log is read once, each batch dispatched to all of them.
       const runner = createProjectionRunner(log, store, options.projectors, {
-        ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
-        ...(options.maxPendingDocs === undefined ? {} : { maxPendingDocs: options.maxPendingDocs }),
-        ...(options.maxHeapShare === undefined ? {} : { maxHeapShare: options.maxHeapShare }),
+        ...limitsOf(options),
         onBatch: ({ collection, checkpoint, applied }) => {
           checkpoints.set(collection, checkpoint);
           eventsApplied += applied;

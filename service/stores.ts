@@ -37,8 +37,8 @@ export type Stores = {
   close(): Promise<void>;
 };
 
-export type ProjectionLimits = Pick<RunnerOptions, 'batchSize' | 'maxPendingDocs' | 'maxHeapShare'> &
-  Required<Pick<RunnerOptions, 'batchSize' | 'maxPendingDocs'>>;
+export type ProjectionLimits = Required<Pick<RunnerOptions, 'batchSize' | 'maxPendingDocs'>> &
+  Pick<RunnerOptions, 'maxHeapShare'>;
 
 /**
  * How much a projection runner folds in memory before it commits, by read store and purpose. Each
