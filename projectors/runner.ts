@@ -154,8 +154,8 @@ class FoldedDoc<D, S> implements StoredDoc<D, S> {
   readonly sortKey: string;
   readonly facet: string;
   readonly keys: Record<string, string[]>;
-  /** The public writes this batch made (versioned collections only; see DocWrite). */
-  readonly versions: VersionWrite[] | undefined;
+  /** The public writes this batch made (versioned collections only; see DocWrite); dropped once committed. */
+  versions: VersionWrite[] | undefined;
   #json: string | undefined;
   #utf8: Uint8Array | undefined;
   constructor(
@@ -214,11 +214,11 @@ function dispatcher(projectors: readonly Projector[]): (type: string) => readonl
 /** One read model's work in progress between two commits. */
 type Pending = {
   projector: Projector;
-  /** Its stored checkpoint when this batch began: the commit's compare-and-set. */
+  /** Its checkpoint when this batch began (stored, or set by the step's commit before): the commit's compare-and-set. */
   after: number;
   /** Documents this batch changed, to be written. */
   changed: Map<string, StoredDoc>;
-  /** Documents read from the store for folding and not changed (yet). */
+  /** Documents read from the store, or carried from an earlier batch of the step, and not changed (yet). */
   read: Map<string, StoredDoc>;
   /**
    * The collection held no document when the batch began (a replay into a new generation, a first
@@ -282,18 +282,30 @@ export function createProjectionRunner(
     work.applied += events.length;
   }
 
-  async function commit(work: Pending, checkpoint: number): Promise<number> {
-    const committed = await store.commit(work.projector.collection, [...work.changed.values()], checkpoint, work.after);
-    // Another writer advanced this collection since `after` was read: nothing of this batch was
-    // written; the next batch starts again from the checkpoint it stored.
-    if (!committed.ok) return 0;
-    options.onBatch?.({ collection: work.projector.collection, checkpoint, applied: work.applied });
-    return work.applied;
+  /** One collection's commit of a batch; false when another writer had moved its checkpoint (nothing written). */
+  async function commit(
+    work: Pending,
+    writes: StoredDoc[],
+    after: number,
+    checkpoint: number,
+    applied: number,
+  ): Promise<boolean> {
+    const committed = await store.commit(work.projector.collection, writes, checkpoint, after);
+    if (!committed.ok) return false;
+    // The batch's versions are on record: a document carried into the next batch no longer holds them.
+    for (const write of writes) (write as FoldedDoc<unknown, unknown>).versions = undefined;
+    options.onBatch?.({ collection: work.projector.collection, checkpoint, applied });
+    return true;
   }
 
   /**
-   * One batch; `done` only when every collection had reached the head. `lagged`: the log answered
-   * short of the head it had reported (a node behind another), so the batch stopped at what it saw.
+   * One step: batches folded from the stored checkpoints until the log's head (or a limit on what is
+   * held). A batch's commits are made while the next batch folds (an adapter whose commit waits on I/O
+   * or another thread overlaps the two); the next batch folds from the documents this one left, kept in
+   * memory, and its commits follow only once this one's applied. A commit another writer refused (its
+   * compare-and-set) ends the step: what was folded after it is dropped, and the next step starts again
+   * from the stored checkpoints. `done` only when every collection had reached the head. `lagged`: the
+   * log answered short of the head it had reported (a node behind another), so the step stopped there.
    */
   function step(): Promise<{ done: boolean; applied: number; checkpoint: number; lagged?: boolean }> {
     return exclusive(async () => {
@@ -314,39 +326,83 @@ export function createProjectionRunner(
       }));
       let position = from;
       let lagged = false;
-      for (;;) {
-        const events = await log.readAll({
-          afterPosition: position,
-          toPosition: head,
-          limit: pageSize,
-          ...(typePrefixes ? { typePrefixes } : {}),
-        });
-        // A short page means everything up to `head` was considered: checkpoints may move there
-        // even past events of other types, so idle projectors do not rescan them. Unfiltered, such a
-        // page must hold the event at `head` itself; one that does not came from a node that lags,
-        // and the checkpoint then moves no further than the last event seen.
-        const last = events.at(-1)?.position;
-        if (events.length < pageSize && typePrefixes === undefined && last !== head) {
-          lagged = true;
-          position = last ?? position;
-        } else position = events.length < pageSize ? head : last!;
-        const perProjector: RecordedEvent[][] = projectors.map(() => []);
-        for (const event of events) {
-          const wanted = wants(event.type);
-          for (let i = 0; i < projectors.length; i++) {
-            if (wanted[i] && event.position > afters[i]!) perProjector[i]!.push(event);
+      let applied = 0;
+      // Whether every commit made so far in this step applied (the earlier ones awaited by each next one).
+      let committed: Promise<boolean> = Promise.resolve(true);
+      let refused = false;
+      try {
+        for (;;) {
+          const batchFrom = position;
+          let last = false;
+          for (;;) {
+            const events = await log.readAll({
+              afterPosition: position,
+              toPosition: head,
+              limit: pageSize,
+              ...(typePrefixes ? { typePrefixes } : {}),
+            });
+            // A short page means everything up to `head` was considered: checkpoints may move there
+            // even past events of other types, so idle projectors do not rescan them. Unfiltered, such a
+            // page must hold the event at `head` itself; one that does not came from a node that lags,
+            // and the checkpoint then moves no further than the last event seen.
+            const lastSeen = events.at(-1)?.position;
+            if (events.length < pageSize && typePrefixes === undefined && lastSeen !== head) {
+              lagged = true;
+              position = lastSeen ?? position;
+            } else position = events.length < pageSize ? head : lastSeen!;
+            const perProjector: RecordedEvent[][] = projectors.map(() => []);
+            for (const event of events) {
+              const wanted = wants(event.type);
+              for (let i = 0; i < projectors.length; i++) {
+                if (wanted[i] && event.position > work[i]!.after) perProjector[i]!.push(event);
+              }
+            }
+            await Promise.all(work.map((w, i) => fold(w, perProjector[i]!)));
+            const held = work.reduce((sum, w) => sum + w.changed.size + w.read.size, 0);
+            // What is held (the documents carried from batch to batch included) ends the step, not only the batch.
+            last =
+              lagged ||
+              position >= head ||
+              refused ||
+              held >= maxPendingDocs ||
+              (held >= HEAP_CHECK_FROM_DOCS && heapFull(maxHeapBytes));
+            if (last || position - batchFrom >= batchSize) break;
+          }
+          const checkpoint = position;
+          const batch = work
+            .filter((w) => w.after < checkpoint)
+            .map((w) => ({ w, writes: [...w.changed.values()], after: w.after, applied: w.applied }));
+          committed = committed.then(async (ok) => {
+            if (!ok) return false;
+            // Every commit of the batch has ended (applied, refused or failed) before the step goes on or fails.
+            const settled = await Promise.allSettled(
+              batch.map((b) => commit(b.w, b.writes, b.after, checkpoint, b.applied)),
+            );
+            const failed = settled.find((s) => s.status === 'rejected');
+            if (failed) throw failed.reason;
+            const outcomes = settled.map((s) => s.status === 'fulfilled' && s.value);
+            if (outcomes.every(Boolean)) applied += batch.reduce((sum, b) => sum + b.applied, 0);
+            else refused = true;
+            return !refused;
+          });
+          // A failure is seen where the chain is awaited; until then it must not count as unhandled.
+          committed.catch(() => undefined);
+          if (last) {
+            await committed;
+            return { done: false, applied, checkpoint, lagged };
+          }
+          // The next batch folds from this one's documents, without reading them back.
+          for (const { w } of batch) {
+            for (const [id, doc] of w.changed) w.read.set(id, doc);
+            w.changed = new Map();
+            w.after = checkpoint;
+            w.applied = 0;
           }
         }
-        await Promise.all(work.map((w, i) => fold(w, perProjector[i]!)));
-        const held = work.reduce((sum, w) => sum + w.changed.size + w.read.size, 0);
-        if (lagged || position >= head || position - from >= batchSize || held >= maxPendingDocs) break;
-        if (held >= HEAP_CHECK_FROM_DOCS && heapFull(maxHeapBytes)) break;
+      } finally {
+        // A fold that failed leaves no commit of this step running when the lock is released.
+        await committed.catch(() => undefined);
       }
-      const checkpoint = position;
-      const applied = await Promise.all(
-        work.map((w) => (w.after < checkpoint ? commit(w, checkpoint) : Promise.resolve(0))),
-      );
-      return { done: false, applied: applied.reduce((sum, n) => sum + n, 0), checkpoint, lagged };
     });
   }
 

@@ -1,7 +1,8 @@
 /**
  * A batch that begins on an empty collection folds without reading documents back (nothing can be
  * there), and the result is the same, byte for byte, as folding with reads: the same log caught up in
- * one batch into an empty store, and in many small batches that read back what earlier ones wrote.
+ * one batch into an empty store, in many small batches that fold from the documents the batch before
+ * left in memory, and in small steps (few documents held) that read back what earlier ones wrote.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -37,6 +38,7 @@ describe('projection runner on empty collections', () => {
     const log = createSqliteEventLog(join(dir, 'events.sqlite'));
     const whole = createSqliteReadStore(join(dir, 'whole.sqlite'));
     const small = createSqliteReadStore(join(dir, 'small.sqlite'));
+    const carried = createSqliteReadStore(join(dir, 'carried.sqlite'));
     try {
       const lines = [
         ...generateLines({
@@ -54,16 +56,27 @@ describe('projection runner on empty collections', () => {
       await createProjectionRunner(log, one.store, projectors).catchUp();
       assert.equal(one.reads(), 0, 'one batch from empty collections reads no document back');
 
+      const chained = countingReads(carried);
+      let commits = 0;
+      await createProjectionRunner(log, chained.store, projectors, {
+        batchSize: 97,
+        onBatch: () => commits++,
+      }).catchUp();
+      assert.ok(commits > 2 * projectors.length, 'the log was committed in many batches');
+      assert.equal(chained.reads(), 0, 'batches of one step fold from the documents the batch before left');
+
       const many = countingReads(small);
-      await createProjectionRunner(log, many.store, projectors, { batchSize: 97 }).catchUp();
-      assert.ok(many.reads() > 0, 'later small batches read back what earlier ones wrote');
+      await createProjectionRunner(log, many.store, projectors, { batchSize: 97, maxPendingDocs: 20 }).catchUp();
+      assert.ok(many.reads() > 0, 'later small steps read back what earlier ones wrote');
 
       const folded = await dumpReadModels(whole);
       assert.ok((folded['projects'] ?? []).length >= 40, 'every project was folded');
       assert.equal(firstDifference(folded, await dumpReadModels(small)), null);
+      assert.equal(firstDifference(folded, await dumpReadModels(carried)), null);
     } finally {
       await whole.close();
       await small.close();
+      await carried.close();
       await log.close();
       rmSync(dir, { recursive: true, force: true });
     }
