@@ -93,7 +93,7 @@ async function rawLogRead(log: ReturnType<typeof createSqliteEventLog>): Promise
  * is one plain insert, in 1000-row transactions; times only the transactions.
  */
 function rawInsertBaseline(source: string, target: string): { rows: number; ms: number } {
-  createSqliteReadStore(target, { bulkBuild: true })
+  createSqliteReadStore(target)
     .close()
     .catch(() => undefined);
   const db = new DatabaseSync(target);

@@ -75,19 +75,33 @@ export function inReadTransaction<T>(db: DatabaseSync, work: () => T): T {
 
 /** Runs `work` inside BEGIN IMMEDIATE … COMMIT, rolling back on any throw. */
 export function inTransaction<T>(db: DatabaseSync, work: () => T): T {
+  const transaction = beginTransaction(db);
+  try {
+    const result = work();
+    transaction.commit();
+    return result;
+  } catch (error) {
+    throw transaction.abort(error);
+  }
+}
+
+/**
+ * A write transaction over several calls (BEGIN IMMEDIATE now): `commit` it, or `abort` it, which rolls
+ * back and gives the error to throw (a storage fault named by its file).
+ */
+export function beginTransaction(db: DatabaseSync): { commit(): void; abort(error: unknown): unknown } {
   try {
     db.exec('BEGIN IMMEDIATE');
   } catch (error) {
     throw namedSqliteError(fileOf(db), error);
   }
-  try {
-    const result = work();
-    db.exec('COMMIT');
-    return result;
-  } catch (error) {
-    endFailed(db);
-    throw namedSqliteError(fileOf(db), error);
-  }
+  return {
+    commit: () => db.exec('COMMIT'),
+    abort(error) {
+      endFailed(db);
+      return namedSqliteError(fileOf(db), error);
+    },
+  };
 }
 
 /**

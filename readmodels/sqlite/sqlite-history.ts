@@ -1,15 +1,8 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inReadTransaction } from '../../config/sqlite.ts';
-import {
-  OPEN_END,
-  type HistoryStore,
-  type Version,
-  type VersionChange,
-  type VersionWrite,
-  type WritePoint,
-} from '../history/port.ts';
-import type { DocWrite, ListPage } from '../port.ts';
-import { sharedOf, splitVersion, type SharedBefore } from '../history/shared-member.ts';
+import { OPEN_END, type HistoryStore, type Version, type VersionChange, type WritePoint } from '../history/port.ts';
+import type { ListPage } from '../port.ts';
+import type { VersionRow } from './commit-rows.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 
 /**
@@ -98,7 +91,7 @@ export const versionDoc = (v: string, t: string): string =>
 const VERSION = (v: string, t: string) =>
   `${v}id, ${versionDoc(v, t)}, ${v}valid_from, ${v}written_at, ${v}sort_key, ${v}facet`;
 const SHARED_JOIN = (v: string, t: string) => `LEFT JOIN history_shared_texts AS ${t} ON ${t}.rowid = ${v}.shared_text`;
-type VersionRow = [id: string, doc: Uint8Array, seq: number, writtenAt: string, sortKey: string, facet: string];
+type ReadRow = [id: string, doc: Uint8Array, seq: number, writtenAt: string, sortKey: string, facet: string];
 
 const facetClause = (facets: readonly string[] | undefined, column = 'facet'): string => {
   if (facets === undefined) return '';
@@ -175,7 +168,7 @@ export const historyQueries = {
     'SELECT valid_from, written_at FROM history_versions WHERE collection = ? AND valid_from <= ? ORDER BY valid_from DESC LIMIT 1',
 };
 
-const toVersion = <D>(row: VersionRow): Version<D> =>
+const toVersion = <D>(row: ReadRow): Version<D> =>
   storedFromTexts<D, null>({
     id: row[0],
     doc: row[1],
@@ -189,12 +182,6 @@ const toVersion = <D>(row: VersionRow): Version<D> =>
 
 type Prepare = (sql: string, rowsAsArrays?: boolean) => StatementSync;
 
-/**
- * A commit's write of one document as the history reads it: its versions and the live document, whose
- * text (`json`, when the live store made it) is reused for the version whose `doc` is the same object.
- */
-export type HistoryWrite = Pick<DocWrite, 'id' | 'doc' | 'json' | 'versions'>;
-
 /** Versions per multi-row INSERT: one statement run for many rows instead of one per row. */
 const VERSIONS_PER_INSERT = 32;
 const VERSION_COLUMNS = 10;
@@ -203,19 +190,38 @@ const insertVersions = (rows: number) =>
   `INSERT INTO history_versions (collection, id, valid_from, valid_to, written_at, sort_key, facet, doc, shared_text, shared_at)
     VALUES ${Array.from({ length: rows }, () => VERSION_VALUES).join(', ')}`;
 
-function jsonText(doc: unknown): string {
-  const text = JSON.stringify(doc);
-  if (text === undefined) throw new TypeError('a versioned document is not JSON');
-  return text;
-}
+/** A commit's versions being recorded (inside its transaction): `add` them in log order, then `end`. */
+export type HistoryCommit = { add(rows: readonly VersionRow[]): void; end(): void };
 
 export type SqliteHistory = HistoryStore & {
-  /**
-   * Records a commit's writes (inside its transaction), in log order across documents: the counts are
-   * a timeline, each row made from the one before it.
-   */
-  write(collection: string, writes: readonly HistoryWrite[]): void;
+  /** Starts recording a commit's versions of the documents `ids` (those with versions, in any order). */
+  open(collection: string, ids: readonly string[]): HistoryCommit;
 };
+
+/** A document's current version as stored, read once per commit. */
+type Current = [validFrom: number, sortKey: string, facet: string, sharedId: number | null, shared: string | null];
+/** Where a document stands in the listing; `from` -1: the placement stored before this commit, still open. */
+type Placed = { sortKey: string; facet: string; from: number };
+/** A document's member text as its version before kept it: the text's row and the text. */
+type SharedText = { ref: number; text: string };
+/** What a commit tracks per document while its versions come. */
+type Recording = { skipTo: number; stored: Current | undefined; placed: Placed | null; shared: SharedText | null };
+
+/**
+ * The member text a version refers to: the one before it when it is the same value (the very value, or
+ * the same text), else a new row. Null when the version is stored whole.
+ */
+function sharedTextOf(row: VersionRow, before: SharedText | null, insert: (text: string) => number): SharedText | null {
+  if (row.at === null) return null;
+  if (row.member === null) {
+    // The very value of the version before it in this commit, which was kept apart too.
+    if (before === null)
+      throw new Error(`version ${row.seq} of ${row.id} refers to a member no version before it kept`);
+    return before;
+  }
+  if (before !== null && row.member === before.text) return before;
+  return { ref: insert(row.member), text: row.member };
+}
 
 /** The history over the read store's connection; `prepare` is the store's statement cache. */
 export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteHistory {
@@ -255,97 +261,82 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
     row ? { seq: row[0], writtenAt: row[1] } : null;
 
   return {
-    write(collection, writes) {
-      const written = writes.filter((w) => w.versions !== undefined && w.versions.length > 0);
-      if (written.length === 0) return;
-      type Current = [
-        validFrom: number,
-        sortKey: string,
-        facet: string,
-        sharedId: number | null,
-        shared: string | null,
-      ];
+    open(collection, ids) {
       const current = new Map<string, Current>();
-      const rows = currentVersions.all(collection, JSON.stringify(written.map((w) => w.id))) as unknown as [
-        string,
-        ...Current,
-      ][];
-      for (const [id, ...row] of rows) current.set(id, row);
-      // Each write's version is closed by the document's next write in the batch (known here), so only
-      // a document's version stored before is updated; the facets' moves are gathered for the counts.
-      const inserts: { w: HistoryWrite; v: VersionWrite; validTo: number }[] = [];
-      const moves: { seq: number; facet: string; by: 1 | -1 }[] = [];
-      for (const w of written) {
-        const previous = current.get(w.id);
-        // A write already recorded (the same batch committed again) changes nothing.
-        const versions = previous ? w.versions!.filter((v) => v.seq > previous[0]) : w.versions!;
-        if (versions.length === 0) continue;
-        if (previous) closeVersion.run(versions[0]!.seq, collection, w.id, previous[0]);
-        let placed: { sortKey: string; facet: string; from: number } | null = previous
-          ? { sortKey: previous[1], facet: previous[2], from: -1 }
-          : null;
-        const placements: { sortKey: string; facet: string; from: number }[] = [];
-        for (let i = 0; i < versions.length; i++) {
-          const v = versions[i]!;
-          inserts.push({ w, v, validTo: versions[i + 1]?.seq ?? OPEN_END });
-          if (placed && placed.sortKey === v.sortKey && placed.facet === v.facet) continue;
-          // It moved in the listing (or appeared): a new placement, and the facets' counts follow.
-          if (placed && placed.facet !== v.facet) moves.push({ seq: v.seq, facet: placed.facet, by: -1 });
-          if (!placed || placed.facet !== v.facet) moves.push({ seq: v.seq, facet: v.facet, by: 1 });
-          if (placed?.from === -1) closePlacement.run(v.seq, collection, placed.sortKey, w.id);
-          placed = { sortKey: v.sortKey, facet: v.facet, from: v.seq };
-          placements.push(placed);
-        }
-        for (let i = 0; i < placements.length; i++) {
-          const p = placements[i]!;
-          insertPlacement.run(collection, p.sortKey, w.id, p.from, placements[i + 1]?.from ?? OPEN_END, p.facet);
-        }
+      if (ids.length > 0) {
+        const rows = currentVersions.all(collection, JSON.stringify(ids)) as unknown as [string, ...Current][];
+        for (const [id, ...row] of rows) current.set(id, row);
       }
-      // Versions in log order (the delta index grows at its end).
-      inserts.sort((a, b) => a.v.seq - b.v.seq);
-      // Each document's shared member as its version before kept it (stored, or earlier in this batch): a
-      // version whose member is the same refers to its row, so any batching stores the same texts.
-      const sharedBefore = new Map<string, SharedBefore<number> | null>();
-      const params: (string | number | null)[] = [];
-      for (const { w, v, validTo } of inserts) {
-        let before = sharedBefore.get(w.id);
-        if (before === undefined) {
-          const stored = current.get(w.id);
-          before = stored?.[3] != null ? { value: undefined, ref: stored[3], text: stored[4] } : null;
-        }
-        // The live document is the batch's last version of it: its text is the one the live store wrote.
-        const split = splitVersion(v, before, () => (v.doc === w.doc ? (w.json ?? jsonText(v.doc)) : jsonText(v.doc)));
-        const shared = sharedOf(split, before, (member) => Number(insertSharedText.run(member).lastInsertRowid));
-        sharedBefore.set(w.id, shared);
-        const at = split.shared === null ? null : split.at;
-        params.push(
-          collection,
-          w.id,
-          v.seq,
-          validTo,
-          v.writtenAt,
-          v.sortKey,
-          v.facet,
-          split.doc,
-          shared?.ref ?? null,
-          at,
-        );
-        if (params.length === VERSIONS_PER_INSERT * VERSION_COLUMNS) {
-          insertManyVersions.run(...params);
-          params.length = 0;
-        }
-      }
-      for (let i = 0; i < params.length; i += VERSION_COLUMNS)
-        insertVersion.run(...params.slice(i, i + VERSION_COLUMNS));
-      // The counts are a timeline: each facet's number after every write that moved it, from its last stored one.
-      moves.sort((a, b) => a.seq - b.seq);
+      const recording = new Map<string, Recording>();
+      // Each facet's number after the last move recorded, from its last stored one.
       const counts = new Map<string, number>();
-      for (const { seq, facet, by } of moves) {
+      const move = (seq: number, facet: string, by: 1 | -1) => {
         const n =
           (counts.get(facet) ?? (countNow.get(collection, facet) as unknown as [number] | undefined)?.[0] ?? 0) + by;
         counts.set(facet, n);
         setCount.run(collection, facet, seq, n);
-      }
+      };
+      const params: (string | number | null)[] = [];
+
+      return {
+        add(rows) {
+          for (const row of rows) {
+            let r = recording.get(row.id);
+            if (r === undefined) {
+              const stored = current.get(row.id);
+              r = {
+                skipTo: stored?.[0] ?? -1,
+                stored,
+                placed: stored ? { sortKey: stored[1], facet: stored[2], from: -1 } : null,
+                shared: stored?.[3] != null ? { ref: stored[3], text: stored[4]! } : null,
+              };
+              recording.set(row.id, r);
+            }
+            // A write already recorded (the same batch committed again) changes nothing.
+            if (row.seq <= r.skipTo) continue;
+            // Only a document's version stored before is updated: the commit's own are closed as they come.
+            if (r.stored) {
+              closeVersion.run(row.seq, collection, row.id, r.stored[0]);
+              r.stored = undefined;
+            }
+            const placed = r.placed;
+            if (!placed || placed.sortKey !== row.sortKey || placed.facet !== row.facet) {
+              // It moved in the listing (or appeared): a new placement, and the facets' counts follow.
+              if (placed && placed.facet !== row.facet) move(row.seq, placed.facet, -1);
+              if (!placed || placed.facet !== row.facet) move(row.seq, row.facet, 1);
+              if (placed?.from === -1) closePlacement.run(row.seq, collection, placed.sortKey, row.id);
+              else if (placed)
+                insertPlacement.run(collection, placed.sortKey, row.id, placed.from, row.seq, placed.facet);
+              r.placed = { sortKey: row.sortKey, facet: row.facet, from: row.seq };
+            }
+            r.shared = sharedTextOf(row, r.shared, (text) => Number(insertSharedText.run(text).lastInsertRowid));
+            params.push(
+              collection,
+              row.id,
+              row.seq,
+              row.validTo,
+              row.writtenAt,
+              row.sortKey,
+              row.facet,
+              row.doc,
+              r.shared?.ref ?? null,
+              row.at,
+            );
+            if (params.length === VERSIONS_PER_INSERT * VERSION_COLUMNS) {
+              insertManyVersions.run(...params);
+              params.length = 0;
+            }
+          }
+        },
+        end() {
+          for (let i = 0; i < params.length; i += VERSION_COLUMNS)
+            insertVersion.run(...params.slice(i, i + VERSION_COLUMNS));
+          params.length = 0;
+          for (const [id, r] of recording)
+            if (r.placed && r.placed.from !== -1)
+              insertPlacement.run(collection, r.placed.sortKey, id, r.placed.from, OPEN_END, r.placed.facet);
+        },
+      };
     },
 
     async recordedFrom(collection) {
@@ -359,7 +350,7 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
     },
 
     async get<D>(collection: string, id: string, at: number) {
-      const row = documents(historyQueries.get).get(collection, id, at) as unknown as VersionRow | undefined;
+      const row = documents(historyQueries.get).get(collection, id, at) as unknown as ReadRow | undefined;
       return row ? toVersion<D>(row) : null;
     },
 
@@ -367,7 +358,7 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
       const found = new Map<string, Version<D>>();
       const statement = documents(historyQueries.get);
       for (const id of new Set(ids)) {
-        const row = statement.get(collection, id, at) as unknown as VersionRow | undefined;
+        const row = statement.get(collection, id, at) as unknown as ReadRow | undefined;
         if (row) found.set(id, toVersion<D>(row));
       }
       return found;
@@ -391,7 +382,7 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
           at,
           ...(query.facets ?? []),
           reversed ? fromEnd : query.offset,
-        ) as unknown as VersionRow[];
+        ) as unknown as ReadRow[];
         rows.sort((a, b) => (a[4] !== b[4] ? (a[4] < b[4] ? 1 : -1) : a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : 0));
         return { total, docs: rows.map((r) => toVersion<D>(r)) };
       });
@@ -411,7 +402,7 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
       params.push(...(query.facets ?? []));
       const rows = documents(historyQueries.scan(query.facets, query.after !== undefined, query.limit)).all(
         ...params,
-      ) as unknown as VersionRow[];
+      ) as unknown as ReadRow[];
       return rows.map((r) => toVersion<D>(r));
     },
 
@@ -423,10 +414,10 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
       if (query.after) params.push(query.after.seq, query.after.id);
       const rows = documents(historyQueries.changes(query.after !== undefined, query.limit)).all(
         ...params,
-      ) as unknown as (VersionRow[number] | null)[][];
+      ) as unknown as (ReadRow[number] | null)[][];
       return rows.map((r): VersionChange<D> => ({
-        after: toVersion<D>(r.slice(0, 6) as VersionRow),
-        before: r[6] === null ? null : toVersion<D>(r.slice(6) as VersionRow),
+        after: toVersion<D>(r.slice(0, 6) as ReadRow),
+        before: r[6] === null ? null : toVersion<D>(r.slice(6) as ReadRow),
       }));
     },
   };

@@ -1,18 +1,13 @@
 import { closeSync, fsyncSync, openSync } from 'node:fs';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inReadTransaction, inTransaction, openSqlite } from '../../config/sqlite.ts';
-import type {
-  CommitOutcome,
-  DeltaQuery,
-  DocWrite,
-  KeysetQuery,
-  ListPage,
-  ListQuery,
-  ReadStore,
-  StoredDoc,
-} from '../port.ts';
+import type { DeltaQuery, KeysetQuery, ListPage, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
+import type { HistoryStore } from '../history/port.ts';
+import { startBuildWriter, type BuildWriter } from './build-writer.ts';
+import { commitParts, versionedIds } from './commit-rows.ts';
 import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
+import { createSqliteCommitter } from './sqlite-commit.ts';
 import { CLEAR_HISTORY, createSqliteHistory, ensureHistory } from './sqlite-history.ts';
 import { watchWalHeader } from './wal-header.ts';
 
@@ -319,15 +314,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   const chunks = createChunkIndex(prepared);
   const history = createSqliteHistory(db, prepared);
 
-  const upsert = prepared(`
-    INSERT INTO docs (collection, id, doc, state, seq, written_at, sort_key, facet, keys)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (collection, id) DO UPDATE SET doc = excluded.doc, state = excluded.state, seq = excluded.seq,
-      written_at = excluded.written_at, sort_key = excluded.sort_key, facet = excluded.facet, keys = excluded.keys`);
-  const setCheckpoint = prepared(
-    'INSERT INTO checkpoints (collection, position) VALUES (?, ?) ON CONFLICT (collection) DO UPDATE SET position = excluded.position',
-  );
-  const getCheckpoint = prepared('SELECT position FROM checkpoints WHERE collection = ?');
+  const committer = createSqliteCommitter(db, prepared, history, chunks);
   // Every checkpoint as one JSON text, in one statement.
   const allCheckpoints = prepared('SELECT json_group_object(collection, position) AS positions FROM checkpoints');
   // Changes when another connection (a projector thread or process) commits; this connection's own commits leave it.
@@ -409,35 +396,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     return row.n;
   }
 
-  const commitBatch = (
-    collection: string,
-    writes: readonly DocWrite[],
-    checkpoint: number,
-    expected: number | undefined,
-  ): CommitOutcome =>
-    inTransaction(db, (): CommitOutcome => {
-      if (expected !== undefined) {
-        const actual = (getCheckpoint.get(collection) as { position: number } | undefined)?.position ?? 0;
-        if (actual !== expected) return { ok: false, reason: 'checkpoint_moved', actual };
-      }
-      // Each document is serialised as it is written (a large commit never holds every text at
-      // once); one that is not JSON throws, and the transaction is rolled back: nothing is written.
-      for (const w of writes) {
-        const json = w.json ?? JSON.stringify(w.doc);
-        const state = JSON.stringify(w.state);
-        const keys = JSON.stringify(w.keys);
-        if (json === undefined || state === undefined || keys === undefined)
-          throw new TypeError(`document ${w.id} is not JSON`);
-        // Lookup keys follow from `keys` (KEY_TRIGGERS).
-        upsert.run(collection, w.id, json, state, w.seq, w.writtenAt, w.sortKey, w.facet, keys);
-      }
-      history.write(collection, writes);
-      chunks.cutFullChunks(collection);
-      setCheckpoint.run(collection, checkpoint);
-      return { ok: true };
-    });
-
-  return {
+  const store: ReadStore & { history: HistoryStore } = {
     history,
 
     async checkpoint(collection, options) {
@@ -451,7 +410,10 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
       const large = writes.length >= LARGE_COMMIT_DOCS;
       if (large) db.exec(CACHE_PRAGMA(WRITE_CACHE_KIB));
       try {
-        return commitBatch(collection, writes, checkpoint, expected);
+        return committer.commit(
+          { collection, checkpoint, expected, versioned: versionedIds(writes) },
+          commitParts(writes),
+        );
       } finally {
         if (large && db.isOpen) db.exec(CACHE_PRAGMA(readCacheKiB));
       }
@@ -580,6 +542,55 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
         return;
       }
       db.close();
+    },
+  };
+  if (!options.bulkBuild) return store;
+  const writer = startBuildWriter(path, [
+    'PRAGMA busy_timeout = 10000',
+    'PRAGMA journal_mode = OFF',
+    'PRAGMA synchronous = OFF',
+    'PRAGMA temp_store = MEMORY',
+    CACHE_PRAGMA(WRITE_CACHE_KIB),
+  ]);
+  return writtenByBuildWriter(store, writer, forgetCheckpoints);
+}
+
+/**
+ * A build store (`bulkBuild`) whose commits its build writer makes on a thread of its own; each read
+ * waits until the commits asked for before it are written, so it sees them and never waits on the file.
+ */
+function writtenByBuildWriter(
+  store: ReadStore & { history: HistoryStore },
+  writer: BuildWriter,
+  forgetCheckpoints: () => void,
+): ReadStore {
+  const afterWrites = <T extends object>(reads: T): T =>
+    Object.fromEntries(
+      Object.entries(reads).map(([name, value]) => [
+        name,
+        typeof value === 'function'
+          ? async (...args: unknown[]) => {
+              await writer.idle();
+              return (value as (...a: unknown[]) => unknown)(...args);
+            }
+          : value,
+      ]),
+    ) as T;
+  return {
+    ...afterWrites(store),
+    history: afterWrites(store.history),
+    async commit(collection, writes, checkpoint, expected) {
+      const outcome = await writer.commit(
+        { collection, checkpoint, expected, versioned: versionedIds(writes) },
+        commitParts(writes),
+      );
+      // The writer's connection committed: checkpoints this connection kept are stale.
+      forgetCheckpoints();
+      return outcome;
+    },
+    async close() {
+      await writer.close();
+      await store.close();
     },
   };
 }

@@ -1,0 +1,115 @@
+import { Worker } from 'node:worker_threads';
+import { StorageFaultError, type StorageFaultKind } from '../../config/storage-fault.ts';
+import type { CommitOutcome } from '../port.ts';
+import type { CommitPart } from './commit-rows.ts';
+import type { CommitRequest } from './sqlite-commit.ts';
+
+/**
+ * The commits of a replay's new generation (a `bulkBuild` store), written by a thread of their own: the
+ * store's thread makes each commit's rows (its texts) and hands them over part by part, and folds the
+ * next batch while this thread writes them (projectors/runner.ts overlaps a commit with the next batch).
+ * Nobody reads a generation before the switch, so the two connections never contend for its file except
+ * for the store's own reads, which wait until the commits asked for before them are written.
+ */
+export type BuildWriter = {
+  /** Writes a commit; its parts are made (and handed over) before this returns its promise. */
+  commit(request: CommitRequest, parts: Iterable<CommitPart>): Promise<CommitOutcome>;
+  /** Resolves once every commit asked for so far has ended. */
+  idle(): Promise<void>;
+  /** Ends the thread and its connection once the commits asked for have ended. */
+  close(): Promise<void>;
+};
+
+export type BuildWriterData = { path: string; pragmas: string[] };
+
+export type WriterRequest =
+  | { kind: 'open'; request: CommitRequest }
+  | { kind: 'part'; part: CommitPart }
+  | { kind: 'abort' }
+  | { kind: 'end' }
+  | { kind: 'close' };
+
+export type WriterReply =
+  | { kind: 'ended'; outcome: CommitOutcome }
+  | { kind: 'aborted' }
+  | { kind: 'failed'; error: { message: string; name: string; fault: StorageFaultKind | null } };
+
+type Waiting = { resolve: (outcome: CommitOutcome) => void; reject: (error: unknown) => void; cause?: unknown };
+
+/** `pragmas`: the connection's settings, run first (the store's own for a build: no journal, no sync). */
+export function startBuildWriter(path: string, pragmas: string[]): BuildWriter {
+  const worker = new Worker(new URL('./build-writer-worker.ts', import.meta.url), {
+    workerData: { path, pragmas } satisfies BuildWriterData,
+  });
+  worker.unref();
+  const waiting: Waiting[] = [];
+  let idle: { promise: Promise<void>; resolve: () => void } | null = null;
+  let gone: Error | null = null;
+
+  const settle = () => {
+    if (waiting.length > 0) return;
+    worker.unref();
+    idle?.resolve();
+    idle = null;
+  };
+  worker.on('message', (reply: WriterReply) => {
+    const next = waiting.shift();
+    if (!next) return;
+    if (reply.kind === 'ended') next.resolve(reply.outcome);
+    else if (reply.kind === 'aborted') next.reject(next.cause);
+    else {
+      const { message, name, fault } = reply.error;
+      next.reject(fault ? new StorageFaultError(fault, message) : Object.assign(new Error(message), { name }));
+    }
+    settle();
+  });
+  const fail = (error: Error) => {
+    gone = error;
+    for (const next of waiting.splice(0)) next.reject(error);
+    settle();
+  };
+  worker.on('error', (error) => fail(error));
+  worker.on('exit', (code) => fail(new Error(`the build writer's thread exited (${code})`)));
+
+  const post = (message: WriterRequest) => worker.postMessage(message);
+
+  return {
+    commit(request, parts) {
+      if (gone) return Promise.reject(gone);
+      return new Promise<CommitOutcome>((resolve, reject) => {
+        const entry: Waiting = { resolve, reject };
+        waiting.push(entry);
+        worker.ref();
+        post({ kind: 'open', request });
+        try {
+          for (const part of parts) post({ kind: 'part', part });
+        } catch (error) {
+          // A part that could not be made (a document that is not JSON): nothing of the commit is written.
+          entry.cause = error;
+          post({ kind: 'abort' });
+          return;
+        }
+        post({ kind: 'end' });
+      });
+    },
+
+    idle() {
+      if (waiting.length === 0) return Promise.resolve();
+      if (!idle) {
+        let resolve!: () => void;
+        const promise = new Promise<void>((r) => (resolve = r));
+        idle = { promise, resolve };
+      }
+      return idle.promise;
+    },
+
+    async close() {
+      await this.idle();
+      if (gone) return;
+      const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+      worker.ref();
+      post({ kind: 'close' });
+      await exited;
+    },
+  };
+}
