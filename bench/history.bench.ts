@@ -2,7 +2,8 @@
  * The history read model's costs (issue 43), at 10k and 100k projects (`--projects N` for one size),
  * each against a baseline measured in the same run:
  *   - replay of every read model with the history vs the same replay without it (the projects
- *     projector not versioned), and the history's size on disk per write;
+ *     projector not versioned), each in a process of its own (bench/replay-once.ts), and against a raw
+ *     read of the log plus raw inserts of the replayed rows; the history's size on disk per write;
  *   - an as-of board page (first, middle, last) vs the live page at the same depth, over HTTP
  *     (autocannon, req/s);
  *   - a diff of about 10 % of the board, paged over HTTP by the client, vs a raw SELECT of the same version rows;
@@ -17,16 +18,11 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import { createSqliteEventLog } from '../eventstore/sqlite/sqlite-event-log.ts';
-import { anyProjector, type Projector } from '../projectors/projector.ts';
-import { projectsProjector } from '../projectors/projects.ts';
-import { projectors } from '../projectors/registry.ts';
-import { createProjectionRunner } from '../projectors/runner.ts';
 import { versionDoc } from '../readmodels/sqlite/sqlite-history.ts';
 import { createSqliteReadStore } from '../readmodels/sqlite/sqlite-read-store.ts';
 import { inTransaction } from '../config/sqlite.ts';
 import { exportAsOf } from '../service/analyst-export.ts';
 import { namedPoint } from '../service/history-board.ts';
-import { EMBEDDED_LIMITS } from '../service/stores.ts';
 import { startCommand } from '../bin/start-command.ts';
 import { createClient } from '../client/index.ts';
 import { dataSetSpec, ensureDataSet } from './dataset.ts';
@@ -208,21 +204,30 @@ async function benchSize(projects: number, parts: ReadonlySet<Part>): Promise<vo
   }
 }
 
+/** One replay in a process of its own (bench/replay-once.ts), as `pulseboard replay` runs; its milliseconds. */
+function replayInChild(events: string, target: string, plain: boolean): number {
+  const child = spawnSync(
+    process.execPath,
+    [
+      '--disable-warning=ExperimentalWarning',
+      join(import.meta.dirname, 'replay-once.ts'),
+      events,
+      target,
+      ...(plain ? ['--plain'] : []),
+    ],
+    { encoding: 'utf8' },
+  );
+  if (child.status !== 0) throw new Error(`the replay failed (${child.status}): ${child.stderr}`);
+  return (JSON.parse(child.stdout) as { ms: number }).ms;
+}
+
 /** Replay without the history (the projects projector not versioned), then with it into `withPath`, against the raw baseline. */
 async function benchReplay(log: ReturnType<typeof createSqliteEventLog>, dir: string, withPath: string): Promise<void> {
   {
-    const plainProjectors: Projector[] = projectors.map((p) =>
-      p.collection === projectsProjector.collection ? anyProjector({ ...projectsProjector, versioned: undefined }) : p,
-    );
-    const replay = async (path: string, list: readonly Projector[]) => {
-      const store = createSqliteReadStore(path, { bulkBuild: true });
-      const { ms } = await timed(() => createProjectionRunner(log, store, list, EMBEDDED_LIMITS).catchUp());
-      await store.close();
-      return ms;
-    };
+    const events = join(dir, 'events.sqlite');
     const plainPath = join(dir, 'plain.sqlite');
-    const withoutMs = await replay(plainPath, plainProjectors);
-    const withMs = await replay(withPath, projectors);
+    const withoutMs = replayInChild(events, plainPath, true);
+    const withMs = replayInChild(events, withPath, false);
     const read = await timed(() => rawLogRead(log));
     const inserted = rawInsertBaseline(withPath, join(dir, 'raw.sqlite'));
     rmSync(join(dir, 'raw.sqlite'), { force: true });

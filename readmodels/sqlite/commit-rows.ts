@@ -12,21 +12,22 @@ import type { DocWrite } from '../port.ts';
 export type DocRow = [string, string, string, number, string, string, string, string];
 
 /**
- * A version's row (readmodels/history/port.ts): valid in [seq, validTo). `doc` is its text whole
- * (`at` null) or without its shared member, which goes back in at byte `at`; `member` is the member's
- * text, null when it is the very value of the version before it in this commit.
+ * A version's row (readmodels/history/port.ts): id, seq, validTo, writtenAt, sortKey, facet, doc, at,
+ * member; valid in [seq, validTo). `doc` is its text whole (`at` null) or without its shared member,
+ * which goes back in at byte `at`; `member` is the member's text, null when it is the very value of the
+ * version before it in this commit. (Rows are arrays: they cross to a writer thread for less than objects.)
  */
-export type VersionRow = {
-  id: string;
-  seq: number;
-  validTo: number;
-  writtenAt: string;
-  sortKey: string;
-  facet: string;
-  doc: string;
-  at: number | null;
-  member: string | null;
-};
+export type VersionRow = [
+  id: string,
+  seq: number,
+  validTo: number,
+  writtenAt: string,
+  sortKey: string,
+  facet: string,
+  doc: string,
+  at: number | null,
+  member: string | null,
+];
 
 export type CommitPart = { kind: 'docs'; rows: DocRow[] } | { kind: 'versions'; rows: VersionRow[] };
 
@@ -76,17 +77,17 @@ export function* commitParts(writes: readonly DocWrite[]): Generator<CommitPart>
       const whole = () => (v.doc === w.doc && w.json !== undefined ? w.json : jsonText(v.doc, 'a versioned document'));
       const split = splitVersion(v, before.get(w.id) ?? null, whole);
       before.set(w.id, split.shared === null ? null : { value: split.shared, ref: null, text: null });
-      rows.push({
-        id: w.id,
-        seq: v.seq,
+      rows.push([
+        w.id,
+        v.seq,
         validTo,
-        writtenAt: v.writtenAt,
-        sortKey: v.sortKey,
-        facet: v.facet,
-        doc: split.doc,
-        at: split.shared === null ? null : split.at,
-        member: split.shared === null ? null : split.member,
-      });
+        v.writtenAt,
+        v.sortKey,
+        v.facet,
+        split.doc,
+        split.shared === null ? null : split.at,
+        split.shared === null ? null : split.member,
+      ]);
     }
     yield { kind: 'versions', rows };
   }

@@ -212,15 +212,15 @@ type Recording = { skipTo: number; stored: Current | undefined; placed: Placed |
  * the same text), else a new row. Null when the version is stored whole.
  */
 function sharedTextOf(row: VersionRow, before: SharedText | null, insert: (text: string) => number): SharedText | null {
-  if (row.at === null) return null;
-  if (row.member === null) {
+  const [id, seq, , , , , , at, member] = row;
+  if (at === null) return null;
+  if (member === null) {
     // The very value of the version before it in this commit, which was kept apart too.
-    if (before === null)
-      throw new Error(`version ${row.seq} of ${row.id} refers to a member no version before it kept`);
+    if (before === null) throw new Error(`version ${seq} of ${id} refers to a member no version before it kept`);
     return before;
   }
-  if (before !== null && row.member === before.text) return before;
-  return { ref: insert(row.member), text: row.member };
+  if (before !== null && member === before.text) return before;
+  return { ref: insert(member), text: member };
 }
 
 /** The history over the read store's connection; `prepare` is the store's statement cache. */
@@ -281,47 +281,36 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
       return {
         add(rows) {
           for (const row of rows) {
-            let r = recording.get(row.id);
+            const [id, seq, validTo, writtenAt, sortKey, facet, doc, at] = row;
+            let r = recording.get(id);
             if (r === undefined) {
-              const stored = current.get(row.id);
+              const stored = current.get(id);
               r = {
                 skipTo: stored?.[0] ?? -1,
                 stored,
                 placed: stored ? { sortKey: stored[1], facet: stored[2], from: -1 } : null,
                 shared: stored?.[3] != null ? { ref: stored[3], text: stored[4]! } : null,
               };
-              recording.set(row.id, r);
+              recording.set(id, r);
             }
             // A write already recorded (the same batch committed again) changes nothing.
-            if (row.seq <= r.skipTo) continue;
+            if (seq <= r.skipTo) continue;
             // Only a document's version stored before is updated: the commit's own are closed as they come.
             if (r.stored) {
-              closeVersion.run(row.seq, collection, row.id, r.stored[0]);
+              closeVersion.run(seq, collection, id, r.stored[0]);
               r.stored = undefined;
             }
             const placed = r.placed;
-            if (!placed || placed.sortKey !== row.sortKey || placed.facet !== row.facet) {
+            if (!placed || placed.sortKey !== sortKey || placed.facet !== facet) {
               // It moved in the listing (or appeared): a new placement, and the facets' counts follow.
-              if (placed && placed.facet !== row.facet) move(row.seq, placed.facet, -1);
-              if (!placed || placed.facet !== row.facet) move(row.seq, row.facet, 1);
-              if (placed?.from === -1) closePlacement.run(row.seq, collection, placed.sortKey, row.id);
-              else if (placed)
-                insertPlacement.run(collection, placed.sortKey, row.id, placed.from, row.seq, placed.facet);
-              r.placed = { sortKey: row.sortKey, facet: row.facet, from: row.seq };
+              if (placed && placed.facet !== facet) move(seq, placed.facet, -1);
+              if (!placed || placed.facet !== facet) move(seq, facet, 1);
+              if (placed?.from === -1) closePlacement.run(seq, collection, placed.sortKey, id);
+              else if (placed) insertPlacement.run(collection, placed.sortKey, id, placed.from, seq, placed.facet);
+              r.placed = { sortKey, facet, from: seq };
             }
             r.shared = sharedTextOf(row, r.shared, (text) => Number(insertSharedText.run(text).lastInsertRowid));
-            params.push(
-              collection,
-              row.id,
-              row.seq,
-              row.validTo,
-              row.writtenAt,
-              row.sortKey,
-              row.facet,
-              row.doc,
-              r.shared?.ref ?? null,
-              row.at,
-            );
+            params.push(collection, id, seq, validTo, writtenAt, sortKey, facet, doc, r.shared?.ref ?? null, at);
             if (params.length === VERSIONS_PER_INSERT * VERSION_COLUMNS) {
               insertManyVersions.run(...params);
               params.length = 0;
