@@ -2,13 +2,14 @@
  * The thread of a build writer (build-writer.ts): its own connection to a replay's new generation,
  * writing the commits whose rows the store's thread makes, one after another, in the order they come.
  */
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
 import { StorageFaultError } from '../../config/storage-fault.ts';
 import type { BuildWriterData, WriterReply, WriterRequest } from './build-writer.ts';
 import { createChunkIndex } from './list-chunks.ts';
 import { createSqliteCommitter, type CommitSession } from './sqlite-commit.ts';
 import { createSqliteHistory } from './sqlite-history.ts';
+import { statementCache } from './statement-cache.ts';
 
 const port = parentPort;
 if (!port) throw new Error('build-writer-worker.ts runs as a worker thread of a SQLite build store');
@@ -16,16 +17,7 @@ const { path, pragmas } = workerData as BuildWriterData;
 
 const db = new DatabaseSync(path);
 for (const pragma of pragmas) db.exec(pragma);
-const statements = new Map<string, StatementSync>();
-const prepare = (sql: string, rowsAsArrays = false): StatementSync => {
-  let statement = statements.get(sql);
-  if (!statement) {
-    statement = db.prepare(sql);
-    if (rowsAsArrays) statement.setReturnArrays(true);
-    statements.set(sql, statement);
-  }
-  return statement;
-};
+const prepare = statementCache(db);
 const committer = createSqliteCommitter(db, prepare, createSqliteHistory(db, prepare), createChunkIndex(prepare));
 
 /** What ended the commit under way, so its later parts are passed over until its end. */

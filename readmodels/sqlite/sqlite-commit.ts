@@ -1,9 +1,10 @@
-import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
 import { beginTransaction } from '../../config/sqlite.ts';
 import type { CommitOutcome } from '../port.ts';
 import type { CommitPart } from './commit-rows.ts';
 import type { ChunkIndex } from './list-chunks.ts';
 import type { HistoryCommit, SqliteHistory } from './sqlite-history.ts';
+import type { Prepare } from './statement-cache.ts';
 
 /** A commit as the SQLite store writes it: its parts (commit-rows.ts) come after this. */
 export type CommitRequest = {
@@ -30,8 +31,6 @@ export type SqliteCommitter = {
   /** A whole commit in one call. */
   commit(request: CommitRequest, parts: Iterable<CommitPart>): CommitOutcome;
 };
-
-type Prepare = (sql: string, rowsAsArrays?: boolean) => StatementSync;
 
 /** The write half of the SQLite read store, on one connection (the store's own, or a build writer's). */
 export function createSqliteCommitter(

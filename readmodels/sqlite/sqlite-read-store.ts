@@ -8,6 +8,7 @@ import { startBuildWriter, type BuildWriter } from './build-writer.ts';
 import { commitParts, versionedIds } from './commit-rows.ts';
 import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
 import { createSqliteCommitter } from './sqlite-commit.ts';
+import { statementCache } from './statement-cache.ts';
 import { CLEAR_HISTORY, createSqliteHistory, ensureHistory } from './sqlite-history.ts';
 import { watchWalHeader } from './wal-header.ts';
 
@@ -128,8 +129,6 @@ const listed = (prefix = ''): string =>
   `${prefix}id, CAST(${prefix}doc AS BLOB), ${prefix}seq, ${prefix}written_at, ${prefix}sort_key, ${prefix}facet, ${prefix}keys`;
 /** What `get` reads: the listing's columns and the state. */
 const WITH_STATE = `${listed()}, state`;
-/** Prepared statements kept per store (see `prepared`). */
-const STATEMENTS_KEPT = 512;
 
 /** A row of `listed()` (and `state` after it for `get`), read as an array. */
 type DocRow = [
@@ -296,19 +295,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
   inTransaction(db, () => ensureChunks(db));
   inTransaction(db, () => ensureHistory(db));
 
-  // Every statement is prepared once: the texts vary only with the number of facets, the page limit
-  // and a few flags, a small set; past STATEMENTS_KEPT the oldest is dropped (prepared again if asked for).
-  const statements = new Map<string, StatementSync>();
-  const prepared = (sql: string, rowsAsArrays = false): StatementSync => {
-    let statement = statements.get(sql);
-    if (!statement) {
-      statement = db.prepare(sql);
-      if (rowsAsArrays) statement.setReturnArrays(true);
-      if (statements.size >= STATEMENTS_KEPT) statements.delete(statements.keys().next().value!);
-      statements.set(sql, statement);
-    }
-    return statement;
-  };
+  const prepared = statementCache(db);
   /** A statement reading documents (`listed()`): its rows are DocRows. Its text is never run as another kind. */
   const documents = (sql: string): StatementSync => prepared(sql, true);
   const chunks = createChunkIndex(prepared);
