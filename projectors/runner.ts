@@ -221,9 +221,10 @@ type Pending = {
   /** Documents read from the store, or carried from an earlier batch of the step, and not changed (yet). */
   read: Map<string, StoredDoc>;
   /**
-   * The collection held no document when the batch began (a replay into a new generation, a first
-   * catch-up): nothing to read back, so no look-ups. A document another writer adds meanwhile moves
-   * the checkpoint too, and then this batch's commit is refused.
+   * The collection held no document when the step began (a replay into a new generation, a first
+   * catch-up): nothing to read back, then or in the step's later batches (which fold from the documents
+   * carried in memory), so no look-ups. A document another writer adds meanwhile moves the checkpoint
+   * too, and then this step's commit is refused.
    */
   empty: boolean;
   applied: number;
