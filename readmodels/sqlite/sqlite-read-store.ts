@@ -111,6 +111,8 @@ const READ_CACHE_KIB = 16_384;
  * theirs. Chosen when history rows held whole documents (two filled a 4 KiB page, a third's room unused).
  */
 const PAGE_SIZE = 8_192;
+/** A replay's new generation (`bulkBuild`), on every connection writing it: no journal, no sync until `close`. */
+const BUILD_PRAGMAS = ['PRAGMA journal_mode = OFF', 'PRAGMA synchronous = OFF'];
 /** A commit of at least this many documents gets the write cache for its transaction. */
 const LARGE_COMMIT_DOCS = 1_000;
 const CACHE_PRAGMA = (kib: number) => `PRAGMA cache_size = -${kib}`;
@@ -286,8 +288,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     // A replay's new generation (GenerationSpace.open 'build'): written once, read by nobody until the
     // switch, and removed if the replay fails or dies. Pages go straight into the file, without the
     // WAL's second copy or any sync; `close` syncs the file before the replay may switch to it.
-    db.exec('PRAGMA journal_mode = OFF');
-    db.exec('PRAGMA synchronous = OFF');
+    for (const pragma of BUILD_PRAGMAS) db.exec(pragma);
   }
   migrateDocsLayout(db);
   db.exec(SCHEMA);
@@ -532,11 +533,11 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
     },
   };
   if (!options.bulkBuild) return store;
+  // The writer's connection: openSqlite's waiting and statement journals, the build's settings, the write cache.
   const writer = startBuildWriter(path, [
     'PRAGMA busy_timeout = 10000',
-    'PRAGMA journal_mode = OFF',
-    'PRAGMA synchronous = OFF',
     'PRAGMA temp_store = MEMORY',
+    ...BUILD_PRAGMAS,
     CACHE_PRAGMA(WRITE_CACHE_KIB),
   ]);
   return writtenByBuildWriter(store, writer, forgetCheckpoints);

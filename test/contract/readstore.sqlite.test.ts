@@ -1,7 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
+import { sqliteStoreUnderTest } from './fixtures/sqlite-store.ts';
 import { readStoreContract } from './readstore.contract.ts';
 
 for (const [name, options] of [
@@ -11,15 +8,5 @@ for (const [name, options] of [
   // A replay's new generation: commits written by a thread of their own (build-writer.ts).
   ['sqlite building a generation', { bulkBuild: true }],
 ] as const) {
-  readStoreContract(name, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'pulseboard-readstore-'));
-    const store = createSqliteReadStore(join(dir, 'readmodels.sqlite'), options);
-    return {
-      store,
-      async dispose() {
-        await store.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  });
+  readStoreContract(name, async () => sqliteStoreUnderTest(options));
 }
