@@ -4,7 +4,7 @@ import { dataOf, type EventData } from '../events/catalogue.ts';
 import type { CalltrackerSummary, FollowerStats, Project } from '../readmodels/schemas.ts';
 import { isoDuration } from './duration.ts';
 import type { Entity, Projector } from './projector.ts';
-import { instantOf } from './sample-instants.ts';
+import { instantOf, TimedSample, timedSample } from './sample-instants.ts';
 
 export const PROJECTS_COLLECTION = 'projects';
 
@@ -107,9 +107,10 @@ function pruneSamples(samples: FollowerSample[], newestAt: number): FollowerSamp
  * the same instant — what a stable sort of the list with `sample` appended gives, found from the
  * end, where a new sample usually belongs.
  */
-function insertSample(samples: readonly FollowerSample[], sample: FollowerSample): FollowerSample[] {
-  const next = samples.filter((s) => s.at !== sample.at);
-  const time = instantOf(sample);
+function insertSample(samples: readonly FollowerSample[], sample: TimedSample): FollowerSample[] {
+  const next: FollowerSample[] = [];
+  for (const s of samples) if (s.at !== sample.at) next.push(timedSample(s));
+  const time = sample.instant;
   let index = next.length;
   while (index > 0 && instantOf(next[index - 1]!) > time) index -= 1;
   next.splice(index, 0, sample);
@@ -179,7 +180,7 @@ export function projectKeys(doc: Project): Record<string, string[]> {
 function applySighting(doc: Project, state: ProjectState, d: EventData<'project.sighted'>, position: number): void {
   const at = ms(d.at);
   if (typeof d.fol === 'number') {
-    state.samples = insertSample(state.samples, { at: d.at, fol: d.fol });
+    state.samples = insertSample(state.samples, new TimedSample(d.at, d.fol));
   }
   if (state.firstSeenAt === null || at < ms(state.firstSeenAt)) {
     state.firstSeenAt = d.at;

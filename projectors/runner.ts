@@ -94,9 +94,8 @@ export function foldEvents<D, S>(
     if (id === null) continue;
     const pending = changed.get(id);
     const before = pending ?? existing.get(id) ?? null;
-    const current: Entity<D, S> | null = before
-      ? { doc: before.doc, state: before.state, sortKey: before.sortKey, facet: before.facet, keys: before.keys }
-      : null;
+    // A stored document is its own entity (folds never change what they are given).
+    const current: Entity<D, S> | null = before;
     const next = projector.fold(current, event);
     if (next === null) continue;
     const docChanged = current === null || (next.doc !== current.doc && !jsonEqual(current.doc, next.doc));
@@ -263,21 +262,24 @@ export function createProjectionRunner(
   /** Folds one page's events of one read model into its pending documents. */
   async function fold(work: Pending, events: readonly RecordedEvent[]): Promise<void> {
     if (events.length === 0) return;
-    const ids = new Set<string>();
-    const missing: string[] = [];
-    for (const event of events) {
-      const id = work.projector.keyOf(event);
-      if (id === null || ids.has(id)) continue;
-      ids.add(id);
-      if (!work.changed.has(id) && !work.read.has(id)) missing.push(id);
-    }
-    if (missing.length > 0 && !work.empty) {
-      for (const [id, doc] of await store.getMany(work.projector.collection, missing)) work.read.set(id, doc);
+    // A collection empty when the step began, with nothing carried, has nothing to look up or let go of.
+    const ids = work.empty && work.read.size === 0 ? null : new Set<string>();
+    if (ids !== null) {
+      const missing: string[] = [];
+      for (const event of events) {
+        const id = work.projector.keyOf(event);
+        if (id === null || ids.has(id)) continue;
+        ids.add(id);
+        if (!work.changed.has(id) && !work.read.has(id)) missing.push(id);
+      }
+      if (missing.length > 0 && !work.empty) {
+        for (const [id, doc] of await store.getMany(work.projector.collection, missing)) work.read.set(id, doc);
+      }
     }
     foldEvents(work.projector, work.read, events, work.changed);
     // A document read back and then changed is folded from its changed version from now on: the stored
     // one (its row's texts and parsed values) would only be held until the commit.
-    if (work.read.size > 0) {
+    if (ids !== null && work.read.size > 0) {
       for (const id of ids) if (work.changed.has(id)) work.read.delete(id);
     }
     work.applied += events.length;

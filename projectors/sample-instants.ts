@@ -1,14 +1,25 @@
 /**
- * A follower sample's instant, parsed once per sample object: every sighting searches a project's
- * samples, and Date.parse was a replay's hot spot. Kept beside the objects, never written onto them.
+ * A follower sample with its instant parsed once, when it is made: every sighting searches a project's
+ * samples by time, and Date.parse was a replay's hot spot. The instant is a private field, so JSON (the
+ * stored state) and jsonEqual see `at` and `fol` only; a state read back holds plain samples, which
+ * `timedSample` turns into these.
  */
-const instants = new WeakMap<{ readonly at: string }, number>();
-
-export function instantOf(sample: { readonly at: string }): number {
-  let instant = instants.get(sample);
-  if (instant === undefined) {
-    instant = Date.parse(sample.at);
-    instants.set(sample, instant);
+export class TimedSample {
+  readonly at: string;
+  readonly fol: number;
+  readonly #instant: number;
+  constructor(at: string, fol: number) {
+    this.at = at;
+    this.fol = fol;
+    this.#instant = Date.parse(at);
   }
-  return instant;
+  get instant(): number {
+    return this.#instant;
+  }
 }
+
+export const timedSample = (sample: { readonly at: string; readonly fol: number }): TimedSample =>
+  sample instanceof TimedSample ? sample : new TimedSample(sample.at, sample.fol);
+
+export const instantOf = (sample: { readonly at: string }): number =>
+  sample instanceof TimedSample ? sample.instant : Date.parse(sample.at);
