@@ -19,18 +19,23 @@ import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store
 import { appendProjectHistory, dumpReadModels, firstDifference } from '../support/seed.ts';
 
 type Hooks = {
-  /** Runs before the store commits; its result replaces the store's outcome when it gives one. */
-  beforeCommit?: (index: number) => Promise<CommitOutcome | void>;
-  onRead?: () => void;
+  /** Runs before the store commits (`checkpoint` the one asked for); its result replaces the store's outcome when it gives one. */
+  beforeCommit?: (index: number, checkpoint: number) => Promise<CommitOutcome | void>;
+  /** A read of a stored checkpoint (what a step begins with). */
+  onCheckpointRead?: () => void;
 };
 
-/** The store with its commits numbered, delayed or refused by `hooks`, and its log reads reported. */
+/** The store with its commits numbered, delayed or refused by `hooks`, and its checkpoint reads reported. */
 function hooked(store: ReadStore, hooks: Hooks): ReadStore {
   let commits = 0;
   return {
     ...store,
+    async checkpoint(collection) {
+      hooks.onCheckpointRead?.();
+      return store.checkpoint(collection);
+    },
     async commit(collection, writes, checkpoint, expected) {
-      const replaced = await hooks.beforeCommit?.(commits++);
+      const replaced = await hooks.beforeCommit?.(commits++, checkpoint);
       if (replaced) return replaced;
       return store.commit(collection, writes, checkpoint, expected);
     },
@@ -107,23 +112,38 @@ describe('pipelined commits of a step', () => {
   it('ends the step at a refused commit, writes nothing folded after it, and the next step starts from the store', async () => {
     const store = freshStore();
     try {
-      const checkpoints: number[] = [];
-      let refused = false;
+      // What the runner asked of the store, in order: commits (with their checkpoints) and checkpoint reads.
+      const asked: ({ commit: number } | 'checkpoint read')[] = [];
+      let refusedAt: number | null = null;
       const runner = createProjectionRunner(
         log,
         hooked(store, {
           // The third commit asked for is refused once, as if another writer had moved the checkpoint.
-          beforeCommit: async (index) => {
+          beforeCommit: async (index, checkpoint) => {
+            asked.push({ commit: checkpoint });
             if (index !== 2) return;
-            refused = true;
+            refusedAt = checkpoint;
             return { ok: false, reason: 'checkpoint_moved', actual: -1 };
           },
+          onCheckpointRead: () => asked.push('checkpoint read'),
         }),
         projectors,
-        { batchSize: 100, onBatch: ({ checkpoint }) => checkpoints.push(checkpoint) },
+        { batchSize: 100 },
       );
       await runner.catchUp();
-      assert.ok(refused, 'a commit was refused');
+      assert.ok(refusedAt !== null, 'a commit was refused');
+      // The step ended there: no commit of a later batch was asked for until a new step read the checkpoints.
+      const after = asked.slice(asked.findIndex((a) => a !== 'checkpoint read' && a.commit === refusedAt));
+      const nextStep = after.indexOf('checkpoint read');
+      assert.ok(nextStep > 0, 'a new step began after the refusal');
+      assert.ok(
+        after.slice(0, nextStep).every((a) => a !== 'checkpoint read' && a.commit === refusedAt),
+        "only the refused batch's own commits were asked for before the next step",
+      );
+      assert.ok(
+        asked.some((a) => a !== 'checkpoint read' && a.commit > refusedAt!),
+        'the next step committed past the refused batch',
+      );
       assert.equal(firstDifference(await dumpReadModels(reference), await dumpReadModels(store)), null);
     } finally {
       await store.close();
