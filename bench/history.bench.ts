@@ -247,11 +247,8 @@ async function benchReplay(
     const rawMs = read.ms + inserted.ms;
     ratios.push(withMs / rawMs);
     const label = rounds > 1 ? `round ${round}: ` : '';
-    if (round === 1)
-      process.stdout.write(
-        `replay: ${seconds(withMs)} with the history, ${seconds(withoutMs)} without: ${(withMs / withoutMs).toFixed(2)}x\n`,
-      );
-    else process.stdout.write(`${label}replay: ${seconds(withMs)} with the history\n`);
+    const without = round === 1 ? `, ${seconds(withoutMs)} without: ${(withMs / withoutMs).toFixed(2)}x` : '';
+    process.stdout.write(`${label}replay: ${seconds(withMs)} with the history${without}\n`);
     process.stdout.write(
       `  raw baseline: read of the log (${read.value} events) ${seconds(read.ms)} + inserts of the ${inserted.rows} rows of the replayed file ${seconds(inserted.ms)} = ${seconds(rawMs)}: ` +
         `replay/raw ${(withMs / rawMs).toFixed(2)}x (goal <= 2)\n`,
