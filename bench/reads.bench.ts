@@ -2,12 +2,13 @@
  * Reads that cost the page, not the archive (issue 12), over real HTTP on 127.0.0.1. Every figure is
  * printed with its baseline measured in the same run:
  *   - mirror of the board by delta paging (limit 100) vs one raw SELECT of the same rows in (seq, id) order,
- *     and the time of a page at 90 % depth vs one at 10 %. The SELECT reads the documents' bytes without
- *     parsing them, so the mirror that the ratio compares reads each page's bytes too (uncompressed,
- *     one keep-alive socket read into reused buffers: raw-http.ts) and decodes only its envelope
- *     (cursor, hasMore). Printed beside it: the same pages sent by bare Fastify to the same client (the
- *     floor HTTP sets), the mirror through node:http (and bare Fastify's pages through it) and through
- *     fetch, and one that takes compressed pages and parses every one (res.json());
+ *     and the time of a page at 90 % depth vs one at 10 % (and per byte served: later pages hold more).
+ *     The SELECT reads the documents' bytes without parsing them, so the mirror that the ratio compares
+ *     reads each page's bytes too (uncompressed, one keep-alive socket read into reused buffers:
+ *     raw-http.ts) and decodes only its envelope (cursor, hasMore). Printed beside it: the same pages
+ *     sent by bare Fastify to the same client (the floor HTTP sets), the mirror through node:http (and
+ *     bare Fastify's pages through it) and through fetch, and one that takes compressed pages and parses
+ *     every one (res.json());
  *   - board pages by number read once each (a page's first read after a commit): pages near the middle
  *     vs pages near the front, beside the raw SQLite index walk to the middle page that such a read cost
  *     before the listing chunks (readmodels/list-chunks.ts);
@@ -218,8 +219,9 @@ async function mirror(
   client: MirrorClient,
   filter = '',
   record?: { url: string; bytes: Buffer }[],
-): Promise<{ seconds: number; pages: number[]; rows: number; cursors: string[] }> {
+): Promise<{ seconds: number; pages: number[]; bytes: number[]; rows: number; cursors: string[] }> {
   const pages: number[] = [];
+  const sizes: number[] = [];
   const cursors: string[] = [];
   let rows = 0;
   let path = `/v1/projects?since=1970-01-01T00:00:00Z&limit=100${filter}`;
@@ -238,6 +240,7 @@ async function mirror(
       const page = (await res.json()) as { projects: unknown[]; cursor: string; hasMore: boolean };
       ({ cursor, hasMore } = page);
       rows += page.projects.length;
+      sizes.push(Number(res.headers.get('content-length') ?? Number.NaN));
     } else {
       let bytes: Buffer;
       if (raw) ({ status, body: bytes } = await raw.get(path, identity));
@@ -254,6 +257,7 @@ async function mirror(
       rows += hasMore
         ? Number(envelope[3])
         : (JSON.parse(bytes.toString('utf8')) as { projects: unknown[] }).projects.length;
+      sizes.push(bytes.length);
       // The raw client's body is a view of a buffer it reuses: a copy is kept.
       record?.push({ url: path, bytes: raw ? Buffer.from(bytes) : bytes });
     }
@@ -264,7 +268,7 @@ async function mirror(
     path = `/v1/projects?cursor=${cursor}&limit=100${filter}`;
   }
   raw?.close();
-  return { seconds: ms(process.hrtime.bigint() - started) / 1000, pages, rows, cursors };
+  return { seconds: ms(process.hrtime.bigint() - started) / 1000, pages, bytes: sizes, rows, cursors };
 }
 
 /** The data set's serving read models, read-only, for the raw SQLite baselines. */
@@ -418,6 +422,11 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     }
     const depth10Ms = pagesAround(walk.pages, 0.1);
     const depth90Ms = pagesAround(walk.pages, 0.9);
+    // Later delta pages hold later-written projects, which carry more (dossiers): the depth's own cost is
+    // the time per byte served, which a range bounded on both sides keeps the same at any depth.
+    const perByte = walk.pages.map((t, i) => t / walk.bytes[i]!);
+    const depthPerByte = pagesAround(perByte, 0.9) / pagesAround(perByte, 0.1);
+    const bytesAt = (depth: number) => pagesAround(walk.bytes, depth);
     const versus = (w: { seconds: number }) =>
       `${w.seconds.toFixed(2)} s; ratio ${(select.seconds / w.seconds).toFixed(3)}`;
     out(
@@ -439,6 +448,9 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     );
     out(
       `median page time at 10 % depth ${depth10Ms.toFixed(2)} ms, at 90 % depth ${depth90Ms.toFixed(2)} ms; 90 %/10 % ${(depth90Ms / depth10Ms).toFixed(2)}x`,
+    );
+    out(
+      `  (median page ${(bytesAt(0.1) / 1024).toFixed(0)} KiB at 10 % depth, ${(bytesAt(0.9) / 1024).toFixed(0)} KiB at 90 %; time per byte served 90 %/10 % ${depthPerByte.toFixed(2)}x)`,
     );
 
     const first = (await (await fetch(`http://127.0.0.1:${app.port}/v1/projects`, { headers })).json()) as {
