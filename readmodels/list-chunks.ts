@@ -1,7 +1,7 @@
 /**
  * Positions in a listing without walking it, the same way in every read store. A board page by
  * number needs the row at an offset of the listing (sortKey DESC, id DESC); an index walk to it costs
- * the offset (6.9 ms for the middle page at 100k projects, 0.7 s at 10M). So each collection's
+ * the offset (bench/reads.bench.ts prints that walk beside the chunked read). So each collection's
  * listing order is cut into chunks of consecutive rows, each known by its first (lowest)
  * (sortKey, id) and holding its row count per facet. A page at offset o sums chunk counts from the
  * nearer end until o falls inside one chunk, then skips at most one chunk's rows of the listing index
