@@ -60,6 +60,8 @@ export type ServiceDeps = {
   /** Replaces the gate built from `limiter` (tests that record what each operation counts as). */
   gate?: RateGate;
   now?: () => Date;
+  /** The commit watch's safety-net poll (DEFAULT_POLL_MS): a test that must see a wake by signal alone sets it far out. */
+  commitPollMs?: number;
 };
 
 /** Bytes of rendered call pages kept. */
@@ -75,6 +77,7 @@ export function createServices(deps: ServiceDeps): Services {
     readCheckpoint: async () => store.checkpoint(PROJECTS_COLLECTION, { fresh: true }),
     // MongoDB's change stream, where there is one: no poll while it is live.
     coverage: deps.stores.commits,
+    ...(deps.commitPollMs === undefined ? {} : { pollMs: deps.commitPollMs }),
   });
   const unsubscribe = deps.stores.commits.subscribe((collection) => {
     if (collection === PROJECTS_COLLECTION) commits.notify();

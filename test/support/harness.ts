@@ -46,6 +46,8 @@ export type HarnessOptions = {
   heartbeat?: WorkerHeartbeat;
   /** Receives every log line the app writes (Fastify's logger at debug level). */
   logStream?: { write(line: string): void };
+  /** The commit watch's poll interval (service/commit-watch.ts); its default when absent. */
+  commitPollMs?: number;
 };
 
 export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -62,6 +64,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     ...(options.now ? { now: options.now } : {}),
     ...(options.gate ? { gate: options.gate } : {}),
     ...(options.heartbeat ? { heartbeat: options.heartbeat } : {}),
+    ...(options.commitPollMs === undefined ? {} : { commitPollMs: options.commitPollMs }),
   });
   const app = buildApp(services, options.logStream ? { logger: { level: 'debug', stream: options.logStream } } : {});
   await app.ready();
