@@ -1,7 +1,6 @@
 /**
- * The time as ISO 8601 text for a read's `readAt`, formatted at most once a millisecond: every read
- * stamps one, and Date#toISOString formats through snprintf (half a microsecond of a one-project read
- * under perf). With a given clock (tests, replays) every call asks that clock.
+ * The time as ISO 8601 text for a read's `readAt`, formatted at most once a millisecond, since every read
+ * stamps one. With a given clock (tests, replays) every call asks that clock.
  */
 export function isoClock(now?: () => Date): () => string {
   if (now) return () => now().toISOString();
