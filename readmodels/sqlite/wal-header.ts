@@ -3,9 +3,9 @@ import { closeSync, openSync, readSync } from 'node:fs';
 /**
  * Whether any connection (in any process) has committed since a mark, from the first 48 bytes of the
  * `-shm` file (the WAL-index header every commit and WAL reset rewrites; sqlite.org/walformat.html).
- * Why by hand: one pread, where `PRAGMA data_version` takes and drops a WAL read lock on every read (docs/scale.md
- * has the figure). Changed bytes (or a torn read) only mean "look again";
- * without a `-shm` file (in memory, journal off) every call answers "changed".
+ * Why by hand: one pread, where `PRAGMA data_version` takes and drops a WAL read lock on every request
+ * (docs/scale.md, "Where one project's CPU goes", has the figure). Changed bytes (or a torn read) only
+ * mean "look again"; without a `-shm` file (in memory, journal off) every call answers "changed".
  */
 export type WalHeaderWatch = {
   mark(): void;
