@@ -60,7 +60,10 @@ export type ServiceDeps = {
   /** Replaces the gate built from `limiter` (tests that record what each operation counts as). */
   gate?: RateGate;
   now?: () => Date;
-  /** The commit watch's safety-net poll (DEFAULT_POLL_MS): a test that must see a wake by signal alone sets it far out. */
+  /**
+   * The commit watch's safety-net poll (DEFAULT_POLL_MS); a test that must see a wake by the commit signal
+   * alone sets it far out.
+   */
   commitPollMs?: number;
 };
 
