@@ -1,7 +1,7 @@
 import { getHeapStatistics } from 'node:v8';
 import type { EventLog, RecordedEvent } from '../eventstore/port.ts';
 import type { VersionWrite } from '../readmodels/history/port.ts';
-import type { ReadStore, StoredDoc } from '../readmodels/port.ts';
+import type { ClosedVersion, ReadStore, StoredDoc } from '../readmodels/port.ts';
 import { jsonEqual } from './json-equal.ts';
 import type { Entity, Projector } from './projector.ts';
 
@@ -58,6 +58,8 @@ function pause(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+const noop = () => undefined;
+
 /** Log positions per read of the log. */
 const PAGE_SIZE = 10_000;
 const usedHeapBytes = () => getHeapStatistics().used_heap_size;
@@ -81,13 +83,15 @@ type DocLookup<D, S> = { get(id: string): StoredDoc<D, S> | undefined };
  * at the values the fold left shared). A document's JSON text is made once, when first asked for
  * (by the commit), not per event. `changed` may carry documents folded by earlier batches not yet
  * committed; it is updated in place and returned. A fold that changes nothing at all (document,
- * state, sort key, facet and keys all equal) leaves a stored document out of `changed`.
+ * state, sort key, facet and keys all equal) leaves a stored document out of `changed`. With `closed`, a
+ * version that a later write closes moves there, and a document carries only its last one.
  */
 export function foldEvents<D, S>(
   projector: Projector<D, S>,
   existing: DocLookup<D, S>,
   events: readonly RecordedEvent[],
   changed: Map<string, StoredDoc<D, S>> = new Map(),
+  closed?: ClosedVersion[],
 ): Map<string, StoredDoc<D, S>> {
   for (const event of events) {
     const id = projector.keyOf(event);
@@ -105,15 +109,19 @@ export function foldEvents<D, S>(
     // The batch's public writes of a versioned collection, oldest first, travel with the document to its commit.
     let versions = (pending as FoldedDoc<D, S> | undefined)?.versions;
     if (docChanged && projector.versioned?.(next.facet)) {
-      versions ??= [];
-      versions.push({
+      const version: VersionWrite = {
         seq: event.position,
         writtenAt: event.recordedAt,
         sortKey: next.sortKey,
         facet: next.facet,
         doc: next.doc,
         sharedMember: projector.sharedMember,
-      });
+      };
+      if (closed !== undefined && versions !== undefined && versions.length > 0) {
+        for (let i = 0; i < versions.length; i++)
+          closed.push({ id, version: versions[i]!, validTo: versions[i + 1]?.seq ?? event.position });
+        versions = [version];
+      } else (versions ??= []).push(version);
     }
     changed.set(
       id,
@@ -259,6 +267,10 @@ export function createProjectionRunner(
     return next;
   }
 
+  /** Whether a read model's closed versions go to the store while its batch folds (a build's). */
+  const staging = (work: Pending): boolean =>
+    store.stageVersions !== undefined && work.projector.versioned !== undefined;
+
   /** Folds one page's events of one read model into its pending documents. */
   async function fold(work: Pending, events: readonly RecordedEvent[]): Promise<void> {
     if (events.length === 0) return;
@@ -276,7 +288,9 @@ export function createProjectionRunner(
         for (const [id, doc] of await store.getMany(work.projector.collection, missing)) work.read.set(id, doc);
       }
     }
-    foldEvents(work.projector, work.read, events, work.changed);
+    const closed = staging(work) ? [] : undefined;
+    foldEvents(work.projector, work.read, events, work.changed, closed);
+    if (closed !== undefined && closed.length > 0) store.stageVersions!(work.projector.collection, closed);
     // A document read back and then changed is folded from its changed version from now on: the stored
     // one (its row's texts and parsed values) would only be held until the commit.
     if (ids !== null && work.read.size > 0) {
@@ -375,12 +389,14 @@ export function createProjectionRunner(
           const batch = work
             .filter((w) => w.after < checkpoint)
             .map((w) => ({ w, writes: [...w.changed.values()], after: w.after, applied: w.applied }));
+          let asked!: () => void;
+          const commitsAsked = new Promise<void>((resolve) => (asked = resolve));
           committed = committed.then(async (ok) => {
             if (!ok) return false;
+            const commits = batch.map((b) => commit(b.w, b.writes, b.after, checkpoint, b.applied));
+            asked();
             // Every commit of the batch has ended (applied, refused or failed) before the step goes on or fails.
-            const settled = await Promise.allSettled(
-              batch.map((b) => commit(b.w, b.writes, b.after, checkpoint, b.applied)),
-            );
+            const settled = await Promise.allSettled(commits);
             const failed = settled.find((s) => s.status === 'rejected');
             if (failed) throw failed.reason;
             const outcomes = settled.map((s) => s.status === 'fulfilled' && s.value);
@@ -394,6 +410,8 @@ export function createProjectionRunner(
             await committed;
             return { done: false, applied, checkpoint, lagged };
           }
+          // A store that takes versions early gets the next batch's only after this batch's commits.
+          if (work.some(staging)) await Promise.race([commitsAsked, committed.then(noop, noop)]);
           // The next batch folds from this one's documents, without reading them back.
           for (const { w } of batch) {
             for (const [id, doc] of w.changed) w.read.set(id, doc);

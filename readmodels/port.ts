@@ -50,6 +50,9 @@ export type DocWrite<D = unknown, S = unknown> = Omit<StoredDoc<D, S>, 'json' | 
   versions?: readonly VersionWrite[];
 };
 
+/** A version that a later write of the same batch closed: valid in [version.seq, validTo). */
+export type ClosedVersion = { id: string; version: VersionWrite; validTo: number };
+
 /**
  * A commit applies only when the stored checkpoint is still the one the batch started from; otherwise
  * another writer advanced the collection and nothing of this batch is written.
@@ -93,6 +96,14 @@ export interface ReadStore {
     checkpoint: number,
     expected?: number,
   ): Promise<CommitOutcome>;
+  /**
+   * Optional, a replay's build store only: takes versions that later writes of the batch being folded
+   * closed, ahead of the batch's commit, so they are written while it folds. Each document's versions
+   * come in log order, across these calls and then its commit; the batch's commits are asked for before
+   * the next batch stages. A build has one writer: its commit refused after staging fails the build
+   * (which is then removed, as any failed one).
+   */
+  stageVersions?(collection: string, versions: readonly ClosedVersion[]): void;
   get<D = unknown, S = unknown>(collection: string, id: string): Promise<StoredDoc<D, S> | null>;
   getMany<D = unknown, S = unknown>(collection: string, ids: readonly string[]): Promise<Map<string, StoredDoc<D, S>>>;
   /** Ids of documents having `value` under lookup key `key`, at most `limit`, in id order. */

@@ -14,6 +14,11 @@ import type { CommitRequest } from './sqlite-commit.ts';
 export type BuildWriter = {
   /** Writes a commit; its parts are made (and handed over) before this returns its promise. */
   commit(request: CommitRequest, parts: Iterable<CommitPart>): Promise<CommitOutcome>;
+  /**
+   * Writes versions staged ahead of the collection's next commit (ReadStore.stageVersions), which records
+   * them with its own; a failure to write them fails that commit.
+   */
+  stage(collection: string, parts: Iterable<CommitPart>): void;
   /** Resolves once every commit asked for so far has ended. */
   idle(): Promise<void>;
   /** Ends the thread and its connection once the commits asked for have ended. */
@@ -25,6 +30,7 @@ export type BuildWriterData = { path: string; pragmas: string[] };
 export type WriterRequest =
   | { kind: 'open'; request: CommitRequest }
   | { kind: 'part'; part: CommitPart }
+  | { kind: 'stage'; collection: string; part: CommitPart }
   | { kind: 'abort' }
   | { kind: 'end' }
   | { kind: 'close' };
@@ -91,6 +97,11 @@ export function startBuildWriter(path: string, pragmas: string[]): BuildWriter {
         }
         post({ kind: 'end' });
       });
+    },
+
+    stage(collection, parts) {
+      if (gone) throw gone;
+      for (const part of parts) post({ kind: 'stage', collection, part });
     },
 
     idle() {

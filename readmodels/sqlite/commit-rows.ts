@@ -1,6 +1,6 @@
 import { OPEN_END, type VersionWrite } from '../history/port.ts';
 import { splitVersion, type SharedBefore } from '../history/shared-member.ts';
-import type { DocWrite } from '../port.ts';
+import type { ClosedVersion, DocWrite } from '../port.ts';
 
 /**
  * A commit's rows as the SQLite store writes them: every text made, nothing left to serialise, so the
@@ -40,45 +40,20 @@ function jsonText(value: unknown, what: string): string {
   return text;
 }
 
-/** The documents with versions: whose current version the history reads before their rows come. */
-export const versionedIds = (writes: readonly DocWrite[]): string[] =>
-  writes.filter((w) => w.versions !== undefined && w.versions.length > 0).map((w) => w.id);
+/** Each document's shared member as its last version kept it apart (the value, no store reference). */
+export type SharedChain = Map<string, SharedBefore<null> | null>;
 
-/**
- * The commit's parts: the live documents, then every version in log order (across documents: the
- * history's counts are a timeline, and its delta index grows at its end). A document that is not JSON
- * throws before its part is handed on.
- */
-export function* commitParts(writes: readonly DocWrite[]): Generator<CommitPart> {
-  for (let from = 0; from < writes.length; from += PART_ROWS) {
-    const rows: DocRow[] = [];
-    for (const w of writes.slice(from, from + PART_ROWS)) {
-      const what = `document ${w.id}`;
-      const json = w.json ?? jsonText(w.doc, what);
-      rows.push([w.id, json, jsonText(w.state, what), w.seq, w.writtenAt, w.sortKey, w.facet, jsonText(w.keys, what)]);
-    }
-    yield { kind: 'docs', rows };
-  }
+type Ordered = { id: string; v: VersionWrite; validTo: number; whole: () => string };
 
-  const ordered: { w: DocWrite; v: VersionWrite; validTo: number }[] = [];
-  for (const w of writes) {
-    const versions = w.versions ?? [];
-    // Each version is closed by the document's next write in the batch; its last stays open.
-    for (let i = 0; i < versions.length; i++)
-      ordered.push({ w, v: versions[i]!, validTo: versions[i + 1]?.seq ?? OPEN_END });
-  }
-  ordered.sort((a, b) => a.v.seq - b.v.seq);
-  // Each document's shared member as its version before kept it apart in this commit (the value, no store reference).
-  const before = new Map<string, SharedBefore<null> | null>();
+/** Version rows, a part at a time, in the order given; `before` is updated as each is split. */
+function* versionParts(ordered: readonly Ordered[], before: SharedChain): Generator<CommitPart> {
   for (let from = 0; from < ordered.length; from += PART_ROWS) {
     const rows: VersionRow[] = [];
-    for (const { w, v, validTo } of ordered.slice(from, from + PART_ROWS)) {
-      // The live document is the batch's last version of it: its text is the one its row holds.
-      const whole = () => (v.doc === w.doc && w.json !== undefined ? w.json : jsonText(v.doc, 'a versioned document'));
-      const split = splitVersion(v, before.get(w.id) ?? null, whole);
-      before.set(w.id, split.shared === null ? null : { value: split.shared, ref: null, text: null });
+    for (const { id, v, validTo, whole } of ordered.slice(from, from + PART_ROWS)) {
+      const split = splitVersion(v, before.get(id) ?? null, whole);
+      before.set(id, split.shared === null ? null : { value: split.shared, ref: null, text: null });
       rows.push([
-        w.id,
+        id,
         v.seq,
         validTo,
         v.writtenAt,
@@ -91,4 +66,48 @@ export function* commitParts(writes: readonly DocWrite[]): Generator<CommitPart>
     }
     yield { kind: 'versions', rows };
   }
+}
+
+/**
+ * The commit's parts: the live documents, then every version in log order (the history's delta index
+ * grows at its end). A document that is not JSON throws before its part is handed on. `before`: the
+ * chain its versions' split continues (a build's, carried from its staged versions), else this commit's own.
+ */
+export function* commitParts(writes: readonly DocWrite[], before: SharedChain = new Map()): Generator<CommitPart> {
+  for (let from = 0; from < writes.length; from += PART_ROWS) {
+    const rows: DocRow[] = [];
+    for (const w of writes.slice(from, from + PART_ROWS)) {
+      const what = `document ${w.id}`;
+      const json = w.json ?? jsonText(w.doc, what);
+      rows.push([w.id, json, jsonText(w.state, what), w.seq, w.writtenAt, w.sortKey, w.facet, jsonText(w.keys, what)]);
+    }
+    yield { kind: 'docs', rows };
+  }
+
+  const ordered: Ordered[] = [];
+  for (const w of writes) {
+    const versions = w.versions ?? [];
+    // Each version is closed by the document's next write in the batch; its last stays open.
+    for (let i = 0; i < versions.length; i++) {
+      const v = versions[i]!;
+      // The live document is the batch's last version of it: its text is the one its row holds.
+      const whole = () => (v.doc === w.doc && w.json !== undefined ? w.json : jsonText(v.doc, 'a versioned document'));
+      ordered.push({ id: w.id, v, validTo: versions[i + 1]?.seq ?? OPEN_END, whole });
+    }
+  }
+  ordered.sort((a, b) => a.v.seq - b.v.seq);
+  yield* versionParts(ordered, before);
+}
+
+/** The parts of versions staged ahead of their commit (ReadStore.stageVersions), continuing `before`. */
+export function stagedParts(versions: readonly ClosedVersion[], before: SharedChain): Generator<CommitPart> {
+  return versionParts(
+    versions.map(({ id, version, validTo }) => ({
+      id,
+      v: version,
+      validTo,
+      whole: () => jsonText(version.doc, 'a versioned document'),
+    })),
+    before,
+  );
 }

@@ -12,8 +12,6 @@ export type CommitRequest = {
   checkpoint: number;
   /** The compare-and-set: the commit applies only if the stored checkpoint is this. */
   expected: number | undefined;
-  /** The documents with versions (commit-rows.ts versionedIds). */
-  versioned: string[];
 };
 
 /**
@@ -26,8 +24,9 @@ export type SqliteCommitter = {
   /**
    * Begins a commit's transaction. A session whose checkpoint had moved is refused at once (rolled
    * back): its parts are ignored and `end` says so. A failing part rolls the transaction back and throws.
+   * `recording`: the collection's versions recorded so far (a build's, staged before its commit).
    */
-  open(request: CommitRequest): CommitSession;
+  open(request: CommitRequest, recording?: HistoryCommit): CommitSession;
   /** A whole commit in one call. */
   commit(request: CommitRequest, parts: Iterable<CommitPart>): CommitOutcome;
 };
@@ -49,7 +48,7 @@ export function createSqliteCommitter(
   );
   const getCheckpoint = prepare('SELECT position FROM checkpoints WHERE collection = ?');
 
-  function open(request: CommitRequest): CommitSession {
+  function open(request: CommitRequest, staged?: HistoryCommit): CommitSession {
     const { collection } = request;
     const transaction = beginTransaction(db);
     let live = true;
@@ -68,7 +67,7 @@ export function createSqliteCommitter(
           return { add: () => undefined, end: () => refused, abort: (error) => error };
         }
       }
-      recording = history.open(collection, request.versioned);
+      recording = staged ?? history.open(collection);
     } catch (error) {
       throw abort(error);
     }

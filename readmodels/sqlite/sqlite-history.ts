@@ -156,13 +156,12 @@ export const historyQueries = {
           ELSE ${versionDoc('b.', 'tb.')} <> ${versionDoc('a.', 'ta.')} END)
       ORDER BY a.valid_from, a.id LIMIT ${limitText(limit)}`,
   /**
-   * Params: collection, ids (a JSON array). Each document's current version (its open placement has
-   * the same sort key and facet): what a commit reads once per document it writes, not once per write.
+   * Params: collection, id. A document's current version (its open placement has the same sort key and
+   * facet): what a commit reads once per document it writes, not once per write.
    */
-  currentVersions: `SELECT v.id, v.valid_from, v.sort_key, v.facet, v.shared_text, t.text FROM json_each(?2) AS ids
-      CROSS JOIN history_versions AS v ON v.rowid = (SELECT rowid FROM history_versions
-        WHERE collection = ?1 AND id = ids.value ORDER BY valid_from DESC LIMIT 1)
-      ${SHARED_JOIN('v', 't')}`,
+  currentVersion: `SELECT v.valid_from, v.sort_key, v.facet, v.shared_text, t.text FROM history_versions AS v
+      ${SHARED_JOIN('v', 't')}
+      WHERE v.collection = ? AND v.id = ? ORDER BY v.valid_from DESC LIMIT 1`,
   /** Params: collection, seq. */
   pointAtSeq:
     'SELECT valid_from, written_at FROM history_versions WHERE collection = ? AND valid_from <= ? ORDER BY valid_from DESC LIMIT 1',
@@ -190,12 +189,15 @@ const insertVersions = (rows: number) =>
   `INSERT INTO history_versions (collection, id, valid_from, valid_to, written_at, sort_key, facet, doc, shared_text, shared_at)
     VALUES ${Array.from({ length: rows }, () => VERSION_VALUES).join(', ')}`;
 
-/** A commit's versions being recorded (inside its transaction): `add` them in log order, then `end`. */
+/**
+ * A commit's versions being recorded: `add` them (each document's in log order; documents in any order),
+ * then `end` (inside the commit's transaction), which writes the placements and counts they moved.
+ */
 export type HistoryCommit = { add(rows: readonly VersionRow[]): void; end(): void };
 
 export type SqliteHistory = HistoryStore & {
-  /** Starts recording a commit's versions of the documents `ids` (those with versions, in any order). */
-  open(collection: string, ids: readonly string[]): HistoryCommit;
+  /** Starts recording a commit's versions of one collection. */
+  open(collection: string): HistoryCommit;
 };
 
 /** A document's current version as stored, read once per commit. */
@@ -225,7 +227,7 @@ function sharedTextOf(row: VersionRow, before: SharedText | null, insert: (text:
 
 /** The history over the read store's connection; `prepare` is the store's statement cache. */
 export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteHistory {
-  const currentVersions = prepare(historyQueries.currentVersions, true);
+  const currentVersion = prepare(historyQueries.currentVersion, true);
   const insertSharedText = prepare('INSERT INTO history_shared_texts (text) VALUES (?)');
   const closeVersion = prepare(
     'UPDATE history_versions SET valid_to = ? WHERE collection = ? AND id = ? AND valid_from = ?',
@@ -261,21 +263,11 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
     row ? { seq: row[0], writtenAt: row[1] } : null;
 
   return {
-    open(collection, ids) {
-      const current = new Map<string, Current>();
-      if (ids.length > 0) {
-        const rows = currentVersions.all(collection, JSON.stringify(ids)) as unknown as [string, ...Current][];
-        for (const [id, ...row] of rows) current.set(id, row);
-      }
+    open(collection) {
       const recording = new Map<string, Recording>();
-      // Each facet's number after the last move recorded, from its last stored one.
-      const counts = new Map<string, number>();
-      const move = (seq: number, facet: string, by: 1 | -1) => {
-        const n =
-          (counts.get(facet) ?? (countNow.get(collection, facet) as unknown as [number] | undefined)?.[0] ?? 0) + by;
-        counts.set(facet, n);
-        setCount.run(collection, facet, seq, n);
-      };
+      // The facets' moves, counted in log order at `end` (documents' versions may come interleaved in any order).
+      const moves: { seq: number; facet: string; by: 1 | -1 }[] = [];
+      const move = (seq: number, facet: string, by: 1 | -1) => moves.push({ seq, facet, by });
       const params: (string | number | null)[] = [];
 
       return {
@@ -284,7 +276,7 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
             const [id, seq, validTo, writtenAt, sortKey, facet, doc, at] = row;
             let r = recording.get(id);
             if (r === undefined) {
-              const stored = current.get(id);
+              const stored = currentVersion.get(collection, id) as unknown as Current | undefined;
               r = {
                 skipTo: stored?.[0] ?? -1,
                 stored,
@@ -324,6 +316,17 @@ export function createSqliteHistory(db: DatabaseSync, prepare: Prepare): SqliteH
           for (const [id, r] of recording)
             if (r.placed && r.placed.from !== -1)
               insertPlacement.run(collection, r.placed.sortKey, id, r.placed.from, OPEN_END, r.placed.facet);
+          // Each facet's number after every move, from its last stored one.
+          const counts = new Map<string, number>();
+          moves.sort((a, b) => a.seq - b.seq);
+          for (const { seq, facet, by } of moves) {
+            const n =
+              (counts.get(facet) ?? (countNow.get(collection, facet) as unknown as [number] | undefined)?.[0] ?? 0) +
+              by;
+            counts.set(facet, n);
+            setCount.run(collection, facet, seq, n);
+          }
+          moves.length = 0;
         },
       };
     },

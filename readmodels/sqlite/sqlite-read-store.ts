@@ -5,7 +5,7 @@ import type { DeltaQuery, KeysetQuery, ListPage, ListQuery, ReadStore, StoredDoc
 import { storedFromTexts } from '../stored-doc.ts';
 import type { HistoryStore } from '../history/port.ts';
 import { startBuildWriter, type BuildWriter } from './build-writer.ts';
-import { commitParts, versionedIds } from './commit-rows.ts';
+import { commitParts, stagedParts, type SharedChain } from './commit-rows.ts';
 import { CLEAR_CHUNKS, createChunkIndex, ensureChunks } from './list-chunks.ts';
 import { createSqliteCommitter } from './sqlite-commit.ts';
 import { statementCache } from './statement-cache.ts';
@@ -398,10 +398,7 @@ export function createSqliteReadStore(path: string, options: SqliteReadStoreOpti
       const large = writes.length >= LARGE_COMMIT_DOCS;
       if (large) db.exec(CACHE_PRAGMA(WRITE_CACHE_KIB));
       try {
-        return committer.commit(
-          { collection, checkpoint, expected, versioned: versionedIds(writes) },
-          commitParts(writes),
-        );
+        return committer.commit({ collection, checkpoint, expected }, commitParts(writes));
       } finally {
         if (large && db.isOpen) db.exec(CACHE_PRAGMA(readCacheKiB));
       }
@@ -564,14 +561,23 @@ function writtenByBuildWriter(
           : value,
       ]),
     ) as T;
+  // Each collection's split of shared members, carried from its staged versions to their commit.
+  const chains = new Map<string, SharedChain>();
+  const chainOf = (collection: string): SharedChain => {
+    let chain = chains.get(collection);
+    if (!chain) chains.set(collection, (chain = new Map()));
+    return chain;
+  };
   return {
     ...afterWrites(store),
     history: afterWrites(store.history),
+    stageVersions(collection, versions) {
+      writer.stage(collection, stagedParts(versions, chainOf(collection)));
+    },
     async commit(collection, writes, checkpoint, expected) {
-      const outcome = await writer.commit(
-        { collection, checkpoint, expected, versioned: versionedIds(writes) },
-        commitParts(writes),
-      );
+      const chain = chainOf(collection);
+      chains.delete(collection);
+      const outcome = await writer.commit({ collection, checkpoint, expected }, commitParts(writes, chain));
       // The writer's connection committed: checkpoints this connection kept are stale.
       forgetCheckpoints();
       return outcome;

@@ -90,4 +90,41 @@ describe('a build store’s writer thread', () => {
       await store.close();
     }
   });
+
+  const version = (seq: number, writtenAt: string | null = '2026-11-20T09:30:00.000Z') => ({
+    seq,
+    writtenAt: writtenAt as string,
+    sortKey: 'k',
+    facet: 'even',
+    doc: { id: 'd-0', seq },
+  });
+
+  it('fails the commit whose staged versions its thread could not write, and writes the next one', async () => {
+    const store = createSqliteReadStore(join(dir, 'staged-failing.sqlite'), { bulkBuild: true });
+    try {
+      store.stageVersions!('c', [{ id: 'd-0', version: version(1, null), validTo: 2 }]);
+      await assert.rejects(store.commit('c', docs(0, 1, 2), 2, 0), /NOT NULL/);
+      assert.equal(await store.checkpoint('c'), 0);
+      store.stageVersions!('c', [{ id: 'd-0', version: version(1), validTo: 2 }]);
+      const last = { ...docs(0, 1, 2)[0]!, versions: [version(2)] };
+      assert.deepEqual(await store.commit('c', [last], 2, 0), { ok: true });
+      const versions = await store.history!.changes('c', { from: 0, to: 1, limit: 10 });
+      assert.deepEqual(
+        versions.map((v) => v.after.seq),
+        [1],
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('fails a commit refused after its versions were staged (a build has one writer)', async () => {
+    const store = createSqliteReadStore(join(dir, 'staged-refused.sqlite'), { bulkBuild: true });
+    try {
+      store.stageVersions!('c', [{ id: 'd-0', version: version(1), validTo: 2 }]);
+      await assert.rejects(store.commit('c', docs(0, 1, 2), 2, 5), /refused after its versions were staged/);
+    } finally {
+      await store.close();
+    }
+  });
 });
