@@ -14,7 +14,7 @@ export type ProjectorRunner = {
 
 export type RunnerOptions = {
   /**
-   * At most this many log positions per commit (default 100,000): read in pages of up to 10,000,
+   * At most this many log positions per commit (default 100,000): read in pages of up to 1,000,
    * folded in memory, committed together. A commit also comes as soon as the log's head is reached
    * (so a runner that keeps up commits every page) or when `maxPendingDocs` documents are held.
    */
@@ -60,8 +60,11 @@ function pause(ms: number, signal?: AbortSignal): Promise<void> {
 
 const noop = () => undefined;
 
-/** Log positions per read of the log. */
-const PAGE_SIZE = 10_000;
+/**
+ * Log positions per read of the log. A page's parsed events stay alive until it is folded: small pages
+ * let most die young instead of being copied by each young-generation collection (docs/scale.md).
+ */
+const PAGE_SIZE = 1_000;
 const usedHeapBytes = () => getHeapStatistics().used_heap_size;
 
 /**
