@@ -42,8 +42,9 @@ export type StoredDoc<D = unknown, S = unknown> = {
 
 /**
  * What a projector hands to `commit`: a stored document whose JSON text it may already have made, and
- * for a versioned collection every public write the batch made to it, oldest first (the history read
- * model, readmodels/history/port.ts; a store with `history` records them in the same transaction).
+ * for a versioned collection every public write the batch made to it and did not stage (`stageVersions`),
+ * oldest first (the history read model, readmodels/history/port.ts; a store with `history` records them
+ * in the same transaction).
  */
 export type DocWrite<D = unknown, S = unknown> = Omit<StoredDoc<D, S>, 'json' | 'utf8'> & {
   json?: string;
