@@ -22,8 +22,12 @@ export type JsonBody<T> = {
   readonly continuation?: Readonly<Record<string, string>>;
 };
 
-/** A member whose JSON text is known already (stored documents): written as it is. */
-export type RawJson<T> = { readonly raw: true; readonly bytes: () => Uint8Array | string; readonly value: () => T };
+/** A member whose JSON text is known already (stored documents): written as it is, whole or in pieces. */
+export type RawJson<T> = {
+  readonly raw: true;
+  readonly bytes: () => Uint8Array | string | readonly Uint8Array[];
+  readonly value: () => T;
+};
 
 const isRaw = (member: unknown): member is RawJson<unknown> =>
   typeof member === 'object' && member !== null && (member as { raw?: unknown }).raw === true && 'bytes' in member;
@@ -34,14 +38,15 @@ export const storedJson = <D>(row: StoredDoc<D>): RawJson<D> => ({
   value: () => row.doc,
 });
 
+/** The rows' stored bytes as the pieces of one array: the body joins them once, with the rest of it. */
 export function storedJsonList<D>(rows: readonly StoredDoc<D>[]): RawJson<D[]> {
   return {
     raw: true,
-    bytes: () =>
-      Buffer.concat([Buffer.from('['), ...rows.flatMap((r, i) => (i === 0 ? [r.utf8] : [COMMA, r.utf8])), CLOSE]),
+    bytes: () => [OPEN, ...rows.flatMap((r, i) => (i === 0 ? [r.utf8] : [COMMA, r.utf8])), CLOSE],
     value: () => rows.map((r) => r.doc),
   };
 }
+const OPEN = Buffer.from('[');
 const COMMA = Buffer.from(',');
 const CLOSE = Buffer.from(']');
 
@@ -78,7 +83,9 @@ export function jsonBody<T, K extends keyof T>(fields: Fields<T, K>): JsonBody<T
       before.push(`${separator}"readAt":"`);
       into = after;
       after.push('"');
-    } else into.push(`${separator}${JSON.stringify(key)}:`, text);
+    } else if (typeof text === 'string' || text instanceof Uint8Array)
+      into.push(`${separator}${JSON.stringify(key)}:`, text);
+    else into.push(`${separator}${JSON.stringify(key)}:`, ...text);
     separator = ',';
   }
   into.push('}');
