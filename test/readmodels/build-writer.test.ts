@@ -102,7 +102,13 @@ describe('a build store’s writer thread', () => {
   it('fails the commit whose staged versions its thread could not write, and writes the next one', async () => {
     const store = createSqliteReadStore(join(dir, 'staged-failing.sqlite'), { bulkBuild: true });
     try {
-      store.stageVersions!('c', [{ id: 'd-0', version: version(1, null), validTo: 2 }]);
+      // More rows than one multi-row insert takes: the thread meets the refused row while staging, not at the commit.
+      const unwritable = Array.from({ length: 40 }, (_, i) => ({
+        id: `d-${i}`,
+        version: version(1, null),
+        validTo: 2,
+      }));
+      store.stageVersions!('c', unwritable);
       await assert.rejects(store.commit('c', docs(0, 1, 2), 2, 0), /NOT NULL/);
       assert.equal(await store.checkpoint('c'), 0);
       store.stageVersions!('c', [{ id: 'd-0', version: version(1), validTo: 2 }]);
