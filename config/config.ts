@@ -25,6 +25,17 @@ const optionalKurrentUrl = z.preprocess(
     )
     .optional(),
 );
+/** The schemes `pg` accepts, and no whitespace (its own error would echo the URL, password included). */
+const optionalPostgresUrl = z.preprocess(
+  emptyAsUnset,
+  z
+    .string()
+    .regex(
+      /^postgres(ql)?:\/\/[^\s]+$/,
+      'must be a PostgreSQL connection string: postgres://user[:password]@host[:port]/database[?options]',
+    )
+    .optional(),
+);
 const optionalRedisUrl = z.preprocess(
   emptyAsUnset,
   z
@@ -79,6 +90,8 @@ export const configSchema = z.object({
   PULSEBOARD_SQLITE_MAP_MB: z.preprocess(emptyAsUnset, z.coerce.number().int().min(0).max(1_048_576).default(0)),
   EVENTSTORE_URL: optionalKurrentUrl,
   MONGODB_URL: optionalMongoUrl,
+  /** The event log and the read models both on PostgreSQL (not with EVENTSTORE_URL or MONGODB_URL). */
+  POSTGRES_URL: optionalPostgresUrl,
   REDIS_URL: optionalRedisUrl,
   KAFKA_BROKERS: optionalBrokers,
   PULSEBOARD_RATE_LIMIT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(1).default(60)),
@@ -130,7 +143,16 @@ export type ConfigResult = { ok: true; config: Config } | { ok: false; reason: s
 export function parseConfig(env: Record<string, string | undefined> = process.env): ConfigResult {
   const known = Object.fromEntries(Object.keys(configSchema.shape).map((k) => [k, env[k]]));
   const parsed = configSchema.safeParse(known);
-  if (parsed.success) return { ok: true, config: parsed.data };
+  if (parsed.success) {
+    const { POSTGRES_URL, EVENTSTORE_URL, MONGODB_URL } = parsed.data;
+    if (POSTGRES_URL !== undefined && (EVENTSTORE_URL !== undefined || MONGODB_URL !== undefined))
+      return {
+        ok: false,
+        reason:
+          'invalid configuration: POSTGRES_URL: puts the event log and the read models on PostgreSQL; unset EVENTSTORE_URL and MONGODB_URL',
+      };
+    return { ok: true, config: parsed.data };
+  }
   const reason = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
   return { ok: false, reason: `invalid configuration: ${reason}` };
 }

@@ -25,6 +25,15 @@ const cases: Record<string, { accepted: string[]; refused: string[]; reason: Reg
     refused: ['esdb://localhost:2113', 'localhost:2113', 'kurrentdb://bad host:2113', 'nonsense'],
     reason: /EVENTSTORE_URL: must be a KurrentDB connection string/,
   },
+  POSTGRES_URL: {
+    accepted: [
+      'postgres://postgres@127.0.0.1:5432/test',
+      'postgresql://user:p%40ss@db.example.net/pulseboard?sslmode=require',
+      'postgres://postgres@localhost/test?options=-c%20search_path%3Dpb',
+    ],
+    refused: ['localhost:5432', 'mysql://root@localhost/test', 'postgres://bad host/db', 'postgres://'],
+    reason: /POSTGRES_URL: must be a PostgreSQL connection string/,
+  },
   REDIS_URL: {
     accepted: ['redis://redis:6379', 'redis://127.0.0.1:6379/2', 'rediss://user:secret@cache.example.net:6380'],
     refused: ['nonsense', 'localhost:6379', 'http://redis:6379', 'redis://bad host:6379'],
@@ -70,6 +79,18 @@ describe('server addresses in the configuration', () => {
     assert.ok(parsed.ok);
     assert.equal(parsed.config.MONGODB_URL, undefined);
     assert.equal(parsed.config.EVENTSTORE_URL, undefined);
+  });
+});
+
+describe('PostgreSQL in the configuration', () => {
+  it('POSTGRES_URL holds both the log and the read models, so it is refused beside EVENTSTORE_URL or MONGODB_URL', () => {
+    const url = 'postgres://postgres@127.0.0.1:5432/test';
+    assert.ok(parseConfig({ POSTGRES_URL: url, REDIS_URL: 'redis://127.0.0.1:6379', KAFKA_BROKERS: 'k:9092' }).ok);
+    for (const other of [{ EVENTSTORE_URL: 'kurrentdb://k:2113' }, { MONGODB_URL: 'mongodb://m/pb' }]) {
+      const refused = parseConfig({ POSTGRES_URL: url, ...other });
+      assert.ok(!refused.ok);
+      assert.match(refused.reason, /POSTGRES_URL: .*unset EVENTSTORE_URL and MONGODB_URL/);
+    }
   });
 });
 
