@@ -48,3 +48,40 @@ export async function scratchSchema(prefix: string): Promise<ScratchSchema> {
     },
   };
 }
+
+export type ScratchDatabase = {
+  name: string;
+  /** A connection URL to the database. */
+  url: string;
+  drop(): Promise<void>;
+};
+
+/**
+ * A database of its own for one test run (the PostgreSQL adapters' contract suites), dropped afterwards
+ * with every connection still open on it.
+ */
+export async function scratchDatabase(prefix: string): Promise<ScratchDatabase> {
+  const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`.toLowerCase();
+  const admin = new pg.Client({ connectionString: POSTGRES_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end().catch(() => {});
+  }
+  const url = new URL(POSTGRES_URL);
+  url.pathname = `/${name}`;
+  return {
+    name,
+    url: url.toString(),
+    async drop() {
+      const client = new pg.Client({ connectionString: POSTGRES_URL });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end().catch(() => {});
+      }
+    },
+  };
+}
