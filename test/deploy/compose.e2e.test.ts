@@ -1,6 +1,6 @@
 /**
  * The deployment of docker-compose.yml end to end, from the outside, as CI runs it
- * (.github/workflows/ci.yml, job "compose"): `docker compose up --wait` first, then this file with
+ * (.github/workflows/ci.yml, job "compose"): `docker compose --profile kurrentdb up` first, then this file with
  * PULSEBOARD_COMPOSE_E2E=1. Elsewhere it reports itself skipped.
  *
  *  1. A Kafka message reaches the event log (KurrentDB), the MongoDB read model, REST and MCP.

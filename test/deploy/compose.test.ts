@@ -26,6 +26,7 @@ type Service = {
   healthcheck?: { test?: string[] | string };
   depends_on?: Record<string, { condition?: string }> | string[];
   restart?: string;
+  profiles?: string[];
 };
 
 const compose = parse(composeText, { merge: true }) as { services?: Record<string, Service> };
@@ -56,6 +57,9 @@ function interpolateDefaults(value: string): string {
 }
 
 const pulseboardServices = Object.entries(services).filter(([, service]) => service.image?.startsWith('pulseboard:'));
+/** The server deployments, one compose profile each, and the stores each one's roles must wait for. */
+const PROFILES = { kurrentdb: ['kurrentdb', 'mongodb', 'redis'], postgres: ['postgres', 'redis'] } as const;
+const inProfile = (profile: string) => pulseboardServices.filter(([, service]) => service.profiles?.includes(profile));
 
 describe('docker-compose.yml', () => {
   it('pins every image to an explicit version tag, never latest', () => {
@@ -65,12 +69,14 @@ describe('docker-compose.yml', () => {
       const tag = imageTag(service.image);
       assert.ok(tag, `${name}: ${service.image} has a tag`);
       assert.notEqual(tag.toLowerCase(), 'latest', `${name}: ${service.image}`);
-      assert.match(tag, /^\d+\.\d+\.\d+/, `${name}: ${service.image} is pinned to a full version`);
+      // PostgreSQL's releases have two numbers (major.minor): its full version.
+      const full = service.image.startsWith('postgres:') ? /^\d+\.\d+(-[a-z0-9]+)?$/ : /^\d+\.\d+\.\d+/;
+      assert.match(tag, full, `${name}: ${service.image} is pinned to a full version`);
     }
   });
 
-  it('runs the four roles from one pulseboard image tagged with the package version', () => {
-    const roles = pulseboardServices.map(([, service]) => {
+  it('runs the four roles in each profile from one pulseboard image tagged with the package version', () => {
+    const roleOf = (service: Service) => {
       const command = Array.isArray(service.command) ? service.command : [];
       const script = command.indexOf('bin/pulseboard.ts');
       assert.deepEqual(command.slice(0, 2), ['node', '--disable-warning=ExperimentalWarning']);
@@ -80,11 +86,25 @@ describe('docker-compose.yml', () => {
       );
       assert.deepEqual(command.slice(script + 1, script + 3), ['serve', '--role']);
       return command[script + 3];
-    });
+    };
+    for (const [profile, stores] of Object.entries(PROFILES)) {
+      const roles = inProfile(profile).map(([, service]) => roleOf(service));
+      assert.deepEqual([...roles].sort(), [...ROLES].sort(), `${profile}: each role exactly once`);
+      for (const [name, service] of inProfile(profile)) {
+        for (const store of stores) assert.ok(store in (service.depends_on ?? {}), `${name} waits for ${store}`);
+        assert.deepEqual(service.profiles, [profile], `${name} belongs to its profile alone`);
+      }
+    }
+    assert.equal(
+      pulseboardServices.length,
+      Object.keys(PROFILES).length * ROLES.length,
+      'every role is in exactly one profile',
+    );
     // The role that serves reads runs with the memory flags `npm start` passes (docs/decisions.md, "Responses as stored bytes").
-    const api = pulseboardServices.find(([name]) => name === 'api')![1].command as string[];
-    assert.deepEqual(api.slice(2, api.indexOf('bin/pulseboard.ts')), startCommand().flags);
-    assert.deepEqual([...roles].sort(), [...ROLES].sort(), 'each role exactly once');
+    for (const name of ['api', 'pg-api']) {
+      const api = pulseboardServices.find(([service]) => service === name)![1].command as string[];
+      assert.deepEqual(api.slice(2, api.indexOf('bin/pulseboard.ts')), startCommand().flags, name);
+    }
     for (const [name, service] of pulseboardServices) {
       assert.equal(service.image, `pulseboard:${packageVersion}`, name);
       assert.ok(service.build, `${name} builds the image from the Dockerfile`);
@@ -101,10 +121,10 @@ describe('docker-compose.yml', () => {
       const parsed = parseConfig(resolved);
       assert.ok(parsed.ok, `${name}: ${parsed.ok ? '' : parsed.reason}`);
       // The stores named in the environment are services of this file.
-      for (const key of ['EVENTSTORE_URL', 'MONGODB_URL', 'REDIS_URL', 'KAFKA_BROKERS'] as const) {
+      for (const key of ['EVENTSTORE_URL', 'MONGODB_URL', 'POSTGRES_URL', 'REDIS_URL', 'KAFKA_BROKERS'] as const) {
         const value = resolved[key];
         if (value === undefined) continue;
-        const host = /^(?:[a-z]+:\/\/)?([^:/?,]+)/.exec(value)?.[1];
+        const host = /^(?:[a-z]+:\/\/)?(?:[^@/]*@)?([^:/?,]+)/.exec(value)?.[1];
         assert.ok(host && host in services, `${name}: ${key} points at ${host}, which is not a service here`);
       }
       assert.equal(resolved.HOST, '0.0.0.0', `${name} listens beyond the container's loopback`);
@@ -112,7 +132,7 @@ describe('docker-compose.yml', () => {
     const withKafka = pulseboardServices
       .filter(([, service]) => 'KAFKA_BROKERS' in environmentOf(service))
       .map(([name]) => name);
-    assert.deepEqual(withKafka, ['ingest'], 'only the ingest role consumes Kafka');
+    assert.deepEqual(withKafka, ['ingest', 'pg-ingest'], 'only the ingest roles consume Kafka');
   });
 
   it('health-checks every long-running service, the pulseboard roles on /healthz', () => {
@@ -142,12 +162,17 @@ describe('docker-compose.yml', () => {
         }
       }
     }
-    for (const [name, service] of pulseboardServices) {
-      const dependsOn = service.depends_on as Record<string, unknown>;
-      for (const store of ['kurrentdb', 'mongodb', 'redis'])
-        assert.ok(store in dependsOn, `${name} waits for ${store}`);
-    }
-    assert.ok('kafka-init' in (services.ingest?.depends_on as Record<string, unknown>), 'ingest waits for its topics');
+    for (const name of ['ingest', 'pg-ingest'])
+      assert.ok(
+        'kafka-init' in (services[name]?.depends_on as Record<string, unknown>),
+        `${name} waits for its topics`,
+      );
+    // A service of one profile waits only for services that run with it: its own profile's, or those of none.
+    for (const [name, service] of Object.entries(services))
+      for (const dependency of Object.keys(service.depends_on ?? {})) {
+        const theirs = services[dependency]?.profiles;
+        assert.ok(!theirs || theirs.some((p) => service.profiles?.includes(p)), `${name} → ${dependency}`);
+      }
   });
 
   it('creates the source and dead-letter topics in a one-shot, on the tested Kafka version in KRaft mode', () => {

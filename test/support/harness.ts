@@ -50,9 +50,26 @@ export type HarnessOptions = {
   commitPollMs?: number;
 };
 
+/**
+ * The engine the harness runs on: the embedded default, or with PULSEBOARD_TEST_ENGINE=postgres (the
+ * `postgres` project of vitest.config.ts) a PostgreSQL database of its own, dropped at close.
+ */
+async function engineEnv(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+  if (process.env['PULSEBOARD_TEST_ENGINE'] !== 'postgres') return { env: {}, drop: async () => undefined };
+  const { scratchDatabase } = await import('./postgres.ts');
+  const database = await scratchDatabase('pb_engine');
+  return { env: { POSTGRES_URL: database.url }, drop: () => database.drop() };
+}
+
 export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-test-'));
-  const parsed = parseConfig({ PULSEBOARD_DATA_DIR: dir, PULSEBOARD_RATE_LIMIT: '1000000', ...options.env });
+  const engine = await engineEnv();
+  const parsed = parseConfig({
+    PULSEBOARD_DATA_DIR: dir,
+    PULSEBOARD_RATE_LIMIT: '1000000',
+    ...engine.env,
+    ...options.env,
+  });
   if (!parsed.ok) throw new Error(parsed.reason);
   const config = parsed.config;
   const stores = await openStores(config);
@@ -105,6 +122,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       await app.close();
       await limiter.close();
       await stores.close();
+      await engine.drop();
       rmSync(dir, { recursive: true, force: true });
     },
   };
