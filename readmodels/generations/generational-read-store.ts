@@ -122,7 +122,9 @@ export async function openGenerationalReadStore(
       try {
         behind = await current.store.checkpoint(collection, { fresh: true });
       } catch {
-        return true; // the old generation cannot be read any more: the new one is the only choice
+        // Only a positive answer moves reads: the old generation is gone, not merely unreadable for now
+        // (a transient error would otherwise move reads to a newer generation that may be behind).
+        return (await space.exists(current.generation).catch(() => true)) === false;
       }
       if (ahead < behind) return false;
     }
