@@ -103,7 +103,8 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
         note(`left ${space.label(generation)}, an old generation a process still uses`);
         continue;
       }
-      await space.remove(generation);
+      const removed = await space.remove(generation, lock.fence);
+      if (!removed.ok) return removed;
       note(
         generation > live
           ? `removed ${space.label(generation)}, left by an interrupted replay`
@@ -113,7 +114,7 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
 
     const started = clock();
     // Nobody reads the new generation before the switch, and a failed or killed build is removed.
-    const store = space.open(target, 'build');
+    const store = space.open(target, 'build', lock.fence);
     let built = false;
     try {
       const checkpoints = new Map<string, number>(collections.map((collection) => [collection, 0]));
@@ -181,7 +182,7 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
       // Closed before the switch: a serving process then opens the new generation with no other
       // connection holding it (SQLite), and nothing more is written to it from here.
       await store.close();
-      const switched = await space.switchPointer(live, target);
+      const switched = await space.switchPointer(live, target, lock.fence);
       if (!switched.ok) {
         return {
           ok: false,
@@ -196,8 +197,9 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
         if (space.removalDisturbsUsers)
           note(`waiting for processes still using ${space.label(live)} to move to generation ${target}`);
         if (await released(space, live, options.releaseTimeoutMs ?? 60_000, clock)) {
-          await space.remove(live);
-          note(`removed ${space.label(live)} (generation ${live})`);
+          const removed = await space.remove(live, lock.fence);
+          if (removed.ok) note(`removed ${space.label(live)} (generation ${live})`);
+          else leftBehind = `${space.label(live)} (${removed.reason})`;
         } else {
           leftBehind = `${space.label(live)} (still in use after ${((options.releaseTimeoutMs ?? 60_000) / 1000).toFixed(1)} s)`;
         }
@@ -220,7 +222,8 @@ export async function replayReadModels(options: ReplayOptions): Promise<ReplayOu
         await store.close().catch(() => undefined);
         // A failed build is never made live; drop it now rather than wait for the next replay.
         const current = await space.readPointer().catch(() => null);
-        if (current?.ok && current.generation !== target) await space.remove(target).catch(() => undefined);
+        // Fenced: a replay that lost its lock leaves the build alone, which may be a later replay's by now.
+        if (current?.ok && current.generation !== target) await space.remove(target, lock.fence).catch(() => undefined);
       }
     }
   } finally {

@@ -19,6 +19,12 @@ export type PointerRead = { ok: true; generation: number } | Refusal;
 export type ReplayLock =
   | {
       ok: true;
+      /**
+       * The lock's fencing token, larger than any this space handed out before. The replay names it to
+       * its build store, its switch and its removals, which are refused once a later replay holds the
+       * lock: a replay that stalled past its lease can no longer write, switch or drop anything.
+       */
+      fence: number;
       /** Whether this replay still holds the lock (a lease can be lost to a stall); asked before switching. */
       held(): Promise<boolean>;
       release(): Promise<void>;
@@ -34,8 +40,11 @@ export type GenerationSpace = {
   readPointer(): Promise<PointerRead>;
   /** Changes whenever the pointer is replaced; cheap enough to ask on every poll. */
   pointerStamp(): Promise<string>;
-  /** Names `next` live only if `expected` still is, so two replays can never both switch. */
-  switchPointer(expected: number, next: number): Promise<{ ok: true } | Refusal>;
+  /**
+   * Names `next` live only if `expected` still is, so two replays can never both switch; with `fence`,
+   * only while that replay lock is the newest.
+   */
+  switchPointer(expected: number, next: number, fence?: number): Promise<{ ok: true } | Refusal>;
   /** Generations that hold anything in the store, ascending. */
   list(): Promise<number[]>;
   exists(generation: number): Promise<boolean>;
@@ -44,12 +53,13 @@ export type GenerationSpace = {
    * `'build'`: the replay's new generation, which nobody reads before the switch and which is removed
    * if the replay fails or dies, so a store may write it the fastest way it has, as long as `close`
    * leaves it whole and durable (the embedded store writes it without a journal and syncs it on close).
+   * With `fence`, a build's commits reject with ReplayFencedError once a later replay holds the lock.
    */
-  open(generation: number, purpose?: 'build'): ReadStore;
+  open(generation: number, purpose?: 'build', fence?: number): ReadStore;
   /** Every commit of every process, where the store can tell (MongoDB: a change stream); absent: none. */
   commitFeed?(): CommitFeed;
-  /** Removes everything a generation holds. */
-  remove(generation: number): Promise<void>;
+  /** Removes everything a generation holds; with `fence`, only while that replay lock is the newest. */
+  remove(generation: number, fence?: number): Promise<{ ok: true } | Refusal>;
   /** One replay at a time per space; the lock of a replay that is gone is taken over. */
   acquireReplayLock(): Promise<ReplayLock>;
   /**
@@ -66,4 +76,17 @@ export type GenerationSpace = {
   /** Whether a process that announced recently still uses `generation`. */
   inUse(generation: number): Promise<boolean>;
   close(): Promise<void>;
+};
+
+/** A replay's write refused because a later replay holds the lock (its fence is no longer the newest). */
+export class ReplayFencedError extends Error {
+  override name = 'ReplayFencedError';
+  constructor() {
+    super('the replay lock was taken over by a later replay; this replay wrote nothing more');
+  }
+}
+
+export const fencedRefusal: Refusal = {
+  ok: false,
+  reason: 'the replay lock was taken over by a later replay (its fence is newer)',
 };

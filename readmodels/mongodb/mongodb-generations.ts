@@ -5,8 +5,11 @@
  *
  * `_pulseboard_generations` holds the rest, one document each:
  * - `live`: {generation}, the pointer; absent means 0. A switch is one conditional update.
- * - `replay-lock`: {holder, host, pid, expiresAt}, a lease the replay renews every third of its
- *   length. A lock whose lease ran out, or whose process on this host is gone, is taken over.
+ * - `replay-lock`: {holder, host, pid, expiresAt, fence}, a lease the replay renews every third of its
+ *   length. A lock whose lease ran out, or whose process on this host is gone, is taken over. `fence`
+ *   comes from `replay-fence` ({value}, incremented at every acquire): a build commit, a switch and a
+ *   removal by the replay write the lock document conditioned on their fence, in their transaction, so
+ *   after a takeover they are refused and a takeover racing them is a write conflict, never both.
  * - `user:<instance>`: {kind: 'user', generations, at}, what a serving process or projector uses,
  *   written when that changes and at least every `announceEveryMs`. A dropped collection reads as
  *   empty instead of failing, so a replay removes the old generation only once no announcement
@@ -15,8 +18,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { MongoClient, MongoServerError } from 'mongodb';
-import type { GenerationSpace, PointerRead, ReplayLock } from '../generations/port.ts';
+import { MongoClient, MongoServerError, type ClientSession } from 'mongodb';
+import { fencedRefusal, type GenerationSpace, type PointerRead, type ReplayLock } from '../generations/port.ts';
 import { GENERATIONS_COLLECTION, generationOfCollection, mongoReadStoreOn } from './mongodb-read-store.ts';
 import { mongoCommitFeed } from './mongodb-commit-feed.ts';
 
@@ -30,6 +33,8 @@ type MetaDoc = {
   host?: string;
   pid?: number;
   expiresAt?: Date;
+  fence?: number;
+  value?: number;
 };
 
 export type MongoGenerationOptions = {
@@ -44,6 +49,7 @@ export type MongoGenerationOptions = {
 
 const LIVE = 'live';
 const LOCK = 'replay-lock';
+const FENCE = 'replay-fence';
 const DUPLICATE_KEY = 11000;
 const NAMESPACE_NOT_FOUND = 26;
 
@@ -91,10 +97,43 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
     return { ok: true, generation };
   }
 
+  /** Whether `fence` is still the newest lock's; written, not only read, so a racing takeover conflicts. */
+  async function stillFenced(fence: number, session?: ClientSession): Promise<boolean> {
+    const touched = await meta.updateOne(
+      { _id: LOCK, fence },
+      { $set: { touchedAt: new Date(clock()) } },
+      session ? { session } : {},
+    );
+    return touched.matchedCount === 1;
+  }
+
+  async function fencedTransaction(fence: number, work: (session: ClientSession) => Promise<boolean>) {
+    const session = client.startSession();
+    try {
+      let done = false;
+      await session.withTransaction(
+        async () => {
+          done = (await stillFenced(fence, session)) && (await work(session));
+        },
+        { writeConcern: { w: 'majority' } },
+      );
+      return done;
+    } finally {
+      await session.endSession();
+    }
+  }
+
   async function acquireReplayLock(): Promise<ReplayLock> {
     const token = randomUUID();
     const host = hostname();
     for (let attempt = 0; attempt < 3; attempt++) {
+      // Taken before the lock, so a token is never reused, even by an attempt that finds the lock held.
+      const counter = await meta.findOneAndUpdate(
+        { _id: FENCE },
+        { $inc: { value: 1 } },
+        { upsert: true, returnDocument: 'after' },
+      );
+      const fence = counter?.value ?? 1;
       try {
         await meta.insertOne({
           _id: LOCK,
@@ -102,6 +141,7 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
           host,
           pid: process.pid,
           expiresAt: new Date(clock() + leaseMs),
+          fence,
         });
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
@@ -138,6 +178,7 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
       renew.unref();
       return {
         ok: true,
+        fence,
         async held() {
           if (lost) return false;
           const current = await meta.findOne({ _id: LOCK });
@@ -165,7 +206,27 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
       return live ? JSON.stringify(live.generation) : 'absent';
     },
 
-    async switchPointer(expected, next) {
+    async switchPointer(expected, next, fence) {
+      if (fence !== undefined) {
+        const switched = await fencedTransaction(fence, async (session) => {
+          const result = await meta.updateOne(
+            { _id: LIVE, generation: expected },
+            { $set: { generation: next } },
+            { upsert: expected === 0, session },
+          );
+          return result.matchedCount + result.upsertedCount === 1;
+        }).catch((error: unknown) => {
+          if (isDuplicateKey(error)) return false;
+          throw error;
+        });
+        if (switched) return { ok: true };
+        if (!(await stillFenced(fence))) return fencedRefusal;
+        const current = await readPointer();
+        return {
+          ok: false,
+          reason: `the live generation is ${current.ok ? current.generation : 'unreadable'}, not ${expected}`,
+        };
+      }
       try {
         // Without a pointer document the live generation is 0: the upsert creates it, and a
         // concurrent creator makes it a duplicate key instead of a second switch.
@@ -187,10 +248,16 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
 
     list: async () => [...(await collectionsByGeneration()).keys()].sort((a, b) => a - b),
     exists: async (generation) => (await collectionsByGeneration()).has(generation),
-    open: (generation) => mongoReadStoreOn(client, generation, { ownsClient: false }),
+    open: (generation, _purpose, fence) =>
+      mongoReadStoreOn(client, generation, {
+        ownsClient: false,
+        ...(fence === undefined ? {} : { fenced: (session: ClientSession) => stillFenced(fence, session) }),
+      }),
     commitFeed: () => mongoCommitFeed(db),
 
-    async remove(generation) {
+    async remove(generation, fence) {
+      // Dropping a collection cannot join a transaction, so the fence is checked just before the drops.
+      if (fence !== undefined && !(await stillFenced(fence))) return fencedRefusal;
       for (const name of (await collectionsByGeneration()).get(generation) ?? []) {
         try {
           await db.dropCollection(name);
@@ -198,6 +265,7 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
           if (!(error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND)) throw error;
         }
       }
+      return { ok: true };
     },
 
     acquireReplayLock,

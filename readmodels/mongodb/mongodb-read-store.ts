@@ -54,6 +54,7 @@ import type {
   ReadStore,
   StoredDoc,
 } from '../port.ts';
+import { ReplayFencedError } from '../generations/port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
 import { namedMongoError } from './mongodb-faults.ts';
 import { createMongoHistory } from './mongodb-history.ts';
@@ -213,7 +214,15 @@ export function createMongoReadStore(url: string): ReadStore {
  * The read store of one generation over `client`. With `ownsClient: false`, `close` leaves the
  * client open for the other generations that share it.
  */
-export function mongoReadStoreOn(client: MongoClient, generation: number, options: { ownsClient: boolean }): ReadStore {
+export function mongoReadStoreOn(
+  client: MongoClient,
+  generation: number,
+  options: {
+    ownsClient: boolean;
+    /** A replay's build: whether its lock is still the newest, asked inside each commit's transaction. */
+    fenced?: (session: ClientSession) => Promise<boolean>;
+  },
+): ReadStore {
   const db: Db = client.db();
   const checkpoints = db.collection<CheckpointDoc>(generationCollection(CHECKPOINTS, generation));
   // What a reader files a kept body under is read at majority, as a page's snapshot reads are: a
@@ -389,6 +398,7 @@ export function mongoReadStoreOn(client: MongoClient, generation: number, option
       await history.ensureStarted(collection, inTransaction);
       let outcome: CommitOutcome = { ok: true };
       await inTransaction(async (session) => {
+        if (options.fenced && !(await options.fenced(session))) throw new ReplayFencedError();
         // The driver re-runs this callback on a transient error, so whatever is compared must come from
         // the caller (the checkpoint its batch started from), never from a read made inside the callback.
         const stored = (await checkpoints.findOne({ _id: collection }, { session }))?.position;

@@ -14,7 +14,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { GenerationSpace, PointerRead } from '../generations/port.ts';
+import { fencedRefusal, type GenerationSpace, type PointerRead } from '../generations/port.ts';
 import { createSqliteReadStore, type SqliteReadStoreOptions } from './sqlite-read-store.ts';
 
 /**
@@ -29,6 +29,7 @@ import { createSqliteReadStore, type SqliteReadStoreOptions } from './sqlite-rea
 
 export const POINTER_FILE = 'readmodels.current';
 export const REPLAY_LOCK_FILE = 'readmodels.replay.lock';
+export const REPLAY_FENCE_FILE = 'readmodels.replay.fence';
 
 const FILE_PATTERN = /^readmodels(?:-([1-9]\d*))?\.sqlite(?:-wal|-shm|-journal)?$/;
 const SIDE_FILES = ['', '-wal', '-shm', '-journal'];
@@ -114,7 +115,18 @@ export function removeGeneration(dataDir: string, generation: number): void {
   for (const suffix of SIDE_FILES) rmSync(`${base}${suffix}`, { force: true });
 }
 
-export type FileReplayLock = { ok: true; held(): boolean; release(): void } | { ok: false; reason: string };
+export type FileReplayLock =
+  { ok: true; fence: number; held(): boolean; release(): void } | { ok: false; reason: string };
+
+/** The newest replay lock's fencing token, kept beside the lock file (0 before the first replay). */
+export function currentFence(dataDir: string): number {
+  try {
+    const value = Number(readFileSync(join(dataDir, REPLAY_FENCE_FILE), 'utf8').trim());
+    return Number.isSafeInteger(value) ? value : 0;
+  } catch {
+    return 0;
+  }
+}
 
 /**
  * One replay at a time per data directory: the replay keeps a write transaction open on the lock
@@ -152,9 +164,13 @@ export function acquireReplayLock(dataDir: string): FileReplayLock {
     };
   }
   writeFileSync(`${path}.pid`, `${process.pid}\n`);
+  // Written only by the holder of the lock, so the read-increment-write needs no more than the lock.
+  const fence = currentFence(dataDir) + 1;
+  writeFileSync(join(dataDir, REPLAY_FENCE_FILE), `${fence}\n`);
   let held = true;
   return {
     ok: true,
+    fence,
     held: () => held,
     release() {
       if (!held) return;
@@ -185,7 +201,8 @@ export function createSqliteGenerationSpace(
     pointerLabel: join(dataDir, POINTER_FILE),
     readPointer: async () => readPointer(dataDir),
     pointerStamp: async () => pointerStamp(dataDir),
-    async switchPointer(expected, next) {
+    async switchPointer(expected, next, fence) {
+      if (fence !== undefined && fence !== currentFence(dataDir)) return fencedRefusal;
       const current = readPointer(dataDir);
       if (!current.ok) return current;
       if (current.generation !== expected) {
@@ -196,13 +213,18 @@ export function createSqliteGenerationSpace(
     },
     list: async () => listGenerations(dataDir),
     exists: async (generation) => existsSync(generationPath(dataDir, generation)),
+    // A build's commits need no fence here: the lock is the OS's, which nobody takes over while its holder lives.
     open: (generation, purpose) =>
       createSqliteReadStore(generationPath(dataDir, generation), purpose === 'build' ? { bulkBuild: true } : serving),
-    remove: async (generation) => removeGeneration(dataDir, generation),
+    async remove(generation, fence) {
+      if (fence !== undefined && fence !== currentFence(dataDir)) return fencedRefusal;
+      removeGeneration(dataDir, generation);
+      return { ok: true };
+    },
     async acquireReplayLock() {
       const lock = acquireReplayLock(dataDir);
       if (!lock.ok) return lock;
-      return { ok: true, held: async () => lock.held(), release: async () => lock.release() };
+      return { ok: true, fence: lock.fence, held: async () => lock.held(), release: async () => lock.release() };
     },
     removalDisturbsUsers: false,
     announce: async () => undefined,

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'vitest';
 import { skipFor } from '../support/skip.ts';
-import type { GenerationSpace } from '../../readmodels/generations/port.ts';
+import { ReplayFencedError, type GenerationSpace } from '../../readmodels/generations/port.ts';
 import type { DocWrite } from '../../readmodels/port.ts';
 import type { ContractOptions } from './eventlog.contract.ts';
 
@@ -170,6 +170,79 @@ export function generationSpaceContract(adapterName: string, open: OpenSpace, op
           assert.ok(fourth.ok, `the lock of a replay that is gone is taken over: ${fourth.ok ? '' : fourth.reason}`);
           await fourth.release();
         }),
+    );
+
+    it(
+      name('each replay lock has a newer fence; a fence older than the newest lock switches and removes nothing'),
+      skipFor(skip),
+      () =>
+        withSpace(async (handle) => {
+          const { space } = handle;
+          const built = space.open(1);
+          await built.commit(COLLECTION, [doc('a', 3)], 3);
+          await built.close();
+          const first = await space.acquireReplayLock();
+          assert.ok(first.ok);
+          await first.release();
+          const second = await handle.reopen().acquireReplayLock();
+          assert.ok(second.ok);
+          try {
+            assert.ok(second.fence > first.fence, `${second.fence} > ${first.fence}`);
+            assert.equal((await space.remove(1, first.fence)).ok, false);
+            assert.equal(await space.exists(1), true, 'an old fence removed nothing');
+            assert.equal((await space.switchPointer(0, 1, first.fence)).ok, false);
+            assert.deepEqual(await space.readPointer(), { ok: true, generation: 0 });
+            assert.deepEqual(await space.switchPointer(0, 1, second.fence), { ok: true });
+            assert.deepEqual(await space.remove(1, second.fence), { ok: true });
+            assert.equal(await space.exists(1), false);
+          } finally {
+            await second.release();
+          }
+        }),
+    );
+
+    it(name('a replay whose lock lapsed and was taken over can no longer build, switch or remove'), skipFor(skip), () =>
+      withSpace(async (handle, clock) => {
+        const first = await handle.space.acquireReplayLock();
+        assert.ok(first.ok);
+        clock.now += 3_600_000; // past any lease: a replay stopped this long
+        const second = await handle.reopen().acquireReplayLock();
+        if (!second.ok) {
+          // This space's lock cannot lapse while its holder lives (the embedded one is the OS's).
+          assert.match(second.reason, /another replay is running/);
+          assert.equal(await first.held(), true);
+          await first.release();
+          return;
+        }
+        try {
+          assert.equal(await first.held(), false);
+          const stale = handle.space.open(1, 'build', first.fence);
+          try {
+            await assert.rejects(stale.commit(COLLECTION, [doc('a', 3)], 3), ReplayFencedError);
+          } finally {
+            await stale.close();
+          }
+          const fresh = handle.reopen().open(1, 'build', second.fence);
+          try {
+            assert.deepEqual(await fresh.commit(COLLECTION, [doc('b', 4)], 4), { ok: true });
+          } finally {
+            await fresh.close();
+          }
+          assert.equal((await handle.space.remove(1, first.fence)).ok, false);
+          assert.equal((await handle.space.switchPointer(0, 1, first.fence)).ok, false);
+          assert.deepEqual(await handle.space.switchPointer(0, 1, second.fence), { ok: true });
+          const live = handle.space.open(1);
+          try {
+            assert.equal(await live.get(COLLECTION, 'a'), null, 'the stale build wrote nothing');
+            assert.equal((await live.get(COLLECTION, 'b'))?.seq, 4);
+          } finally {
+            await live.close();
+          }
+        } finally {
+          await second.release();
+          await first.release();
+        }
+      }),
     );
 
     it(

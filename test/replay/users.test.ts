@@ -32,9 +32,9 @@ function announcing(dir: string, registry: Announcements, onRemove?: (generation
   return {
     ...inner,
     removalDisturbsUsers: true,
-    async remove(generation) {
+    async remove(generation, fence) {
       onRemove?.(generation);
-      await inner.remove(generation);
+      return inner.remove(generation, fence);
     },
     async announce(instance, generations) {
       registry.set(instance, [...generations]);
