@@ -34,6 +34,7 @@ import {
   type StreamAppend,
 } from '../port.ts';
 import { appendListenerSource } from './append-listener.ts';
+import { describePostgres } from './describe.ts';
 import { isPgOutage } from './pg-outages.ts';
 import { APPEND_CHANNEL, APPEND_LOCK, EVENTS_TABLE, LOCK_CLASS, META_TABLE, ensureSchema } from './schema.ts';
 
@@ -125,16 +126,6 @@ function payloadOf(event: NewEvent): { data: string; metadata: string } {
   const data = JSON.stringify(event.data) as string | undefined;
   if (data === undefined) throw new TypeError(`event ${event.id}: data is not a JSON value`);
   return { data, metadata: event.metadata === undefined ? '{}' : JSON.stringify(event.metadata) };
-}
-
-/** Host, port and database of a connection string: what an operator needs, never its credentials. */
-export function describePostgres(connectionString: string): string {
-  try {
-    const url = new URL(connectionString);
-    return `${url.hostname || 'localhost'}${url.port ? `:${url.port}` : ''}${url.pathname}`;
-  } catch {
-    return 'the configured server';
-  }
 }
 
 /** Node reports a refused dual-stack connect as an AggregateError with an empty message. */
