@@ -11,6 +11,8 @@ import { EventEmitter, once } from 'node:events';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
+import { parseConfig } from '../../config/config.ts';
+import { absentEmbeddedLog, openEventLog } from '../../eventstore/open.ts';
 import { afterEach, describe, it } from 'vitest';
 import {
   EventLogUnavailableError,
@@ -288,12 +290,21 @@ describe('EventLog postgres: connections lost', () => {
       });
       const watcher = await admin(db);
       await log.headPosition();
+      const poolBackends = async () =>
+        (
+          await watcher.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+               WHERE datname = current_database() AND application_name = 'pulseboard-event-log'`,
+          )
+        ).rows[0]!.n;
       await watcher.query(
         `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
            WHERE datname = current_database() AND application_name = 'pulseboard-event-log'`,
       );
-      // The pool may hand out the killed connection before it has read the server's goodbye: then
-      // that one call fails as an outage; the process survives either way, and the next call answers.
+      // Gone on the server, so the idle client hears the goodbye (an 'error' no one handles would end
+      // the process). Should the pool hand it out before it has read it, that one call fails as an
+      // outage; the next call answers.
+      await until(async () => (await poolBackends()) === 0);
       const after = await log.headPosition().then(
         () => null,
         (error: unknown) => error,
@@ -337,4 +348,25 @@ describe('EventLog postgres: connections lost', () => {
       assert.doesNotMatch(error.message, /s3cret|pulse:/);
     }
   });
+});
+
+describe('EventLog postgres: chosen by the configuration', () => {
+  it(
+    'postgres: POSTGRES_URL opens the log on that database, with no embedded file asked for',
+    skipFor(skip),
+    async () => {
+      const { db } = await scratch();
+      const parsed = parseConfig({ POSTGRES_URL: db.url, PULSEBOARD_DATA_DIR: '/nonexistent/pulseboard-data' });
+      assert.ok(parsed.ok);
+      assert.equal(absentEmbeddedLog(parsed.config), null);
+      const log = await openEventLog(parsed.config);
+      cleanups.push(() => log.close());
+      assert.equal(log.subscriptionState?.(), 'idle');
+      const appended = await log.append(`config-${randomUUID()}`, [event('pg.config')]);
+      assert.ok(appended.ok);
+      const watcher = await admin(db);
+      const { rows } = await watcher.query<{ type: string }>('SELECT type FROM pulseboard_events');
+      assert.deepEqual(rows, [{ type: 'pg.config' }]);
+    },
+  );
 });
