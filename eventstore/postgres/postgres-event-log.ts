@@ -44,6 +44,8 @@ export type PostgresEventLogOptions = {
   poolSize?: number;
   /** How long opening a connection may take before it counts as an outage. */
   connectTimeoutMs?: number;
+  /** How often a waiter reads the head while the listener is down (nothing is notified then). */
+  pollWhileDownMs?: number;
   /** Hears each change of the listener's state, with the error behind a reconnect. */
   onSubscriptionState?: (state: AppendSubscriptionState, error?: unknown) => void;
   /**
@@ -108,8 +110,13 @@ export function createPostgresEventLog(connectionString: string, options: Postgr
   signals.setMaxListeners(0);
   const subscription = createAppendSubscription(appendListenerSource(connectionString, connectTimeoutMs), {
     signals,
-    ...(options.onSubscriptionState ? { onState: options.onSubscriptionState } : {}),
+    onState(state, error) {
+      // Waiters sleeping on notifications wake when the listener is lost, and go on by polling.
+      if (state === 'reconnecting') signals.emit('append', WAKE_ALL);
+      options.onSubscriptionState?.(state, error);
+    },
   });
+  const pollWhileDownMs = options.pollWhileDownMs ?? 1_000;
   let headSeen = 0;
   /** Wake-ups of every waiter (the listener is back after a loss), counted for waiters between two steps. */
   let wakeAlls = 0;
@@ -348,14 +355,19 @@ export function createPostgresEventLog(connectionString: string, options: Postgr
         if (onAbort) signal?.removeEventListener('abort', onAbort);
       });
       if (outcome === 'given up' || closed || signal?.aborted) return;
-      const wakeAllsBefore = wakeAlls;
-      const head = await headPosition();
-      if (head > headSeen) headSeen = head;
-      // A notification, or the listener coming back, while the head was read counts too.
-      if (headSeen > afterPosition || wakeAlls !== wakeAllsBefore || closed || signal?.aborted) return;
-      const remaining = timeoutMs - (Date.now() - started);
-      if (remaining <= 0) return;
-      await sleepUntilAppend(signals, afterPosition, remaining, signal);
+      for (;;) {
+        const wakeAllsBefore = wakeAlls;
+        const head = await headPosition();
+        if (head > headSeen) headSeen = head;
+        // A notification, or the listener lost or back, while the head was read counts too.
+        if (headSeen > afterPosition || wakeAlls !== wakeAllsBefore || closed || signal?.aborted) return;
+        const remaining = timeoutMs - (Date.now() - started);
+        if (remaining <= 0) return;
+        // While the listener is down no append is notified: the head is read again every second.
+        const live = subscription.state() === 'live';
+        await sleepUntilAppend(signals, afterPosition, live ? remaining : Math.min(remaining, pollWhileDownMs), signal);
+        if (live || headSeen > afterPosition || wakeAlls !== wakeAllsBefore || closed || signal?.aborted) return;
+      }
     },
 
     /**

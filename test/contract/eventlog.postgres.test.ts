@@ -24,7 +24,7 @@ import {
 import { LISTENER_APPLICATION_NAME } from '../../eventstore/postgres/append-listener.ts';
 import { createPostgresEventLog, type PostgresEventLogOptions } from '../../eventstore/postgres/postgres-event-log.ts';
 import { isStoreUnavailable } from '../../service/store-failures.ts';
-import { postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../support/postgres.ts';
+import { POSTGRES_URL, postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../support/postgres.ts';
 import { skipFor } from '../support/skip.ts';
 import { eventLogContract } from './eventlog.contract.ts';
 
@@ -65,7 +65,7 @@ async function scratch(options: PostgresEventLogOptions = {}) {
 }
 
 /** A client of its own on the scratch database, for looking at and acting on the server's sessions. */
-async function admin(db: ScratchDatabase): Promise<pg.Client> {
+async function admin(db: Pick<ScratchDatabase, 'url'>): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: db.url });
   client.on('error', () => undefined);
   await client.connect();
@@ -220,7 +220,7 @@ describe('EventLog postgres: separate processes on one database', () => {
 
 describe('EventLog postgres: connections lost', () => {
   it(
-    'postgres: the listening connection killed: waiters wake when it is back, and appends still wake them after',
+    'postgres: the listening connection killed: waiters wake, it comes back, and appends still wake them after',
     { ...skipFor(skip), timeout: 60_000 },
     async () => {
       const states = new EventEmitter();
@@ -242,7 +242,7 @@ describe('EventLog postgres: connections lost', () => {
         await lost;
       };
 
-      // Nothing is appended: only the listener coming back can end this hour-long wait.
+      // Nothing is appended: only the listener lost (waiters then poll) or back can end this hour-long wait.
       const head = await log.headPosition();
       const woken = log.waitForAppend(head, HOUR);
       await live();
@@ -268,6 +268,40 @@ describe('EventLog postgres: connections lost', () => {
       assert.ok((await other.append(`wake-${randomUUID()}`, [event()])).ok);
       await duringLoss;
       await live();
+    },
+  );
+
+  it(
+    'postgres: while the listener cannot reconnect, a waiter still ends on an append from another process',
+    { ...skipFor(skip), timeout: 60_000 },
+    async () => {
+      const states = new EventEmitter();
+      const { db, log, connect } = await scratch({ onSubscriptionState: (state) => states.emit(state) });
+      const other = await connect();
+      // On the cluster's own database: a database cannot refuse connections from a session inside it.
+      const watcher = await admin({ url: POSTGRES_URL });
+      // Each pool holds an open connection: they keep working while new ones are refused.
+      const head = await log.headPosition();
+      await other.headPosition();
+      const live = once(states, 'live');
+      await log.waitForAppend(head, 1);
+      await live;
+      await watcher.query(`ALTER DATABASE ${db.name} ALLOW_CONNECTIONS false`);
+      cleanups.push(async () => {
+        await watcher.query(`ALTER DATABASE ${db.name} ALLOW_CONNECTIONS true`);
+      });
+      const lost = once(states, 'reconnecting');
+      await watcher.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = $2`,
+        [db.name, LISTENER_APPLICATION_NAME],
+      );
+      await lost;
+      // Nothing can notify this waiter, and the listener cannot come back: only reading the head ends it.
+      const waiting = log.waitForAppend(head, HOUR);
+      const appended = await other.append(`down-${randomUUID()}`, [event()]);
+      assert.ok(appended.ok);
+      await waiting;
+      assert.equal(log.subscriptionState?.(), 'reconnecting', 'the listener was not back');
     },
   );
 
