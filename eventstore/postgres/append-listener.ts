@@ -3,7 +3,8 @@
  * one dedicated connection, outside the pool, that LISTENs on the append channel. Every append
  * NOTIFYs its top position inside its transaction, which PostgreSQL delivers at commit, so a
  * notification never announces an event a reader cannot see yet. The subscription reopens a lost
- * connection with backoff and wakes every waiter once it listens again.
+ * connection with backoff and wakes every waiter once it listens again; meanwhile waiters read the
+ * head every second (postgres-event-log.ts).
  */
 import pg from 'pg';
 import type { SubscriptionSource } from '../append-subscription.ts';
