@@ -118,7 +118,7 @@ export function createPostgresEventLog(connectionString: string, options: Postgr
   });
   const pollWhileDownMs = options.pollWhileDownMs ?? 1_000;
   let headSeen = 0;
-  /** Wake-ups of every waiter (the listener is back after a loss), counted for waiters between two steps. */
+  /** Wake-ups of every waiter (the listener lost, or back), counted for waiters between two steps. */
   let wakeAlls = 0;
   // Notifications move what this process knows exists, so a waiter never sleeps past one it missed.
   signals.on('append', (position: number) => {
@@ -177,11 +177,11 @@ export function createPostgresEventLog(connectionString: string, options: Postgr
   async function underAppendLock<T>(work: (client: pg.PoolClient) => Promise<{ value: T; top: number }>): Promise<T> {
     await schemaReady();
     const { value, top } = await useClient(async (client) => {
-      // The lock is its own statement: a statement's snapshot is taken before it starts waiting.
-      await client.query(
-        `BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock(${LOCK_CLASS}, ${APPEND_LOCK})`,
-      );
       try {
+        // The lock is its own statement: a statement's snapshot is taken before it starts waiting.
+        await client.query(
+          `BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock(${LOCK_CLASS}, ${APPEND_LOCK})`,
+        );
         const outcome = await work(client);
         if (outcome.top === 0) {
           await client.query('ROLLBACK');
@@ -191,6 +191,7 @@ export function createPostgresEventLog(connectionString: string, options: Postgr
         await client.query(`SELECT pg_notify('${APPEND_CHANNEL}', '${outcome.top}'); COMMIT`);
         return outcome;
       } catch (error) {
+        // Also when the lock itself failed (a lock_timeout): the client goes back to the pool idle.
         if (!lost.has(client)) await client.query('ROLLBACK').catch(() => lost.add(client));
         throw error;
       }

@@ -150,6 +150,41 @@ describe('EventLog postgres: a follower never skips an append that commits after
   );
 });
 
+describe('EventLog postgres: an append that cannot take the lock', () => {
+  it(
+    'postgres: an append refused by a lock_timeout leaves its connection usable for the next',
+    skipFor(skip),
+    async () => {
+      const reached = deferred();
+      const release = deferred();
+      let hold = true;
+      const { db, connect } = await scratch();
+      const holder = await connect({
+        async beforeCommit() {
+          if (!hold) return;
+          hold = false;
+          reached.resolve();
+          await release.promise;
+        },
+      });
+      // One connection, so the next call gets the one the refused append used.
+      const refusing = createPostgresEventLog(`${db.url}?options=${encodeURIComponent('-c lock_timeout=200')}`, {
+        poolSize: 1,
+      });
+      cleanups.push(() => refusing.close());
+      await refusing.headPosition();
+      const held = holder.append(`held-${randomUUID()}`, [event()]);
+      await reached.promise;
+      await assert.rejects(refusing.append(`refused-${randomUUID()}`, [event()]), { code: '55P03' });
+      release.resolve();
+      assert.ok((await held).ok);
+      const next = await refusing.append(`next-${randomUUID()}`, [event()]);
+      assert.ok(next.ok);
+      assert.equal(await refusing.headPosition(), next.events[0]!.position);
+    },
+  );
+});
+
 const RACER = join(import.meta.dirname, 'fixtures', 'postgres-append-racer.ts');
 
 type Racer = { child: ChildProcessWithoutNullStreams; lines: AsyncIterableIterator<string> };
