@@ -315,12 +315,13 @@ describe('EventLog postgres: connections lost', () => {
       const other = await connect();
       // On the cluster's own database: a database cannot refuse connections from a session inside it.
       const watcher = await admin({ url: POSTGRES_URL });
-      // Each pool holds an open connection: they keep working while new ones are refused.
+      const live = once(states, 'live');
+      await log.waitForAppend(await log.headPosition(), 1);
+      await live;
+      // Each pool holds an open connection, just used (idle ones close after 10 s): they keep working
+      // while new ones are refused.
       const head = await log.headPosition();
       await other.headPosition();
-      const live = once(states, 'live');
-      await log.waitForAppend(head, 1);
-      await live;
       await watcher.query(`ALTER DATABASE ${db.name} ALLOW_CONNECTIONS false`);
       cleanups.push(async () => {
         await watcher.query(`ALTER DATABASE ${db.name} ALLOW_CONNECTIONS true`);
