@@ -16,14 +16,15 @@ export function embeddedEventLogPath(config: Config): string {
  * (a mistyped PULSEBOARD_DATA_DIR would otherwise be created empty and read as an empty archive).
  */
 export function absentEmbeddedLog(config: Config): string | null {
-  if (config.EVENTSTORE_URL !== undefined) return null;
+  if (config.EVENTSTORE_URL !== undefined || config.POSTGRES_URL !== undefined) return null;
   const path = embeddedEventLogPath(config);
   return existsSync(path) ? null : `no event log at ${path}: set PULSEBOARD_DATA_DIR to a pulseboard data directory`;
 }
 
 /**
- * One log line per change of the KurrentDB append subscription's state that an operator acts on (it
- * is lost, or back); /readyz reports the state itself (service/health.ts).
+ * One log line per change of the append subscription's state (KurrentDB's, or PostgreSQL's listening
+ * connection) that an operator acts on (it is lost, or back); /readyz reports the state itself
+ * (service/health.ts).
  */
 function logSubscriptionState(state: SubscriptionState, error?: unknown): void {
   if (state !== 'reconnecting' && state !== 'live') return;
@@ -33,14 +34,18 @@ function logSubscriptionState(state: SubscriptionState, error?: unknown): void {
 }
 
 /**
- * The event log the configuration selects: KurrentDB when EVENTSTORE_URL is set, otherwise the
- * embedded SQLite file in the data directory. The KurrentDB client (and its native bridge) is loaded
- * only when selected.
+ * The event log the configuration selects: KurrentDB when EVENTSTORE_URL is set, PostgreSQL when
+ * POSTGRES_URL is, otherwise the embedded SQLite file in the data directory. The KurrentDB client
+ * (and its native bridge) and pg are loaded only when selected.
  */
 export async function openEventLog(config: Config, options: { sqliteCacheKiB?: number } = {}): Promise<EventLog> {
   if (config.EVENTSTORE_URL !== undefined) {
     const { createKurrentDbEventLog } = await import('./kurrentdb/kurrentdb-event-log.ts');
     return createKurrentDbEventLog(config.EVENTSTORE_URL, { onSubscriptionState: logSubscriptionState });
+  }
+  if (config.POSTGRES_URL !== undefined) {
+    const { createPostgresEventLog } = await import('./postgres/postgres-event-log.ts');
+    return createPostgresEventLog(config.POSTGRES_URL, { onSubscriptionState: logSubscriptionState });
   }
   return createSqliteEventLog(
     embeddedEventLogPath(config),

@@ -86,9 +86,10 @@ export interface EventLog {
    */
   positionBefore(time: string): Promise<number>;
   /**
-   * The state of the live subscription behind waitForAppend, where the log has one (KurrentDB):
-   * `idle` until something first waits, `live` while appends are delivered, `reconnecting` while
-   * they are not (waiters then sleep until it is back). Absent: appends are signalled without one.
+   * The state of the live subscription behind waitForAppend, where the log has one (KurrentDB's
+   * $all subscription, PostgreSQL's LISTEN connection): `idle` until something first waits, `live`
+   * while appends are delivered, `reconnecting` while they are not (waiters then sleep until it is
+   * back, or on PostgreSQL read the head every second). Absent: appends are signalled without one.
    */
   subscriptionState?(): SubscriptionState;
   close(): Promise<void>;
@@ -97,8 +98,9 @@ export interface EventLog {
 export type SubscriptionState = 'idle' | 'connecting' | 'live' | 'reconnecting' | 'closed';
 
 /**
- * Thrown by any EventLog call when the log's server cannot be reached (gRPC UNAVAILABLE): the one
- * error a background loop can treat as "wait and retry" rather than as a bug.
+ * Thrown by any EventLog call when the log's server cannot be reached (gRPC UNAVAILABLE, a PostgreSQL
+ * connection refused or lost): the one error a background loop can treat as "wait and retry" rather
+ * than as a bug.
  */
 export class EventLogUnavailableError extends Error {
   override name = 'EventLogUnavailableError';

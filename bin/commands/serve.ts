@@ -14,6 +14,7 @@ import { KEYS_COLLECTION } from '../../projectors/access.ts';
 import { createSupervisor, type LoopStatus } from '../../service/background.ts';
 import { createRateLimiter } from '../../service/rate/create.ts';
 import { createServices } from '../../service/services.ts';
+import { describePostgres } from '../../eventstore/postgres/describe.ts';
 import { createThesisReader } from '../../ingest/thesis-reader/reader.ts';
 import { createThesisSource } from '../../ingest/thesis-reader/source.ts';
 import { createWorkerHeartbeat } from '../../service/thesis/feed.ts';
@@ -255,14 +256,15 @@ export async function run(args: string[]): Promise<number> {
     ...(opened.kafka ? { 'kafka-ingest': kafkaLoopStatus(opened.kafka.state()) } : {}),
   });
 
+  const postgres = config.POSTGRES_URL !== undefined ? `PostgreSQL at ${describePostgres(config.POSTGRES_URL)}` : null;
   const readStoreName =
     config.MONGODB_URL !== undefined
       ? `MongoDB at ${where(config.MONGODB_URL)}`
-      : `SQLite in ${config.PULSEBOARD_DATA_DIR}`;
+      : (postgres ?? `SQLite in ${config.PULSEBOARD_DATA_DIR}`);
   const eventLogName =
     config.EVENTSTORE_URL !== undefined
       ? `KurrentDB at ${where(config.EVENTSTORE_URL)}`
-      : `SQLite in ${config.PULSEBOARD_DATA_DIR}`;
+      : (postgres ?? `SQLite in ${config.PULSEBOARD_DATA_DIR}`);
   const storesOpened = await byDeadline(deadline, () => openStores(config));
   if (!storesOpened.ok)
     return failStart(opened, `cannot open the read store (${readStoreName}): ${storesOpened.reason}`, 1);
@@ -273,7 +275,7 @@ export async function run(args: string[]): Promise<number> {
   if (role === 'all' || role === 'projectors')
     projectorThread = createProjectorThread({ onCommit: stores.commits.emit });
 
-  const embedded = config.EVENTSTORE_URL === undefined && config.MONGODB_URL === undefined;
+  const embedded = config.EVENTSTORE_URL === undefined && config.MONGODB_URL === undefined && postgres === null;
   const local = role === 'all' && embedded;
   if (local) await loadSample(stores, config);
   const limiter = await createRateLimiter(config);

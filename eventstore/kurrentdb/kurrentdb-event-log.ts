@@ -38,7 +38,7 @@ import {
   createAppendSubscription,
   type AppendSubscriptionState,
   type SubscriptionSource,
-} from './append-subscription.ts';
+} from '../append-subscription.ts';
 import {
   DEFAULT_DEDUPE_WINDOW_SECONDS,
   ID_MARKER_TYPE,

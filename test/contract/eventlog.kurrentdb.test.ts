@@ -11,7 +11,7 @@ import {
   reconnectDelay,
   type AppendSubscriptionState,
   type SubscriptionHandlers,
-} from '../../eventstore/kurrentdb/append-subscription.ts';
+} from '../../eventstore/append-subscription.ts';
 import { createKurrentDbEventLog } from '../../eventstore/kurrentdb/kurrentdb-event-log.ts';
 import { skipUnlessDocker, startKurrentDb } from '../support/containers.ts';
 import { eventLogContract } from './eventlog.contract.ts';

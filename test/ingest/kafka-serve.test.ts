@@ -96,6 +96,25 @@ describe.concurrent('serve with a server down at start', () => {
     );
   });
 
+  it('an unreachable PostgreSQL: exit 1 within 30 s, one line naming it without its password', async () => {
+    const port = await closedPort();
+    const result = await startFailure(['serve', '--role', 'projectors'], {
+      PULSEBOARD_DATA_DIR: join(dir, 'postgres'),
+      POSTGRES_URL: `postgres://pulse:s3cret@127.0.0.1:${port}/pb?password=s3cret`,
+    });
+    assert.equal(result.code, 1, result.stderr);
+    assert.ok(result.seconds < BOUND_S, `exited ${result.seconds} s after loading`);
+    assert.equal(plainLines(result.stderr).length, 1, result.stderr);
+    // Whichever store is asked first (the read store too lives there) is named.
+    assert.match(
+      result.stderr,
+      new RegExp(
+        `^pulseboard serve: cannot (reach the event log|open the read store) \\(PostgreSQL at 127\\.0\\.0\\.1:${port}/pb\\): .*ECONNREFUSED`,
+      ),
+    );
+    assert.doesNotMatch(result.stderr, /s3cret/);
+  });
+
   it('--role all with Kafka down listens, retries ingest in the background, and /readyz says degraded', async () => {
     const kafka = await closedPort();
     const served = await startServe({ PULSEBOARD_DATA_DIR: join(dir, 'all'), KAFKA_BROKERS: `127.0.0.1:${kafka}` });

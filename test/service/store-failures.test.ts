@@ -27,6 +27,18 @@ it("a driver's outage errors are told once its adapter has loaded", async () => 
   assert.equal(isStoreUnavailable(new EventLogUnavailableError('KurrentDB at x does not answer')), true);
 });
 
+it("pg's connection failures are outages once a PostgreSQL adapter has loaded; its other errors are not", async () => {
+  const { DatabaseError } = (await import('pg')).default;
+  const withCode = (code: string) => Object.assign(new DatabaseError('x', 0, 'error'), { code });
+  const outages = ['57P01', '57P02', '57P03', '08006', '08001', '08003', '53300'].map(withCode);
+  assert.equal(isStoreUnavailable(outages[0]), false, 'no adapter loaded: nothing can have thrown it');
+  await import('../../eventstore/postgres/pg-outages.ts');
+  for (const error of outages) assert.equal(isStoreUnavailable(error), true, error.code);
+  // A unique violation, a missing table, a refused password: bugs or settings, not outages.
+  for (const code of ['23505', '42P01', '28P01', '3D000'])
+    assert.equal(isStoreUnavailable(withCode(code)), false, code);
+});
+
 it('a locked SQLite file, a Mongo network failure and a refused connection are outages', async () => {
   await loadAdapters();
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-locked-'));

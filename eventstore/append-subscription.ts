@@ -5,11 +5,12 @@
  * It opens lazily (a process that never waits never subscribes). When the server drops it, it
  * reopens after a capped exponential backoff with jitter; once open again it wakes every waiter,
  * because appends made while it was down were never delivered and each waiter must look again.
- * The server side (a KurrentDB $all subscription) is behind `SubscriptionSource`, so the rules here
- * are tested with a fake source and a fake timer (test/contract/eventlog.kurrentdb.test.ts).
+ * The server side (a KurrentDB $all subscription, a PostgreSQL LISTEN connection) is behind
+ * `SubscriptionSource`, so the rules here are tested with a fake source and a fake timer
+ * (test/contract/eventlog.kurrentdb.test.ts).
  */
 import type { EventEmitter } from 'node:events';
-import type { SubscriptionState } from '../port.ts';
+import type { SubscriptionState } from './port.ts';
 
 export type SubscriptionHandlers = {
   /** The server accepted the subscription: every later append will be delivered. */
