@@ -1,0 +1,395 @@
+/**
+ * The ReadStore port on PostgreSQL, through `pg`. One generation's tables live in schema
+ * `pulseboard_g<N>` (postgres-schema.ts), made by the store's first call; the documents are the served
+ * JSON text exactly as the projector serialised it (a `text` column: `jsonb` would not give the same
+ * bytes back), `utf8` made from it when asked.
+ *
+ * Reads are index ranges bounded on both sides: the listing on (collection, [facet,] sort_key, id), the
+ * delta on (collection, [facet,] seq, id), lookups on doc_keys' primary key (collection, key, value,
+ * id). A read of several facets merges one range per facet (UNION ALL of ordered, limited branches),
+ * so it never sorts a facet's whole range. Totals come from per-facet counters, and a board page by
+ * number starts at the edge of its listing chunk (readmodels/list-chunks.ts), so a deep page costs the
+ * chunk rows and at most one chunk's index keys; page and total are read in one REPEATABLE READ snapshot.
+ * Commits: postgres-commit.ts.
+ */
+import type pg from 'pg';
+import type { DeltaQuery, KeysetQuery, ListPage, ListQuery, ReadStore, StoredDoc } from '../port.ts';
+import { storedFromTexts } from '../stored-doc.ts';
+import { commitOn, commitRows, type Fence } from './postgres-commit.ts';
+import { namedPostgresError } from './postgres-faults.ts';
+import { createPostgresHistory, type PostgresHistory } from './postgres-history.ts';
+import { locate } from './postgres-list-chunks.ts';
+import { createPool, quoteIdent, withClient } from './postgres-pool.ts';
+import { GENERATION_TABLES, generationSchema, generationTables, runDdl } from './postgres-schema.ts';
+
+/** What listings read: everything but the projector-private state. */
+const LISTED = ['id', 'doc', 'seq', 'written_at', 'sort_key', 'facet', 'keys'];
+const listed = (prefix = '') => LISTED.map((c) => `${prefix}${c}`).join(', ');
+
+type DocRow = {
+  id: string;
+  doc: string;
+  seq: number;
+  written_at: string;
+  sort_key: string;
+  facet: string;
+  keys: string;
+  state?: string;
+};
+
+function toStored<D, S>(row: DocRow): StoredDoc<D, S> {
+  return storedFromTexts<D, S>({
+    id: row.id,
+    doc: row.doc,
+    state: row.state,
+    seq: row.seq,
+    writtenAt: row.written_at,
+    sortKey: row.sort_key,
+    facet: row.facet,
+    keys: row.keys,
+  });
+}
+
+/** Bound parameters as they are added: `add` answers the placeholder. */
+function params() {
+  const values: unknown[] = [];
+  return { values, add: (value: unknown) => `$${values.push(value)}` };
+}
+
+const limitOf = (n: number): number => {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError('a page limit must be a non-negative integer');
+  return n;
+};
+
+type Page = {
+  /** The listing (sort_key, id) or the delta (seq, id) order. */
+  order: 'listing' | 'delta';
+  direction: 'ASC' | 'DESC';
+  facets: readonly string[] | undefined;
+  /** Conditions after the collection (and facet), each starting with AND, over placeholders of `p`. */
+  where: string;
+  skip: number;
+  limit: number;
+};
+
+/**
+ * A page of documents in one order, from the index of that order (per facet when filtered). Several
+ * facets: one limited range per facet, merged. Rows to skip are skipped on index keys alone, and only
+ * the page's rows are read whole.
+ */
+function pageSql(s: string, p: ReturnType<typeof params>, collection: string, page: Page): string {
+  const first = page.order === 'listing' ? 'sort_key' : 'seq';
+  const sort = `${first} ${page.direction}, id ${page.direction}`;
+  const c = p.add(collection);
+  const facets = page.facets === undefined ? [undefined] : [...new Set(page.facets)];
+  const limit = p.add(limitOf(page.limit));
+  const branch = (facet: string | undefined, columns: string, take: string, skip: string) =>
+    `SELECT ${columns} FROM ${s}.docs WHERE collection = ${c}${facet === undefined ? '' : ` AND facet = ${p.add(facet)}`} ${page.where}
+     ORDER BY ${sort}${skip} LIMIT ${take}`;
+  if (page.skip === 0) {
+    if (facets.length === 1) return branch(facets[0], listed(), limit, '');
+    return `SELECT * FROM (${facets.map((f) => `(${branch(f, listed(), limit, '')})`).join(' UNION ALL ')}) u
+            ORDER BY ${sort} LIMIT ${limit}`;
+  }
+  const skip = p.add(page.skip);
+  const keys =
+    facets.length === 1
+      ? branch(facets[0], `${first}, id`, limit, ` OFFSET ${skip}`)
+      : `SELECT ${first}, id FROM (${facets
+          .map((f) => `(${branch(f, `${first}, id`, p.add(page.skip + page.limit), '')})`)
+          .join(' UNION ALL ')}) u ORDER BY ${sort} OFFSET ${skip} LIMIT ${limit}`;
+  return `SELECT ${listed('d.')} FROM (${keys}) k JOIN ${s}.docs d ON d.collection = ${c} AND d.id = k.id
+          ORDER BY k.${first} ${page.direction}, k.id ${page.direction}`;
+}
+
+export type PostgresStoreOptions = {
+  /** Whether `close` ends the pool (a store of its own) or leaves it to the space. */
+  ownsPool: boolean;
+  /** A replay's new generation: commits skip the WAL flush, which `close` then waits for once. */
+  build?: boolean;
+  /** The replay lock this build writes under: every commit checks it is still held (postgres-commit.ts). */
+  fence?: Fence;
+};
+
+/** The read store of generation 0 with a pool of its own (tests, tools); serving goes through the generation space. */
+export function createPostgresReadStore(url: string): ReadStore {
+  return postgresReadStoreOn(createPool(url), 0, { ownsPool: true });
+}
+
+/** The read store of one generation over `pool`. */
+export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: PostgresStoreOptions): ReadStore {
+  const schema = generationSchema(generation);
+  const s = quoteIdent(schema);
+  const history: PostgresHistory = createPostgresHistory(pool, schema);
+  let closed = false;
+  let ready: Promise<void> | undefined;
+  let wrote = false;
+
+  /** The generation's tables, made on the first call (a generation is created by its first use). */
+  function ensure(): Promise<void> {
+    if (closed) return Promise.reject(new Error(`the PostgreSQL read store of ${schema} is closed`));
+    ready ??= withClient(
+      pool,
+      async (client) => {
+        const made = await client.query<{ made: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS made`, [
+          `${s}.list_chunk_facets`,
+        ]);
+        if (made.rows[0]?.made) await history.ensureTables(client);
+        else await runDdl(client, generationTables(schema), () => history.ensureTables(client));
+      },
+      (client) => client.query('ROLLBACK'),
+    );
+    ready.catch(() => {
+      ready = undefined;
+    });
+    return ready;
+  }
+
+  async function rowsOf<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
+    await ensure();
+    return withClient(pool, async (client) => (await client.query<R>(text, values)).rows);
+  }
+
+  async function count(
+    client: pg.ClientBase | undefined,
+    collection: string,
+    facets: readonly string[] | undefined,
+  ): Promise<number> {
+    if (facets !== undefined && facets.length === 0) return 0;
+    const text = `SELECT COALESCE(SUM(n), 0)::bigint AS n FROM ${s}.doc_counts WHERE collection = $1${facets === undefined ? '' : ' AND facet = ANY($2::text[])'}`;
+    const values = facets === undefined ? [collection] : [collection, [...new Set(facets)]];
+    const rows = client
+      ? (await client.query<{ n: number }>(text, values)).rows
+      : await rowsOf<{ n: number }>(text, values);
+    return rows[0]?.n ?? 0;
+  }
+
+  return {
+    history,
+
+    async checkpoint(collection) {
+      const rows = await rowsOf<{ position: number }>(`SELECT position FROM ${s}.checkpoints WHERE collection = $1`, [
+        collection,
+      ]);
+      return rows[0]?.position ?? 0;
+    },
+
+    async commit(collection, writes, checkpoint, expected) {
+      // Serialised first: a document that is not JSON fails the commit before anything is written.
+      const rows = commitRows(writes);
+      await ensure();
+      wrote = true;
+      try {
+        return await withClient(
+          pool,
+          (client) =>
+            commitOn(
+              client,
+              {
+                schema,
+                generation,
+                collection,
+                checkpoint,
+                expected,
+                history,
+                fence: options.fence,
+                build: options.build ?? false,
+              },
+              writes,
+              rows,
+            ),
+          (client) => client.query('ROLLBACK'),
+        );
+      } catch (error) {
+        throw namedPostgresError(error);
+      }
+    },
+
+    async get<D, S>(collection: string, id: string) {
+      const rows = await rowsOf<DocRow>(`SELECT ${listed()}, state FROM ${s}.docs WHERE collection = $1 AND id = $2`, [
+        collection,
+        id,
+      ]);
+      return rows[0] ? toStored<D, S>(rows[0]) : null;
+    },
+
+    async getMany<D, S>(collection: string, ids: readonly string[]) {
+      const found = new Map<string, StoredDoc<D, S>>();
+      if (ids.length === 0) return found;
+      const rows = await rowsOf<DocRow>(
+        `SELECT ${listed()}, state FROM ${s}.docs WHERE collection = $1 AND id = ANY($2::text[])`,
+        [collection, [...new Set(ids)]],
+      );
+      for (const row of rows) found.set(row.id, toStored<D, S>(row));
+      return found;
+    },
+
+    async findIds(collection, key, value, limit) {
+      const rows = await rowsOf<{ id: string }>(
+        `SELECT id FROM ${s}.doc_keys WHERE collection = $1 AND key = $2 AND value = $3 ORDER BY id LIMIT $4`,
+        [collection, key, value, limitOf(limit)],
+      );
+      return rows.map((row) => row.id);
+    },
+
+    async findDocs<D, S>(collection: string, key: string, value: string, limit: number) {
+      // One statement: each document holds the value as it is read.
+      const rows = await rowsOf<DocRow>(
+        `SELECT ${listed('d.')}, d.state FROM ${s}.doc_keys k JOIN ${s}.docs d ON d.collection = k.collection AND d.id = k.id
+         WHERE k.collection = $1 AND k.key = $2 AND k.value = $3 ORDER BY k.id LIMIT $4`,
+        [collection, key, value, limitOf(limit)],
+      );
+      return rows.map((row) => toStored<D, S>(row));
+    },
+
+    async findIdsMany(collection, key, values, limit) {
+      const found = new Map<string, string[]>();
+      if (values.length === 0 || limit <= 0) return found;
+      // Per value, the first `limit` ids of its index range.
+      const rows = await rowsOf<{ value: string; id: string }>(
+        `SELECT v.value, k.id FROM unnest($3::text[]) AS v(value) CROSS JOIN LATERAL (
+           SELECT id FROM ${s}.doc_keys WHERE collection = $1 AND key = $2 AND value = v.value ORDER BY id LIMIT $4
+         ) k ORDER BY v.value, k.id`,
+        [collection, key, [...new Set(values)], limitOf(limit)],
+      );
+      for (const row of rows) {
+        const ids = found.get(row.value);
+        if (ids) ids.push(row.id);
+        else found.set(row.value, [row.id]);
+      }
+      return found;
+    },
+
+    async findKeysByPrefix(collection, key, prefix, limit) {
+      // A range of doc_keys' primary key: from the prefix up to the prefix followed by the highest code point.
+      const rows = await rowsOf<{ value: string; id: string }>(
+        `SELECT value, id FROM ${s}.doc_keys WHERE collection = $1 AND key = $2 AND value >= $3 AND value < $4
+         ORDER BY value, id LIMIT $5`,
+        [collection, key, prefix, `${prefix}\u{10FFFF}`, limitOf(limit)],
+      );
+      return rows.map((row) => ({ value: row.value, id: row.id }));
+    },
+
+    async list<D>(collection: string, query: ListQuery): Promise<ListPage<D>> {
+      await ensure();
+      // The total, the chunks' counts and the rows from one snapshot: a commit lands before or after the page.
+      return withClient(
+        pool,
+        async (client) => {
+          await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+          const total = await count(client, collection, query.facets);
+          const limit = Math.max(0, Math.min(query.limit, total - query.offset));
+          let docs: StoredDoc<D>[] = [];
+          if (limit > 0) {
+            // Read from whichever end of the listing is nearer, from the edge of the page's chunk.
+            const fromEnd = total - query.offset - limit;
+            const reversed = fromEnd < query.offset;
+            const start = await locate(
+              client,
+              s,
+              collection,
+              query.facets,
+              reversed,
+              reversed ? fromEnd : query.offset,
+            );
+            const p = params();
+            const where = start.bound
+              ? `AND (sort_key, id) ${reversed ? '>=' : '<'} (${p.add(start.bound.key)}, ${p.add(start.bound.id)})`
+              : '';
+            const text = pageSql(s, p, collection, {
+              order: 'listing',
+              direction: reversed ? 'ASC' : 'DESC',
+              facets: query.facets,
+              where,
+              skip: start.skip,
+              limit,
+            });
+            const rows = (await client.query<DocRow>(text, p.values)).rows;
+            if (reversed) rows.reverse();
+            docs = rows.map((row) => toStored<D, unknown>(row));
+          }
+          await client.query('COMMIT');
+          return { total, docs };
+        },
+        (client) => client.query('ROLLBACK'),
+      );
+    },
+
+    async count(collection, facets) {
+      return count(undefined, collection, facets);
+    },
+
+    async listKeyset<D>(collection: string, query: KeysetQuery) {
+      if (query.limit <= 0 || (query.facets !== undefined && query.facets.length === 0)) return [];
+      const p = params();
+      const where = query.before
+        ? `AND (sort_key, id) < (${p.add(query.before.sortKey)}, ${p.add(query.before.id)})`
+        : '';
+      const text = pageSql(s, p, collection, {
+        order: 'listing',
+        direction: 'DESC',
+        facets: query.facets,
+        where,
+        skip: 0,
+        limit: query.limit,
+      });
+      return (await rowsOf<DocRow>(text, p.values)).map((row) => toStored<D, unknown>(row));
+    },
+
+    async delta<D>(collection: string, query: DeltaQuery) {
+      if (query.limit <= 0 || (query.facets !== undefined && query.facets.length === 0)) return [];
+      const p = params();
+      let where: string;
+      if ('after' in query.start) {
+        // Both bounds on seq: every page is an index range starting at the cursor, at any depth.
+        const { seq, id } = query.start.after;
+        where = `AND (seq, id) > (${p.add(seq)}, ${p.add(id)}) AND seq <= ${p.add(query.upToSeq)}`;
+      } else {
+        // writtenAt never decreases with seq (both come from the log): a time maps to a first seq.
+        const first = await rowsOf<{ seq: number }>(
+          `SELECT seq FROM ${s}.docs WHERE collection = $1 AND written_at >= $2 ORDER BY written_at, seq LIMIT 1`,
+          [collection, query.start.fromWrittenAt],
+        );
+        if (!first[0]) return [];
+        where = `AND seq >= ${p.add(first[0].seq)} AND seq <= ${p.add(query.upToSeq)}`;
+      }
+      const text = pageSql(s, p, collection, {
+        order: 'delta',
+        direction: 'ASC',
+        facets: query.facets,
+        where,
+        skip: 0,
+        limit: query.limit,
+      });
+      return (await rowsOf<DocRow>(text, p.values)).map((row) => toStored<D, unknown>(row));
+    },
+
+    async clear() {
+      await ensure();
+      await withClient(
+        pool,
+        async (client) => {
+          await client.query('BEGIN');
+          await client.query(`TRUNCATE ${GENERATION_TABLES.map((t) => `${s}.${t}`).join(', ')}`);
+          await history.clear(client);
+          await client.query('COMMIT');
+        },
+        (client) => client.query('ROLLBACK'),
+      );
+    },
+
+    async close() {
+      if (closed) return;
+      // A build's commits skipped the WAL flush: one synchronous commit flushes every one before it.
+      if (options.build && wrote && ready) {
+        await withClient(pool, async (client) => {
+          await client.query('BEGIN');
+          await client.query('SELECT pg_current_xact_id()');
+          await client.query('COMMIT');
+        }).catch(() => undefined);
+      }
+      closed = true;
+      if (options.ownsPool) await pool.end();
+    },
+  };
+}
