@@ -6,15 +6,7 @@
  * a chunk past CHUNK_ROWS_MAX is cut again in the same transaction (one read of its rows).
  */
 import type pg from 'pg';
-import {
-  CHUNK_ROWS_MAX,
-  consultsChunks,
-  pageFinder,
-  pieceCutter,
-  type ChunkStart,
-  type PageStart,
-  type Piece,
-} from '../list-chunks.ts';
+import { CHUNK_ROWS_MAX, pieceCutter, type ChunkStart, type Piece } from '../list-chunks.ts';
 
 /** A row's place before and after a commit that moved it (`from` undefined: a new document). */
 export type RowMove = {
@@ -120,41 +112,4 @@ async function cut(
       facetRows.map((r) => r.n),
     ],
   );
-}
-
-/**
- * Where a page starts, `skip` rows from the newest end (or the oldest, `ascending`), read on `client`
- * (in the page's snapshot). Each chunk is one small row: ~250 at 1M documents.
- */
-export async function locate(
-  client: pg.ClientBase,
-  s: string,
-  collection: string,
-  facets: readonly string[] | undefined,
-  ascending: boolean,
-  skip: number,
-): Promise<PageStart> {
-  if (!consultsChunks(skip)) return { bound: null, skip };
-  const order = ascending ? 'ASC' : 'DESC';
-  const result =
-    facets === undefined
-      ? await client.query<[string, string, number]>({
-          text: `SELECT start_key, start_id, total FROM ${s}.list_chunks WHERE collection = $1
-                 ORDER BY start_key ${order}, start_id ${order}`,
-          values: [collection],
-          rowMode: 'array',
-        })
-      : await client.query<[string, string, number]>({
-          text: `SELECT start_key, start_id, SUM(n)::bigint FROM ${s}.list_chunk_facets
-                 WHERE collection = $1 AND facet = ANY($2::text[])
-                 GROUP BY start_key, start_id ORDER BY start_key ${order}, start_id ${order}`,
-          values: [collection, [...facets]],
-          rowMode: 'array',
-        });
-  const finder = pageFinder(ascending, skip);
-  for (const [key, id, n] of result.rows) {
-    const found = finder.feed({ key, id }, n);
-    if (found) return found;
-  }
-  return finder.end();
 }

@@ -18,7 +18,7 @@ import { storedFromTexts } from '../stored-doc.ts';
 import { commitOn, commitRows, type Fence } from './postgres-commit.ts';
 import { namedPostgresError } from './postgres-faults.ts';
 import { createPostgresHistory, type PostgresHistory } from './postgres-history.ts';
-import { locate } from './postgres-list-chunks.ts';
+import { consultsChunks, pageFinder, type ChunkStart, type PageStart } from '../list-chunks.ts';
 import { createPool, quoteIdent, withClient } from './postgres-pool.ts';
 import { GENERATION_TABLES, generationSchema, generationTables, runDdl } from './postgres-schema.ts';
 
@@ -50,6 +50,8 @@ function toStored<D, S>(row: DocRow): StoredDoc<D, S> {
   });
 }
 
+type Params = { values: unknown[]; add(value: unknown): string };
+
 /** Bound parameters as they are added: `add` answers the placeholder. */
 function params() {
   const values: unknown[] = [];
@@ -77,7 +79,7 @@ type Page = {
  * facets: one limited range per facet, merged. Rows to skip are skipped on index keys alone, and only
  * the page's rows are read whole.
  */
-function pageSql(s: string, p: ReturnType<typeof params>, collection: string, page: Page): string {
+function pageSql(s: string, p: Params, collection: string, page: Page): string {
   const first = page.order === 'listing' ? 'sort_key' : 'seq';
   const sort = `${first} ${page.direction}, id ${page.direction}`;
   const c = p.add(collection);
@@ -101,6 +103,23 @@ function pageSql(s: string, p: ReturnType<typeof params>, collection: string, pa
   return `SELECT ${listed('d.')} FROM (${keys}) k JOIN ${s}.docs d ON d.collection = ${c} AND d.id = k.id
           ORDER BY k.${first} ${page.direction}, k.id ${page.direction}`;
 }
+
+/** A listing's total from the per-facet counters (`n`). */
+function countSql(s: string, p: Params, collection: string, facets: readonly string[] | undefined): string {
+  return `SELECT COALESCE(SUM(n), 0)::bigint AS n FROM ${s}.doc_counts WHERE collection = ${p.add(collection)}${inFacets(p, facets)}`;
+}
+
+/** The listing's chunks (readmodels/list-chunks.ts), each with its rows in the facets (`n`); ~250 small rows at 1M documents. */
+function chunksSql(s: string, p: Params, collection: string, facets: readonly string[] | undefined): string {
+  const c = p.add(collection);
+  if (facets === undefined)
+    return `SELECT start_key, start_id, total AS n FROM ${s}.list_chunks WHERE collection = ${c}`;
+  return `SELECT start_key, start_id, SUM(n)::bigint AS n FROM ${s}.list_chunk_facets
+          WHERE collection = ${c}${inFacets(p, facets)} GROUP BY start_key, start_id`;
+}
+
+const inFacets = (p: Params, facets: readonly string[] | undefined): string =>
+  facets === undefined ? '' : ` AND facet IN (${facets.map((f) => p.add(f)).join(', ')})`;
 
 export type PostgresStoreOptions = {
   /** Whether `close` ends the pool (a store of its own) or leaves it to the space. */
@@ -150,17 +169,10 @@ export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: 
     return withClient(pool, async (client) => (await client.query<R>(text, values)).rows);
   }
 
-  async function count(
-    client: pg.ClientBase | undefined,
-    collection: string,
-    facets: readonly string[] | undefined,
-  ): Promise<number> {
+  async function count(collection: string, facets: readonly string[] | undefined): Promise<number> {
     if (facets !== undefined && facets.length === 0) return 0;
-    const text = `SELECT COALESCE(SUM(n), 0)::bigint AS n FROM ${s}.doc_counts WHERE collection = $1${facets === undefined ? '' : ' AND facet = ANY($2::text[])'}`;
-    const values = facets === undefined ? [collection] : [collection, [...new Set(facets)]];
-    const rows = client
-      ? (await client.query<{ n: number }>(text, values)).rows
-      : await rowsOf<{ n: number }>(text, values);
+    const p = params();
+    const rows = await rowsOf<{ n: number }>(countSql(s, p, collection, facets), p.values);
     return rows[0]?.n ?? 0;
   }
 
@@ -272,51 +284,88 @@ export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: 
 
     async list<D>(collection: string, query: ListQuery): Promise<ListPage<D>> {
       await ensure();
-      // The total, the chunks' counts and the rows from one snapshot: a commit lands before or after the page.
+      const facets = query.facets === undefined ? undefined : [...new Set(query.facets)];
+      if (facets !== undefined && facets.length === 0) return { total: 0, docs: [] };
+      const offset = limitOf(query.offset);
+      const limit = limitOf(query.limit);
+      if (!consultsChunks(offset)) {
+        // A page near the front is walked from it: the total and the page in one statement, one snapshot.
+        const p = params();
+        const page = pageSql(s, p, collection, {
+          order: 'listing',
+          direction: 'DESC',
+          facets,
+          where: '',
+          skip: offset,
+          limit,
+        });
+        const rows = await rowsOf<DocRow & { total: number }>(
+          `WITH t AS (${countSql(s, p, collection, facets)}) SELECT t.n AS total, p.* FROM t LEFT JOIN LATERAL (${page}) p ON true
+           ORDER BY p.sort_key DESC, p.id DESC`,
+          p.values,
+        );
+        return {
+          total: rows[0]?.total ?? 0,
+          docs: rows.filter((row) => row.id !== null).map((row) => toStored<D, unknown>(row)),
+        };
+      }
+      // Deeper: the total and the chunks, then the page from the edge of its chunk, read from whichever end
+      // of the listing is nearer (readmodels/list-chunks.ts). Two statements in one REPEATABLE READ snapshot,
+      // each sent with the transaction's BEGIN or COMMIT (the simple protocol takes several statements in one
+      // round trip, but no parameters: values go in as literals, escaped by the driver).
       return withClient(
         pool,
         async (client) => {
-          await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-          const total = await count(client, collection, query.facets);
-          const limit = Math.max(0, Math.min(query.limit, total - query.offset));
-          let docs: StoredDoc<D>[] = [];
-          if (limit > 0) {
-            // Read from whichever end of the listing is nearer, from the edge of the page's chunk.
-            const fromEnd = total - query.offset - limit;
-            const reversed = fromEnd < query.offset;
-            const start = await locate(
-              client,
-              s,
-              collection,
-              query.facets,
-              reversed,
-              reversed ? fromEnd : query.offset,
-            );
-            const p = params();
-            const where = start.bound
-              ? `AND (sort_key, id) ${reversed ? '>=' : '<'} (${p.add(start.bound.key)}, ${p.add(start.bound.id)})`
-              : '';
-            const text = pageSql(s, p, collection, {
-              order: 'listing',
-              direction: reversed ? 'ASC' : 'DESC',
-              facets: query.facets,
-              where,
-              skip: start.skip,
-              limit,
-            });
-            const rows = (await client.query<DocRow>(text, p.values)).rows;
-            if (reversed) rows.reverse();
-            docs = rows.map((row) => toStored<D, unknown>(row));
+          const literal = (value: unknown) =>
+            typeof value === 'number' ? String(limitOf(value)) : client.escapeLiteral(String(value));
+          const p = { values: [] as unknown[], add: literal };
+          const located = (await client.query(
+            `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
+             WITH t AS (${countSql(s, p, collection, facets)})
+             SELECT t.n AS total, c.start_key, c.start_id, c.n FROM t LEFT JOIN (${chunksSql(s, p, collection, facets)}) c ON true
+             ORDER BY c.start_key, c.start_id`,
+          )) as unknown as pg.QueryResult[];
+          const chunks = located[1]!.rows as { total: number; start_key: string | null; start_id: string; n: number }[];
+          const total = chunks[0]?.total ?? 0;
+          const size = Math.max(0, Math.min(limit, total - offset));
+          if (size === 0) {
+            await client.query('COMMIT');
+            return { total, docs: [] };
           }
-          await client.query('COMMIT');
-          return { total, docs };
+          const fromEnd = total - offset - size;
+          const reversed = fromEnd < offset;
+          const skip = reversed ? fromEnd : offset;
+          let start = { bound: null as ChunkStart | null, skip };
+          if (consultsChunks(skip)) {
+            const finder = pageFinder(reversed, skip);
+            const ordered = chunks.filter((c) => c.start_key !== null);
+            if (!reversed) ordered.reverse();
+            let found: PageStart | null = null;
+            for (const c of ordered) if ((found = finder.feed({ key: c.start_key!, id: c.start_id }, c.n))) break;
+            start = found ?? finder.end();
+          }
+          const where = start.bound
+            ? `AND (sort_key, id) ${reversed ? '>=' : '<'} (${p.add(start.bound.key)}, ${p.add(start.bound.id)})`
+            : '';
+          const page = pageSql(s, p, collection, {
+            order: 'listing',
+            direction: reversed ? 'ASC' : 'DESC',
+            facets,
+            where,
+            skip: start.skip,
+            limit: size,
+          });
+          const read = (await client.query(`${page}; COMMIT`)) as unknown as pg.QueryResult<DocRow>[];
+          const rows = read[0]!.rows;
+          if (reversed) rows.reverse();
+          return { total, docs: rows.map((row) => toStored<D, unknown>(row)) };
         },
         (client) => client.query('ROLLBACK'),
       );
     },
 
     async count(collection, facets) {
-      return count(undefined, collection, facets);
+      return count(collection, facets);
     },
 
     async listKeyset<D>(collection: string, query: KeysetQuery) {
