@@ -51,6 +51,7 @@ export type ProjectionLimits = Required<Pick<RunnerOptions, 'batchSize' | 'maxPe
  * documents (and the runner's default share of the heap).
  */
 export function projectionLimits(config: Config, purpose: 'live' | 'replay'): ProjectionLimits {
+  if (config.POSTGRES_URL !== undefined) return purpose === 'live' ? POSTGRES_LIVE_LIMITS : POSTGRES_REPLAY_LIMITS;
   if (config.MONGODB_URL !== undefined)
     return purpose === 'live'
       ? { batchSize: 10_000, maxPendingDocs: 5_000 }
@@ -61,13 +62,26 @@ export function projectionLimits(config: Config, purpose: 'live' | 'replay'): Pr
 export const EMBEDDED_LIMITS: ProjectionLimits = { batchSize: 10_000_000, maxPendingDocs: 500_000, maxHeapShare: 0.7 };
 
 /**
- * Where the configuration keeps read-model generations: MongoDB when MONGODB_URL is set (its driver
- * loaded only then), else the data directory.
+ * PostgreSQL: a commit is one transaction of a fixed number of multi-row statements (postgres-commit.ts),
+ * with no time limit, so larger batches only amortise those round trips; but its arrays are built in
+ * memory and its row locks held while it writes, so live commits stay at a few thousand documents
+ * (a long-poll waits no longer than one), and a replay's, read by nobody, at tens of thousands.
+ */
+const POSTGRES_LIVE_LIMITS: ProjectionLimits = { batchSize: 10_000, maxPendingDocs: 5_000 };
+const POSTGRES_REPLAY_LIMITS: ProjectionLimits = { batchSize: 50_000, maxPendingDocs: 20_000 };
+
+/**
+ * Where the configuration keeps read-model generations: PostgreSQL when POSTGRES_URL is set, MongoDB
+ * when MONGODB_URL is (each driver loaded only then), else the data directory.
  */
 export async function openGenerationSpace(
   config: Config,
   options: Pick<StoreOptions, 'sqliteCacheKiB'> = {},
 ): Promise<GenerationSpace> {
+  if (config.POSTGRES_URL !== undefined) {
+    const { createPostgresGenerationSpace } = await import('../readmodels/postgres/postgres-generations.ts');
+    return createPostgresGenerationSpace(config.POSTGRES_URL);
+  }
   if (config.MONGODB_URL !== undefined) {
     const { createMongoGenerationSpace } = await import('../readmodels/mongodb/mongodb-generations.ts');
     return createMongoGenerationSpace(config.MONGODB_URL);
