@@ -12,6 +12,7 @@
  * chunk rows and at most one chunk's index keys; page and total are read in one REPEATABLE READ snapshot.
  * Commits: postgres-commit.ts.
  */
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { DeltaQuery, KeysetQuery, ListPage, ListQuery, ReadStore, StoredDoc } from '../port.ts';
 import { storedFromTexts } from '../stored-doc.ts';
@@ -50,6 +51,15 @@ function toStored<D, S>(row: DocRow): StoredDoc<D, S> {
   });
 }
 
+/**
+ * A statement prepared once per connection under a name made from its text: a read's plan is made
+ * once, not at every call (a page of several facets takes longer to plan than to run). Texts vary only
+ * by the shape of the query (facets, bounds), never by values, so a connection keeps a few dozen.
+ */
+function prepared(text: string, values: unknown[]): pg.QueryConfig {
+  return { name: `pb_${createHash('sha1').update(text).digest('base64url').slice(0, 20)}`, text, values };
+}
+
 type Params = { values: unknown[]; add(value: unknown): string };
 
 /** Bound parameters as they are added: `add` answers the placeholder. */
@@ -85,23 +95,20 @@ function pageSql(s: string, p: Params, collection: string, page: Page): string {
   const c = p.add(collection);
   const facets = page.facets === undefined ? [undefined] : [...new Set(page.facets)];
   const limit = p.add(limitOf(page.limit));
-  const branch = (facet: string | undefined, columns: string, take: string, skip: string) =>
-    `SELECT ${columns} FROM ${s}.docs WHERE collection = ${c}${facet === undefined ? '' : ` AND facet = ${p.add(facet)}`} ${page.where}
+  const branch = (facet: string | undefined, columns: string, where: string, take: string, skip = '') =>
+    `SELECT ${columns} FROM ${s}.docs WHERE collection = ${c}${facet === undefined ? '' : ` AND facet = ${p.add(facet)}`} ${where}
      ORDER BY ${sort}${skip} LIMIT ${take}`;
-  if (page.skip === 0) {
-    if (facets.length === 1) return branch(facets[0], listed(), limit, '');
-    return `SELECT * FROM (${facets.map((f) => `(${branch(f, listed(), limit, '')})`).join(' UNION ALL ')}) u
-            ORDER BY ${sort} LIMIT ${limit}`;
-  }
-  const skip = p.add(page.skip);
-  const keys =
+  const merged = (columns: string, where: string, take: string, skip = '') =>
     facets.length === 1
-      ? branch(facets[0], `${first}, id`, limit, ` OFFSET ${skip}`)
-      : `SELECT ${first}, id FROM (${facets
-          .map((f) => `(${branch(f, `${first}, id`, p.add(page.skip + page.limit), '')})`)
-          .join(' UNION ALL ')}) u ORDER BY ${sort} OFFSET ${skip} LIMIT ${limit}`;
-  return `SELECT ${listed('d.')} FROM (${keys}) k JOIN ${s}.docs d ON d.collection = ${c} AND d.id = k.id
-          ORDER BY k.${first} ${page.direction}, k.id ${page.direction}`;
+      ? branch(facets[0], columns, where, take, skip)
+      : `SELECT * FROM (${facets.map((f) => `(${branch(f, columns, where, skip === '' ? take : p.add(page.skip + 1))})`).join(' UNION ALL ')}) u
+         ORDER BY ${sort}${skip} LIMIT ${take}`;
+  if (page.skip === 0) return merged(listed(), page.where, limit);
+  // The skipped rows are walked on index keys alone (an index-only scan) to the page's first row; the page
+  // is then one range of the same index from that row, read like a first page.
+  const from = merged(`${first}, id`, page.where, '1', ` OFFSET ${p.add(page.skip)}`);
+  const fromRow = `AND (${first}, id) ${page.direction === 'DESC' ? '<=' : '>='} (f.${first}, f.id)`;
+  return `SELECT r.* FROM (${from}) f CROSS JOIN LATERAL (${merged(listed(), fromRow, limit)}) r`;
 }
 
 /** A listing's total from the per-facet counters (`n`). */
@@ -166,7 +173,7 @@ export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: 
 
   async function rowsOf<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
     await ensure();
-    return withClient(pool, async (client) => (await client.query<R>(text, values)).rows);
+    return withClient(pool, async (client) => (await client.query<R>(prepared(text, values))).rows);
   }
 
   async function count(collection: string, facets: readonly string[] | undefined): Promise<number> {
@@ -310,22 +317,21 @@ export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: 
         };
       }
       // Deeper: the total and the chunks, then the page from the edge of its chunk, read from whichever end
-      // of the listing is nearer (readmodels/list-chunks.ts). Two statements in one REPEATABLE READ snapshot,
-      // each sent with the transaction's BEGIN or COMMIT (the simple protocol takes several statements in one
-      // round trip, but no parameters: values go in as literals, escaped by the driver).
+      // of the listing is nearer (readmodels/list-chunks.ts): two statements in one REPEATABLE READ snapshot.
       return withClient(
         pool,
         async (client) => {
-          const literal = (value: unknown) =>
-            typeof value === 'number' ? String(limitOf(value)) : client.escapeLiteral(String(value));
-          const p = { values: [] as unknown[], add: literal };
-          const located = (await client.query(
-            `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
-             WITH t AS (${countSql(s, p, collection, facets)})
-             SELECT t.n AS total, c.start_key, c.start_id, c.n FROM t LEFT JOIN (${chunksSql(s, p, collection, facets)}) c ON true
-             ORDER BY c.start_key, c.start_id`,
-          )) as unknown as pg.QueryResult[];
-          const chunks = located[1]!.rows as { total: number; start_key: string | null; start_id: string; n: number }[];
+          await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+          const p = params();
+          const located = await client.query(
+            prepared(
+              `WITH t AS (${countSql(s, p, collection, facets)})
+               SELECT t.n AS total, c.start_key, c.start_id, c.n FROM t LEFT JOIN (${chunksSql(s, p, collection, facets)}) c ON true
+               ORDER BY c.start_key, c.start_id`,
+              p.values,
+            ),
+          );
+          const chunks = located.rows as { total: number; start_key: string | null; start_id: string; n: number }[];
           const total = chunks[0]?.total ?? 0;
           const size = Math.max(0, Math.min(limit, total - offset));
           if (size === 0) {
@@ -344,10 +350,11 @@ export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: 
             for (const c of ordered) if ((found = finder.feed({ key: c.start_key!, id: c.start_id }, c.n))) break;
             start = found ?? finder.end();
           }
+          const q = params();
           const where = start.bound
-            ? `AND (sort_key, id) ${reversed ? '>=' : '<'} (${p.add(start.bound.key)}, ${p.add(start.bound.id)})`
+            ? `AND (sort_key, id) ${reversed ? '>=' : '<'} (${q.add(start.bound.key)}, ${q.add(start.bound.id)})`
             : '';
-          const page = pageSql(s, p, collection, {
+          const page = pageSql(s, q, collection, {
             order: 'listing',
             direction: reversed ? 'ASC' : 'DESC',
             facets,
@@ -355,8 +362,8 @@ export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: 
             skip: start.skip,
             limit: size,
           });
-          const read = (await client.query(`${page}; COMMIT`)) as unknown as pg.QueryResult<DocRow>[];
-          const rows = read[0]!.rows;
+          const rows = (await client.query<DocRow>(prepared(page, q.values))).rows;
+          await client.query('COMMIT');
           if (reversed) rows.reverse();
           return { total, docs: rows.map((row) => toStored<D, unknown>(row)) };
         },
