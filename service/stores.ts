@@ -62,13 +62,14 @@ export function projectionLimits(config: Config, purpose: 'live' | 'replay'): Pr
 export const EMBEDDED_LIMITS: ProjectionLimits = { batchSize: 10_000_000, maxPendingDocs: 500_000, maxHeapShare: 0.7 };
 
 /**
- * PostgreSQL: a commit is one transaction of a fixed number of multi-row statements (postgres-commit.ts),
- * with no time limit, so larger batches only amortise those round trips; but its arrays are built in
- * memory and its row locks held while it writes, so live commits stay at a few thousand documents
- * (a long-poll waits no longer than one), and a replay's, read by nobody, at tens of thousands.
+ * PostgreSQL: a commit is one transaction of about a dozen statements whatever its size, each batch-wide
+ * one a multi-row statement over arrays (postgres-commit.ts): past a few thousand documents those round
+ * trips are a small share of the commit, while its arrays (every document's text, in this process and
+ * in the server) grow with it, and a live commit holds its collection's checkpoint row while it writes.
+ * So the same sizes as MongoDB's: a live commit of at most 5,000 documents, a replay's of 10,000.
  */
 const POSTGRES_LIVE_LIMITS: ProjectionLimits = { batchSize: 10_000, maxPendingDocs: 5_000 };
-const POSTGRES_REPLAY_LIMITS: ProjectionLimits = { batchSize: 50_000, maxPendingDocs: 20_000 };
+const POSTGRES_REPLAY_LIMITS: ProjectionLimits = { batchSize: 20_000, maxPendingDocs: 10_000 };
 
 /**
  * Where the configuration keeps read-model generations: PostgreSQL when POSTGRES_URL is set, MongoDB
