@@ -12,6 +12,8 @@ import type { DocWrite } from '../../readmodels/port.ts';
 import { createPostgresGenerationSpace } from '../../readmodels/postgres/postgres-generations.ts';
 import { createPostgresReadStore } from '../../readmodels/postgres/postgres-read-store.ts';
 import { isStoreUnavailable } from '../../service/store-failures.ts';
+import { openGenerationSpace, projectionLimits } from '../../service/stores.ts';
+import { parseConfig } from '../../config/config.ts';
 import { postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../support/postgres.ts';
 import { skipFor } from '../support/skip.ts';
 
@@ -159,4 +161,31 @@ describe('PostgreSQL generation space', () => {
       await store.close();
     }
   });
+
+  it(
+    'POSTGRES_URL puts the generations in PostgreSQL, committed a few thousand documents at a time',
+    skipFor(skip),
+    async () => {
+      const parsed = parseConfig({ POSTGRES_URL: database!.url });
+      assert.ok(parsed.ok);
+      const space = await openGenerationSpace(parsed.config);
+      try {
+        assert.equal(space.label(2), 'schema pulseboard_g2');
+        assert.equal(space.removalDisturbsUsers, true);
+        const store = space.open(4);
+        await store.commit('projects', [doc('p', 1)], 1);
+        await store.close();
+        assert.ok((await space.list()).includes(4));
+      } finally {
+        await space.close();
+      }
+      for (const purpose of ['live', 'replay'] as const) {
+        const limits = projectionLimits(parsed.config, purpose);
+        assert.ok(
+          limits.maxPendingDocs >= 1_000 && limits.maxPendingDocs <= 20_000,
+          `${purpose}: ${limits.maxPendingDocs}`,
+        );
+      }
+    },
+  );
 });
