@@ -128,6 +128,9 @@ function chunksSql(s: string, p: Params, collection: string, facets: readonly st
 const inFacets = (p: Params, facets: readonly string[] | undefined): string =>
   facets === undefined ? '' : ` AND facet IN (${facets.map((f) => p.add(f)).join(', ')})`;
 
+/** The read queries as the store builds them, for test/readmodels/postgres-query-plans.test.ts (EXPLAIN of the very texts). */
+export const postgresQueries = { params, pageSql, countSql, chunksSql };
+
 export type PostgresStoreOptions = {
   /** Whether `close` ends the pool (a store of its own) or leaves it to the space. */
   ownsPool: boolean;
