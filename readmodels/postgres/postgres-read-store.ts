@@ -19,7 +19,7 @@ import { storedFromTexts } from '../stored-doc.ts';
 import { commitOn, commitRows, type Fence } from './postgres-commit.ts';
 import { namedPostgresError } from './postgres-faults.ts';
 import { createPostgresHistory, type PostgresHistory } from './postgres-history.ts';
-import { consultsChunks, pageFinder, type ChunkStart, type PageStart } from '../list-chunks.ts';
+import { consultsChunks } from '../list-chunks.ts';
 import { createPool, quoteIdent, withClient } from './postgres-pool.ts';
 import { GENERATION_TABLES, generationSchema, generationTables, runDdl } from './postgres-schema.ts';
 
@@ -111,6 +111,43 @@ function pageSql(s: string, p: Params, collection: string, page: Page): string {
   return `SELECT r.* FROM (${from}) f CROSS JOIN LATERAL (${merged(listed(), fromRow, limit)}) r`;
 }
 
+/**
+ * A board page past the front, total included, in one statement (one snapshot): the chunks newest first
+ * with the rows each closes (a window sum), the chunk the offset falls in, the page's first row by a
+ * walk up from that chunk's start on index keys alone (at most one chunk's rows), and the page as one
+ * range of the listing down from that row. Columns: total, then the page's (none past the end).
+ */
+function deepPageSql(
+  s: string,
+  p: Params,
+  collection: string,
+  facets: readonly string[] | undefined,
+  offset: number,
+  limit: number,
+): string {
+  const c = p.add(collection);
+  const o = p.add(offset);
+  const each = facets === undefined ? [undefined] : facets;
+  const range = (facet: string | undefined, columns: string, where: string, direction: string, tail: string) =>
+    `SELECT ${columns} FROM ${s}.docs WHERE collection = ${c}${facet === undefined ? '' : ` AND facet = ${p.add(facet)}`} ${where}
+     ORDER BY sort_key ${direction}, id ${direction} ${tail}`;
+  const merged = (columns: string, where: string, direction: string, take: string, skip: string) =>
+    each.length === 1
+      ? range(each[0], columns, where, direction, `OFFSET ${skip} LIMIT ${take}`)
+      : `SELECT * FROM (${each.map((f) => `(${range(f, columns, where, direction, `LIMIT ${skip} + ${take}`)})`).join(' UNION ALL ')}) u
+         ORDER BY sort_key ${direction}, id ${direction} OFFSET ${skip} LIMIT ${take}`;
+  const first = merged('sort_key, id', 'AND (sort_key, id) >= (at.start_key, at.start_id)', 'ASC', '1', 'at.skip');
+  const page = merged(listed(), 'AND (sort_key, id) <= (f.sort_key, f.id)', 'DESC', p.add(limitOf(limit)), '0');
+  return `WITH t AS (${countSql(s, p, collection, facets)}),
+    c AS (SELECT start_key, start_id, n, SUM(n) OVER (ORDER BY start_key DESC, start_id DESC ROWS UNBOUNDED PRECEDING) AS upto
+          FROM (${chunksSql(s, p, collection, facets)}) x),
+    at AS (SELECT start_key, start_id, upto - 1 - ${o} AS skip FROM c WHERE upto > ${o} ORDER BY start_key DESC, start_id DESC LIMIT 1)
+    SELECT t.n AS total, r.* FROM t LEFT JOIN (
+      at CROSS JOIN LATERAL (SELECT pg.* FROM (${first}) f CROSS JOIN LATERAL (${page}) pg) r
+    ) ON true
+    ORDER BY r.sort_key DESC, r.id DESC`;
+}
+
 /** A listing's total from the per-facet counters (`n`). */
 function countSql(s: string, p: Params, collection: string, facets: readonly string[] | undefined): string {
   return `SELECT COALESCE(SUM(n), 0)::bigint AS n FROM ${s}.doc_counts WHERE collection = ${p.add(collection)}${inFacets(p, facets)}`;
@@ -129,7 +166,7 @@ const inFacets = (p: Params, facets: readonly string[] | undefined): string =>
   facets === undefined ? '' : ` AND facet IN (${facets.map((f) => p.add(f)).join(', ')})`;
 
 /** The read queries as the store builds them, for test/readmodels/postgres-query-plans.test.ts (EXPLAIN of the very texts). */
-export const postgresQueries = { params, pageSql, countSql, chunksSql };
+export const postgresQueries = { params, pageSql, deepPageSql };
 
 export type PostgresStoreOptions = {
   /** Whether `close` ends the pool (a store of its own) or leaves it to the space. */
@@ -319,59 +356,16 @@ export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: 
           docs: rows.filter((row) => row.id !== null).map((row) => toStored<D, unknown>(row)),
         };
       }
-      // Deeper: the total and the chunks, then the page from the edge of its chunk, read from whichever end
-      // of the listing is nearer (readmodels/list-chunks.ts): two statements in one REPEATABLE READ snapshot.
-      return withClient(
-        pool,
-        async (client) => {
-          await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-          const p = params();
-          const located = await client.query(
-            prepared(
-              `WITH t AS (${countSql(s, p, collection, facets)})
-               SELECT t.n AS total, c.start_key, c.start_id, c.n FROM t LEFT JOIN (${chunksSql(s, p, collection, facets)}) c ON true
-               ORDER BY c.start_key, c.start_id`,
-              p.values,
-            ),
-          );
-          const chunks = located.rows as { total: number; start_key: string | null; start_id: string; n: number }[];
-          const total = chunks[0]?.total ?? 0;
-          const size = Math.max(0, Math.min(limit, total - offset));
-          if (size === 0) {
-            await client.query('COMMIT');
-            return { total, docs: [] };
-          }
-          const fromEnd = total - offset - size;
-          const reversed = fromEnd < offset;
-          const skip = reversed ? fromEnd : offset;
-          let start = { bound: null as ChunkStart | null, skip };
-          if (consultsChunks(skip)) {
-            const finder = pageFinder(reversed, skip);
-            const ordered = chunks.filter((c) => c.start_key !== null);
-            if (!reversed) ordered.reverse();
-            let found: PageStart | null = null;
-            for (const c of ordered) if ((found = finder.feed({ key: c.start_key!, id: c.start_id }, c.n))) break;
-            start = found ?? finder.end();
-          }
-          const q = params();
-          const where = start.bound
-            ? `AND (sort_key, id) ${reversed ? '>=' : '<'} (${q.add(start.bound.key)}, ${q.add(start.bound.id)})`
-            : '';
-          const page = pageSql(s, q, collection, {
-            order: 'listing',
-            direction: reversed ? 'ASC' : 'DESC',
-            facets,
-            where,
-            skip: start.skip,
-            limit: size,
-          });
-          const rows = (await client.query<DocRow>(prepared(page, q.values))).rows;
-          await client.query('COMMIT');
-          if (reversed) rows.reverse();
-          return { total, docs: rows.map((row) => toStored<D, unknown>(row)) };
-        },
-        (client) => client.query('ROLLBACK'),
+      // Deeper: from the edge of the page's listing chunk (readmodels/list-chunks.ts), in one statement.
+      const p = params();
+      const rows = await rowsOf<DocRow & { total: number }>(
+        deepPageSql(s, p, collection, facets, offset, limit),
+        p.values,
       );
+      return {
+        total: rows[0]?.total ?? 0,
+        docs: rows.filter((row) => row.id !== null).map((row) => toStored<D, unknown>(row)),
+      };
     },
 
     async count(collection, facets) {
