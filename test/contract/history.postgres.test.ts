@@ -204,3 +204,64 @@ describe('PostgreSQL history: every read is an index range', skipFor(skip), () =
     }
   });
 });
+
+describe('PostgreSQL history: where it starts', skipFor(skip), () => {
+  const C = PROJECTS_COLLECTION;
+  const at = (seq: number) => ({ seq, sortKey: 'k', facet: PROJECT_FACETS.noDossier, doc: { seq } });
+
+  it('a generation whose tables are not made yet holds no history, and reads fail nothing', async () => {
+    const database = await scratchDatabase('pulseboard_history_empty');
+    const store = createPostgresReadStore(database.url);
+    try {
+      const history = store.history!;
+      assert.equal(await history.get(C, 'a', 5), null);
+      assert.deepEqual(await history.list(C, 5, { offset: 0, limit: 10 }), { total: 0, docs: [] });
+      assert.equal(await history.count(C, 5), 0);
+      assert.equal(await history.pointAtSeq(C, 5), null);
+      assert.equal(await history.recordedFrom(C), 0);
+      // Then written: the same reads find it.
+      await store.commit(C, [written('a', [at(1), at(3)])], 3, 0);
+      assert.equal((await history.get(C, 'a', 2))?.json, '{"seq":1}');
+      assert.equal(await history.count(C, 5), 1);
+    } finally {
+      await store.close();
+      await database.drop();
+    }
+  });
+
+  it('tables made beside documents already written record from the checkpoint they had then', async () => {
+    const database = await scratchDatabase('pulseboard_history_late');
+    const first = createPostgresReadStore(database.url);
+    try {
+      await first.commit(C, [written('a', [at(1), at(3)])], 4, 0);
+      assert.equal(await first.history!.recordedFrom(C), 0);
+    } finally {
+      await first.close();
+    }
+    // A store written before the model existed: its history tables are not there.
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      const { rows } = await admin.query<{ name: string }>(
+        "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'pulseboard_g0' AND tablename LIKE 'history%'",
+      );
+      assert.ok(rows.length > 0);
+      await admin.query(`DROP TABLE ${rows.map((r) => `pulseboard_g0.${r.name}`).join(', ')}`);
+    } finally {
+      await admin.end();
+    }
+    const second = createPostgresReadStore(database.url);
+    try {
+      assert.equal(await second.checkpoint(C), 4);
+      const history = second.history!;
+      assert.equal(await history.recordedFrom(C), 4);
+      await second.commit(C, [written('a', [at(6)]), written('b', [at(7)])], 7, 4);
+      assert.equal(await history.recordedFrom(C), 4, 'still, after its first commit');
+      assert.equal((await history.get(C, 'a', 6))?.json, '{"seq":6}');
+      assert.equal(await history.get(C, 'a', 5), null, 'the writes before it are not recorded');
+    } finally {
+      await second.close();
+      await database.drop();
+    }
+  });
+});
