@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { PROJECT_FACETS, PROJECTS_COLLECTION } from '../../projectors/projects.ts';
 import type { ReadStore } from '../../readmodels/port.ts';
 import { createPostgresHistory, type PostgresHistory } from '../../readmodels/postgres/postgres-history.ts';
-import { createPostgresReadStore } from '../../readmodels/postgres/postgres-read-store.ts';
+import { createPool } from '../../readmodels/postgres/postgres-pool.ts';
+import { createPostgresReadStore, postgresReadStoreOn } from '../../readmodels/postgres/postgres-read-store.ts';
 import { postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../support/postgres.ts';
 import { skipFor } from '../support/skip.ts';
 import { historyContract, written } from './history.contract.ts';
@@ -17,21 +18,30 @@ afterAll(async () => {
   for (const database of databases) await database.drop();
 });
 
-historyContract(
-  'postgres',
-  async () => {
-    const database = await scratchDatabase('pulseboard_history');
-    databases.push(database);
-    const store = createPostgresReadStore(database.url);
-    return {
-      store,
-      async dispose() {
-        await store.close();
-      },
-    };
-  },
-  { skip },
-);
+// The second: a replay's new generation (its own schema, commits without waiting for the WAL flush).
+for (const [name, open] of [
+  ['postgres', (url: string) => createPostgresReadStore(url)],
+  [
+    'postgres building a generation',
+    (url: string) => postgresReadStoreOn(createPool(url), 3, { ownsPool: true, build: true }),
+  ],
+] as const) {
+  historyContract(
+    name,
+    async () => {
+      const database = await scratchDatabase('pulseboard_history');
+      databases.push(database);
+      const store = open(database.url);
+      return {
+        store,
+        async dispose() {
+          await store.close();
+        },
+      };
+    },
+    { skip },
+  );
+}
 
 /**
  * The plans PostgreSQL makes of every statement the history reads with, on a board of 2,000 projects
