@@ -200,8 +200,9 @@ export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: 
         const made = await client.query<{ made: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS made`, [
           `${s}.list_chunk_facets`,
         ]);
-        if (made.rows[0]?.made) await history.ensureTables(client);
-        else await runDdl(client, generationTables(schema), () => history.ensureTables(client));
+        // Under the DDL lock either way: two processes making the same tables at once would collide.
+        const ddl = made.rows[0]?.made ? 'SELECT 1' : generationTables(schema);
+        await runDdl(client, ddl, () => history.ensureTables(client));
       },
       (client) => client.query('ROLLBACK'),
     );
