@@ -119,9 +119,18 @@ export function historySql(schema: string) {
     return `SELECT id, sort_key FROM (${each.join(' UNION ALL ')}) AS merged ORDER BY sort_key ${order}, id ${order} ${options.bound}`;
   }
 
+  /** Documents valid at `at` in `facets` (a text[], null for every facet the collection had): one probe per facet. */
+  const countAt = (collection: string, facets: string, at: string) => `SELECT coalesce(sum(c.n), 0)::bigint AS n
+      FROM (SELECT facet FROM ${FACETS} WHERE collection = ${collection} AND ${facets}::text[] IS NULL
+        UNION ALL SELECT DISTINCT facet FROM unnest(${facets}::text[]) AS f (facet)) AS f
+      CROSS JOIN LATERAL (SELECT n FROM ${COUNTS} WHERE collection = ${collection} AND facet = f.facet
+        AND at_seq BETWEEN 0 AND ${at} ORDER BY at_seq DESC LIMIT 1) AS c`;
+
   /** The versions valid at $2 of the placements `placedSql` yields, in its order. */
   const pageOf = (placedSql: string, ascending: boolean) =>
-    `SELECT ${versionColumns('v', 't')} FROM (${placedSql}) AS p
+    // The placement's id and sort key (the version's own): what the page is ordered by, known sorted to an outer query.
+    `SELECT p.id, ${wholeText('v', 't')} AS doc, v.valid_from AS seq, v.written_at, p.sort_key, v.facet
+      FROM (${placedSql}) AS p
       CROSS JOIN LATERAL (${validAt('$1', 'p.id', '$2')}) AS v ${sharedJoin('v', 't')}
       ORDER BY p.sort_key ${ascending ? 'ASC' : 'DESC'}, p.id ${ascending ? 'ASC' : 'DESC'}`;
 
@@ -146,11 +155,7 @@ export function historySql(schema: string) {
     getMany: `SELECT ${versionColumns('v', 't')} FROM unnest($2::text[]) AS wanted (id)
       CROSS JOIN LATERAL (${validAt('$1', 'wanted.id', '$3')}) AS v ${sharedJoin('v', 't')}`,
     /** $1 collection, $2 facets (null: every facet the collection had), $3 at. One probe per facet. */
-    count: `SELECT coalesce(sum(c.n), 0)::bigint AS n
-      FROM (SELECT facet FROM ${FACETS} WHERE collection = $1 AND $2::text[] IS NULL
-        UNION ALL SELECT DISTINCT facet FROM unnest($2::text[]) AS f (facet)) AS f
-      CROSS JOIN LATERAL (SELECT n FROM ${COUNTS} WHERE collection = $1 AND facet = f.facet
-        AND at_seq BETWEEN 0 AND $3 ORDER BY at_seq DESC LIMIT 1) AS c`,
+    count: countAt('$1', '$2', '$3'),
     /** $1 collection, $2 seq. */
     pointAtSeq: `SELECT valid_from, written_at FROM ${VERSIONS} WHERE collection = $1 AND valid_from BETWEEN 0 AND $2
       ORDER BY valid_from DESC, id DESC LIMIT 1`,
@@ -168,6 +173,23 @@ export function historySql(schema: string) {
         }),
         ascending,
       ),
+    /**
+     * $1 collection, $2 at, $3 offset, $4 limit, then the facets, then the facets as a text[] (or null).
+     * A page walked from the front with the total beside each row: one statement, so one snapshot.
+     */
+    listFront: (facets: readonly string[] | undefined, params: unknown[]) => {
+      const page = placed(facets, {
+        ascending: false,
+        after: false,
+        bound: 'OFFSET $3 LIMIT $4',
+        eachBound: 'LIMIT $3::bigint + $4::bigint',
+        params,
+      });
+      params.push(facets === undefined ? null : [...new Set(facets)]);
+      return `SELECT page.*, total.n AS total FROM (${pageOf(page, false)}) AS page
+        CROSS JOIN (${countAt('$1', `$${params.length}`, '$2')}) AS total
+        ORDER BY page.sort_key DESC, page.id DESC`;
+    },
     /** $1 collection, $2 at, $3 limit, [$4 sort key, $5 id when `after`], then the facets. */
     scan: (facets: readonly string[] | undefined, after: boolean, params: unknown[]) =>
       pageOf(placed(facets, { ascending: false, after, bound: 'LIMIT $3', eachBound: 'LIMIT $3', params }), false),

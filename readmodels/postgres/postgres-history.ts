@@ -61,6 +61,9 @@ const pageBound = (n: number): number => {
   return n;
 };
 
+/** Offsets below which a page is walked from the front in one statement, without its total first. */
+const NEAR_FRONT = 1000;
+
 /** SQLSTATE undefined_table: a generation whose tables its store has not made yet holds no history. */
 const UNDEFINED_TABLE = '42P01';
 const notMadeYet = (error: unknown) => error instanceof pg.DatabaseError && error.code === UNDEFINED_TABLE;
@@ -256,7 +259,19 @@ export function createPostgresHistory(pool: pg.Pool, schema: string): PostgresHi
       const wanted = pageBound(query.limit);
       const none = (): ListPage<D> => ({ total: 0, docs: [] });
       if (at < 0) return none();
-      // The total and the rows from one snapshot (as the live board's), the page walked from the nearer end.
+      if (query.facets !== undefined && query.facets.length === 0) return none();
+      // The total and the rows from one snapshot (as the live board's). A page near the front is one
+      // statement; deeper, or past the end, the total first and then the page walked from the nearer end.
+      if (offset < NEAR_FRONT && wanted > 0) {
+        const params: unknown[] = [collection, position(at), offset, wanted];
+        const rows = await read(
+          async (client) =>
+            (await client.query<ReadRow & { total: number | string }>(sql.listFront(query.facets, params), params))
+              .rows,
+          () => [],
+        );
+        if (rows.length > 0) return { total: Number(rows[0]!.total), docs: rows.map((row) => toVersion<D>(row)) };
+      }
       return inSnapshot(async (client) => {
         const total = await countAt(client, collection, at, query.facets);
         const limit = Math.max(0, Math.min(wanted, total - offset));
