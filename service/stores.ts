@@ -51,6 +51,7 @@ export type ProjectionLimits = Required<Pick<RunnerOptions, 'batchSize' | 'maxPe
  * documents (and the runner's default share of the heap).
  */
 export function projectionLimits(config: Config, purpose: 'live' | 'replay'): ProjectionLimits {
+  if (config.POSTGRES_URL !== undefined) return purpose === 'live' ? POSTGRES_LIVE_LIMITS : POSTGRES_REPLAY_LIMITS;
   if (config.MONGODB_URL !== undefined)
     return purpose === 'live'
       ? { batchSize: 10_000, maxPendingDocs: 5_000 }
@@ -61,13 +62,27 @@ export function projectionLimits(config: Config, purpose: 'live' | 'replay'): Pr
 export const EMBEDDED_LIMITS: ProjectionLimits = { batchSize: 10_000_000, maxPendingDocs: 500_000, maxHeapShare: 0.7 };
 
 /**
- * Where the configuration keeps read-model generations: MongoDB when MONGODB_URL is set (its driver
- * loaded only then), else the data directory.
+ * PostgreSQL: a commit is one transaction of about a dozen statements whatever its size, each batch-wide
+ * one a multi-row statement over arrays (postgres-commit.ts): past a few thousand documents those round
+ * trips are a small share of the commit, while its arrays (every document's text, in this process and
+ * in the server) grow with it, and a live commit holds its collection's checkpoint row while it writes.
+ * So the same sizes as MongoDB's: a live commit of at most 5,000 documents, a replay's of 10,000.
+ */
+const POSTGRES_LIVE_LIMITS: ProjectionLimits = { batchSize: 10_000, maxPendingDocs: 5_000 };
+const POSTGRES_REPLAY_LIMITS: ProjectionLimits = { batchSize: 20_000, maxPendingDocs: 10_000 };
+
+/**
+ * Where the configuration keeps read-model generations: PostgreSQL when POSTGRES_URL is set, MongoDB
+ * when MONGODB_URL is (each driver loaded only then), else the data directory.
  */
 export async function openGenerationSpace(
   config: Config,
   options: Pick<StoreOptions, 'sqliteCacheKiB'> = {},
 ): Promise<GenerationSpace> {
+  if (config.POSTGRES_URL !== undefined) {
+    const { createPostgresGenerationSpace } = await import('../readmodels/postgres/postgres-generations.ts');
+    return createPostgresGenerationSpace(config.POSTGRES_URL);
+  }
   if (config.MONGODB_URL !== undefined) {
     const { createMongoGenerationSpace } = await import('../readmodels/mongodb/mongodb-generations.ts');
     return createMongoGenerationSpace(config.MONGODB_URL);

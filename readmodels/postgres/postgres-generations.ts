@@ -1,0 +1,312 @@
+/**
+ * The generation space on PostgreSQL: generation N's tables are schema `pulseboard_g<N>`
+ * (postgres-schema.ts), made by its first use and dropped whole by `remove(N)`. Schema `pulseboard`
+ * holds the rest:
+ * - `pointer`: the live generation and a stamp bumped at every switch; a switch is one conditional UPDATE.
+ * - `replay_lock`: a lease {holder, host, pid, expires_at} the replay renews every third of its length,
+ *   and a fencing token bumped at every acquire (kept after release). A lease that ran out, or whose
+ *   process on this host is gone, is taken over with a compare-and-set on the token it had. While this
+ *   space holds the lock, what it does for the replay is fenced by that token, checked in the same
+ *   transaction under FOR SHARE (so a takeover waits for it, and whatever follows a takeover is refused):
+ *   every commit of a build store it opened, the pointer switch, and `remove`.
+ * - `users`: which generations each serving process or projector uses and when it last said so. A
+ *   dropped schema fails the reads of whoever still reads it, so a replay removes the old generation
+ *   only once no announcement younger than `staleMs` names it. Times are each process's own clock.
+ * Commits are announced by NOTIFY; `commitFeed` LISTENs (postgres-commit-feed.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type pg from 'pg';
+import type { GenerationSpace, PointerRead, ReplayLock } from '../generations/port.ts';
+import type { Fence } from './postgres-commit.ts';
+import { postgresCommitFeed } from './postgres-commit-feed.ts';
+import { createPool, quoteIdent, withClient } from './postgres-pool.ts';
+import { postgresReadStoreOn } from './postgres-read-store.ts';
+import {
+  DDL_LOCK,
+  GENERATION_SCHEMA_PATTERN,
+  generationOfSchema,
+  generationSchema,
+  runDdl,
+  SPACE_SCHEMA,
+  SPACE_TABLES,
+} from './postgres-schema.ts';
+
+export type PostgresGenerationOptions = {
+  /** Length of the replay lock's lease (renewed while the replay runs). */
+  leaseMs?: number;
+  /** An announcement older than this no longer keeps a generation in use. */
+  staleMs?: number;
+  /** An unchanged announcement is written again at most this often. */
+  announceEveryMs?: number;
+  clock?: () => number;
+};
+
+const POINTER = `${SPACE_SCHEMA}.pointer`;
+const LOCK = `${SPACE_SCHEMA}.replay_lock`;
+const USERS = `${SPACE_SCHEMA}.users`;
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+type LockRow = {
+  token: number;
+  holder: string | null;
+  host: string | null;
+  pid: number | null;
+  expires_at: number | null;
+};
+
+/** Inside a transaction on `client`: whether `fence` is still the lock's holder and token (held FOR SHARE until it ends). */
+async function fenceHolds(client: pg.ClientBase, fence: Fence): Promise<boolean> {
+  const held = await client.query(`SELECT 1 FROM ${LOCK} WHERE id = 1 AND holder = $1 AND token = $2 FOR SHARE`, [
+    fence.holder,
+    fence.token,
+  ]);
+  return held.rowCount === 1;
+}
+
+export function createPostgresGenerationSpace(url: string, options: PostgresGenerationOptions = {}): GenerationSpace {
+  const leaseMs = options.leaseMs ?? 30_000;
+  const staleMs = options.staleMs ?? 10_000;
+  const announceEveryMs = options.announceEveryMs ?? 1_000;
+  const clock = options.clock ?? Date.now;
+  const pool = createPool(url);
+  const announced = new Map<string, { generations: string; at: number }>();
+  /** The lock this space holds now, if any: what its builds, switch and removals are fenced by. */
+  let fence: Fence | undefined;
+  let ready: Promise<void> | undefined;
+  const renewals = new Set<ReturnType<typeof setInterval>>();
+
+  function ensure(): Promise<void> {
+    ready ??= withClient(
+      pool,
+      async (client) => {
+        const made = await client.query<{ made: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS made`, [USERS]);
+        if (!made.rows[0]?.made) await runDdl(client, SPACE_TABLES);
+      },
+      (client) => client.query('ROLLBACK'),
+    );
+    ready.catch(() => {
+      ready = undefined;
+    });
+    return ready;
+  }
+
+  async function rows<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
+    await ensure();
+    return withClient(pool, async (client) => (await client.query<R>(text, values)).rows);
+  }
+
+  /** `work` in a transaction that first checks, while this space holds the lock, that it still does. */
+  async function fenced<T>(
+    work: (client: pg.ClientBase) => Promise<T>,
+  ): Promise<{ ok: true; value: T } | { ok: false; lost: Fence }> {
+    await ensure();
+    const held = fence;
+    return withClient(
+      pool,
+      async (client) => {
+        await client.query('BEGIN');
+        if (held && !(await fenceHolds(client, held))) {
+          await client.query('ROLLBACK');
+          return { ok: false as const, lost: held };
+        }
+        const value = await work(client);
+        await client.query('COMMIT');
+        return { ok: true as const, value };
+      },
+      (client) => client.query('ROLLBACK'),
+    );
+  }
+
+  async function generations(): Promise<number[]> {
+    const found = await rows<{ nspname: string }>(`SELECT nspname FROM pg_namespace WHERE nspname ~ $1`, [
+      GENERATION_SCHEMA_PATTERN,
+    ]);
+    return found
+      .map((row) => generationOfSchema(row.nspname))
+      .filter((g): g is number => g !== null)
+      .sort((a, b) => a - b);
+  }
+
+  async function readPointer(): Promise<PointerRead> {
+    const [row] = await rows<{ generation: number }>(`SELECT generation FROM ${POINTER} WHERE id = 1`);
+    return { ok: true, generation: row?.generation ?? 0 };
+  }
+
+  async function acquireReplayLock(): Promise<ReplayLock> {
+    const holder = randomUUID();
+    const host = hostname();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const [current] = await rows<LockRow>(`SELECT token, holder, host, pid, expires_at FROM ${LOCK} WHERE id = 1`);
+      if (!current) throw new Error(`${LOCK} has no row`);
+      if (current.holder !== null) {
+        const expired = current.expires_at === null || current.expires_at <= clock();
+        const deadHere =
+          current.host === host && current.pid !== null && current.pid !== process.pid && !processAlive(current.pid);
+        if (!expired && !deadHere) {
+          return {
+            ok: false,
+            reason: `another replay is running (pid ${String(current.pid)} on ${String(current.host)}); if it was killed, its lock lapses at ${new Date(current.expires_at!).toISOString()}`,
+          };
+        }
+      }
+      // A compare-and-set on the token seen: of two takers, one wins; the token moves on either way.
+      const [taken] = await rows<{ token: number }>(
+        `UPDATE ${LOCK} SET token = token + 1, holder = $2, host = $3, pid = $4, expires_at = $5
+         WHERE id = 1 AND token = $1 RETURNING token`,
+        [current.token, holder, host, process.pid, clock() + leaseMs],
+      );
+      if (!taken) continue;
+      const mine: Fence = { holder, token: taken.token };
+      fence = mine;
+
+      let lost = false;
+      const renew = setInterval(
+        () => {
+          withClient(pool, (client) =>
+            client.query(`UPDATE ${LOCK} SET expires_at = $3 WHERE id = 1 AND holder = $1 AND token = $2`, [
+              mine.holder,
+              mine.token,
+              clock() + leaseMs,
+            ]),
+          ).then(
+            (result) => {
+              if (result.rowCount === 0) lost = true;
+            },
+            () => undefined, // a missed renewal is caught by held() before the switch
+          );
+        },
+        Math.max(1, Math.floor(leaseMs / 3)),
+      );
+      renewals.add(renew);
+      renew.unref();
+      return {
+        ok: true,
+        async held() {
+          if (lost) return false;
+          const [row] = await rows<LockRow>(`SELECT token, holder, expires_at FROM ${LOCK} WHERE id = 1`);
+          return row?.holder === mine.holder && row.token === mine.token && (row.expires_at ?? 0) > clock();
+        },
+        async release() {
+          clearInterval(renew);
+          renewals.delete(renew);
+          if (fence === mine) fence = undefined;
+          await rows(
+            `UPDATE ${LOCK} SET holder = NULL, host = NULL, pid = NULL, expires_at = NULL
+             WHERE id = 1 AND holder = $1 AND token = $2`,
+            [mine.holder, mine.token],
+          );
+        },
+      };
+    }
+    return { ok: false, reason: `could not take the replay lock in ${LOCK}; try again` };
+  }
+
+  return {
+    label: (generation) => `schema ${generationSchema(generation)}`,
+    pointerLabel: `the row of ${POINTER}`,
+    readPointer,
+
+    async pointerStamp() {
+      const [row] = await rows<{ generation: number; stamp: number }>(
+        `SELECT generation, stamp FROM ${POINTER} WHERE id = 1`,
+      );
+      return row ? `${row.generation}:${row.stamp}` : 'absent';
+    },
+
+    async switchPointer(expected, next) {
+      const switched = await fenced(
+        async (client) =>
+          (
+            await client.query(
+              `UPDATE ${POINTER} SET generation = $2, stamp = stamp + 1 WHERE id = 1 AND generation = $1`,
+              [expected, next],
+            )
+          ).rowCount === 1,
+      );
+      if (!switched.ok) {
+        return {
+          ok: false,
+          reason: `the replay lock (fencing token ${switched.lost.token}) was taken over by another replay`,
+        };
+      }
+      if (switched.value) return { ok: true };
+      const current = await readPointer();
+      return {
+        ok: false,
+        reason: `the live generation is ${current.ok ? current.generation : 'unreadable'}, not ${expected}`,
+      };
+    },
+
+    list: generations,
+    exists: async (generation) =>
+      (await rows(`SELECT 1 FROM pg_namespace WHERE nspname = $1`, [generationSchema(generation)])).length > 0,
+
+    open(generation, purpose) {
+      const build = purpose === 'build';
+      return postgresReadStoreOn(pool, generation, {
+        ownsPool: false,
+        build,
+        ...(build && fence ? { fence } : {}),
+      });
+    },
+
+    commitFeed: () => postgresCommitFeed(url),
+
+    async remove(generation) {
+      const removed = await fenced(async (client) => {
+        // The DDL lock: a store making this generation's tables at this moment finishes first.
+        await client.query(`SELECT pg_advisory_xact_lock(${DDL_LOCK})`);
+        await client.query(`DROP SCHEMA IF EXISTS ${quoteIdent(generationSchema(generation))} CASCADE`);
+      });
+      if (!removed.ok) {
+        throw new Error(
+          `the replay lock (fencing token ${removed.lost.token}) was taken over by another replay: ${generationSchema(generation)} is left to it`,
+        );
+      }
+    },
+
+    acquireReplayLock,
+    removalDisturbsUsers: true,
+
+    async announce(instance, generations) {
+      const now = clock();
+      const key = generations.join(',');
+      const last = announced.get(instance);
+      if (last && last.generations === key && now - last.at < announceEveryMs) return;
+      await rows(
+        `INSERT INTO ${USERS} (instance, generations, at) VALUES ($1, $2::integer[], $3)
+         ON CONFLICT (instance) DO UPDATE SET generations = excluded.generations, at = excluded.at`,
+        [instance, [...generations], now],
+      );
+      announced.set(instance, { generations: key, at: now });
+    },
+
+    async withdraw(instance) {
+      announced.delete(instance);
+      await rows(`DELETE FROM ${USERS} WHERE instance = $1`, [instance]);
+    },
+
+    async inUse(generation) {
+      const found = await rows(`SELECT 1 FROM ${USERS} WHERE $1 = ANY(generations) AND at > $2 LIMIT 1`, [
+        generation,
+        clock() - staleMs,
+      ]);
+      return found.length > 0;
+    },
+
+    async close() {
+      for (const renew of renewals) clearInterval(renew);
+      renewals.clear();
+      await pool.end();
+    },
+  };
+}
