@@ -12,6 +12,7 @@
  */
 import type pg from 'pg';
 import type { CommitOutcome, DocWrite } from '../port.ts';
+import { ReplayFencedError } from '../generations/port.ts';
 import type { PostgresHistory } from './postgres-history.ts';
 import { applyMoves, type RowMove } from './postgres-list-chunks.ts';
 import { quoteIdent } from './postgres-pool.ts';
@@ -23,11 +24,16 @@ export const COMMIT_CHANNEL = 'pulseboard_commits';
 /** What a commit's NOTIFY carries. */
 export type CommitNotice = { generation: number; collection: string; checkpoint: number };
 
-/** A replay's build writes only while its lock is still the one it took (the fencing token). */
-export type Fence = { holder: string; token: number };
+/** A replay's build writes only while its lock is still the one it took: the lock's fencing token. */
+export type Fence = number;
 
-export class FencedOffError extends Error {
-  override name = 'FencedOffError';
+/** Inside a transaction: whether `fence` is the held lock's token (FOR SHARE: a takeover waits for the transaction). */
+export async function fenceHolds(client: pg.ClientBase, fence: Fence): Promise<boolean> {
+  const held = await client.query(
+    `SELECT 1 FROM ${SPACE_SCHEMA}.replay_lock WHERE id = 1 AND token = $1 AND holder IS NOT NULL FOR SHARE`,
+    [fence],
+  );
+  return held.rowCount === 1;
 }
 
 type Row = {
@@ -92,18 +98,7 @@ export async function commitOn(
   const s = quoteIdent(request.schema);
   await client.query('BEGIN');
   if (request.build) await client.query('SET LOCAL synchronous_commit = off');
-  if (request.fence) {
-    // FOR SHARE: a takeover of the lock waits until this commit ends, so it can never land after one.
-    const held = await client.query(
-      `SELECT 1 FROM ${SPACE_SCHEMA}.replay_lock WHERE id = 1 AND holder = $1 AND token = $2 FOR SHARE`,
-      [request.fence.holder, request.fence.token],
-    );
-    if (held.rowCount !== 1) {
-      throw new FencedOffError(
-        `the replay lock (fencing token ${request.fence.token}) was taken over: generation ${request.generation} is not written`,
-      );
-    }
-  }
+  if (request.fence !== undefined && !(await fenceHolds(client, request.fence))) throw new ReplayFencedError();
   await client.query(
     `WITH first_chunk AS (
        INSERT INTO ${s}.list_chunks (collection, start_key, start_id, total) VALUES ($1, '', '', 0) ON CONFLICT DO NOTHING

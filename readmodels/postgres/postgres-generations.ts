@@ -5,10 +5,9 @@
  * - `pointer`: the live generation and a stamp bumped at every switch; a switch is one conditional UPDATE.
  * - `replay_lock`: a lease {holder, host, pid, expires_at} the replay renews every third of its length,
  *   and a fencing token bumped at every acquire (kept after release). A lease that ran out, or whose
- *   process on this host is gone, is taken over with a compare-and-set on the token it had. While this
- *   space holds the lock, what it does for the replay is fenced by that token, checked in the same
- *   transaction under FOR SHARE (so a takeover waits for it, and whatever follows a takeover is refused):
- *   every commit of a build store it opened, the pointer switch, and `remove`.
+ *   process on this host is gone, is taken over with a compare-and-set on the token it had. The token is
+ *   the lock's fence: a build commit, the pointer switch and `remove` that name it check it in their own
+ *   transaction under FOR SHARE, so a takeover waits for them and whatever follows a takeover is refused.
  * - `users`: which generations each serving process or projector uses and when it last said so. A
  *   dropped schema fails the reads of whoever still reads it, so a replay removes the old generation
  *   only once no announcement younger than `staleMs` names it. Times are each process's own clock.
@@ -17,8 +16,8 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
-import type { GenerationSpace, PointerRead, ReplayLock } from '../generations/port.ts';
-import type { Fence } from './postgres-commit.ts';
+import { fencedRefusal, type GenerationSpace, type PointerRead, type ReplayLock } from '../generations/port.ts';
+import { fenceHolds, type Fence } from './postgres-commit.ts';
 import { postgresCommitFeed } from './postgres-commit-feed.ts';
 import { createPool, quoteIdent, withClient } from './postgres-pool.ts';
 import { postgresReadStoreOn } from './postgres-read-store.ts';
@@ -63,15 +62,6 @@ type LockRow = {
   expires_at: number | null;
 };
 
-/** Inside a transaction on `client`: whether `fence` is still the lock's holder and token (held FOR SHARE until it ends). */
-async function fenceHolds(client: pg.ClientBase, fence: Fence): Promise<boolean> {
-  const held = await client.query(`SELECT 1 FROM ${LOCK} WHERE id = 1 AND holder = $1 AND token = $2 FOR SHARE`, [
-    fence.holder,
-    fence.token,
-  ]);
-  return held.rowCount === 1;
-}
-
 export function createPostgresGenerationSpace(url: string, options: PostgresGenerationOptions = {}): GenerationSpace {
   const leaseMs = options.leaseMs ?? 30_000;
   const staleMs = options.staleMs ?? 10_000;
@@ -79,8 +69,6 @@ export function createPostgresGenerationSpace(url: string, options: PostgresGene
   const clock = options.clock ?? Date.now;
   const pool = createPool(url);
   const announced = new Map<string, { generations: string; at: number }>();
-  /** The lock this space holds now, if any: what its builds, switch and removals are fenced by. */
-  let fence: Fence | undefined;
   let ready: Promise<void> | undefined;
   const renewals = new Set<ReturnType<typeof setInterval>>();
 
@@ -104,23 +92,20 @@ export function createPostgresGenerationSpace(url: string, options: PostgresGene
     return withClient(pool, async (client) => (await client.query<R>(text, values)).rows);
   }
 
-  /** `work` in a transaction that first checks, while this space holds the lock, that it still does. */
-  async function fenced<T>(
-    work: (client: pg.ClientBase) => Promise<T>,
-  ): Promise<{ ok: true; value: T } | { ok: false; lost: Fence }> {
+  /** `work` in a transaction that first checks, when a replay names its fence, that its lock is still the newest. */
+  async function fenced<T>(fence: Fence | undefined, work: (client: pg.ClientBase) => Promise<T>) {
     await ensure();
-    const held = fence;
     return withClient(
       pool,
-      async (client) => {
+      async (client): Promise<{ ok: true; value: T } | { ok: false }> => {
         await client.query('BEGIN');
-        if (held && !(await fenceHolds(client, held))) {
+        if (fence !== undefined && !(await fenceHolds(client, fence))) {
           await client.query('ROLLBACK');
-          return { ok: false as const, lost: held };
+          return { ok: false };
         }
         const value = await work(client);
         await client.query('COMMIT');
-        return { ok: true as const, value };
+        return { ok: true, value };
       },
       (client) => client.query('ROLLBACK'),
     );
@@ -165,8 +150,7 @@ export function createPostgresGenerationSpace(url: string, options: PostgresGene
         [current.token, holder, host, process.pid, clock() + leaseMs],
       );
       if (!taken) continue;
-      const mine: Fence = { holder, token: taken.token };
-      fence = mine;
+      const mine = { holder, token: taken.token };
 
       let lost = false;
       const renew = setInterval(
@@ -190,6 +174,7 @@ export function createPostgresGenerationSpace(url: string, options: PostgresGene
       renew.unref();
       return {
         ok: true,
+        fence: mine.token,
         async held() {
           if (lost) return false;
           const [row] = await rows<LockRow>(`SELECT token, holder, expires_at FROM ${LOCK} WHERE id = 1`);
@@ -198,7 +183,6 @@ export function createPostgresGenerationSpace(url: string, options: PostgresGene
         async release() {
           clearInterval(renew);
           renewals.delete(renew);
-          if (fence === mine) fence = undefined;
           await rows(
             `UPDATE ${LOCK} SET holder = NULL, host = NULL, pid = NULL, expires_at = NULL
              WHERE id = 1 AND holder = $1 AND token = $2`,
@@ -222,8 +206,9 @@ export function createPostgresGenerationSpace(url: string, options: PostgresGene
       return row ? `${row.generation}:${row.stamp}` : 'absent';
     },
 
-    async switchPointer(expected, next) {
+    async switchPointer(expected, next, fence) {
       const switched = await fenced(
+        fence,
         async (client) =>
           (
             await client.query(
@@ -232,12 +217,7 @@ export function createPostgresGenerationSpace(url: string, options: PostgresGene
             )
           ).rowCount === 1,
       );
-      if (!switched.ok) {
-        return {
-          ok: false,
-          reason: `the replay lock (fencing token ${switched.lost.token}) was taken over by another replay`,
-        };
-      }
+      if (!switched.ok) return fencedRefusal;
       if (switched.value) return { ok: true };
       const current = await readPointer();
       return {
@@ -250,28 +230,24 @@ export function createPostgresGenerationSpace(url: string, options: PostgresGene
     exists: async (generation) =>
       (await rows(`SELECT 1 FROM pg_namespace WHERE nspname = $1`, [generationSchema(generation)])).length > 0,
 
-    open(generation, purpose) {
+    open(generation, purpose, fence) {
       const build = purpose === 'build';
       return postgresReadStoreOn(pool, generation, {
         ownsPool: false,
         build,
-        ...(build && fence ? { fence } : {}),
+        ...(build && fence !== undefined ? { fence } : {}),
       });
     },
 
     commitFeed: () => postgresCommitFeed(url),
 
-    async remove(generation) {
-      const removed = await fenced(async (client) => {
+    async remove(generation, fence) {
+      const removed = await fenced(fence, async (client) => {
         // The DDL lock: a store making this generation's tables at this moment finishes first.
         await client.query(`SELECT pg_advisory_xact_lock(${DDL_LOCK})`);
         await client.query(`DROP SCHEMA IF EXISTS ${quoteIdent(generationSchema(generation))} CASCADE`);
       });
-      if (!removed.ok) {
-        throw new Error(
-          `the replay lock (fencing token ${removed.lost.token}) was taken over by another replay: ${generationSchema(generation)} is left to it`,
-        );
-      }
+      return removed.ok ? { ok: true } : fencedRefusal;
     },
 
     acquireReplayLock,

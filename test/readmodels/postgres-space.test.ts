@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createCommitSignals } from '../../readmodels/commit-signal.ts';
 import type { DocWrite } from '../../readmodels/port.ts';
+import { ReplayFencedError } from '../../readmodels/generations/port.ts';
 import { createPostgresGenerationSpace } from '../../readmodels/postgres/postgres-generations.ts';
 import { createPostgresReadStore } from '../../readmodels/postgres/postgres-read-store.ts';
 import { isStoreUnavailable } from '../../service/store-failures.ts';
@@ -54,7 +55,7 @@ describe('PostgreSQL generation space', () => {
       try {
         const first = await stalled.acquireReplayLock();
         assert.ok(first.ok);
-        const build = stalled.open(1, 'build');
+        const build = stalled.open(1, 'build', first.fence);
         assert.deepEqual(await build.commit('projects', [doc('a', 1)], 1, 0), { ok: true });
 
         // The first replay stalls past its lease; a second one takes the lock over.
@@ -63,22 +64,22 @@ describe('PostgreSQL generation space', () => {
         assert.ok(second.ok, second.ok ? '' : second.reason);
         assert.equal(await first.held(), false);
 
-        await assert.rejects(build.commit('projects', [doc('b', 2)], 2, 1), /fencing token/);
+        await assert.rejects(build.commit('projects', [doc('b', 2)], 2, 1), ReplayFencedError);
         assert.equal(await build.checkpoint('projects'), 1, 'the fenced commit wrote nothing');
-        const switched = await stalled.switchPointer(0, 1);
+        const switched = await stalled.switchPointer(0, 1, first.fence);
         assert.equal(switched.ok, false);
-        assert.match(switched.ok ? '' : switched.reason, /fencing token/);
-        await assert.rejects(stalled.remove(1), /fencing token/);
+        assert.match(switched.ok ? '' : switched.reason, /taken over/);
+        assert.equal((await stalled.remove(1, first.fence)).ok, false);
         assert.deepEqual(await other.list(), [1], 'the fenced removal left the generation');
         assert.deepEqual(await other.readPointer(), { ok: true, generation: 0 });
 
         // The new holder's own build, switch and removal go through.
-        const own = other.open(1, 'build');
+        const own = other.open(1, 'build', second.fence);
         assert.deepEqual(await own.commit('projects', [doc('b', 2)], 2, 1), { ok: true });
         await own.close();
         await build.close();
-        assert.deepEqual(await other.switchPointer(0, 1), { ok: true });
-        await other.remove(0);
+        assert.deepEqual(await other.switchPointer(0, 1, second.fence), { ok: true });
+        assert.deepEqual(await other.remove(0, second.fence), { ok: true });
         await second.release();
         await first.release();
       } finally {
