@@ -7,6 +7,19 @@
  */
 import { defineConfig } from 'vitest/config';
 
+/** The suites that read through the service on either engine, run again on PostgreSQL. */
+const POSTGRES_SUITES = [
+  'test/api/**/*.test.ts',
+  'test/calls/**/*.test.ts',
+  'test/search/**/*.test.ts',
+  'test/pulse/**/*.test.ts',
+  'test/asks/**/*.test.ts',
+  'test/live/**/*.test.ts',
+  'test/history/history-api.test.ts',
+  'test/history/change-stream.test.ts',
+  'test/replay/as-of.test.ts',
+];
+
 export default defineConfig(({ mode }) => {
   const table = mode === 'coverage';
   return {
@@ -18,6 +31,15 @@ export default defineConfig(({ mode }) => {
       maxWorkers: 2,
       isolate: true,
       execArgv: ['--disable-warning=ExperimentalWarning'],
+      // The acceptance suites run twice: on the embedded default, and on PostgreSQL (the harness then
+      // gives each test a database of its own, test/support/harness.ts).
+      projects: [
+        { extends: true, test: { name: 'embedded' } },
+        {
+          extends: true,
+          test: { name: 'postgres', include: POSTGRES_SUITES, env: { PULSEBOARD_TEST_ENGINE: 'postgres' } },
+        },
+      ],
       testTimeout: 300_000,
       hookTimeout: 300_000,
       // A test's console output (request logs, progress lines) is shown only when it fails.
