@@ -18,9 +18,9 @@ import {
   type ProjectContext,
   type SyncPage,
 } from '../readmodels/schemas.ts';
-import type { Access } from './access.ts';
+import type { Access, HeldKeys, KeyHold } from './access.ts';
 import type { Caller } from './caller.ts';
-import type { CommitWatch } from './commit-watch.ts';
+import type { CommitWatch, WaitOutcome } from './commit-watch.ts';
 import { isoClock } from './clock.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { echoed, errors, fail, ok, type Result } from './errors.ts';
@@ -111,14 +111,19 @@ export function shownContext(
   };
 }
 
-/** A long-poll ends early when this aborts (the client went away). */
-export type WaitOptions = { signal?: AbortSignal };
+/**
+ * A long-poll ends early when `signal` aborts (the client went away). `authorization`: the credential
+ * the request was admitted with, checked again while it waits and before it answers after a wait.
+ */
+export type WaitOptions = { signal?: AbortSignal; authorization?: string | undefined };
 
 export type ProjectsDeps = {
   log: EventLog;
   store: ReadStore;
   access: Access;
   commits?: CommitWatch;
+  /** Re-checks the key of a held long-poll; without it a long-poll is not checked after admission (tests). */
+  keys?: HeldKeys;
   now?: () => Date;
   /**
    * Rendered bodies of the reads that depend on the projects read model and the query alone (board
@@ -131,7 +136,7 @@ export type ProjectsDeps = {
 };
 
 export function createProjectsService(deps: ProjectsDeps): ProjectsService {
-  const { log, store, access, commits, bodies } = deps;
+  const { log, store, access, commits, bodies, keys } = deps;
   const readAtNow = isoClock(deps.now);
   const generation = deps.generation ?? (() => 0);
   // An event log's archive id is stable across calls and connections (the log contract): read once.
@@ -307,15 +312,28 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     const deadline = performance.now() + (q.wait ?? 0) * 1000;
     let read: DeltaRead;
     let readAt: string;
-    for (;;) {
-      readAt = readAtNow();
-      read = await sharedDelta(from, q.has_dossier, limit);
-      const remaining = deadline - performance.now();
-      if (read.rows.length > 0 || read.hasMore || remaining <= 0 || !commits) break;
-      // A commit past the high-water mark may hold no row this filter serves: then read and wait again.
-      const signal = options.signal;
-      const outcome = await commits.waitPast(read.upToSeq, { timeoutMs: remaining, ...(signal ? { signal } : {}) });
-      if (outcome !== 'passed') break;
+    // Held only once it waits: the key was checked at admission, and a page answered at once needs no other check.
+    let hold: KeyHold | undefined;
+    let outcome: WaitOutcome | undefined;
+    try {
+      for (;;) {
+        readAt = readAtNow();
+        read = await sharedDelta(from, q.has_dossier, limit);
+        const remaining = deadline - performance.now();
+        if (read.rows.length > 0 || read.hasMore || remaining <= 0 || !commits) break;
+        if (keys && options.authorization !== undefined) hold ??= keys.hold(options.authorization);
+        // A commit past the high-water mark may hold no row this filter serves: then read and wait again.
+        const signals = [options.signal, hold?.revoked].filter((s): s is AbortSignal => s !== undefined);
+        const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+        outcome = await commits.waitPast(read.upToSeq, { timeoutMs: remaining, ...(signal ? { signal } : {}) });
+        if (outcome !== 'passed') break;
+      }
+      // A key revoked or expired while the request waited gets nothing written meanwhile (at shutdown the
+      // page is the empty one read before the wait, and the key store may be closing).
+      if (hold && (hold.revoked.aborted || (outcome !== 'closed' && !(await hold.check()))))
+        return fail(errors.unauthorized());
+    } finally {
+      hold?.release();
     }
     const cursor = cursorAt(from, read.position);
     const page = jsonBody<SyncPage, 'projects'>({
