@@ -31,7 +31,7 @@ export function projectOperations(services: Services): RestOperation[] {
         },
       },
       errors: {
-        400: 'Invalid parameter, page combined with since/cursor, limit in page mode, or a cursor that does not decode or carries other filters',
+        400: 'Invalid parameter, page combined with since/cursor, limit in page mode, or a cursor (or asOf given as a cursor) that does not decode, carries other filters, or names a position past the event log',
         409: 'The cursor (or asOf given as a cursor) was issued by a different archive; start again from since',
         503: 'asOf or include=changes: the read store keeps no complete history (run pulseboard replay), or the cursor names a point not applied yet',
       },
@@ -57,7 +57,7 @@ export function projectOperations(services: Services): RestOperation[] {
         },
       },
       errors: {
-        400: 'Invalid parameter; none of cursor, since and Last-Event-ID; or a cursor that does not decode or carries another has_dossier',
+        400: 'Invalid parameter; none of cursor, since and Last-Event-ID; or a cursor that does not decode, carries another has_dossier, or names a position past the event log',
         409: 'The cursor was issued by a different archive; start again from since',
         429: 'Rate limit exceeded, or 2 streams of this key are open already',
         503: 'The service is shutting down; reconnect shortly; or include=changes on a read store without a complete history',
