@@ -23,7 +23,7 @@ import type { Access } from './access.ts';
 import type { Caller } from './caller.ts';
 import { isoClock } from './clock.ts';
 import { createLogHead, decodeCursor, encodeCursor, type LogHead } from './cursor.ts';
-import { errors, fail, ok, type Result } from './errors.ts';
+import { echoed, errors, fail, ok, type Result } from './errors.ts';
 import { readProjectStream } from './history.ts';
 import { deltaCursorSchema, type ProjectsService, type WaitOptions } from './projects.ts';
 import {
@@ -230,9 +230,9 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
   const named = async (point: Point, hasDossier?: boolean): Promise<AsOfPoint> =>
     namedPoint(await archiveId(), point, hasDossier);
 
-  /** The point as the request named it: its time, or the cursor's position. */
+  /** The point as the request named it: its time (bounded and escaped, as any echoed input), or the cursor's position. */
   const pointText = (given: string, point: Point) =>
-    dateTimeParam.safeParse(given).success ? given : `position ${point.seq}`;
+    dateTimeParam.safeParse(given).success ? echoed(given) : `position ${point.seq}`;
 
   async function boardAsOf(
     history: HistoryStore,
@@ -373,7 +373,7 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
       if (!point.ok) return point;
       // The handle is resolved on today's board (an id always works for a project whose handle changed).
       const found = await projects.resolve(p.value.handle);
-      if (!found) return fail(errors.notFound(`no project with id or handle '${p.value.handle}'`));
+      if (!found) return fail(errors.notFound(`no project with id or handle '${echoed(p.value.handle)}'`));
       const version: Version<Project> | null = await history.value.get<Project>(C, found.id, point.value.seq);
       if (!version)
         return fail(

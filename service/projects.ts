@@ -422,7 +422,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     const events = await readProjectStream(log, projectId);
     const project = foldAsOf(projectsProjector, projectId, events, atMs);
     if (!isPublicProject(project))
-      return fail(errors.notFound(`project '${projectId}' was not yet on the board at ${at}`));
+      return fail(errors.notFound(`project '${projectId}' was not yet on the board at ${echoed(at)}`));
     if (!withContext) return ok(jsonBody<ProjectRead, never>({ project: project.doc }));
     const context = foldAsOf(contextsProjector, projectId, events, atMs)?.doc ?? emptyContext();
     const read = { project: project.doc, context: await contextFrom(caller, project.doc, context, readAtNow()) };
