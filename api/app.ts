@@ -126,6 +126,7 @@ class RequestInput implements OperationInput {
   readonly query: unknown;
   readonly body: unknown;
   readonly headers: OperationInput['headers'];
+  readonly authorization: string | undefined;
   readonly #reply: FastifyReply;
   #gone: AbortController | undefined;
 
@@ -135,6 +136,7 @@ class RequestInput implements OperationInput {
     this.query = request.query;
     this.body = request.body;
     this.headers = request.headers;
+    this.authorization = request.headers.authorization;
     this.#reply = reply;
   }
 

@@ -13,6 +13,8 @@ export type OperationInput = {
   headers: Record<string, string | string[] | undefined>;
   /** Aborts when the client has gone away (long-polls and streams stop waiting for it). */
   signal: AbortSignal;
+  /** The Authorization value the request was admitted with: a held request (long-poll, stream) checks it again. */
+  authorization: string | undefined;
 };
 
 /**

@@ -30,6 +30,9 @@ export type NdjsonProgress = { lines: number; linesPerSecond: number; bytes: num
 /** Messages per batch append unless told otherwise (`pulseboard ingest --batch-size`). */
 export const DEFAULT_INGEST_BATCH = 16_000;
 
+/** Input idle this long (at most) stores the lines read so far: a pipe held open (`tail -f | ingest -`) shows them. */
+export const IDLE_FLUSH_MS = 1_000;
+
 export type NdjsonOptions = {
   ingestor: BatchIngestor;
   /** Messages per batch append (one transaction on the embedded log); default DEFAULT_INGEST_BATCH. */
@@ -38,6 +41,8 @@ export type NdjsonOptions = {
   /** Called at most once per `progressIntervalMs` while lines are being read. */
   onProgress?: (progress: NdjsonProgress) => void;
   progressIntervalMs?: number;
+  /** The batch read so far is stored once the input has been idle for at most this long; default IDLE_FLUSH_MS. */
+  idleFlushMs?: number;
   now?: () => number;
 };
 
@@ -151,8 +156,9 @@ function errorText(error: unknown): string {
 
 /**
  * Streams each input line by line (readline over the stream, so memory stays flat whatever the
- * file size), skips blank lines, ingests the rest in order in batches of `batchSize` messages, and
- * dead-letters the rejects of each batch once it is stored.
+ * file size), skips blank lines, ingests the rest in order in batches of `batchSize` messages (or
+ * fewer, once the input has been idle for `idleFlushMs`), and dead-letters the rejects of each batch
+ * once it is stored.
  */
 export async function ingestNdjson(inputs: readonly NdjsonInput[], options: NdjsonOptions): Promise<NdjsonResult> {
   const now = options.now ?? Date.now;
@@ -160,6 +166,8 @@ export async function ingestNdjson(inputs: readonly NdjsonInput[], options: Ndjs
   // Large batches: random event ids spread each batch over the id index, and a larger transaction
   // rewrites each touched page fewer times. A batch is a few MB of text in memory.
   const batchSize = Math.max(1, options.batchSize ?? DEFAULT_INGEST_BATCH);
+  const idleFlushMs = options.idleFlushMs ?? IDLE_FLUSH_MS;
+  const idleTickMs = Math.max(1, idleFlushMs / 2);
   const counts: NdjsonCounts = { lines: 0, accepted: 0, duplicate: 0, rejected: 0 };
   const started = now();
   let lastProgress = started;
@@ -213,36 +221,69 @@ export async function ingestNdjson(inputs: readonly NdjsonInput[], options: Ndjs
       }
       return null;
     };
+    // Batches are stored one after another, in order, whether a full batch or idle input asked for it.
+    let flushing: Promise<NdjsonResult | null> = Promise.resolve(null);
+    const flushInOrder = (): Promise<NdjsonResult | null> => (flushing = flushing.then((failed) => failed ?? flush()));
     const stop = (failure: NdjsonResult): NdjsonResult => {
       lines.close();
       input.stream.destroy();
       return failure;
     };
 
-    for await (const text of lines) {
-      lineNumber += 1;
-      counts.lines += 1;
-      if (options.onProgress) {
-        bytes += Buffer.byteLength(text) + 1;
-        const t = now();
-        if (t - lastProgress >= interval) {
-          lastProgress = t;
-          const seconds = Math.max((t - started) / 1000, 0.001);
-          options.onProgress({ lines: counts.lines, linesPerSecond: Math.round(counts.lines / seconds), bytes });
+    // Idle input: while the reader waits for a line and none came since the last tick (half the idle
+    // bound), or a trickle has kept the batch's first line waiting the whole bound, what was read is
+    // stored. A file read at full speed fills its batches first.
+    let waiting = false;
+    let linesSinceTick = 0;
+    let batchStartedAt = 0;
+    let idleFailure: NdjsonResult | null = null;
+    const idle = setInterval(() => {
+      if (waiting && raws.length > 0 && (linesSinceTick === 0 || performance.now() - batchStartedAt >= idleFlushMs))
+        void flushInOrder().then((failure) => {
+          if (failure && !idleFailure) idleFailure = stop(failure);
+        });
+      linesSinceTick = 0;
+    }, idleTickMs);
+    idle.unref();
+
+    try {
+      const reader = lines[Symbol.asyncIterator]();
+      for (;;) {
+        waiting = true;
+        const next = await reader.next();
+        waiting = false;
+        if (next.done) break;
+        const text = next.value;
+        linesSinceTick += 1;
+        lineNumber += 1;
+        counts.lines += 1;
+        if (options.onProgress) {
+          bytes += Buffer.byteLength(text) + 1;
+          const t = now();
+          if (t - lastProgress >= interval) {
+            lastProgress = t;
+            const seconds = Math.max((t - started) / 1000, 0.001);
+            options.onProgress({ lines: counts.lines, linesPerSecond: Math.round(counts.lines / seconds), bytes });
+          }
+        }
+        const raw = lineNumber === 1 ? text.replace(/^\uFEFF/, '') : text;
+        if (raw.trim().length === 0) continue;
+        if (raws.length === 0) batchStartedAt = performance.now();
+        raws.push(raw);
+        lineNumbers.push(lineNumber);
+        linesRead.push(counts.lines);
+        if (raws.length >= batchSize) {
+          const failure = await flushInOrder();
+          if (failure) return stop(failure);
         }
       }
-      const raw = lineNumber === 1 ? text.replace(/^\uFEFF/, '') : text;
-      if (raw.trim().length === 0) continue;
-      raws.push(raw);
-      lineNumbers.push(lineNumber);
-      linesRead.push(counts.lines);
-      if (raws.length >= batchSize) {
-        const failure = await flush();
-        if (failure) return stop(failure);
-      }
+      // A failed idle flush already stopped the input (which ended the loop).
+      if (idleFailure) return idleFailure;
+      const failure = await flushInOrder();
+      if (failure) return stop(failure);
+    } finally {
+      clearInterval(idle);
     }
-    const failure = await flush();
-    if (failure) return stop(failure);
   }
   return { ok: true, counts };
 }

@@ -66,6 +66,8 @@ export function createListenSlots(services: Services, notify: ServerNotifier, re
         batch = null;
       }
       if (batch && batch.rows.length > 0) {
+        // Before each delivery: a listen whose key was revoked since the last check is closed, not told.
+        await recheckKeys();
         for (const row of batch.rows) notify.resourceUpdated(projectUri((JSON.parse(row.json) as { id: string }).id));
         notify.resourcesChanged();
         if (batch.hasMore) continue;

@@ -283,3 +283,103 @@ export async function changeOwner(
   ]);
   await settle(stores, ownersProjector, positionOf(appended), 'event');
 }
+
+/** How often an open request that holds its key (a change stream, a long-poll, an MCP listen) checks it again while it delivers nothing. */
+export const KEY_RECHECK_MS = 5_000;
+
+/** A key held by one open request: revocation and expiry end the request, not only the next one. */
+export type KeyHold = {
+  /** Aborts once the key no longer authenticates (revoked, expired), found by the periodic re-check. */
+  readonly revoked: AbortSignal;
+  /**
+   * Checks the key now, before a delivery: false (and `revoked` aborted) once it no longer
+   * authenticates. Rejects when the key store does not answer, as the delivery's own read would.
+   */
+  check(): Promise<boolean>;
+  /** Stops watching the key (idempotent); call when the request ends. */
+  release(): void;
+};
+
+export type HeldKeys = {
+  /** Watches the key of `authorization` (as the request sent it) until released. */
+  hold(authorization: string | undefined): KeyHold;
+  /** Keys held now (tests). */
+  held(): number;
+  /** Stops the re-check timer (shutdown). */
+  close(): void;
+};
+
+/**
+ * One re-check for every held request of the process, every `recheckMs` while any is held: each
+ * distinct credential is authenticated once per round, whatever the number of requests holding it,
+ * and a credential that no longer authenticates aborts every hold of it. A key store that does not
+ * answer a round keeps the holds until it does.
+ */
+export function createHeldKeys(access: Access, recheckMs = KEY_RECHECK_MS): HeldKeys {
+  type Entry = { authorization: string | undefined; abort: AbortController };
+  const entries = new Set<Entry>();
+  let timer: NodeJS.Timeout | null = null;
+  let closed = false;
+  // Concurrent checks of one credential (the long-polls a commit wakes) share one authentication.
+  const checking = new Map<string | undefined, Promise<boolean>>();
+
+  function authenticates(authorization: string | undefined): Promise<boolean> {
+    let pending = checking.get(authorization);
+    if (!pending) {
+      pending = access
+        .authenticate(authorization)
+        .then((caller) => caller !== null)
+        .finally(() => checking.delete(authorization));
+      checking.set(authorization, pending);
+    }
+    return pending;
+  }
+
+  function revoke(authorization: string | undefined): void {
+    for (const entry of entries) if (entry.authorization === authorization) entry.abort.abort();
+  }
+
+  async function round(): Promise<void> {
+    const credentials = new Set([...entries].map((e) => e.authorization));
+    for (const authorization of credentials) {
+      const valid = await authenticates(authorization).catch(() => true);
+      if (!valid) revoke(authorization);
+    }
+  }
+
+  function updateTimer(): void {
+    if (entries.size > 0 && timer === null && !closed) {
+      timer = setInterval(() => void round(), recheckMs);
+      timer.unref();
+    } else if (entries.size === 0 && timer !== null) {
+      clearInterval(timer);
+      timer = null;
+    }
+  }
+
+  return {
+    hold(authorization) {
+      const entry: Entry = { authorization, abort: new AbortController() };
+      entries.add(entry);
+      updateTimer();
+      return {
+        revoked: entry.abort.signal,
+        async check() {
+          if (entry.abort.signal.aborted) return false;
+          const valid = await authenticates(authorization);
+          if (!valid) revoke(authorization);
+          return valid;
+        },
+        release() {
+          if (entries.delete(entry)) updateTimer();
+        },
+      };
+    },
+    held: () => entries.size,
+    close() {
+      closed = true;
+      entries.clear();
+      updateTimer();
+    },
+  };
+}

@@ -1,6 +1,7 @@
 import type { Project } from '../readmodels/schemas.ts';
+import type { HeldKeys, KeyHold } from './access.ts';
 import type { CommitWatch } from './commit-watch.ts';
-import { errors, fail, ok, type Result } from './errors.ts';
+import { errorResponse, errors, fail, ok, type Result } from './errors.ts';
 import type { HistoryBoardService } from './history-board.ts';
 import type { ChangeFeed, ProjectsService } from './projects.ts';
 import { changeStreamQuerySchema } from './requests/history-board.ts';
@@ -14,6 +15,8 @@ import { parseParams } from './requests/params.ts';
  * process's commit watch like a long-poll, and sends a comment at least every `heartbeatMs`.
  * With include=changes each row is preceded by a `changes` event (no id: a reconnect after it sends
  * both again) naming the fields that differ from the project as of the stream's starting point.
+ * The key is checked again before each batch of rows and, idle, at least every KEY_RECHECK_MS: a
+ * key revoked or expired meanwhile ends the stream with an `error` event (the error envelope).
  */
 
 /** At most this many open streams per key in one process; the next is refused with 429. */
@@ -23,7 +26,16 @@ export const HEARTBEAT_MS = 15_000;
 const READ_BATCH = 500;
 
 export type ChangeEvent =
-  { kind: 'row'; cursor: string; json: string } | { kind: 'changes'; json: string } | { kind: 'heartbeat' };
+  | { kind: 'row'; cursor: string; json: string }
+  | { kind: 'changes'; json: string }
+  | { kind: 'heartbeat' }
+  /** The last event of a stream whose key no longer authenticates: the error envelope. */
+  | { kind: 'error'; json: string };
+
+/** Who opened a stream: its key's id (the slot) and the credential as sent (checked again while it is open). */
+export type StreamHolder = { keyId: string; authorization: string | undefined };
+
+const UNAUTHORIZED_EVENT = JSON.stringify(errorResponse(errors.unauthorized()).body);
 
 export type OpenStream = {
   events: AsyncIterable<ChangeEvent>;
@@ -34,7 +46,7 @@ export type OpenStream = {
 export type ChangeStreams = {
   /** Checks the starting point, then takes one of the key's stream slots; `signal` aborts when the client goes away. */
   open(
-    keyId: string,
+    holder: StreamHolder,
     query: unknown,
     lastEventId: string | undefined,
     signal: AbortSignal,
@@ -48,9 +60,11 @@ export function createChangeStreams(deps: {
   commits: CommitWatch;
   /** include=changes: where a stream starts, and each row's changed fields since then. */
   history?: Pick<HistoryBoardService, 'startOf' | 'changedSince'>;
+  /** Re-checks each open stream's key; without it a stream is not checked after it opened (tests). */
+  keys?: HeldKeys;
   heartbeatMs?: number;
 }): ChangeStreams {
-  const { projects, commits, history } = deps;
+  const { projects, commits, history, keys } = deps;
   const heartbeatMs = deps.heartbeatMs ?? HEARTBEAT_MS;
   const openByKey = new Map<string, number>();
   let total = 0;
@@ -70,11 +84,13 @@ export function createChangeStreams(deps: {
     feed: ChangeFeed,
     changesFrom: number | undefined,
     signal: AbortSignal,
+    hold: KeyHold | undefined,
   ): AsyncGenerator<ChangeEvent> {
-    const ended = AbortSignal.any([signal, commits.closed]);
+    const ended = AbortSignal.any(hold ? [signal, commits.closed, hold.revoked] : [signal, commits.closed]);
     let lastSent = performance.now();
     while (!ended.aborted) {
       const batch = await feed.next(READ_BATCH);
+      if (batch.rows.length > 0 && hold && !(await hold.check())) break;
       const changes =
         changesFrom === undefined || batch.rows.length === 0 ? undefined : await changesOf(changesFrom, batch.rows);
       for (const [n, row] of batch.rows.entries()) {
@@ -90,12 +106,14 @@ export function createChangeStreams(deps: {
         continue;
       }
       const outcome = await commits.waitPast(batch.upToSeq, { timeoutMs: quiet, signal: ended });
-      if (outcome === 'aborted' || outcome === 'closed') return;
+      if (outcome === 'aborted' || outcome === 'closed') break;
     }
+    if (hold?.revoked.aborted) yield { kind: 'error', json: UNAUTHORIZED_EVENT };
   }
 
   return {
-    async open(keyId, query, lastEventId, signal) {
+    async open(holder, query, lastEventId, signal) {
+      const { keyId } = holder;
       const parsed = parseParams(changeStreamQuerySchema, query);
       if (!parsed.ok) return fail(errors.badRequest(parsed.message));
       const { include: _include, ...live } = query as Record<string, unknown>;
@@ -128,11 +146,13 @@ export function createChangeStreams(deps: {
       openByKey.set(keyId, open + 1);
       total += 1;
       let closed = false;
+      const hold = keys?.hold(holder.authorization);
       return ok({
-        events: events(feed.value, start?.value, signal),
+        events: events(feed.value, start?.value, signal, hold),
         close() {
           if (closed) return;
           closed = true;
+          hold?.release();
           total -= 1;
           const left = (openByKey.get(keyId) ?? 1) - 1;
           if (left > 0) openByKey.set(keyId, left);

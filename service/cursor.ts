@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { EventLog } from '../eventstore/port.ts';
 
 /**
  * Opaque cursors: base64url of a small JSON object validated by a zod schema on the way back in.
@@ -18,4 +19,23 @@ export function decodeCursor<S extends z.ZodType>(schema: S, cursor: string): De
   } catch {
     return { ok: false };
   }
+}
+
+/**
+ * Whether a position lies within the event log, for a cursor that names one past what the read
+ * models have applied: a cursor this service issued never lies past the log's head. The head only
+ * grows, so the largest seen answers every position at or below it without a read; only a
+ * position past it reads the head again (asked only for such positions, which are rare).
+ */
+export type LogHead = { holds(position: number): Promise<boolean> };
+
+export function createLogHead(log: Pick<EventLog, 'headPosition'>): LogHead {
+  let known = -1;
+  return {
+    async holds(position) {
+      if (position <= known) return true;
+      known = Math.max(known, await log.headPosition());
+      return position <= known;
+    },
+  };
 }

@@ -22,8 +22,8 @@ import { BOARD_PAGE_SIZE, type Project, type ProjectContext, type SyncPage } fro
 import type { Access } from './access.ts';
 import type { Caller } from './caller.ts';
 import { isoClock } from './clock.ts';
-import { decodeCursor, encodeCursor } from './cursor.ts';
-import { errors, fail, ok, type Result } from './errors.ts';
+import { createLogHead, decodeCursor, encodeCursor, type LogHead } from './cursor.ts';
+import { echoed, errors, fail, ok, type Result } from './errors.ts';
 import { readProjectStream } from './history.ts';
 import { deltaCursorSchema, type ProjectsService, type WaitOptions } from './projects.ts';
 import {
@@ -99,10 +99,11 @@ export type Point = { seq: number; at: string | null };
 
 /**
  * A point given as a time or a delta cursor, as a position no later than what the read model has
- * applied, with the time of the last project write at or before it.
+ * applied, with the time of the last project write at or before it. A cursor past the log's head was
+ * never issued (400); one the read model has not reached yet is 503 (`head`: the caller's kept head).
  */
 export async function resolvePoint(
-  deps: { log: EventLog; store: ReadStore; history: HistoryStore; archive: string },
+  deps: { log: EventLog; store: ReadStore; history: HistoryStore; archive: string; head?: LogHead },
   name: string,
   value: string,
 ): Promise<Result<Point>> {
@@ -115,16 +116,17 @@ export async function resolvePoint(
     return ok({ seq, at: (await history.pointAtSeq(C, seq))?.writtenAt ?? null });
   }
   const decoded = decodeCursor(deltaCursorSchema, value);
-  if (!decoded.ok) {
-    return fail(
+  const notIssued = () =>
+    fail<Point>(
       errors.badRequest(
         `parameter '${name}' must be an ISO 8601 date-time, e.g. 2026-11-20T08:00:00Z, or a delta cursor this service issued`,
       ),
     );
-  }
+  if (!decoded.ok) return notIssued();
   if (decoded.value.archive !== deps.archive)
     return fail(errors.conflict(`parameter '${name}' is a cursor issued by a different archive`));
   if (decoded.value.seq > (await store.checkpoint(C, { fresh: true }))) {
+    if (!(await (deps.head ?? createLogHead(log)).holds(decoded.value.seq))) return notIssued();
     return fail(
       errors.unavailable(`parameter '${name}' names a point the read model has not reached yet; retry shortly`, 1),
     );
@@ -191,6 +193,7 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
   const { log, store, access, projects, search } = deps;
   const readAtNow = isoClock(deps.now);
   const generation = deps.generation ?? (() => 0);
+  const head = createLogHead(log);
   // Kept from the second read on, like the live board's bodies: a walk of every page passes.
   const asOfBodies = createBodyCache({ maxBytes: AS_OF_BODY_BYTES, keepAfterMisses: 2 });
   let archive: Promise<string> | undefined;
@@ -216,7 +219,7 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
   }
 
   const pointOf = async (history: HistoryStore, name: string, value: string): Promise<Result<Point>> =>
-    resolvePoint({ log, store, history, archive: await archiveId() }, name, value);
+    resolvePoint({ log, store, history, archive: await archiveId(), head }, name, value);
 
   /** The latest point: everything the read model has applied. */
   async function now(history: HistoryStore): Promise<Point> {
@@ -227,9 +230,9 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
   const named = async (point: Point, hasDossier?: boolean): Promise<AsOfPoint> =>
     namedPoint(await archiveId(), point, hasDossier);
 
-  /** The point as the request named it: its time, or the cursor's position. */
+  /** The point as the request named it: its time (bounded and escaped, as any echoed input), or the cursor's position. */
   const pointText = (given: string, point: Point) =>
-    dateTimeParam.safeParse(given).success ? given : `position ${point.seq}`;
+    dateTimeParam.safeParse(given).success ? echoed(given) : `position ${point.seq}`;
 
   async function boardAsOf(
     history: HistoryStore,
@@ -370,7 +373,7 @@ export function createHistoryBoardService(deps: HistoryBoardDeps): HistoryBoardS
       if (!point.ok) return point;
       // The handle is resolved on today's board (an id always works for a project whose handle changed).
       const found = await projects.resolve(p.value.handle);
-      if (!found) return fail(errors.notFound(`no project with id or handle '${p.value.handle}'`));
+      if (!found) return fail(errors.notFound(`no project with id or handle '${echoed(p.value.handle)}'`));
       const version: Version<Project> | null = await history.value.get<Project>(C, found.id, point.value.seq);
       if (!version)
         return fail(

@@ -18,11 +18,11 @@ import {
   type ProjectContext,
   type SyncPage,
 } from '../readmodels/schemas.ts';
-import type { Access } from './access.ts';
+import type { Access, HeldKeys, KeyHold } from './access.ts';
 import type { Caller } from './caller.ts';
-import type { CommitWatch } from './commit-watch.ts';
+import type { CommitWatch, WaitOutcome } from './commit-watch.ts';
 import { isoClock } from './clock.ts';
-import { decodeCursor, encodeCursor } from './cursor.ts';
+import { createLogHead, decodeCursor, encodeCursor } from './cursor.ts';
 import { echoed, errors, fail, ok, type Result } from './errors.ts';
 import { foldAsOf, readProjectStream } from './history.ts';
 import { parseParams } from './requests/params.ts';
@@ -83,6 +83,9 @@ export const deltaCursorSchema = z
   .strict()
   .transform((wire) => ({ archive: wire.a, seq: wire.s, id: wire.i, filter: wire.f }));
 type DeltaCursor = z.output<typeof deltaCursorSchema>;
+/** The refusal of a cursor that does not decode, or names a position past the log's head. */
+const NOT_ISSUED = (name: string) => `${name} is not a cursor this service issued; start again with 'since'`;
+
 /** Where a delta read stands: the last (seq, id) served; an empty id is a bookmark at seq. */
 type Position = { seq: number; id: string };
 
@@ -111,14 +114,19 @@ export function shownContext(
   };
 }
 
-/** A long-poll ends early when this aborts (the client went away). */
-export type WaitOptions = { signal?: AbortSignal };
+/**
+ * A long-poll ends early when `signal` aborts (the client went away). `authorization`: the credential
+ * the request was admitted with, checked again while it waits and before it answers after a wait.
+ */
+export type WaitOptions = { signal?: AbortSignal; authorization?: string | undefined };
 
 export type ProjectsDeps = {
   log: EventLog;
   store: ReadStore;
   access: Access;
   commits?: CommitWatch;
+  /** Re-checks the key of a held long-poll; without it a long-poll is not checked after admission (tests). */
+  keys?: HeldKeys;
   now?: () => Date;
   /**
    * Rendered bodies of the reads that depend on the projects read model and the query alone (board
@@ -131,9 +139,10 @@ export type ProjectsDeps = {
 };
 
 export function createProjectsService(deps: ProjectsDeps): ProjectsService {
-  const { log, store, access, commits, bodies } = deps;
+  const { log, store, access, commits, bodies, keys } = deps;
   const readAtNow = isoClock(deps.now);
   const generation = deps.generation ?? (() => 0);
+  const head = createLogHead(log);
   // An event log's archive id is stable across calls and connections (the log contract): read once.
   let archive: Promise<string> | undefined;
   const archiveId = (): Promise<string> =>
@@ -207,8 +216,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     const name = lastEventId !== undefined ? "header 'Last-Event-ID'" : "parameter 'cursor'";
     if (cursor !== undefined) {
       const decoded = decodeCursor(deltaCursorSchema, cursor);
-      if (!decoded.ok)
-        return fail(errors.badRequest(`${name} is not a cursor this service issued; start again with 'since'`));
+      if (!decoded.ok) return fail(errors.badRequest(NOT_ISSUED(name)));
       if (decoded.value.archive !== archive) {
         return fail(errors.conflict("this cursor was issued by a different archive; start again with 'since'"));
       }
@@ -229,7 +237,14 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     return ok({ archive, filter, start: { after: { seq: 0, id: '' } } });
   }
 
-  type DeltaRead = { rows: StoredDoc<Project>[]; hasMore: boolean; upToSeq: number; position: Position };
+  /** `ahead`: the read started past the committed checkpoint (a cursor from a read model further on, or never issued). */
+  type DeltaRead = {
+    rows: StoredDoc<Project>[];
+    hasMore: boolean;
+    upToSeq: number;
+    position: Position;
+    ahead: boolean;
+  };
 
   /** One delta read from `from`: the rows served, and the position after them (the bookmark once everything was served). */
   async function readDelta(from: DeltaStart, hasDossier: boolean | undefined, limit: number): Promise<DeltaRead> {
@@ -255,7 +270,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     else position = { seq: 0, id: '' };
     // Once everything up to the high-water mark was served, the bookmark can move there.
     if (!hasMore && position.seq < upToSeq) position = { seq: upToSeq, id: '' };
-    return { rows: served, hasMore, upToSeq, position };
+    return { rows: served, hasMore, upToSeq, position, ahead: 'after' in start && start.after.seq > upToSeq };
   }
 
   /**
@@ -273,6 +288,13 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     }
     return read;
   }
+
+  /**
+   * Whether a start past the committed checkpoint lies within the log (the read models will get there)
+   * rather than past its head, where no cursor this service issued can lie. Asked only for such starts.
+   */
+  const issued = async (from: DeltaStart): Promise<boolean> =>
+    !('after' in from.start) || (await head.holds(from.start.after.seq));
 
   const cursorAt = (from: DeltaStart, position: Position): string =>
     encodeCursor({ v: 1, a: from.archive, s: position.seq, i: position.id, f: from.filter } satisfies z.input<
@@ -307,15 +329,29 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     const deadline = performance.now() + (q.wait ?? 0) * 1000;
     let read: DeltaRead;
     let readAt: string;
-    for (;;) {
-      readAt = readAtNow();
-      read = await sharedDelta(from, q.has_dossier, limit);
-      const remaining = deadline - performance.now();
-      if (read.rows.length > 0 || read.hasMore || remaining <= 0 || !commits) break;
-      // A commit past the high-water mark may hold no row this filter serves: then read and wait again.
-      const signal = options.signal;
-      const outcome = await commits.waitPast(read.upToSeq, { timeoutMs: remaining, ...(signal ? { signal } : {}) });
-      if (outcome !== 'passed') break;
+    // Held only once it waits: the key was checked at admission, and a page answered at once needs no other check.
+    let hold: KeyHold | undefined;
+    let outcome: WaitOutcome | undefined;
+    try {
+      for (;;) {
+        readAt = readAtNow();
+        read = await sharedDelta(from, q.has_dossier, limit);
+        if (read.ahead && !(await issued(from))) return fail(errors.badRequest(NOT_ISSUED("parameter 'cursor'")));
+        const remaining = deadline - performance.now();
+        if (read.rows.length > 0 || read.hasMore || remaining <= 0 || !commits) break;
+        if (keys && options.authorization !== undefined) hold ??= keys.hold(options.authorization);
+        // A commit past the high-water mark may hold no row this filter serves: then read and wait again.
+        const signals = [options.signal, hold?.revoked].filter((s): s is AbortSignal => s !== undefined);
+        const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+        outcome = await commits.waitPast(read.upToSeq, { timeoutMs: remaining, ...(signal ? { signal } : {}) });
+        if (outcome !== 'passed') break;
+      }
+      // A key revoked or expired while the request waited gets nothing written meanwhile (at shutdown the
+      // page is the empty one read before the wait, and the key store may be closing).
+      if (hold && (hold.revoked.aborted || (outcome !== 'closed' && !(await hold.check()))))
+        return fail(errors.unauthorized());
+    } finally {
+      hold?.release();
     }
     const cursor = cursorAt(from, read.position);
     const page = jsonBody<SyncPage, 'projects'>({
@@ -386,7 +422,7 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     const events = await readProjectStream(log, projectId);
     const project = foldAsOf(projectsProjector, projectId, events, atMs);
     if (!isPublicProject(project))
-      return fail(errors.notFound(`project '${projectId}' was not yet on the board at ${at}`));
+      return fail(errors.notFound(`project '${projectId}' was not yet on the board at ${echoed(at)}`));
     if (!withContext) return ok(jsonBody<ProjectRead, never>({ project: project.doc }));
     const context = foldAsOf(contextsProjector, projectId, events, atMs)?.doc ?? emptyContext();
     const read = { project: project.doc, context: await contextFrom(caller, project.doc, context, readAtNow()) };
@@ -434,6 +470,16 @@ export function createProjectsService(deps: ProjectsDeps): ProjectsService {
     // On reconnect, Last-Event-ID replaces whatever starting point the URL still carries.
     const from = await deltaStart(lastEventId === undefined ? q : { has_dossier: q.has_dossier }, lastEventId);
     if (!from.ok) return from;
+    // Refused when the stream opens, as a delta page refuses it (one checkpoint read per stream opened).
+    const start = from.value.start;
+    if (
+      'after' in start &&
+      start.after.seq > (await store.checkpoint(PROJECTS_COLLECTION)) &&
+      !(await issued(from.value))
+    )
+      return fail(
+        errors.badRequest(NOT_ISSUED(lastEventId !== undefined ? "header 'Last-Event-ID'" : "parameter 'cursor'")),
+      );
     let position = from.value;
     return ok({
       async next(limit) {

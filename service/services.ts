@@ -1,7 +1,7 @@
 import type { Config } from '../config/config.ts';
 import { projectors } from '../projectors/registry.ts';
 import { PROJECTS_COLLECTION } from '../projectors/projects.ts';
-import { createAccess, type Access } from './access.ts';
+import { createAccess, createHeldKeys, type Access, type HeldKeys } from './access.ts';
 import { createBodyCache, type BodyCache } from './body-cache.ts';
 import { createChangeStreams, type ChangeStreams } from './changes.ts';
 import { createCommitWatch, type CommitWatch } from './commit-watch.ts';
@@ -28,6 +28,8 @@ export type Services = {
   config: Config;
   stores: Stores;
   access: Access;
+  /** The keys of open streams, long-polls and MCP listens, re-checked while they are held. */
+  heldKeys: HeldKeys;
   guard: Guard;
   health: Health;
   projects: ProjectsService;
@@ -65,6 +67,8 @@ export type ServiceDeps = {
    * alone sets it far out.
    */
   commitPollMs?: number;
+  /** How often held requests re-check their keys while idle (KEY_RECHECK_MS); tests shorten it. */
+  keyRecheckMs?: number;
 };
 
 /** Bytes of rendered call pages kept. */
@@ -82,6 +86,8 @@ export function createServices(deps: ServiceDeps): Services {
     coverage: deps.stores.commits,
     ...(deps.commitPollMs === undefined ? {} : { pollMs: deps.commitPollMs }),
   });
+  const heldKeys = createHeldKeys(access, deps.keyRecheckMs);
+  commits.closed.addEventListener('abort', () => heldKeys.close(), { once: true });
   const unsubscribe = deps.stores.commits.subscribe((collection) => {
     if (collection === PROJECTS_COLLECTION) commits.notify();
   });
@@ -95,6 +101,7 @@ export function createServices(deps: ServiceDeps): Services {
     store,
     access,
     commits,
+    keys: heldKeys,
     // Given, or none: without a clock of their own they stamp readAt from a text made once a millisecond.
     now: deps.now,
     bodies,
@@ -120,6 +127,7 @@ export function createServices(deps: ServiceDeps): Services {
     config: deps.config,
     stores: deps.stores,
     access,
+    heldKeys,
     guard: createGuard(
       access,
       deps.gate ?? createRateGate(deps.limiter, { protocolLimit: deps.config.PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT }),
@@ -135,7 +143,7 @@ export function createServices(deps: ServiceDeps): Services {
     projects,
     bodies,
     commits,
-    changes: createChangeStreams({ projects, commits, history: historyBoard }),
+    changes: createChangeStreams({ projects, commits, history: historyBoard, keys: heldKeys }),
     asks: createAsksService({ log, store, access, projects, now }),
     history: createHistoryService({ log, projects, now }),
     thesis: createThesisFeed({

@@ -11,8 +11,8 @@ declare module 'fastify' {
 
 /**
  * Server-sent events: each event's data is one line (stored JSON text has no raw line breaks). The
- * stream runs until it ends (client gone, shutdown) or a read fails; the client then reconnects
- * with Last-Event-ID and loses nothing.
+ * stream runs until it ends (client gone, shutdown, the key revoked: then after an `error` event) or
+ * a read fails; the client then reconnects with Last-Event-ID and loses nothing.
  */
 export const ssePlugin = fp(async (app) => {
   app.decorateReply('sendEventStream', function (this: FastifyReply, stream: OpenStream) {
@@ -51,7 +51,9 @@ async function sendEventStream(reply: FastifyReply, stream: OpenStream): Promise
           ? `id: ${event.cursor}\ndata: ${event.json}\n\n`
           : event.kind === 'changes'
             ? `event: changes\ndata: ${event.json}\n\n`
-            : ': heartbeat\n\n',
+            : event.kind === 'error'
+              ? `event: error\ndata: ${event.json}\n\n`
+              : ': heartbeat\n\n',
       );
     }
   } catch (error) {

@@ -31,7 +31,7 @@ export function projectOperations(services: Services): RestOperation[] {
         },
       },
       errors: {
-        400: 'Invalid parameter, page combined with since/cursor, limit in page mode, or a cursor that does not decode or carries other filters',
+        400: 'Invalid parameter, page combined with since/cursor, limit in page mode, or a cursor (or asOf given as a cursor) that does not decode, carries other filters, or names a position past the event log',
         409: 'The cursor (or asOf given as a cursor) was issued by a different archive; start again from since',
         503: 'asOf or include=changes: the read store keeps no complete history (run pulseboard replay), or the cursor names a point not applied yet',
       },
@@ -45,7 +45,7 @@ export function projectOperations(services: Services): RestOperation[] {
       path: '/v1/projects/changes',
       summary: 'The delta as a live stream of server-sent events',
       description:
-        'Server-sent events (`text/event-stream`) on the delta cursor: one event per written project row, in delta order, `id:` the cursor after that row and `data:` the same Project JSON as a delta page; then every later write as it is committed. A comment line (`: heartbeat`) at least every 15 s while idle. Start with `cursor` (from a delta page or an event id) or `since` (`now` for new writes only); on reconnect the `Last-Event-ID` header wins over both, so nothing is sent twice and nothing is missed, also across `pulseboard replay`. Opening a stream spends one request; at most 2 streams per key may be open (the third is 429). With `include=changes`, each row event is preceded by an event named `changes` (no `id:`) whose data is `{id, changedFields}`: the top-level fields in which that row differs from the project as of the starting point of the stream (its cursor or Last-Event-ID, or the last write before `since`); every field for a project new since then.',
+        'Server-sent events (`text/event-stream`) on the delta cursor: one event per written project row, in delta order, `id:` the cursor after that row and `data:` the same Project JSON as a delta page; then every later write as it is committed. A comment line (`: heartbeat`) at least every 15 s while idle. Start with `cursor` (from a delta page or an event id) or `since` (`now` for new writes only); on reconnect the `Last-Event-ID` header wins over both, so nothing is sent twice and nothing is missed, also across `pulseboard replay`. Opening a stream spends one request; at most 2 streams per key may be open (the third is 429). A key revoked (or expired) while its stream is open ends the stream with an event named `error` whose data is the error envelope (`unauthorized`); rows written after the revocation are not sent. With `include=changes`, each row event is preceded by an event named `changes` (no `id:`) whose data is `{id, changedFields}`: the top-level fields in which that row differs from the project as of the starting point of the stream (its cursor or Last-Event-ID, or the last write before `since`); every field for a project new since then.',
       tags: ['projects'],
       protection: () => 'basic',
       produces: 'text/event-stream',
@@ -57,15 +57,15 @@ export function projectOperations(services: Services): RestOperation[] {
         },
       },
       errors: {
-        400: 'Invalid parameter; none of cursor, since and Last-Event-ID; or a cursor that does not decode or carries another has_dossier',
+        400: 'Invalid parameter; none of cursor, since and Last-Event-ID; or a cursor that does not decode, carries another has_dossier, or names a position past the event log',
         409: 'The cursor was issued by a different archive; start again from since',
         429: 'Rate limit exceeded, or 2 streams of this key are open already',
         503: 'The service is shutting down; reconnect shortly; or include=changes on a read store without a complete history',
       },
-      run: async ({ caller, query, headers, signal }) => {
+      run: async ({ caller, query, headers, signal, authorization }) => {
         const lastEventId = headers['last-event-id'];
         const resume = typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : undefined;
-        const opened = await services.changes.open(caller.keyId, query, resume, signal);
+        const opened = await services.changes.open({ keyId: caller.keyId, authorization }, query, resume, signal);
         return opened.ok ? ok({ stream: opened.value }) : opened;
       },
     },

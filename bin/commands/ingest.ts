@@ -14,8 +14,9 @@ const USAGE = `usage: pulseboard ingest [--dead-letter PATH] [--batch-size N] [-
 Appends NDJSON source messages (docs/source-messages.md) to the event log, one message per line; '-' reads stdin.
 Prints "accepted N, duplicate N, rejected N". Rejected lines go to the dead-letter file
 (default <PULSEBOARD_DATA_DIR>/dead-letter.ndjson) with their file, line, field path and reason.
-Messages are stored N at a time (default ${DEFAULT_INGEST_BATCH}), each batch all or nothing: after a crash, run the
-same command again; what was stored is reported as duplicate and the rest is stored once.
+Messages are stored N at a time (default ${DEFAULT_INGEST_BATCH}), or what was read so far once the input pauses
+for a second (a pipe held open: tail -f FILE | pulseboard ingest -), each batch all or nothing: after a crash,
+run the same command again; what was stored is reported as duplicate and the rest is stored once.
 Progress goes to stderr: on a terminal one updating line (percentage of the files' bytes, lines/s,
 time left), otherwise a line every 5 seconds (--progress-interval MS sets the gap). Ctrl-C stops after the batch being stored and says how
 far it got; running the same command again finishes the job.

@@ -151,7 +151,12 @@ describe('GET /v1/projects/changes on the bundled sample', () => {
       heartbeatMs: 50,
     });
     const gone = new AbortController();
-    const opened = await streams.open('k', { since: 'now' }, undefined, gone.signal);
+    const opened = await streams.open(
+      { keyId: 'k', authorization: undefined },
+      { since: 'now' },
+      undefined,
+      gone.signal,
+    );
     assert.ok(opened.ok);
     try {
       const iterator = opened.value.events[Symbol.asyncIterator]();

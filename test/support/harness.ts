@@ -48,6 +48,8 @@ export type HarnessOptions = {
   logStream?: { write(line: string): void };
   /** The commit watch's poll interval (service/commit-watch.ts); its default when absent. */
   commitPollMs?: number;
+  /** How often held requests re-check their keys while idle (KEY_RECHECK_MS when absent). */
+  keyRecheckMs?: number;
 };
 
 /**
@@ -82,6 +84,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     ...(options.gate ? { gate: options.gate } : {}),
     ...(options.heartbeat ? { heartbeat: options.heartbeat } : {}),
     ...(options.commitPollMs === undefined ? {} : { commitPollMs: options.commitPollMs }),
+    ...(options.keyRecheckMs === undefined ? {} : { keyRecheckMs: options.keyRecheckMs }),
   });
   const app = buildApp(services, options.logStream ? { logger: { level: 'debug', stream: options.logStream } } : {});
   await app.ready();
