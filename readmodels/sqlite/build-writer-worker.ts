@@ -38,7 +38,7 @@ const failed = (error: unknown): WriterReply => ({
   error: {
     message: error instanceof Error ? error.message : String(error),
     name: error instanceof Error ? error.name : 'Error',
-    fault: error instanceof StorageFaultError ? error.kind : null,
+    fault: error instanceof StorageFaultError ? { kind: error.kind, detail: error.detail } : null,
   },
 });
 

@@ -10,6 +10,7 @@ import { projectors } from '../../projectors/registry.ts';
 import { createProjectionRunner, createProjectorRunner } from '../../projectors/runner.ts';
 import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
 import { createSupervisor } from '../../service/background.ts';
+import { storageFaultOf } from '../../config/storage-fault.ts';
 import { createHealth } from '../../service/health.ts';
 import { runCli } from '../support/cli.ts';
 import { dumpReadModels, firstDifference } from '../support/seed.ts';
@@ -113,6 +114,33 @@ describe('a full disk (a small tmpfs)', skipFor(problem), () => {
     assert.equal(rest.code, 0, rest.stderr);
     assert.equal(rest.stdout.trim(), `accepted ${9955 - accepted}, duplicate ${accepted}, rejected 0`);
     assert.deepEqual(eventRows(join(data, 'events.sqlite')), all);
+  });
+
+  it('a replay’s generation, written by its own thread, names the full disk once', async () => {
+    const disk = smallDisk('build', '1m');
+    const store = createSqliteReadStore(join(disk, 'readmodels-1.sqlite'), { bulkBuild: true });
+    try {
+      const docs = Array.from({ length: 5000 }, (_, i) => ({
+        id: `d-${i}`,
+        doc: { id: `d-${i}`, text: 'x'.repeat(400) },
+        state: {},
+        seq: 1,
+        writtenAt: '2026-11-20T09:30:00.000Z',
+        sortKey: `k-${i}`,
+        facet: 'all',
+        keys: {},
+      }));
+      const failure = await store.commit('c', docs, 1).then(
+        () => assert.fail('the commit fitted a 1 MiB disk'),
+        (error: unknown) => error,
+      );
+      assert.equal(storageFaultOf(failure), 'disk_full');
+      const message = failure instanceof Error ? failure.message : String(failure);
+      assert.match(message, /^disk full: \S+readmodels-1\.sqlite \(SQLite: database or disk is full\)$/);
+      assert.equal(message.split('disk full:').length, 2, message);
+    } finally {
+      await store.close().catch(() => undefined);
+    }
   });
 
   it('the projectors log and report disk_full, keep what they committed, and catch up once there is room', async () => {
