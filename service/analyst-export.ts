@@ -224,7 +224,10 @@ async function callsAsOf(
       if (batch.length === 0) break;
       for (const event of batch) {
         const key = callsProjector.keyOf(event);
-        if (key !== null && changed.has(key)) then.set(key, foldCall(then.get(key) ?? null, event));
+        if (key === null || !changed.has(key)) continue;
+        // Thesis text is never exported: not kept, the map holds the rest of each record.
+        const folded = foldCall(then.get(key) ?? null, event);
+        then.set(key, folded.doc ? { ...folded, doc: { ...folded.doc, thesisText: '' } } : folded);
       }
       after = batch[batch.length - 1]!.position;
     }
