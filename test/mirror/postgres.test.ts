@@ -137,6 +137,45 @@ describe('pulseboard mirror into PostgreSQL: its data and its database', skipFor
     assert.equal(snapshot.cursorSeq, truth.size);
   });
 
+  it('a connection terminated between commits is reconnected on the next one, which lands once', async () => {
+    const s = await schema();
+    const name = `store-${s.name}`;
+    const lost: string[] = [];
+    const store = await openPostgresMirror(`${s.url}&application_name=${name}`, {
+      onLost: (reason) => lost.push(reason),
+      backoff: { baseMs: 10, capMs: 100 },
+    });
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    try {
+      const first = await store.commit({ cursor: null, seq: 0 }, [{ id: 'a', json: '{"id":"a"}' }], 'c1', url);
+      assert.ok(first.ok);
+      const killed = await admin.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
+        [name],
+      );
+      assert.equal(killed.rowCount, 1);
+      const rows = [{ id: 'b', json: '{"id":"b","name":"B\\u0000"}' }];
+      const second = await store.commit(first.state, rows, 'c2', url);
+      assert.deepEqual(second, { ok: true, state: { cursor: 'c2', seq: 2 } });
+      assert.equal(lost.length, 1, 'the loss was told once');
+      assert.deepEqual(await store.state(), { cursor: 'c2', seq: 2 });
+      const stored = await s.query<{ id: string; project_json: string; seq: string }>(
+        'SELECT id, project_json, seq FROM pulseboard_mirror ORDER BY id',
+      );
+      assert.deepEqual(
+        stored.map((r) => [r.id, r.project_json, Number(r.seq)]),
+        [
+          ['a', '{"id":"a"}', 1],
+          ['b', rows[0]!.json, 2],
+        ],
+      );
+    } finally {
+      await admin.end().catch(() => {});
+      await store.close().catch(() => {});
+    }
+  });
+
   it('brings an older version’s jsonb table up to date and rewrites every row with the served text', async () => {
     const s = await schema();
     await s.query(`CREATE TABLE pulseboard_mirror (
