@@ -7,25 +7,31 @@ import { changeFeed, type ChangeFeed, type ChangesOptions } from './changes.ts';
 import { call, isLoopback, type HttpOptions, type Send } from './http.ts';
 import type {
   AskList,
+  AsOfAnswer,
   BoardPage,
+  BoardPageAsOf,
   BoardQuery,
   CallDetail,
   CallOptions,
   CallPage,
   CallsQuery,
   ClientError,
+  DeltaAnswer,
   DeltaQuery,
   DiffQuery,
+  Exactly,
   HistoryQuery,
   ProjectDiff,
   ProjectHistory,
   ProjectQuery,
   ProjectRead,
+  ProjectReadAsOf,
   ProjectSearch,
+  ProjectSearchAsOf,
   PulseList,
   PulseOne,
   Result,
-  SyncPage,
+  SearchOptions,
   ThesisStatus,
 } from './types.ts';
 import { walkPages, type PageStep, type PageWalkOptions } from './pages.ts';
@@ -102,8 +108,11 @@ export function createClient(options: ClientOptions) {
       callOptions,
     );
 
-  const delta = (query: DeltaQuery, callOptions?: CallOptions): Promise<Result<SyncPage>> =>
-    get<SyncPage>('/v1/projects', query, callOptions, Number(query.wait ?? 0));
+  const delta = <Q extends DeltaQuery>(
+    query: Exactly<Q, DeltaQuery>,
+    callOptions?: CallOptions,
+  ): Promise<Result<DeltaAnswer<Q>>> =>
+    get<DeltaAnswer<Q>>('/v1/projects', query, callOptions, Number(query.wait ?? 0));
   const diff = (query: DiffQuery, callOptions?: CallOptions): Promise<Result<ProjectDiff>> =>
     get<ProjectDiff>('/v1/projects/diff', query, callOptions);
   const diffPages = ({ from, to, cursor, limit, ...walk }: DiffPagesOptions): AsyncIterable<PageStep<ProjectDiff>> => {
@@ -117,8 +126,9 @@ export function createClient(options: ClientOptions) {
 
   return {
     projects: {
-      /** GET /v1/projects in board mode: 50 a page, newest first. */
-      board: (query: BoardQuery = {}, callOptions?: CallOptions) => get<BoardPage>('/v1/projects', query, callOptions),
+      /** GET /v1/projects in board mode: 50 a page, newest first; with `asOf`, as the board stood then. */
+      board: <Q extends BoardQuery = Record<never, never>>(query?: Exactly<Q, BoardQuery>, callOptions?: CallOptions) =>
+        get<AsOfAnswer<Q, BoardPage, BoardPageAsOf>>('/v1/projects', query ?? {}, callOptions),
       /** GET /v1/projects in delta mode: one page from `since` or `cursor` (with `wait`, a long-poll). */
       delta,
       /** The delta as an async iterator of pages that keeps its place (see ChangeFeed). */
@@ -128,8 +138,12 @@ export function createClient(options: ClientOptions) {
       /** The diff as an async iterator of pages, from its two points or a `next` (see walkPages). */
       diffPages,
       /** GET /v1/projects/{handle}: by id or handle; include=context, asOf. */
-      get: (handle: string, query: ProjectQuery = {}, callOptions?: CallOptions) =>
-        get<ProjectRead>(`/v1/projects/${segment(handle)}`, query, callOptions),
+      get: <Q extends ProjectQuery = Record<never, never>>(
+        handle: string,
+        query?: Exactly<Q, ProjectQuery>,
+        callOptions?: CallOptions,
+      ) =>
+        get<AsOfAnswer<Q, ProjectRead, ProjectReadAsOf>>(`/v1/projects/${segment(handle)}`, query ?? {}, callOptions),
       /** GET /v1/projects/{handle}/history: the project's writes, newest first, cursor-paged. */
       history: (handle: string, query: HistoryQuery = {}, callOptions?: CallOptions) =>
         get<ProjectHistory>(`/v1/projects/${segment(handle)}/history`, query, callOptions),
@@ -137,8 +151,12 @@ export function createClient(options: ClientOptions) {
       asks: (handle: string, callOptions?: CallOptions) =>
         get<AskList>(`/v1/projects/${segment(handle)}/ask`, undefined, callOptions),
     },
-    /** GET /v1/search?q=…: a project by id, contract, chain:contract, website or social profile. */
-    search: (q: string, callOptions?: CallOptions) => get<ProjectSearch>('/v1/search', { q }, callOptions),
+    /** GET /v1/search?q=…: a project by id, contract, chain:contract, website or social profile; `asOf`. */
+    search: <Q extends SearchOptions = Record<never, never>>(
+      q: string,
+      query?: Exactly<Q, SearchOptions>,
+      callOptions?: CallOptions,
+    ) => get<AsOfAnswer<Q, ProjectSearch, ProjectSearchAsOf>>('/v1/search', { ...query, q }, callOptions),
     calls: {
       /** GET /v1/calltracker/calls: follow `next` with the same contract/chain until null. */
       list: (query: CallsQuery = {}, callOptions?: CallOptions) =>

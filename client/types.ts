@@ -11,9 +11,15 @@ import type {
   pulseOneSchema,
 } from '../readmodels/schemas.ts';
 import type { callsQuerySchema } from '../service/requests/calls.ts';
-import type { diffQuerySchema } from '../service/requests/history-board.ts';
+import type { SyncPageChanges } from '../readmodels/history-schemas.ts';
+import type { SyncPage } from '../readmodels/schemas.ts';
+import type {
+  boardQuerySchema,
+  diffQuerySchema,
+  projectAsOfQuerySchema,
+  searchAsOfQuerySchema,
+} from '../service/requests/history-board.ts';
 import type { historyQuerySchema } from '../service/requests/history.ts';
-import type { projectQuerySchema, projectsQuerySchema } from '../service/requests/projects.ts';
 
 export type {
   AskList,
@@ -25,19 +31,31 @@ export type {
   SyncPage,
   ThesisStatus,
 } from '../readmodels/schemas.ts';
-export type { ProjectChange, ProjectDiff } from '../readmodels/history-schemas.ts';
+/** The answers of reads given `asOf` (the live shapes with the point), and of a delta page with include=changes. */
+export type {
+  AsOfPoint,
+  BoardPageAsOf,
+  ChangedFields,
+  ProjectChange,
+  ProjectDiff,
+  ProjectReadAsOf,
+  ProjectSearchAsOf,
+  SyncPageChanges,
+} from '../readmodels/history-schemas.ts';
 export type ProjectRead = z.output<typeof projectReadSchema>;
 export type ProjectSearch = z.output<typeof projectSearchSchema>;
 export type PulseList = z.output<typeof pulseListSchema>;
 export type PulseOne = z.output<typeof pulseOneSchema>;
 
-type ProjectsInput = z.input<typeof projectsQuerySchema>;
-/** Board mode of GET /v1/projects. */
-export type BoardQuery = Pick<ProjectsInput, 'page' | 'has_dossier'>;
+type ProjectsInput = z.input<typeof boardQuerySchema>;
+/** Board mode of GET /v1/projects, live or `asOf` a point. */
+export type BoardQuery = Pick<ProjectsInput, 'page' | 'has_dossier' | 'asOf'>;
 /** Delta mode of GET /v1/projects: exactly one of `since` and `cursor`. */
-export type DeltaQuery = Pick<ProjectsInput, 'limit' | 'has_dossier' | 'wait'> &
+export type DeltaQuery = Pick<ProjectsInput, 'limit' | 'has_dossier' | 'wait' | 'include'> &
   ({ since: NonNullable<ProjectsInput['since']>; cursor?: never } | { cursor: string; since?: never });
-export type ProjectQuery = z.input<typeof projectQuerySchema>;
+export type ProjectQuery = z.input<typeof projectAsOfQuerySchema>;
+/** GET /v1/search beside `q`: `asOf`. */
+export type SearchOptions = Omit<z.input<typeof searchAsOfQuerySchema>, 'q'>;
 export type HistoryQuery = z.input<typeof historyQuerySchema>;
 export type CallsQuery = z.input<typeof callsQuerySchema>;
 type DiffInput = z.input<typeof diffQuerySchema>;
@@ -47,6 +65,28 @@ export type DiffQuery = Pick<DiffInput, 'limit'> &
     | { from: NonNullable<DiffInput['from']>; to?: DiffInput['to']; cursor?: never }
     | { cursor: string; from?: never; to?: never }
   );
+
+/**
+ * What a read answers for its query: the as-of shape when the query names `asOf`, the live one when
+ * it cannot, either when it may.
+ */
+export type AsOfAnswer<Q, Live, AtPoint> = Q extends { asOf: string }
+  ? AtPoint
+  : 'asOf' extends keyof Q
+    ? Q['asOf' & keyof Q] extends undefined
+      ? Live
+      : Live | AtPoint
+    : Live;
+/** A query of shape `Shape` with nothing else: a generic parameter escapes excess-property checks otherwise. */
+export type Exactly<Q, Shape> = Q & Record<Exclude<keyof Q, keyof Shape>, never>;
+/** A delta page for its query: with `changes` when it asks for include=changes. */
+export type DeltaAnswer<Q> = Q extends { include: 'changes' }
+  ? SyncPageChanges
+  : 'include' extends keyof Q
+    ? Q['include' & keyof Q] extends undefined
+      ? SyncPage
+      : SyncPage | SyncPageChanges
+    : SyncPage;
 
 /**
  * Codes the client itself reports, beside the service's: no answer, a cancelled call, an answer that

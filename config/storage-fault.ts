@@ -29,10 +29,13 @@ export class StorageFaultError extends Error {
   override name = 'StorageFaultError';
   readonly kind: StorageFaultKind;
   readonly code: string;
+  /** The message without its headline: what a thread passes on to rebuild the error on the other side. */
+  readonly detail: string;
 
   constructor(kind: StorageFaultKind, detail: string, options: { cause?: unknown } = {}) {
     super(`${HEADLINES[kind]}: ${detail}`, options);
     this.kind = kind;
+    this.detail = detail;
     this.code = `STORAGE_${kind.toUpperCase()}`;
   }
 }

@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { ParquetWriter, fileWriter } from 'hyparquet-writer';
 import type { z } from 'zod';
 import type { EventLog } from '../eventstore/port.ts';
-import { CALL_FACETS, CALLS_COLLECTION, type StoredCall } from '../projectors/calls.ts';
+import {
+  CALL_FACETS,
+  CALLS_COLLECTION,
+  callsProjector,
+  foldCall,
+  type CallEntity,
+  type StoredCall,
+} from '../projectors/calls.ts';
 import { PROJECTS_COLLECTION } from '../projectors/projects.ts';
 import type { AsOfPoint } from '../readmodels/history-schemas.ts';
 import type { ReadStore } from '../readmodels/port.ts';
@@ -15,7 +22,7 @@ import type { Point } from './history-board.ts';
 /**
  * `pulseboard export --format parquet|ndjson --as-of A --out DIR`: the board as of a point for
  * analysts, in three files: projects (the board as of the point, from the history read model),
- * calls (call records last written by then, without thesis text) and events (the log up to the point,
+ * calls (the calls visible then, each as it was, without thesis text) and events (the log up to the point,
  * private events left out and private fields withheld as the NDJSON export does). Each is written
  * in batches as it is read (nothing holds the board); nested objects are JSON text columns.
  */
@@ -166,8 +173,6 @@ export type AnalystExportOptions = {
 export type AnalystExportSummary = {
   projects: number;
   calls: number;
-  /** Visible calls left out because they were written after the point (calls are not versioned). */
-  callsWrittenLater: number;
   events: number;
   files: string[];
 };
@@ -181,6 +186,80 @@ const partialPath = (dir: string, file: string) => join(dir, `.${file}.partial-$
 export function removePartialFiles(dir: string): void {
   for (const name of Object.keys(GROUP_ROWS))
     for (const format of FORMATS) rmSync(partialPath(dir, `${name}.${format}`), { force: true });
+}
+
+/** Newest first, as the store lists calls: sortKey, then id, descending. */
+const newerFirst = (a: { sortKey: string; id: string }, b: { sortKey: string; id: string }) =>
+  a.sortKey === b.sortKey ? (a.id < b.id ? 1 : a.id > b.id ? -1 : 0) : a.sortKey < b.sortKey ? 1 : -1;
+
+/**
+ * The calls visible at position `at`, each as it was then, in listing order, handed to `write` in
+ * batches. The store holds calls as of `applied` (its checkpoint), and a suppression or restore
+ * flips a call's facet without moving its position: so every call with an event in (at, applied] is
+ * folded again from the log up to `at`, and every other one is today what it was then. Only the
+ * calls changed after the point are held in memory.
+ */
+async function callsAsOf(
+  log: EventLog,
+  store: ReadStore,
+  at: number,
+  applied: number,
+  write: (rows: StoredCall[]) => Promise<void>,
+): Promise<void> {
+  const typePrefixes = callsProjector.typePrefixes;
+  const changed = new Set<string>();
+  for (let after = at; after < applied;) {
+    const batch = await log.readAll({ afterPosition: after, toPosition: applied, typePrefixes, limit: EXPORT_BATCH });
+    if (batch.length === 0) break;
+    for (const event of batch) {
+      const key = callsProjector.keyOf(event);
+      if (key !== null) changed.add(key);
+    }
+    after = batch[batch.length - 1]!.position;
+  }
+  const then = new Map<string, CallEntity>();
+  if (changed.size > 0) {
+    for (let after = 0; after < at;) {
+      const batch = await log.readAll({ afterPosition: after, toPosition: at, typePrefixes, limit: EXPORT_BATCH });
+      if (batch.length === 0) break;
+      for (const event of batch) {
+        const key = callsProjector.keyOf(event);
+        if (key === null || !changed.has(key)) continue;
+        // Thesis text is never exported: not kept, the map holds the rest of each record.
+        const folded = foldCall(then.get(key) ?? null, event);
+        then.set(key, folded.doc ? { ...folded, doc: { ...folded.doc, thesisText: '' } } : folded);
+      }
+      after = batch[batch.length - 1]!.position;
+    }
+  }
+  const rebuilt = [...then]
+    .filter(([, e]) => e.facet === CALL_FACETS.visible && e.doc !== null)
+    .map(([id, e]) => ({ id, sortKey: e.sortKey, doc: e.doc! }))
+    .sort(newerFirst);
+  then.clear();
+
+  // Merge the rebuilt calls into the store's visible ones (the changed ones among those skipped).
+  let next = 0;
+  for (let before: { sortKey: string; id: string } | undefined; ;) {
+    const rows = await store.listKeyset<StoredCall>(CALLS_COLLECTION, {
+      facets: [CALL_FACETS.visible],
+      ...(before ? { before } : {}),
+      limit: EXPORT_BATCH,
+    });
+    const page: StoredCall[] = [];
+    for (const row of rows) {
+      while (next < rebuilt.length && newerFirst(rebuilt[next]!, row) < 0) page.push(rebuilt[next++]!.doc);
+      if (!changed.has(row.id)) page.push(row.doc);
+    }
+    if (rows.length < EXPORT_BATCH) {
+      page.push(...rebuilt.slice(next).map((r) => r.doc));
+      await write(page);
+      return;
+    }
+    await write(page);
+    const last = rows[rows.length - 1]!;
+    before = { sortKey: last.sortKey, id: last.id };
+  }
 }
 
 /**
@@ -205,7 +284,7 @@ export async function exportAsOf(options: AnalystExportOptions): Promise<Analyst
     return { file, partial, table };
   };
   const outputs: { file: string; partial: string }[] = [];
-  const summary: AnalystExportSummary = { projects: 0, calls: 0, callsWrittenLater: 0, events: 0, files: [] };
+  const summary: AnalystExportSummary = { projects: 0, calls: 0, events: 0, files: [] };
   try {
     // Projects: the board as of the point, in board order, walked by keyset.
     const projects = open('projects', PROJECT_COLUMNS);
@@ -224,26 +303,24 @@ export async function exportAsOf(options: AnalystExportOptions): Promise<Analyst
     }
     await projects.table.finish();
 
-    // Calls are not versioned: those last written at or before the point are exactly as they stood
-    // then; one written after it (new, changed, suppressed) is left out and counted.
-    const calls = open('calls', CALL_COLUMNS);
-    outputs.push(calls);
-    for (let before: { sortKey: string; id: string } | undefined; ;) {
-      const rows = await store.listKeyset<StoredCall>(CALLS_COLLECTION, {
-        facets: [CALL_FACETS.visible],
-        ...(before ? { before } : {}),
-        limit: EXPORT_BATCH,
+    // Calls as they stood at the point (calls keep no versions; see callsAsOf). Written again from
+    // the start if the projectors commit while it is read, so the file is one state of the store.
+    for (let attempt = 1; ; attempt++) {
+      const calls = open('calls', CALL_COLUMNS);
+      outputs.push(calls);
+      const seen = await store.checkpoint(CALLS_COLLECTION, { fresh: true });
+      summary.calls = 0;
+      await callsAsOf(log, store, point.seq, seen, async (rows) => {
+        await calls.table.write(rows);
+        summary.calls += rows.length;
+        options.onProgress?.({ file: calls.file, rows: summary.calls });
       });
-      const kept = rows.filter((r) => r.seq <= point.seq).map((r) => r.doc);
-      summary.callsWrittenLater += rows.length - kept.length;
-      await calls.table.write(kept);
-      summary.calls += kept.length;
-      options.onProgress?.({ file: calls.file, rows: summary.calls });
-      if (rows.length < EXPORT_BATCH) break;
-      const last = rows[rows.length - 1]!;
-      before = { sortKey: last.sortKey, id: last.id };
+      await calls.table.finish();
+      if ((await store.checkpoint(CALLS_COLLECTION, { fresh: true })) === seen) break;
+      outputs.pop();
+      rmSync(calls.partial, { force: true });
+      if (attempt === 3) throw new Error('the calls kept changing while they were exported; run the export again');
     }
-    await calls.table.finish();
 
     // Events up to the point, as the NDJSON export has them (private events out, private fields withheld).
     const events = open('events', EVENT_COLUMNS);

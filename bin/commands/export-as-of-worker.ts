@@ -79,7 +79,7 @@ async function exportInThisThread(request: ExportRequest): Promise<number> {
       },
     });
     process.stderr.write(
-      `export: as of position ${point.value.seq} (${point.value.at ?? 'before the first write'}): ${summary.projects} projects, ${summary.calls} calls (${summary.callsWrittenLater} written after the point left out), ${summary.events} events written to ${request.out} (${summary.files.join(', ')}); thesis text is never exported\n`,
+      `export: as of position ${point.value.seq} (${point.value.at ?? 'before the first write'}): ${summary.projects} projects, ${summary.calls} calls, ${summary.events} events written to ${request.out} (${summary.files.join(', ')}); thesis text is never exported\n`,
     );
     return 0;
   } catch (error) {

@@ -13,8 +13,7 @@ const usage = (
 Writes the board as it stood at a point, for analysts, into DIR (created if missing):
   projects.<format>  the board as of the point (every Project field; nested objects as JSON text),
                      with seq and writtenAt of each project's write
-  calls.<format>     visible call records last written by the point, without thesis text (calls are
-                     not versioned: one written after the point is left out, and counted)
+  calls.<format>     the call records visible at the point, each as it was then, without thesis text
   events.<format>    the log up to the point: position, stream, type, recordedAt, data (JSON text);
                      thesis-feed and access events left out, private fields read "[withheld]"
 Parquet files carry the point and schema version ${schemaVersion} in their key-value metadata

@@ -30,9 +30,11 @@ server is waited for. Progress goes to stderr.
   --limit N     rows per page, 1 to 100 (default 100)
   --wait S      long-poll seconds while following, 1 to 30 (default 30)
 
-Tables (created on first run): ${MIRROR_TABLE} (id primary key, project: the Project JSON, jsonb in
-PostgreSQL, written_at: when the mirror wrote the row, seq: the mirror's change number, growing with
-every row it writes) and ${CURSOR_TABLE} (one row: the cursor, the last seq, the source URL).
+Tables (created on first run): ${MIRROR_TABLE} (id primary key, project: the Project JSON as served;
+in PostgreSQL project_json holds it as text and project as jsonb, NULL where jsonb cannot hold it;
+written_at: when the mirror wrote the row, seq: the mirror's change number, growing with every row it
+writes) and ${CURSOR_TABLE} (one row: the cursor, the last seq, the source URL). A lost PostgreSQL
+connection is reconnected with backoff and the walk resumed from the stored cursor.
 SIGINT or SIGTERM finishes the page in hand and exits 0; run it again to resume.
 Exit status: 0 caught up (--once) or stopped, 1 failed along the way, 2 usage error or a wrong
 URL, key or store.
@@ -47,10 +49,14 @@ function whole(value: string | undefined, name: string, min: number, max: number
 }
 
 /** node-postgres is loaded only for a PostgreSQL store. */
-async function openStore(target: StoreTarget): Promise<MirrorStore> {
+async function openStore(
+  target: StoreTarget,
+  signal: AbortSignal,
+  onLost: (reason: string, seconds: number) => void,
+): Promise<MirrorStore> {
   if (target.kind === 'sqlite') return openSqliteMirrorThread(target.file);
   const { openPostgresMirror } = await import('../mirror/postgres.ts');
-  return openPostgresMirror(target.url);
+  return openPostgresMirror(target.url, { signal, onLost });
 }
 
 export async function run(args: string[]): Promise<number> {
@@ -86,9 +92,13 @@ export async function run(args: string[]): Promise<number> {
   // The service's root: a URL ending in /v1 (as the REST paths are printed) means the same service.
   const url = values.url.replace(/\/+$/, '').replace(/\/v1$/, '');
   const where = target.kind === 'sqlite' ? values.to : redactedUrl(target.url);
+  const stop = new AbortController();
+  const progress = createMirrorProgress({ out: process.stderr, terminal: process.stderr.isTTY === true });
+  const onLost = (reason: string, seconds: number) =>
+    progress.line(`mirror: the store's connection was lost (${reason}); reconnecting in ${seconds} s`);
   let store: MirrorStore;
   try {
-    store = await openStore(target);
+    store = await openStore(target, stop.signal, onLost);
   } catch (error) {
     process.stderr.write(
       `pulseboard mirror: cannot use the store ${where}: ${error instanceof Error ? error.message : String(error)}\n`,
@@ -96,11 +106,9 @@ export async function run(args: string[]): Promise<number> {
     return 2;
   }
 
-  const stop = new AbortController();
   const onSignal = () => stop.abort();
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  const progress = createMirrorProgress({ out: process.stderr, terminal: process.stderr.isTTY === true });
   try {
     const startState = await store.state();
     // Said once the service has answered, so that a wrong URL or key is a single line.

@@ -4,6 +4,7 @@
  */
 import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
+import { namedSqliteError } from '../../config/sqlite.ts';
 import { StorageFaultError } from '../../config/storage-fault.ts';
 import type { BuildWriterData, WriterReply, WriterRequest } from './build-writer.ts';
 import { createChunkIndex } from './list-chunks.ts';
@@ -33,14 +34,18 @@ let sessionStaged = false;
 const staged = new Map<string, { recording: HistoryCommit; failure: unknown }>();
 
 const reply = (message: WriterReply) => port.postMessage(message);
-const failed = (error: unknown): WriterReply => ({
-  kind: 'failed',
-  error: {
-    message: error instanceof Error ? error.message : String(error),
-    name: error instanceof Error ? error.name : 'Error',
-    fault: error instanceof StorageFaultError ? error.kind : null,
-  },
-});
+const failed = (raw: unknown): WriterReply => {
+  // A failure met while staging versions or ending their transaction comes raw from node:sqlite.
+  const error = namedSqliteError(path, raw);
+  return {
+    kind: 'failed',
+    error: {
+      message: error instanceof Error ? error.message : String(error),
+      name: error instanceof Error ? error.name : 'Error',
+      fault: error instanceof StorageFaultError ? { kind: error.kind, detail: error.detail } : null,
+    },
+  };
+};
 
 port.on('message', (message: WriterRequest) => {
   try {

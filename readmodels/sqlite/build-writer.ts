@@ -38,7 +38,10 @@ export type WriterRequest =
 export type WriterReply =
   | { kind: 'ended'; outcome: CommitOutcome }
   | { kind: 'aborted' }
-  | { kind: 'failed'; error: { message: string; name: string; fault: StorageFaultKind | null } };
+  | {
+      kind: 'failed';
+      error: { message: string; name: string; fault: { kind: StorageFaultKind; detail: string } | null };
+    };
 
 type Waiting = { resolve: (outcome: CommitOutcome) => void; reject: (error: unknown) => void; cause?: unknown };
 
@@ -65,7 +68,10 @@ export function startBuildWriter(path: string, pragmas: string[]): BuildWriter {
     else if (reply.kind === 'aborted') next.reject(next.cause);
     else {
       const { message, name, fault } = reply.error;
-      next.reject(fault ? new StorageFaultError(fault, message) : Object.assign(new Error(message), { name }));
+      // A fault is rebuilt from its detail: its message already starts with the headline the constructor adds.
+      next.reject(
+        fault ? new StorageFaultError(fault.kind, fault.detail) : Object.assign(new Error(message), { name }),
+      );
     }
     settle();
   });

@@ -88,6 +88,18 @@ describe('pulseboard/client against a running server', () => {
     assert.equal(found.value.state, 'found');
     assert.equal(found.value.project?.id, first.id);
 
+    // As of a point: the board, one project and search name the point they answered for.
+    const past = await client.projects.board({ asOf: new Date().toISOString() });
+    assert.ok(past.ok);
+    const point = past.value.asOf.cursor;
+    const oneThen = await client.projects.get(first.id, { asOf: point });
+    assert.ok(oneThen.ok);
+    assert.equal(oneThen.value.asOf.cursor, point);
+    const foundThen = await client.search(first.id, { asOf: point });
+    assert.ok(foundThen.ok);
+    assert.equal(foundThen.value.asOf.cursor, point);
+    assert.equal(foundThen.value.project?.id, first.id);
+
     const pulse = await client.pulse.list();
     assert.ok(pulse.ok);
     assert.equal(pulse.value.beats.length, 8);

@@ -62,7 +62,7 @@ export async function postgresSnapshot(schema: ScratchSchema): Promise<MirrorSna
   await schema.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
   try {
     for (const row of await schema.query<{ id: string; project: string; seq: string }>(
-      'SELECT id, project::text AS project, seq FROM pulseboard_mirror',
+      'SELECT id, project_json AS project, seq FROM pulseboard_mirror',
     )) {
       rows.set(row.id, { json: row.project, seq: Number(row.seq) });
     }
@@ -86,16 +86,6 @@ export async function freshWalk(baseUrl: string, key: string): Promise<Map<strin
     for (const project of step.page.projects) out.set(project.id, JSON.stringify(project));
   }
   return out;
-}
-
-/** The walk's JSON as PostgreSQL's jsonb prints it, to compare byte for byte with the mirror's column. */
-export async function asJsonb(schema: ScratchSchema, walk: Map<string, string>): Promise<Map<string, string>> {
-  const ids = [...walk.keys()];
-  const rows = await schema.query<{ id: string; project: string }>(
-    'SELECT id, project::jsonb::text AS project FROM unnest($1::text[], $2::text[]) AS t (id, project)',
-    [ids, ids.map((id) => walk.get(id)!)],
-  );
-  return new Map(rows.map((r) => [r.id, r.project]));
 }
 
 /** The first way the mirror differs from the truth, or null when it holds exactly the same rows. */

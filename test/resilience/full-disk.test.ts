@@ -8,8 +8,10 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { projectors } from '../../projectors/registry.ts';
 import { createProjectionRunner, createProjectorRunner } from '../../projectors/runner.ts';
+import type { ReadStore } from '../../readmodels/port.ts';
 import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
 import { createSupervisor } from '../../service/background.ts';
+import { storageFaultOf } from '../../config/storage-fault.ts';
 import { createHealth } from '../../service/health.ts';
 import { runCli } from '../support/cli.ts';
 import { dumpReadModels, firstDifference } from '../support/seed.ts';
@@ -113,6 +115,53 @@ describe('a full disk (a small tmpfs)', skipFor(problem), () => {
     assert.equal(rest.code, 0, rest.stderr);
     assert.equal(rest.stdout.trim(), `accepted ${9955 - accepted}, duplicate ${accepted}, rejected 0`);
     assert.deepEqual(eventRows(join(data, 'events.sqlite')), all);
+  });
+
+  it('a replay’s generation, written by its own thread, names the full disk once', async () => {
+    const doc = (i: number) => ({ id: `d-${i}`, text: 'x'.repeat(400) });
+    const rows = Array.from({ length: 5000 }, (_, i) => ({
+      id: `d-${i}`,
+      doc: doc(i),
+      state: {},
+      seq: 1,
+      writtenAt: '2026-11-20T09:30:00.000Z',
+      sortKey: `k-${i}`,
+      facet: 'all',
+      keys: {},
+    }));
+    // The commit's own rows, then history versions staged before a commit: both written by the thread.
+    const attempts = {
+      rows: (store: ReadStore) => store.commit('c', rows, 1),
+      staged: (store: ReadStore) => {
+        const version = (i: number) => ({
+          seq: 1,
+          writtenAt: rows[i]!.writtenAt,
+          sortKey: `k-${i}`,
+          facet: 'all',
+          doc: doc(i),
+        });
+        store.stageVersions!(
+          'c',
+          Array.from({ length: 5000 }, (_, i) => ({ id: `d-${i}`, version: version(i), validTo: 2 })),
+        );
+        return store.commit('c', rows.slice(0, 1), 2, 0);
+      },
+    };
+    for (const [name, attempt] of Object.entries(attempts)) {
+      const file = join(smallDisk(`build-${name}`, '1m'), 'readmodels-1.sqlite');
+      const store = createSqliteReadStore(file, { bulkBuild: true });
+      try {
+        const failure = await attempt(store).then(
+          () => assert.fail(`${name}: the commit fitted a 1 MiB disk`),
+          (error: unknown) => error,
+        );
+        assert.equal(storageFaultOf(failure), 'disk_full', `${name}: ${String(failure)}`);
+        const message = failure instanceof Error ? failure.message : String(failure);
+        assert.equal(message, `disk full: ${file} (SQLite: database or disk is full)`, name);
+      } finally {
+        await store.close().catch(() => undefined);
+      }
+    }
   });
 
   it('the projectors log and report disk_full, keep what they committed, and catch up once there is room', async () => {
