@@ -31,20 +31,7 @@ export function argumentsSchema(
   };
 }
 
-/** A tool's result: the SDK checks structuredContent against the REST twin's response schema. */
-export function resultSchema(schema: z.ZodType, json: JsonSchema): StandardSchemaWithJSON {
-  return {
-    '~standard': {
-      version: 1,
-      vendor: 'pulseboard',
-      validate(value) {
-        const parsed = schema.safeParse(value);
-        if (parsed.success) return { value };
-        return {
-          issues: parsed.error.issues.map((issue) => ({ message: issue.message, path: issue.path as PropertyKey[] })),
-        };
-      },
-      jsonSchema: { input: () => json, output: () => json },
-    },
-  };
-}
+/** A tool's result: the SDK checks structuredContent with zod's own Standard Schema, and lists `json`. */
+export const resultSchema = (schema: z.ZodType, json: JsonSchema): StandardSchemaWithJSON => ({
+  '~standard': { ...schema['~standard'], jsonSchema: { input: () => json, output: () => json } },
+});

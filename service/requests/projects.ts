@@ -54,7 +54,7 @@ export const projectViewSchema = z
   .enum(['full', 'summary'], { message: "must be 'full' or 'summary'" })
   .optional()
   .describe(
-    "'summary' (the default): only id, handle, name, fol, firstSeenByUs, hasDossier, writtenAt, 0.12 to 0.3 of the bytes; 'full': the REST body.",
+    "'summary' (the default): only id, handle, name, fol, firstSeenByUs, hasDossier, writtenAt, 0.1 to 0.3 of the bytes; 'full': the REST body.",
   );
 
 /** GET /v1/projects/changes: the event stream's starting point (or the Last-Event-ID header) and filter. */
