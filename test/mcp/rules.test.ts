@@ -316,3 +316,31 @@ describe('/mcp: no input is echoed unbounded', () => {
     assert.equal(answer.error.code, -32602, text);
   });
 });
+
+describe('/mcp with CORS on: OPTIONS is the preflight /v1 gets', () => {
+  let h: Harness;
+  let base: string;
+  const ORIGIN = 'https://app.example.com';
+
+  beforeAll(async () => {
+    h = await createHarness({ env: { PULSEBOARD_CORS_ORIGINS: ORIGIN } });
+    base = await h.app.listen({ host: '127.0.0.1', port: 0 });
+  });
+  afterAll(() => h.close());
+
+  it('answers 204 allowing Authorization on both', async () => {
+    for (const path of ['/mcp', '/v1/projects']) {
+      const res = await fetch(`${base}${path}`, {
+        method: 'OPTIONS',
+        headers: {
+          origin: ORIGIN,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'authorization',
+        },
+      });
+      assert.equal(res.status, 204, path);
+      assert.equal(res.headers.get('access-control-allow-origin'), ORIGIN, path);
+      assert.match(res.headers.get('access-control-allow-headers') ?? '', /Authorization/, path);
+    }
+  });
+});
