@@ -190,6 +190,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
       return reply.header('cache-control', 'private, no-store, no-transform').send(response.body);
     }
+    // A JSON answer is one message: read whole, @fastify/compress compresses it at once (a piped stream costs more).
     return reply.send(await response.text());
   }
 };
