@@ -57,11 +57,15 @@ export function createOriginCheck(
     return origins === undefined || allowedOrigins.has(originOf(origin) ?? '');
   }
 
+  // The Host value last allowed, as sent: a client sends the same one on every call, parsed once.
+  let lastAllowedHost: string | undefined;
+
   return ({ host, origin }) => {
-    if (!anyHost && !hostAllowed(host))
+    if (!anyHost && (host === undefined || host !== lastAllowedHost) && !hostAllowed(host))
       return errors.forbidden(
         'the Host header does not name this server (DNS-rebinding protection of /mcp); connect by an allowed host name, or add it to PULSEBOARD_MCP_ALLOWED_HOSTS',
       );
+    if (!anyHost) lastAllowedHost = host;
     if (origin !== undefined && !originAllowed(origin))
       return errors.forbidden(
         'requests from this Origin are not accepted (DNS-rebinding protection of /mcp); send no Origin header, or add the origin to PULSEBOARD_MCP_ALLOWED_ORIGINS',
