@@ -274,7 +274,9 @@ function httpServer(
   const labelOf = operationLabeller(operations);
   app.decorateRequest('operation', '');
   void app.register(headersPlugin, { corsOrigins: services.config.PULSEBOARD_CORS_ORIGINS });
-  void app.register(errorsPlugin, { operations });
+  // /mcp is known too: another method there is 405 with Allow, as on /v1 (OPTIONS included while CORS is off).
+  const known = operations.length > 0 ? [...operations, { method: 'POST' as const, path: MCP_PATH }] : operations;
+  void app.register(errorsPlugin, { operations: known });
   void app.register(ssePlugin);
   dropUnreadBodies(app);
 

@@ -1,6 +1,7 @@
 /**
  * Instructions a request, counted by valgrind's callgrind in the server process: a one-project read
- * (GET /v1/projects/{id}) and MCP get_project of the same project, on the 10k data set. Unlike req/s and
+ * (GET /v1/projects/{id}) and MCP get_project of the same project in both protocol eras (goal: at most
+ * 1.0M a call, issue 58), on the 10k data set. Unlike req/s and
  * CPU time, the count hardly moves with what else the machine runs (runs of one build agree within
  * about 0.6 %), so a change of a few hundred nanoseconds shows; it leaves out the kernel (the sends and
  * receives), which the read bench's figures include. Not part of `npm run bench`: the server runs about
@@ -86,13 +87,20 @@ async function instructionsPerRequest(
   }
 }
 
-export async function main(): Promise<void> {
-  if (spawnSync('valgrind', ['--version']).status !== 0 || spawnSync('callgrind_control', ['--version']).status !== 0) {
-    process.stdout.write('instructions: skipped, valgrind is not installed (Debian package valgrind)\n');
-    return;
-  }
-  const requests = Number(process.argv[2] ?? '3000');
-  const dataDir = process.argv[3] ?? (await ensureDataSet(dataSetSpec(10_000)));
+/** The 2026-07-28 envelope of a request. */
+const MODERN_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+
+export type InstructionCounts = { rest: number; legacy: number; modern: number };
+
+/** Instructions a request of each read, or null without valgrind. */
+export async function countInstructions(requests: number, dataDir?: string): Promise<InstructionCounts | null> {
+  if (spawnSync('valgrind', ['--version']).status !== 0 || spawnSync('callgrind_control', ['--version']).status !== 0)
+    return null;
+  dataDir ??= await ensureDataSet(dataSetSpec(10_000));
   const key = await benchKey(dataDir);
   const authorization = `Bearer ${key}`;
   const rest = await instructionsPerRequest(
@@ -101,27 +109,39 @@ export async function main(): Promise<void> {
     (port, id) => ({ url: `http://127.0.0.1:${port}/v1/projects/${id}`, headers: { authorization } }),
     key,
   );
-  const mcp = await instructionsPerRequest(
-    dataDir,
-    requests,
-    (port, id) => ({
-      url: `http://127.0.0.1:${port}/mcp`,
-      method: 'POST',
-      headers: { authorization, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/call',
-        params: { name: 'get_project', arguments: { handle: id } },
-      }),
+  const headers = { authorization, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const call = (modern: boolean) => (port: number, id: string) => ({
+    url: `http://127.0.0.1:${port}/mcp`,
+    method: 'POST',
+    headers: modern
+      ? { ...headers, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'get_project' }
+      : headers,
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'get_project', arguments: { handle: id }, ...(modern ? { _meta: MODERN_META } : {}) },
     }),
-    key,
+  });
+  const legacy = await instructionsPerRequest(dataDir, requests, call(false), key);
+  const modern = await instructionsPerRequest(dataDir, requests, call(true), key);
+  return { rest, legacy, modern };
+}
+
+export async function main(): Promise<void> {
+  const requests = Number(process.argv[2] ?? '3000');
+  const counts = await countInstructions(requests, process.argv[3]);
+  if (counts === null) {
+    process.stdout.write('instructions: skipped, valgrind is not installed (Debian package valgrind)\n');
+    return;
+  }
+  process.stdout.write(
+    `instructions a request (server process, user space, ${requests} requests after as many unmeasured):\n`,
   );
   process.stdout.write(
-    `instructions a request (server process, user space, ${requests} requests after as many unmeasured, ${dataDir}):\n`,
-  );
-  process.stdout.write(
-    `  one project (REST)  ${rest.toFixed(0)}\n  MCP get_project     ${mcp.toFixed(0)}\n  REST/MCP            ${(rest / mcp).toFixed(3)}\n`,
+    `  one project (REST)           ${counts.rest.toFixed(0)}\n` +
+      `  MCP get_project, 2025-11-25  ${counts.legacy.toFixed(0)} (goal <= 1,000,000)\n` +
+      `  MCP get_project, 2026-07-28  ${counts.modern.toFixed(0)} (goal <= 1,000,000)\n`,
   );
 }
 

@@ -4,7 +4,7 @@ export type OperationLabel = {
   readonly rpc?: { readonly method: string; readonly tool?: string };
 };
 
-/** The JSON-RPC methods labelled by name; any other is labelled `other`. */
+/** The JSON-RPC methods labelled by name (metrics need a fixed set, never caller text); any other is `other`. */
 const KNOWN_RPC_METHODS = [
   'initialize',
   'server/discover',

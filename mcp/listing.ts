@@ -6,6 +6,9 @@ import type { Tool } from './tools.ts';
 export type JsonSchema = Record<string, unknown>;
 
 /**
+ * Why ours and not the SDK's conversion: zod's own JSON Schema makes tools/list about 95 KB, over the 26 KB
+ * an agent is given for it (issue 58 item 5).
+ *
  * A zod schema as the JSON Schema tools/list shows. Kept small because every agent pays for it in
  * context on every connect: a `format` replaces zod's long date-time and uuid regexes (the
  * validators that matter run on the server anyway), parameters registered in `advertised` show

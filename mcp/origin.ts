@@ -1,71 +1,75 @@
+import { localhostAllowedHostnames, validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
 import type { Config } from '../config/config.ts';
 import { errors, type ServiceError } from '../service/errors.ts';
 
 /**
- * DNS-rebinding protection for /mcp (MCP Streamable HTTP transport, "Security Warning"): a page
- * on a hostile site whose name was re-pointed at 127.0.0.1 reaches this server with its own
- * Host and Origin. Requests are answered only when Host names this server and a browser Origin,
- * if any, is one it trusts. Non-browser clients send no Origin.
+ * DNS-rebinding protection for /mcp (MCP Streamable HTTP transport, "Security Warning"): the SDK's
+ * Host and Origin validators, with what our configuration adds to them (a Host entry may name a
+ * port; a configured Origin is a whole `scheme://host[:port]`). Non-browser clients send no Origin.
  */
 export type OriginCheck = (headers: { host?: string | undefined; origin?: string | undefined }) => ServiceError | null;
 
-const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
 const WILDCARD_BINDS = new Set(['0.0.0.0', '::', '[::]']);
 
-/** `name` or `name:port` (IPv6 in brackets), lower-cased; null when it is not a host at all. */
-function splitHost(value: string): HostEntry | null {
-  const text = value.trim().toLowerCase();
-  const match = /^(\[[0-9a-f:.]+\]|[^:[\]\s/]+)(?::(\d{1,5}))?$/.exec(text);
-  return match ? { name: match[1]!, port: match[2] ?? null } : null;
+/** `name` or `name:port` as the URL parser reads a Host (lower-cased, IPv6 in brackets, '' for no port). */
+function hostParts(value: string): { name: string; port: string } | null {
+  try {
+    const url = new URL(`http://${value.trim()}`);
+    return { name: url.hostname, port: url.port };
+  } catch {
+    return null;
+  }
 }
 
-type HostEntry = { name: string; port: string | null };
-
-/** An entry `name` allows that name on any port; `name:port` only that port. */
-const hostAllowed = (entries: readonly HostEntry[], host: HostEntry): boolean =>
-  entries.some((allowed) => allowed.name === host.name && (allowed.port === null || allowed.port === host.port));
+const originOf = (value: string): string | null => URL.parse(value.trim())?.origin ?? null;
 
 export function createOriginCheck(
   config: Pick<Config, 'HOST' | 'PULSEBOARD_MCP_ALLOWED_HOSTS' | 'PULSEBOARD_MCP_ALLOWED_ORIGINS'>,
 ): OriginCheck {
   const bind = config.HOST.toLowerCase();
-  const bindName = bind.includes(':') && !bind.startsWith('[') ? `[${bind}]` : bind;
   const hosts = config.PULSEBOARD_MCP_ALLOWED_HOSTS ?? [
-    ...LOOPBACK_NAMES,
-    ...(WILDCARD_BINDS.has(bind) ? [] : [bindName]),
+    ...localhostAllowedHostnames(),
+    ...(WILDCARD_BINDS.has(bind) ? [] : [bind.includes(':') && !bind.startsWith('[') ? `[${bind}]` : bind]),
   ];
   const anyHost = hosts[0] === '*';
-  const hostEntries = hosts.map(splitHost).filter((entry) => entry !== null);
+  const entries = hosts.map(hostParts).filter((entry) => entry !== null);
+  const names = entries.map((entry) => entry.name);
   const origins = config.PULSEBOARD_MCP_ALLOWED_ORIGINS;
   const anyOrigin = origins?.[0] === '*';
+  const allowedOrigins = new Set(origins?.map(originOf).filter((origin) => origin !== null));
+  const originNames = origins
+    ? [...allowedOrigins].map((origin) => new URL(origin).hostname)
+    : localhostAllowedHostnames();
+
+  function hostAllowed(host: string | undefined): boolean {
+    const checked = validateHostHeader(host, names);
+    if (!checked.ok) return false;
+    // An entry `name:port` allows that port only; the SDK's check is by name.
+    const port = hostParts(host!)?.port ?? '';
+    return entries.some((entry) => entry.name === checked.hostname && (entry.port === '' || entry.port === port));
+  }
 
   function originAllowed(origin: string): boolean {
     if (anyOrigin) return true;
-    const match = /^(https?):\/\/([^/]+)$/.exec(origin.trim().toLowerCase());
-    if (!match) return false;
-    if (origins) return (origins as readonly string[]).includes(`${match[1]}://${match[2]}`);
-    const host = splitHost(match[2]!);
-    return host !== null && LOOPBACK_NAMES.includes(host.name);
+    const checked = validateOriginHeader(origin, originNames);
+    const scheme = URL.parse(origin.trim())?.protocol;
+    if (!checked.ok || (scheme !== 'http:' && scheme !== 'https:')) return false;
+    return origins === undefined || allowedOrigins.has(originOf(origin) ?? '');
   }
 
   // The Host value last allowed, as sent: a client sends the same one on every call, parsed once.
   let lastAllowedHost: string | undefined;
 
   return ({ host, origin }) => {
-    if (!anyHost && (host === undefined || host !== lastAllowedHost)) {
-      const parsed = host === undefined ? null : splitHost(host);
-      if (!parsed || !hostAllowed(hostEntries, parsed)) {
-        return errors.forbidden(
-          'the Host header does not name this server (DNS-rebinding protection of /mcp); connect by an allowed host name, or add it to PULSEBOARD_MCP_ALLOWED_HOSTS',
-        );
-      }
-      lastAllowedHost = host;
-    }
-    if (origin !== undefined && !originAllowed(origin)) {
+    if (!anyHost && (host === undefined || host !== lastAllowedHost) && !hostAllowed(host))
+      return errors.forbidden(
+        'the Host header does not name this server (DNS-rebinding protection of /mcp); connect by an allowed host name, or add it to PULSEBOARD_MCP_ALLOWED_HOSTS',
+      );
+    if (!anyHost) lastAllowedHost = host;
+    if (origin !== undefined && !originAllowed(origin))
       return errors.forbidden(
         'requests from this Origin are not accepted (DNS-rebinding protection of /mcp); send no Origin header, or add the origin to PULSEBOARD_MCP_ALLOWED_ORIGINS',
       );
-    }
     return null;
   };
 }

@@ -1,12 +1,13 @@
-import { createMcpHandler } from '@modelcontextprotocol/server';
-import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { Admission, Budget, Protection } from '../service/guard.ts';
+import { createMcpHandler, isInitializeRequest, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Budget, Protection } from '../service/guard.ts';
 import { HEARTBEAT_MS } from '../service/changes.ts';
 import type { Services } from '../service/services.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
 import { sendError } from '../transport/send-error.ts';
+import { boundedEchoes } from './echoes.ts';
 import { createOriginCheck } from './origin.ts';
-import { authInfoOf, createMcpServerFactory, WHOLE_SURFACE, type RequestContext, type Surface } from './server.ts';
+import { createMcpServerFactory, WHOLE_SURFACE, type RequestContext, type Surface } from './server.ts';
 import { createListenSlots, type Listen } from './subscriptions.ts';
 import { tools as toolTable, type Tool } from './tools.ts';
 
@@ -19,59 +20,33 @@ export type McpPluginOptions = {
   listen?: { keepAliveMs?: number; recheckMs?: number };
 };
 
-type JsonRpcMessage = { method?: unknown; params?: { name?: unknown; arguments?: unknown; uri?: unknown } };
+/** The fields of one JSON-RPC message the budget looks at (the SDK validates the rest). */
+export type RpcMessage = { method?: unknown; params?: { name?: unknown; arguments?: unknown; uri?: unknown } };
 
-const isObject = (m: unknown): m is JsonRpcMessage => typeof m === 'object' && m !== null;
-
-const messagesOf = (body: unknown): JsonRpcMessage[] =>
-  Array.isArray(body) ? body.filter(isObject) : isObject(body) ? [body] : [];
+const messageOf = (body: unknown): RpcMessage | null =>
+  typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as RpcMessage) : null;
 
 /** Messages that read data: each counts against the requests budget shared with REST. */
-const readsData = (m: JsonRpcMessage): boolean => m.method === 'tools/call' || m.method === 'resources/read';
-
-const toolsByName = (tools: readonly Tool[]): ReadonlyMap<string, Tool> =>
-  new Map(tools.map((tool) => [tool.name, tool]));
+const readsData = (m: RpcMessage | null): boolean => m?.method === 'tools/call' || m?.method === 'resources/read';
 
 /**
- * The budget class of one HTTP request: a tools/call counts with its tool's class (computed from
- * its arguments as for the REST twin), a resources/read with its twin tool's; anything else
- * (initialize, server/discover, lists, notifications) is basic. A batch takes the strictest class.
+ * The budget class of one message: a tools/call counts with its tool's class (computed from its
+ * arguments as for the REST twin), a resources/read of a call record as get_calltracker_call;
+ * anything else is basic.
  */
 export function protectionOf(services: Services, tools: readonly Tool[], body: unknown): Protection {
-  return protectionAmong(services, toolsByName(tools), messagesOf(body));
+  const message = messageOf(body);
+  if (message?.method === 'resources/read')
+    return String(message.params?.uri).startsWith('pulseboard://calls/') ? 'protected' : 'basic';
+  if (message?.method !== 'tools/call') return 'basic';
+  const tool = tools.find((t) => t.name === message.params?.name);
+  const args = message.params?.arguments;
+  if (!tool) return 'basic';
+  const rest = tool.input.toRest(
+    typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {},
+  );
+  return tool.protection(services, rest);
 }
-
-function protectionAmong(
-  services: Services,
-  byName: ReadonlyMap<string, Tool>,
-  messages: readonly JsonRpcMessage[],
-): Protection {
-  for (const message of messages) {
-    if (message.method === 'resources/read') {
-      // A call record carries thesis text: read under get_calltracker_call's class.
-      if (typeof message.params?.uri === 'string' && message.params.uri.startsWith('pulseboard://calls/'))
-        return 'protected';
-      continue;
-    }
-    if (message.method !== 'tools/call') continue;
-    const name = message.params?.name;
-    const tool = typeof name === 'string' ? byName.get(name) : undefined;
-    const args = message.params?.arguments;
-    if (!tool) continue;
-    const rest = tool.input.toRest(
-      typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {},
-    );
-    if (tool.protection(services, rest) === 'protected') return 'protected';
-  }
-  return 'basic';
-}
-
-/**
- * Which budget one HTTP request spends: one holding a tools/call or resources/read spends the
- * requests budget shared with REST; one holding only protocol messages spends the protocol budget.
- */
-const budgetAmong = (messages: readonly JsonRpcMessage[]): Budget =>
-  messages.some(readsData) ? 'requests' : 'protocol';
 
 /** Messages the resource templates answer. */
 const RESOURCE_METHODS = new Set([
@@ -82,69 +57,63 @@ const RESOURCE_METHODS = new Set([
 ]);
 
 /**
- * What the server instance serving these messages needs: one tool call needs its tool only, a
- * resource message the resources only. Tool names the table does not hold are left to the SDK's
- * unknown-tool answer, as with the whole surface.
+ * What the server instance serving one message needs (a tool call its tool, a resource message the
+ * resources): registering twelve tools for every call cost more than the call itself.
  */
-function surfaceOf(body: unknown, messages: readonly JsonRpcMessage[]): Surface {
-  if (Array.isArray(body) || messages.length !== 1) return WHOLE_SURFACE;
-  const { method, params } = messages[0]!;
-  if (method === 'tools/call')
-    return { tools: typeof params?.name === 'string' ? [params.name] : [], resources: false };
-  if (typeof method === 'string' && RESOURCE_METHODS.has(method)) return { tools: [], resources: true };
+export function surfaceOfBody(body: unknown): Surface {
+  const message = messageOf(body);
+  if (message?.method === 'tools/call')
+    return { tools: typeof message.params?.name === 'string' ? [message.params.name] : [], resources: false };
+  if (typeof message?.method === 'string' && RESOURCE_METHODS.has(message.method))
+    return { tools: [], resources: true };
   return WHOLE_SURFACE;
 }
-
-/** The surface of a whole body, as the route computes it (tests). */
-export const surfaceOfBody = (body: unknown): Surface => surfaceOf(body, messagesOf(body));
 
 /** Request headers the SDK reads (content negotiation, protocol version, the 2026-07-28 routing headers). */
 const FORWARDED_HEADERS = ['content-type', 'accept', 'mcp-protocol-version', 'mcp-method', 'mcp-name'] as const;
 
+/** The SDK takes a web Request; Fastify has read and parsed the body already, so it travels as parsedBody. */
 function webRequestOf(request: FastifyRequest, signal: AbortSignal | undefined): Request {
   const headers = new Headers();
   for (const name of FORWARDED_HEADERS) {
     const value = request.headers[name];
-    if (typeof value === 'string') headers.set(name, value);
+    if (typeof value === 'string') headers.set(name, boundedEchoes.header(name, value));
   }
-  // The body is handed over parsed (Fastify's parser, with its prototype-poisoning checks): none here.
   return new Request(`http://localhost${MCP_PATH}`, { method: 'POST', headers, ...(signal ? { signal } : {}) });
 }
 
+/** The SDK's refusals of the HTTP request itself, answered in the REST envelope like every HTTP-level refusal. */
+const HTTP_REFUSALS: Record<number, string> = {
+  406: 'send Accept: application/json, text/event-stream',
+  415: 'request body must be application/json',
+};
+
+/** A JSON-RPC error answered before the SDK sees the message. */
+function rpcError(reply: FastifyReply, status: number, to: unknown, code: number, message: string): FastifyReply {
+  const id = (to as { id?: unknown } | null)?.id;
+  const answerId = typeof id === 'string' || typeof id === 'number' ? id : null;
+  return reply.code(status).type('application/json').send({ jsonrpc: '2.0', id: answerId, error: { code, message } });
+}
+
 /**
- * `/mcp`: the SDK's handler for both protocol eras (2026-07-28 per request, 2025 through the stateless
- * handshake) on the REST app's Fastify instance. Each POST is checked for DNS rebinding, then
- * authenticated and counted by the same guard as REST (tool calls and resource reads against the
- * requests budget, protocol messages against their own); the caller reaches the tools as the SDK's
- * pass-through authInfo. Bodies are parsed by Fastify's own JSON parser.
+ * `/mcp`: the SDK's handler for both protocol eras on the REST app's Fastify instance. Ours, each for
+ * a reason: Host/Origin (our allowlists), the key and the budget (the guard REST uses), one message
+ * per POST (a budget unit is a message), echoed input cut short (the SDK repeats it whole), and the
+ * REST envelope for every refusal of the HTTP request itself (docs/api-guide.md, "MCP errors").
  */
 export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, options) => {
   const { services } = options;
   const tools = options.tools ?? toolTable;
-  const byName = toolsByName(tools);
   const originCheck = createOriginCheck(services.config);
-  const handler = createMcpHandler(createMcpServerFactory(services, tools), {
-    legacy: 'stateless',
-    keepAliveMs: options.listen?.keepAliveMs ?? HEARTBEAT_MS,
-  });
+  const contexts = new WeakMap<Request, RequestContext>();
+  const handler = createMcpHandler(
+    createMcpServerFactory(services, tools, (request) => (request ? contexts.get(request) : undefined)),
+    { legacy: 'stateless', keepAliveMs: options.listen?.keepAliveMs ?? HEARTBEAT_MS },
+  );
   const listens = createListenSlots(services, handler.notify, options.listen?.recheckMs);
   app.addHook('onClose', async () => {
     listens.close();
     await handler.close();
-  });
-
-  // A body Fastify's parser refuses (not JSON, or a __proto__ / constructor.prototype key) is a JSON-RPC
-  // parse error; any other refusal (413, 415, …) is the app's, as on every POST route.
-  app.setErrorHandler((error: FastifyError, _request, reply) => {
-    if (error.statusCode !== 400) throw error;
-    const message =
-      error.code === 'PULSEBOARD_FORBIDDEN_KEY'
-        ? 'Parse error: the body holds a key that is not accepted (__proto__, or constructor.prototype)'
-        : 'Parse error: the body is not valid JSON';
-    return reply
-      .code(400)
-      .header('content-type', 'application/json')
-      .send(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message } }));
   });
 
   // JSON answers are compressed by @fastify/compress like REST's; event streams never are.
@@ -153,48 +122,46 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     const foreign = originCheck({ host: request.headers.host, origin: request.headers.origin });
     if (foreign) return sendError(reply, foreign);
 
-    const received = messagesOf(request.body);
+    const message = messageOf(request.body);
+    const budget: Budget = readsData(message) ? 'requests' : 'protocol';
     const admitted = await services.guard.admit(
       request.headers.authorization,
-      protectionAmong(services, byName, received),
-      budgetAmong(received),
+      protectionOf(services, tools, request.body),
+      budget,
       credentialMemoOf(request.raw.socket),
     );
-    return answerAdmitted(request, reply, admitted, received);
-  });
-
-  async function answerAdmitted(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    admitted: Admission,
-    received: readonly JsonRpcMessage[],
-  ): Promise<FastifyReply> {
     let context: RequestContext;
     if (!admitted.ok) {
       const { error, headers } = admitted.refused;
-      // A refused tool call or resource read is answered in the protocol (a tool error asking the caller
-      // to wait); an authentication failure, or a refused protocol message, gets the same HTTP error REST gives.
-      if (error.status === 401 || received.length === 0 || !received.every(readsData))
-        return sendError(reply, error, headers);
+      // A refused data read is answered in the protocol (a tool error, a JSON-RPC error for a resource)
+      // saying how long to wait; a key refused, or the protocol budget spent, is refused over HTTP as REST does.
+      if (error.status === 401 || budget === 'protocol') return sendError(reply, error, headers);
       reply.headers(headers);
       if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(error.retryAfter))));
-      context = { refusal: error, log: request.log, surface: surfaceOf(request.body, received) };
+      context = { refusal: error, log: request.log, surface: surfaceOfBody(request.body) };
     } else {
       reply.headers(admitted.value.headers);
-      context = { caller: admitted.value.caller, log: request.log, surface: surfaceOf(request.body, received) };
+      context = { caller: admitted.value.caller, log: request.log, surface: surfaceOfBody(request.body) };
     }
+    // Batches left the protocol in 2025-06-18; a batch would also read many times on one budget unit.
+    if (Array.isArray(request.body))
+      return rpcError(reply, 400, null, -32600, 'Invalid Request: send one JSON-RPC message per POST (no batches)');
+    // The SDK answers a malformed 2025 initialize as an internal error carrying its schema's dump.
+    if (message?.method === 'initialize' && !claimsModern(message) && !isInitializeRequest(message))
+      return rpcError(
+        reply,
+        200,
+        message,
+        -32602,
+        'Invalid params: initialize takes protocolVersion, capabilities and clientInfo',
+      );
 
     let listen: Listen | undefined;
     // Only a listen stream outlives its answer: other requests are answered whole, so nothing aborts them.
     let signal: AbortSignal | undefined;
-    if (!Array.isArray(request.body) && received[0]?.method === 'subscriptions/listen' && context.caller) {
+    if (message?.method === 'subscriptions/listen' && context.caller) {
       const opened = listens.open(context.caller.keyId, request.headers.authorization);
-      if (!opened.ok)
-        return sendError(
-          reply,
-          opened.error,
-          opened.error.retryAfter === undefined ? {} : { 'retry-after': String(opened.error.retryAfter) },
-        );
+      if (!opened.ok) return sendError(reply, opened.error);
       listen = opened.value;
       const gone = new AbortController();
       reply.raw.once('close', () => {
@@ -204,14 +171,16 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
       signal = AbortSignal.any([gone.signal, listen.signal]);
     }
 
-    const response = await handler.fetch(webRequestOf(request, signal), {
-      parsedBody: request.body,
-      authInfo: authInfoOf(context),
-    });
+    const webRequest = webRequestOf(request, signal);
+    contexts.set(webRequest, context);
+    const response = await handler.fetch(webRequest, { parsedBody: boundedEchoes.message(request.body) });
     return send(reply, response);
-  }
+  });
 
   async function send(reply: FastifyReply, response: Response): Promise<FastifyReply> {
+    const refusal = HTTP_REFUSALS[response.status];
+    if (refusal !== undefined)
+      return sendError(reply, { status: response.status, code: 'bad_request', message: refusal });
     reply.code(response.status);
     response.headers.forEach((value, name) => {
       // Ours stays: no response of /mcp may be stored by a cache on the way.
@@ -221,20 +190,13 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
       return reply.header('cache-control', 'private, no-store, no-transform').send(response.body);
     }
+    // A JSON answer is one message: read whole, @fastify/compress compresses it at once (a piped stream costs more).
     return reply.send(await response.text());
   }
+};
 
-  // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
-  app.route({
-    method: ['GET', 'DELETE', 'PUT', 'PATCH'],
-    url: MCP_PATH,
-    handler: (request, reply) => {
-      reply.header('allow', 'POST');
-      return sendError(reply, {
-        status: 405,
-        code: 'bad_request',
-        message: `method ${request.method} is not allowed on ${MCP_PATH}: this endpoint is stateless Streamable HTTP; send JSON-RPC messages with POST (subscriptions/listen for change notifications)`,
-      });
-    },
-  });
+/** A 2026-07-28 message (its version in `_meta`): the SDK answers its initialize as a removed method. */
+const claimsModern = (message: RpcMessage): boolean => {
+  const meta = (message.params as { _meta?: unknown } | undefined)?._meta;
+  return typeof meta === 'object' && meta !== null && PROTOCOL_VERSION_META_KEY in meta;
 };

@@ -8,10 +8,10 @@ import {
 } from '@modelcontextprotocol/server';
 import { BEATS } from '../config/beats.ts';
 import type { Caller } from '../service/caller.ts';
-import type { Result, ServiceError } from '../service/errors.ts';
+import { errors, type Result, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { asValue } from '../service/json-body.ts';
-import { retryAfterSeconds } from './results.ts';
+import { envelopeOf, retryAfterSeconds } from './results.ts';
 import type { RequestContext } from './server.ts';
 
 /** Handles offered by completion at most (the spec's cap is 100; an agent needs a short list). */
@@ -24,19 +24,20 @@ export const PULSE_TEMPLATE = 'pulseboard://pulse/{beat}';
 export const projectUri = (id: string): string => `pulseboard://projects/${encodeURIComponent(id)}`;
 export const pulseUri = (beat: string): string => `pulseboard://pulse/${beat}`;
 
+/** Refusals with no JSON-RPC code of their own (rate_limited, unavailable, forbidden, …): a server error. */
+export const SERVER_ERROR = -32000;
+
 /**
- * A refused read as a JSON-RPC error (resources/read has no tool-error form): the spec's envelope
- * and, when waiting helps, the seconds to wait travel in `data`.
+ * A refused read as a JSON-RPC error (resources/read has no tool-error form), answered as a refused
+ * tool call is: the same envelope and, when waiting helps, `retryAfterSeconds`, here in `data`.
  */
 function readFailure(uri: string, error: ServiceError): ProtocolError {
   const seconds = retryAfterSeconds(error);
-  const data = {
-    error: { code: error.code, message: error.message },
-    ...(seconds === undefined ? {} : { retryAfterSeconds: seconds }),
-  };
+  const envelope = envelopeOf(error);
+  const data = { ...envelope, ...(seconds === undefined ? {} : { retryAfterSeconds: seconds }) };
   if (error.code === 'not_found') return new ResourceNotFoundError(uri, error.message);
-  const code = error.code === 'bad_request' ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError;
-  return new ProtocolError(code, error.message, data);
+  const code = error.code === 'bad_request' ? ProtocolErrorCode.InvalidParams : SERVER_ERROR;
+  return new ProtocolError(code, envelope.error.message, data);
 }
 
 const single = (value: string | string[] | undefined): string =>
@@ -79,8 +80,7 @@ export function registerResources(
   context: RequestContext | undefined,
 ): void {
   async function read(uri: URL, call: (caller: Caller) => Promise<Result<unknown>>): Promise<ReadResourceResult> {
-    if (context === undefined)
-      throw readFailure(uri.href, { status: 401, code: 'unauthorized', message: 'missing or invalid API key' });
+    if (context === undefined) throw readFailure(uri.href, errors.unauthorized());
     if (context.refusal !== undefined) throw readFailure(uri.href, context.refusal);
     const result = await call(context.caller);
     if (!result.ok) throw readFailure(uri.href, result.error);

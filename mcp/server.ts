@@ -1,6 +1,6 @@
 import { McpServer, type CallToolResult, type McpRequestContext } from '@modelcontextprotocol/server';
 import type { Caller } from '../service/caller.ts';
-import type { ServiceError } from '../service/errors.ts';
+import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { toolListing } from './listing.ts';
 import { registerResources, resourceTemplates } from './resources.ts';
@@ -44,17 +44,6 @@ export type RequestContext = (
 /** The part of a request's logger a tool call uses. */
 export type ErrorLog = { error(fields: { err: { type: string } }, message: string): void };
 
-/** The request context travels to the factory as the SDK's pass-through authInfo. */
-export const authInfoOf = (context: RequestContext) => ({
-  token: '',
-  clientId: context.caller?.keyId ?? '',
-  scopes: [],
-  extra: { context },
-});
-
-const contextOf = (ctx: McpRequestContext): RequestContext | undefined =>
-  ctx.authInfo?.extra?.context as RequestContext | undefined;
-
 /** A tool call that failed in a way no service result says: a tool error to retry, its type reported. */
 function unexpected(context: RequestContext, error: unknown): CallToolResult {
   context.log?.error({ err: { type: (error as Error)?.name ?? 'unknown' } }, 'mcp tool call failed');
@@ -70,13 +59,24 @@ const CACHE_HINTS = {
   'resources/read': { ttlMs: 0, cacheScope: 'private' },
 } as const;
 
+/** How the SDK starts the message of arguments it refused. */
+const SDK_ARGUMENTS_PREFIX = /^(?:Input validation error: )?Invalid arguments for tool [^:]*: /;
+
+/** The protocol versions docs/api-guide.md lists: the 2025 handshake counter-offers 2025-11-25 to an older client. */
+export const PROTOCOL_VERSIONS = ['2026-07-28', '2025-11-25', '2025-06-18'];
+
 /**
  * The SDK's per-request server factory. What does not depend on the request (each tool's schemas,
  * their JSON Schema, the resource templates) is made once here; a request gets a fresh McpServer
  * (the SDK serves each request on its own instance) with what its surface names registered, the
- * tools in the table's order (tools/list keeps it), its caller closed over.
+ * tools in the table's order (tools/list keeps it), its caller closed over. `contextOf` finds the
+ * plugin's context by the web Request the SDK hands the factory.
  */
-export function createMcpServerFactory(services: Services, toolTable: readonly Tool[]) {
+export function createMcpServerFactory(
+  services: Services,
+  toolTable: readonly Tool[],
+  contextOf: (request: Request | undefined) => RequestContext | undefined,
+) {
   const prepared = toolTable.map((tool) => {
     const listing = toolListing(tool);
     return {
@@ -94,14 +94,15 @@ export function createMcpServerFactory(services: Services, toolTable: readonly T
   const byName = new Map(prepared.map((entry) => [entry.tool.name, entry]));
   const templates = resourceTemplates(services);
 
-  async function callTool(tool: Tool, context: RequestContext | undefined, parsed: unknown): Promise<CallToolResult> {
-    if (context === undefined)
-      return toolFailure({ status: 401, code: 'unauthorized', message: 'missing or invalid API key' });
+  async function callTool(
+    tool: Tool,
+    context: RequestContext | undefined,
+    args: Record<string, unknown>,
+  ): Promise<CallToolResult> {
+    if (context === undefined) return toolFailure(errors.unauthorized());
     if (context.refusal !== undefined) return toolFailure(context.refusal);
-    const args = parsed as { ok: true; value: Record<string, unknown> } | { ok: false; message: string };
-    if (!args.ok) return toolFailure({ status: 400, code: 'bad_request', message: args.message });
     try {
-      const result = await tool.call(services, context.caller, tool.input.toRest(args.value));
+      const result = await tool.call(services, context.caller, tool.input.toRest(args));
       return result.ok ? toolSuccess(result.value) : toolFailure(result.error);
     } catch (error) {
       return unexpected(context, error);
@@ -109,7 +110,7 @@ export function createMcpServerFactory(services: Services, toolTable: readonly T
   }
 
   return (ctx: McpRequestContext): McpServer => {
-    const context = contextOf(ctx);
+    const context = contextOf(ctx.requestInfo);
     const modern = ctx.era === 'modern';
     const server = new McpServer(SERVER_INFO, {
       instructions: INSTRUCTIONS,
@@ -121,15 +122,21 @@ export function createMcpServerFactory(services: Services, toolTable: readonly T
       },
       cacheHints: CACHE_HINTS,
       maxToolInputElements: 200,
+      supportedProtocolVersions: PROTOCOL_VERSIONS,
     });
+    // The SDK answers arguments it refuses (its schema check, the element limit) as a bare text: ours is
+    // the envelope, with the words REST's 400 has (the SDK's prefix names the tool the agent just called).
+    (server as unknown as { createToolError(message: string): CallToolResult }).createToolError = (message) =>
+      toolFailure(errors.badRequest(message.replace(SDK_ARGUMENTS_PREFIX, '')));
     const surface = context?.surface ?? WHOLE_SURFACE;
     if (surface.tools === 'all') {
       for (const { tool, config } of prepared)
-        server.registerTool(tool.name, config, (args) => callTool(tool, context, args));
+        server.registerTool(tool.name, config, (args: Record<string, unknown>) => callTool(tool, context, args));
     } else {
       for (const name of surface.tools) {
         const one = byName.get(name);
-        if (one) server.registerTool(name, one.config, (args) => callTool(one.tool, context, args));
+        if (one)
+          server.registerTool(name, one.config, (args: Record<string, unknown>) => callTool(one.tool, context, args));
       }
     }
     if (surface.resources) registerResources(server, services, templates, context);

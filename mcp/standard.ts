@@ -1,6 +1,6 @@
 import type { StandardSchemaWithJSON } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
-import { parseParams, type ParseResult } from '../service/requests/params.ts';
+import { parseParams } from '../service/requests/params.ts';
 import type { JsonSchema } from './listing.ts';
 
 /**
@@ -9,38 +9,29 @@ import type { JsonSchema } from './listing.ts';
  */
 
 /**
- * A tool's arguments: the SDK runs the tool's input schema before the tool, and a refusal comes
- * back as the parse result, so the tool answers it in the `{error:{code,message}}` envelope (the
- * SDK's own refusal is a bare text that names no code).
+ * A tool's arguments, validated by the SDK before the tool runs: a refusal names the parameter as
+ * REST's 400 does (service/requests/params.ts), and the SDK answers it as a tool error (server.ts).
  */
 export function argumentsSchema(
   schema: z.ZodObject,
   json: JsonSchema,
-): StandardSchemaWithJSON<unknown, ParseResult<Record<string, unknown>>> {
-  return {
-    '~standard': {
-      version: 1,
-      vendor: 'pulseboard',
-      validate: (value) => ({ value: parseParams(schema, value) as ParseResult<Record<string, unknown>> }),
-      jsonSchema: { input: () => json, output: () => json },
-    },
-  };
-}
-
-/** A tool's result: the SDK checks structuredContent against the REST twin's response schema. */
-export function resultSchema(schema: z.ZodType, json: JsonSchema): StandardSchemaWithJSON {
+): StandardSchemaWithJSON<unknown, Record<string, unknown>> {
   return {
     '~standard': {
       version: 1,
       vendor: 'pulseboard',
       validate(value) {
-        const parsed = schema.safeParse(value);
-        if (parsed.success) return { value };
-        return {
-          issues: parsed.error.issues.map((issue) => ({ message: issue.message, path: issue.path as PropertyKey[] })),
-        };
+        const parsed = parseParams(schema, value);
+        return parsed.ok
+          ? { value: parsed.value as Record<string, unknown> }
+          : { issues: [{ message: parsed.message }] };
       },
       jsonSchema: { input: () => json, output: () => json },
     },
   };
 }
+
+/** A tool's result: the SDK checks structuredContent with zod's own Standard Schema, and lists `json`. */
+export const resultSchema = (schema: z.ZodType, json: JsonSchema): StandardSchemaWithJSON => ({
+  '~standard': { ...schema['~standard'], jsonSchema: { input: () => json, output: () => json } },
+});

@@ -65,31 +65,44 @@ export type Tool = {
 const PROJECT_DETAIL = { depth: 2, note: 'Nested objects: see get_project.' };
 /** The call page lists each call's own fields; nested objects are detailed by get_calltracker_call. */
 const CALL_DETAIL = { depth: 2, note: 'Nested objects: see get_calltracker_call.' };
+/** The single reads list two levels: tools/list stays within 26 KB; the REST twin's OpenAPI schema has every level. */
+const TWIN_DETAIL = { depth: 2, note: "Nested objects: the REST twin's 200 response in /v1/openapi.json." };
 
 /**
  * The call page's default budget on this surface: the page travels twice (structured, and escaped
- * as text), so 160 KiB keeps the text of a default page near 80 KB, about 20,000 tokens.
+ * as text), so 40,000 bytes keep the text of a default page under 20,000 characters (5,000 tokens).
  */
-export const MCP_CALL_PAGE_BYTES = 160 * 1024;
+export const MCP_CALL_PAGE_BYTES = 40_000;
 
-/**
- * sync_projects' default page on this surface: 50 rows (REST's default) of the largest generated
- * projects came within 300 tokens of the 25,000 an agent's context is given; 30 keep a wide margin.
- */
+/** sync_projects' default page on this surface (REST: 50); in the default summary view about 7 KB. */
 export const MCP_SYNC_LIMIT = 30;
+
+/** diff_projects' default page on this surface (REST: 50): a row holds a project twice, before and after. */
+export const MCP_DIFF_LIMIT = 8;
+
+/** Where a model is sent for the whole board: a walk of every page would not fit its context. */
+const WHOLE_BOARD = 'For the whole board, run `pulseboard mirror` (a local copy kept in sync) instead of paging.';
 
 /** A time before any write: sync_projects' start when it is given none. */
 const ARCHIVE_START = '1970-01-01T00:00:00Z';
 
-/** A listing read in the view the arguments ask for (`view` is the tool's alone: the service never sees it). */
+/**
+ * A listing read in the view the arguments ask for (`view` is the tool's alone: the service never
+ * sees it): summary unless `full` is asked for, or the read names a point (the summary's writtenAt is today's).
+ */
 async function inView<P extends { projects: Project[] }>(
   services: Services,
   query: Record<string, unknown>,
   read: (query: Record<string, unknown>) => Promise<Result<P>>,
 ): Promise<Result<Record<string, unknown>>> {
   const { view, ...rest } = query;
+  if (rest.asOf !== undefined && view === 'summary')
+    return fail(
+      errors.badRequest("view 'summary' is not offered with asOf (its writtenAt is today's); use the full view"),
+    );
   const page = await read(rest);
-  return page.ok && view === 'summary' ? { ok: true, value: await summarize(services.stores.store, page.value) } : page;
+  const summary = view === 'summary' || (view === undefined && rest.asOf === undefined);
+  return page.ok && summary ? { ok: true, value: await summarize(services.stores.store, page.value) } : page;
 }
 
 /** The point an as-of read answered for: in a result only when the call sent asOf, as in the REST twin's body. */
@@ -103,21 +116,17 @@ const projectAndPrivateTools: Tool[] = [
     name: 'list_projects',
     title: 'Project board',
     description:
-      'The board of tracked projects, newest first (by first sighting, ties by id), 50 per page, with totals. ' +
-      'asOf: the board as it stood then, naming the point (send its asOf.cursor as asOf for more pages of it). To mirror it, use sync_projects. ' +
-      'Keep results small with view "summary" (not with asOf). Match projects on id, never on handle (handles get reused). Same rows as GET /v1/projects?page=N.',
+      'The board of tracked projects, newest first (by first sighting, ties by id), 50 per page, with totals, in the summary view (view "full": the REST body). ' +
+      'asOf: the board as it stood then, full view, naming the point (send its asOf.cursor as asOf for more pages of it). ' +
+      `Match projects on id, never on handle (handles get reused). Same rows as GET /v1/projects?page=N. ${WHOLE_BOARD}`,
     input: toolInputFrom({ query: listProjectsAsOfToolSchema.extend({ view: projectViewSchema }).strict() }),
     outputSchema: boardPageInViewSchema.extend({ asOf: answeredPoint }).strict(),
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: basic,
-    call: async (services, _caller, args) => {
-      if (args.query.asOf !== undefined && args.query.view === 'summary')
-        return fail(
-          errors.badRequest("view 'summary' is not offered with asOf (its writtenAt is today's); use the full view"),
-        );
-      return inView(services, args.query, async (query) => asValue(await services.board.list(query)));
-    },
+    inputDefaults: { view: 'summary' },
+    call: async (services, _caller, args) =>
+      inView(services, args.query, async (query) => asValue(await services.board.list(query))),
   },
   {
     name: 'sync_projects',
@@ -125,13 +134,13 @@ const projectAndPrivateTools: Tool[] = [
     description:
       'Delta sync: the project rows the archive wrote since a point, oldest write first. With no arguments, from the beginning of the archive. ' +
       '"Wrote" means stored (a follower refresh counts), not materially changed. Every reply has a cursor: call again with it (and the same hasDossier) while hasMore, and keep the last as a bookmark. ' +
-      'Keep results small with limit (1 to 100, default 30 here) and view "summary". ' +
+      'Rows in the summary view (view "full": the REST body), 30 per page (limit: 1 to 100). ' +
       'A row appears once per page sequence, at its latest write; match on id. To wait for the next write, send waitSeconds with the cursor. ' +
-      'Same rows as GET /v1/projects?since=… or ?cursor=….',
+      `Same rows as GET /v1/projects?since=… or ?cursor=…. ${WHOLE_BOARD}`,
     input: toolInputFrom({
       query: syncQuerySchema.extend({ include: boardQuerySchema.shape.include, view: projectViewSchema }).strict(),
     }),
-    inputDefaults: { limit: MCP_SYNC_LIMIT },
+    inputDefaults: { limit: MCP_SYNC_LIMIT, view: 'summary' },
     outputSchema: syncPageInViewSchema.extend({ changes: syncPageChangesSchema.shape.changes.optional() }).strict(),
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
@@ -157,6 +166,7 @@ const projectAndPrivateTools: Tool[] = [
       'Reads with context or asOf are rate-protected. Same body as GET /v1/projects/{handle}.',
     input: toolInputFrom({ params: projectParamsSchema, query: projectAsOfQuerySchema }),
     outputSchema: projectReadSchema.extend({ asOf: answeredPoint }).strict(),
+    outputDetail: TWIN_DETAIL,
     readOnly: true,
     protection: (services, args) => (services.projects.isEnriched(args.query) ? 'protected' : 'basic'),
     call: async (services, caller, args) => asValue(await services.board.project(caller, args.params, args.query)),
@@ -166,14 +176,16 @@ const projectAndPrivateTools: Tool[] = [
     title: 'What changed between two points',
     description:
       'Net changes between two points (from exclusive, to inclusive, default now), in delta order: one row per project whose document differs, ' +
-      'change added or changed, fields (the top-level names that differ), before and after. Page with next (it pins both points). ' +
-      'Rate-protected. Same body as GET /v1/projects/diff.',
+      'change added or changed, fields (the top-level names that differ), before and after. Page with next (it pins both points); ' +
+      `${MCP_DIFF_LIMIT} rows per page here (limit: 1 to 100). Rate-protected. Same body as GET /v1/projects/diff. ${WHOLE_BOARD}`,
     input: toolInputFrom({ query: diffQuerySchema }),
+    inputDefaults: { limit: MCP_DIFF_LIMIT },
     outputSchema: projectDiffSchema,
     outputDetail: PROJECT_DETAIL,
     readOnly: true,
     protection: guarded,
-    call: async (services, _caller, args) => asValue(await services.historyBoard.diff(args.query)),
+    call: async (services, _caller, args) =>
+      asValue(await services.historyBoard.diff({ limit: MCP_DIFF_LIMIT, ...args.query })),
   },
   {
     name: 'get_thesis_feed',
@@ -270,7 +282,7 @@ const readTools: Tool[] = [
     title: 'Stored call records',
     description:
       "Stored token-call records with their theses (an author's opinion, not a verified fact or advice), newest first. Pages stop at limit or " +
-      'maxBytes (default 160 KiB here, at most 512 KiB) and never cut a text. Keep results small with a small limit or maxBytes (e.g. 40000). ' +
+      'maxBytes (default 40000 here, at most 512 KiB; the structured and the text copy both count) and never cut a text. ' +
       'Follow next, with the same contract and chain, until it is null. ' +
       'Paging is browsing, not a sync: re-read a call by id. Rate-protected. Same rows as GET /v1/calltracker/calls.',
     input: toolInputFrom({ query: callsQuerySchema }),
@@ -292,6 +304,7 @@ const readTools: Tool[] = [
       'Same body as GET /v1/calltracker/calls/{id}.',
     input: toolInputFrom({ params: callParamsSchema }),
     outputSchema: callDetailSchema,
+    outputDetail: TWIN_DETAIL,
     readOnly: true,
     protection: guarded,
     call: (services, _caller, args) => services.calls.get(args.params, {}),

@@ -26,7 +26,8 @@ const parsesAsJson = (text: string): boolean => {
   }
 };
 
-export type ErrorsPluginOptions = { operations: readonly RestOperation[] };
+/** The routes answered 405 with Allow on another method: the REST operations, and /mcp (POST). */
+export type ErrorsPluginOptions = { operations: readonly Pick<RestOperation, 'method' | 'path'>[] };
 
 /**
  * The envelope for everything that is not an operation's own answer: an unknown route (405 with

@@ -53,7 +53,9 @@ export const syncQuerySchema = projectsQuerySchema
 export const projectViewSchema = z
   .enum(['full', 'summary'], { message: "must be 'full' or 'summary'" })
   .optional()
-  .describe("'summary': only id, handle, name, fol, firstSeenByUs, hasDossier, writtenAt (a tenth of the bytes).");
+  .describe(
+    "'summary' (the default): only id, handle, name, fol, firstSeenByUs, hasDossier, writtenAt, 0.1 to 0.3 of the bytes; 'full': the REST body.",
+  );
 
 /** GET /v1/projects/changes: the event stream's starting point (or the Last-Event-ID header) and filter. */
 export const changesQuerySchema = projectsQuerySchema.pick({ since: true, cursor: true, has_dossier: true }).strict();

@@ -136,15 +136,15 @@ describe('MCP as an agent meets it: handshake budget, listing size, schemas, err
       type: 'integer',
       minimum: 4096,
       maximum: 524288,
-      default: 163840,
+      default: 40000,
     });
     assert.deepEqual(bare(input('list_projects', 'hasDossier')), { type: 'boolean' });
     assert.deepEqual(bare(input('get_project', 'include')), { type: 'string', enum: ['context'] });
     assert.equal(input('get_pulse', 'beat').enum.length, 8);
-    // Every list tool says how to keep its results small.
-    for (const name of ['list_projects', 'sync_projects', 'list_calltracker_calls']) {
+    // Every list tool says what it answers by default and how to get more.
+    for (const name of ['list_projects', 'sync_projects']) {
       const tool = listed.find((t) => t.name === name) as unknown as { description: string };
-      assert.match(tool.description, /small/, `${name} says how to keep results small`);
+      assert.match(tool.description, /summary view \(view "full": the REST body\)/, name);
     }
     assert.match(
       (listed.find((t) => t.name === 'list_calltracker_calls') as unknown as { description: string }).description,

@@ -97,7 +97,7 @@ describe('both protocol eras, with the v2 client, the v1 client and raw requests
           await client.callTool({ name: 'get_project', arguments: { handle: 'h4' } }),
           (await h.get('/v1/projects/h4', key)).json(),
         );
-        const page = await client.callTool({ name: 'sync_projects', arguments: { limit: 3 } });
+        const page = await client.callTool({ name: 'sync_projects', arguments: { limit: 3, view: 'full' } });
         sameRead(page, (await h.get('/v1/projects?since=2000-01-01T00:00:00Z&limit=3', key)).json());
         sameRead(
           await client.callTool({ name: 'list_calltracker_calls', arguments: { limit: 2 } }),

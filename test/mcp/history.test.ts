@@ -115,8 +115,8 @@ describe('history tools over MCP', () => {
       const { rest } = await sameAsRest('diff_projects', args, url);
       rows += rest.changes.length;
       if (rest.next === null) break;
-      args = { cursor: rest.next };
-      url = `/v1/projects/diff?cursor=${rest.next}`;
+      args = { cursor: rest.next, limit: 7 };
+      url = `/v1/projects/diff?cursor=${rest.next}&limit=7`;
     }
     assert.ok(rows > 7, `more than one page of changes (${rows})`);
   });
@@ -124,20 +124,20 @@ describe('history tools over MCP', () => {
   it("sync_projects with include 'changes' is the REST delta page with changes, from the beginning without a start", async () => {
     const { rest: first } = await sameAsRest(
       'sync_projects',
-      { since: rounds[0]!, include: 'changes', limit: 20 },
+      { since: rounds[0]!, include: 'changes', limit: 20, view: 'full' },
       `/v1/projects?since=${q(rounds[0]!)}&include=changes&limit=20`,
     );
     assert.equal(first.changes.length, first.projects.length);
     assert.ok(first.changes.some((c: { changedFields: string[] }) => c.changedFields.length > 0));
     const { rest: next } = await sameAsRest(
       'sync_projects',
-      { cursor: first.cursor, include: 'changes' },
+      { cursor: first.cursor, include: 'changes', view: 'full' },
       `/v1/projects?cursor=${first.cursor}&include=changes&limit=30`,
     );
     assert.equal(next.changes.length, next.projects.length);
     await sameAsRest(
       'sync_projects',
-      { include: 'changes' },
+      { include: 'changes', view: 'full' },
       '/v1/projects?since=1970-01-01T00:00:00Z&include=changes&limit=30',
     );
     const waiting = await client.callTool({

@@ -41,15 +41,13 @@ describe('hostile bodies: one parser, with the prototype-poisoning checks on', (
     });
 
   for (const [name, poison] of POISONS) {
-    it(`/mcp refuses a body with ${name} with a JSON-RPC parse error, and appends nothing`, async () => {
+    it(`/mcp refuses a body with ${name} with the 400 REST gives, and appends nothing`, async () => {
       const asksBefore = (await h.get('/v1/projects/h1/ask', key)).body;
       const res = await post('/mcp', poisonedAsk(poison));
       assert.equal(res.status, 400);
-      const body = (await res.json()) as { jsonrpc: string; id: null; error: { code: number; message: string } };
-      assert.equal(body.jsonrpc, '2.0');
-      assert.equal(body.id, null);
-      assert.equal(body.error.code, -32700);
-      assert.match(body.error.message, /not accepted \(__proto__, or constructor\.prototype\)/);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      assert.equal(body.error.code, 'bad_request');
+      assert.match(body.error.message, /not accepted \(__proto__, or constructor with prototype\)/);
       assert.equal((await h.get('/v1/projects/h1/ask', key)).body, asksBefore, 'no ask was appended');
       assert.equal(({} as Record<string, unknown>).polluted, undefined);
       assert.equal(Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted'), false);

@@ -62,7 +62,7 @@ describe('tool inputs derived from REST request schemas', () => {
 });
 
 describe('budget class of an MCP request', () => {
-  it('is the class of the tool called, basic for anything else, the strictest in a batch', async () => {
+  it('is the class of the tool called (a call record read as get_calltracker_call), basic for anything else', async () => {
     const h = await createHarness();
     try {
       const call = (name: string, args: unknown) => ({
@@ -82,7 +82,9 @@ describe('budget class of an MCP request', () => {
         [call('ask_researcher', { handle: 'x' }), 'protected'],
         [call('get_thesis_feed', {}), 'protected'],
         [call('no_such_tool', {}), 'basic'],
-        [[call('list_projects', {}), call('ask_researcher', { handle: 'x' })], 'protected'],
+        [[call('list_projects', {}), call('ask_researcher', { handle: 'x' })], 'basic'],
+        [{ jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: 'pulseboard://calls/x' } }, 'protected'],
+        [{ jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: 'pulseboard://projects/x' } }, 'basic'],
         [null, 'basic'],
         ['text', 'basic'],
       ];

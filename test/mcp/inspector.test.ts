@@ -27,7 +27,7 @@ describe('MCP Inspector CLI against a running server', () => {
     assert.deepEqual(await inspectorToolNames(url, key), IMPLEMENTED);
     const call = (tool: string, args: string[]) => inspectorCall(url, key, tool, args);
     assert.deepEqual(await call('get_project', ['handle=h4']), (await h.get('/v1/projects/h4', key)).json());
-    const page = await call('sync_projects', ['limit=3']);
+    const page = await call('sync_projects', ['limit=3', 'view=full']);
     const rest = (await h.get('/v1/projects?since=2000-01-01T00:00:00Z&limit=3', key)).json();
     assert.deepEqual(page, { ...rest, readAt: page.readAt });
     const calls = await call('list_calltracker_calls', ['limit=2']);

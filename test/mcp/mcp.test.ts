@@ -108,26 +108,26 @@ describe('MCP at /mcp with the official SDK client', () => {
     const sync = listed.find((t) => t.name === 'sync_projects')!;
     assert.match(sync.description!, /cursor/);
     assert.match(sync.description!, /not materially changed/);
-    assert.match(sync.description!, /1 to 100, default 30 here/);
+    assert.match(sync.description!, /30 per page \(limit: 1 to 100\)/);
     assert.match(sync.description!, /With no arguments, from the beginning of the archive/);
   });
 
   it('list_projects returns the REST board page byte for byte', async () => {
-    await sameAsRest('list_projects', {}, '/v1/projects');
-    await sameAsRest('list_projects', { page: 2 }, '/v1/projects?page=2');
+    await sameAsRest('list_projects', { view: 'full' }, '/v1/projects');
+    await sameAsRest('list_projects', { page: 2, view: 'full' }, '/v1/projects?page=2');
     const { result } = await sameAsRest(
       'list_projects',
-      { page: 1, hasDossier: true },
+      { page: 1, hasDossier: true, view: 'full' },
       '/v1/projects?page=1&has_dossier=true',
     );
     assert.equal((result.structuredContent as any).total, 20);
-    await sameAsRest('list_projects', { hasDossier: false }, '/v1/projects?has_dossier=false');
+    await sameAsRest('list_projects', { hasDossier: false, view: 'full' }, '/v1/projects?has_dossier=false');
   });
 
   it('sync_projects returns the REST delta pages, and its cursor continues on either surface', async () => {
     const first = await sameAsRest(
       'sync_projects',
-      { since: '2026-01-01T00:00:00Z', limit: 25 },
+      { since: '2026-01-01T00:00:00Z', limit: 25, view: 'full' },
       '/v1/projects?since=2026-01-01T00:00:00Z&limit=25',
     );
     const page = first.result.structuredContent as any;
@@ -135,14 +135,14 @@ describe('MCP at /mcp with the official SDK client', () => {
     assert.equal(page.hasMore, true);
     const second = await sameAsRest(
       'sync_projects',
-      { cursor: page.cursor, limit: 25 },
+      { cursor: page.cursor, limit: 25, view: 'full' },
       `/v1/projects?cursor=${page.cursor}&limit=25`,
     );
     assert.notEqual((second.result.structuredContent as any).projects[0].id, page.projects[0].id);
     // At its defaults the tool pages by 30 (REST by 50): the same rows as REST's page of 30.
     await sameAsRest(
       'sync_projects',
-      { since: '2026-01-01T00:00:00Z', hasDossier: true },
+      { since: '2026-01-01T00:00:00Z', hasDossier: true, view: 'full' },
       '/v1/projects?since=2026-01-01T00:00:00Z&has_dossier=true&limit=30',
     );
   });
@@ -458,7 +458,7 @@ describe('MCP at /mcp with the official SDK client', () => {
     assert.deepEqual(body.result.structuredContent, (await h.get('/v1/projects/h3', alice)).json());
   });
 
-  it('answers GET and DELETE with 405 in the error envelope, and a malformed body with a JSON-RPC parse error', async () => {
+  it('answers GET and DELETE with 405 in the error envelope, and a malformed body with the 400 REST gives', async () => {
     for (const method of ['GET', 'DELETE']) {
       const res = await fetch(`${base}/mcp`, { method, headers: { authorization: `Bearer ${alice}` } });
       assert.equal(res.status, 405);
@@ -477,9 +477,9 @@ describe('MCP at /mcp with the official SDK client', () => {
       body: '{"jsonrpc": ',
     });
     assert.equal(malformed.status, 400);
-    const parseError = (await malformed.json()) as any;
-    assert.equal(parseError.error.code, -32700);
-    assert.equal(parseError.id, null);
+    assert.deepEqual(await malformed.json(), {
+      error: { code: 'bad_request', message: 'request body is not valid JSON' },
+    });
   });
 
   it('answers get_project and list_projects with the REST body byte for byte as text, characters past Latin-1 included', async () => {
@@ -510,7 +510,7 @@ describe('MCP at /mcp with the official SDK client', () => {
 
     let named = 0;
     for (const page of [1, 2]) {
-      const answer = await alone(toolCall('list_projects', { page }, page));
+      const answer = await alone(toolCall('list_projects', { page, view: 'full' }, page));
       const board = await h.get(`/v1/projects?page=${page}`, alice);
       assert.deepEqual(answer.result.structuredContent, board.json());
       assert.equal(
