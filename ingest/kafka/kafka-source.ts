@@ -20,8 +20,8 @@
  *
  * The rejected messages of a part are written to the dead-letter topic, in one producer send, before
  * their offsets are resolved, each as {topic, partition, offset, key, path, reason, message}, where
- * `message` is the parsed original with every `thesisText` withheld (thesis text never leaves the
- * call-record reads).
+ * `message` is kept by the NDJSON dead-letter file's rule (`deadLetterMessage`: every `thesisText`
+ * withheld, a text that might hold one and cannot be searched withheld whole).
  *
  * kafkajs heartbeats only when called, so the handler calls heartbeat() every heartbeat interval while
  * a part is being appended: a slow event log cannot hold a member past its session timeout.
@@ -40,6 +40,7 @@ import {
   type KafkaMessage,
   type Producer,
 } from 'kafkajs';
+import { deadLetterMessage } from '../dead-letter-message.ts';
 import type { BatchIngestor, IngestOutcome } from '../pipeline.ts';
 
 export const sourceTopics = {
@@ -61,7 +62,6 @@ export const DEFAULT_PARTITIONS_CONCURRENTLY = 4;
 export const DEFAULT_MAX_MESSAGES_PER_APPEND = 4000;
 /** kafkajs's own default heartbeat interval; its session timeout defaults to 30 s. */
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 3000;
-const WITHHELD = '[withheld]';
 
 export type HandledMessage = { topic: string; partition: number; offset: string; outcome: IngestOutcome };
 
@@ -132,7 +132,7 @@ export type DeadLetter = {
   key: string | null;
   path: string;
   reason: string;
-  /** The original message with every thesisText withheld; null when it was not JSON and might hold thesis text. */
+  /** The message as deadLetterMessage keeps it (every thesisText withheld); null when it had no value. */
   message: unknown;
 };
 
@@ -143,26 +143,6 @@ const levels = {
   info: kafkaLogLevel.INFO,
   debug: kafkaLogLevel.DEBUG,
 } as const;
-
-function withholdThesis(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withholdThesis);
-  if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(
-      Object.entries(value).map(([key, inner]) => [key, key === 'thesisText' ? WITHHELD : withholdThesis(inner)]),
-    );
-  }
-  return value;
-}
-
-/** The dead-letter form of a message value: JSON with thesisText withheld, or the text when it cannot hold any. */
-export function deadLetterMessage(raw: string | null): unknown {
-  if (raw === null) return null;
-  try {
-    return withholdThesis(JSON.parse(raw) as unknown);
-  } catch {
-    return /thesistext/i.test(raw) ? null : raw;
-  }
-}
 
 function nextOffset(offset: string): string {
   return (BigInt(offset) + 1n).toString();
@@ -252,7 +232,7 @@ export function createBatchHandler(options: BatchHandlerOptions): (payload: Each
           key: message.key === null ? null : message.key.toString('utf8'),
           path: outcome.path,
           reason: outcome.reason,
-          message: deadLetterMessage(raws[index]!),
+          message: raws[index] === null ? null : deadLetterMessage(raws[index]!).message,
         });
       });
       if (letters.length > 0) {

@@ -192,7 +192,10 @@ describe('distributed: Kafka → KurrentDB → projector → MongoDB', () => {
       const [letter] = letters;
       assert.equal(letter!.topic, sourceTopics.calls);
       assert.match(letter!.path, /^data/);
-      assert.deepEqual((letter!.message as { data: { thesisText: string } }).data.thesisText, '[withheld]');
+      assert.match(
+        (letter!.message as { data: { thesisText: string } }).data.thesisText,
+        /^\[withheld: \d+ characters\]$/,
+      );
       assert.equal(JSON.stringify(letters).includes('PRIVATE THESIS TEXT'), false);
     },
   );
