@@ -152,7 +152,7 @@ async function byDeadline<T>(deadline: number, work: () => Promise<T>): Promise<
 function kafkaLoopStatus(state: KafkaSourceState): LoopStatus {
   if (state.status === 'running') return { state: 'running', failures: 0, since: state.since };
   if (state.status === 'stopped') return { state: 'stopped', failures: 0, since: state.since };
-  return { state: 'retrying', failures: state.restarts, since: state.since };
+  return { state: 'retrying', failures: state.failures, since: state.since };
 }
 
 /** What a start has opened so far: the one shutdown sequence closes exactly these, in this order. */

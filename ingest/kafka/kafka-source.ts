@@ -106,6 +106,11 @@ export type KafkaSourceState = {
   status: 'idle' | 'starting' | 'running' | 'restarting' | 'stopped';
   /** Consumers this source started itself after a crash kafkajs would not recover from. */
   restarts: number;
+  /**
+   * Failed attempts since the consumer last ran: every crash (kafkajs restarting it or not) and every
+   * failed start, so an outage kafkajs rides out itself still shows; 0 once it is in its group.
+   */
+  failures: number;
   /** When the status last changed (ISO 8601). */
   since: string;
   /** The error behind the last crash (its kafkajs name and message), null before any. */
@@ -299,7 +304,14 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
   const maxDelayMs = options.restartMaxDelayMs ?? 60_000;
   const producer = clients.producer();
   let consumer: SourceConsumer | undefined;
-  let state: KafkaSourceState = { status: 'idle', restarts: 0, since: new Date().toISOString(), lastError: null };
+  let state: KafkaSourceState = {
+    status: 'idle',
+    restarts: 0,
+    failures: 0,
+    since: new Date().toISOString(),
+    lastError: null,
+  };
+  // Restarts of this source's own since the consumer last ran: the backoff's attempt number.
   let failures = 0;
   let cancelRestart: (() => void) | undefined;
   const stoppedNow = () => state.status === 'stopped';
@@ -342,11 +354,11 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
     own.on(own.events.GROUP_JOIN, () => {
       if (consumer !== own || state.status === 'stopped') return;
       failures = 0;
-      setState({ status: 'running' });
+      setState({ status: 'running', failures: 0 });
     });
     own.on(own.events.CRASH, (event) => {
       if (consumer !== own || state.status === 'stopped') return;
-      setState({ status: 'restarting', lastError: describeError(event.payload.error) });
+      setState({ status: 'restarting', failures: state.failures + 1, lastError: describeError(event.payload.error) });
       // restart: true — kafkajs restarts this consumer itself and rejoins (GROUP_JOIN above).
       if (!event.payload.restart) restartLater();
     });
@@ -371,7 +383,7 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
     });
     if (state.status !== 'stopped' && consumer === own) {
       failures = 0;
-      setState({ status: 'running' });
+      setState({ status: 'running', failures: 0 });
     }
   }
 
@@ -393,7 +405,7 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
         } catch (error) {
           // A launch that stop() cut short is not a failure to retry (stop() may have run meanwhile).
           if (stoppedNow()) return;
-          setState({ status: 'restarting', lastError: describeError(error) });
+          setState({ status: 'restarting', failures: state.failures + 1, lastError: describeError(error) });
           restartLater();
         }
       })();
@@ -408,7 +420,7 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
         await launch();
       } catch (error) {
         if (state.status === 'stopped') return;
-        setState({ status: 'restarting', lastError: describeError(error) });
+        setState({ status: 'restarting', failures: state.failures + 1, lastError: describeError(error) });
         restartLater();
       }
     },

@@ -652,6 +652,38 @@ describe('Kafka source: consumer supervision', () => {
     await source.stop();
   });
 
+  it('counts every failed attempt while the broker is away, kafkajs restarts included, and clears the count once back in its group', async () => {
+    const fake = fakeClients({ failConnect: (n) => n === 1 || n === 2 });
+    const source = createKafkaSource({
+      brokers: ['unused:9092'],
+      ingestor: ingestorNeverCalled,
+      clients: fake.clients,
+      schedule: fake.schedule,
+    });
+    await source.start();
+    assert.equal(source.state().failures, 0);
+    // An outage kafkajs rides out itself: each of its restarts that fails crashes again.
+    for (let crash = 1; crash <= 3; crash += 1) {
+      fake.consumers[0]!.emit(fake.events.CRASH, { error: new Error('connection lost'), groupId: 'g', restart: true });
+      assert.deepEqual([source.state().status, source.state().failures], ['restarting', crash]);
+    }
+    assert.equal(source.state().restarts, 0, 'none of them a restart of the source');
+    fake.consumers[0]!.emit(fake.events.GROUP_JOIN, {});
+    assert.deepEqual([source.state().status, source.state().failures], ['running', 0]);
+    // A crash kafkajs gives up on, then two failed starts of the source's own.
+    fake.consumers[0]!.emit(fake.events.CRASH, { error: new Error('boom'), groupId: 'g', restart: false });
+    assert.equal(source.state().failures, 1);
+    for (const [attempt, failures] of [2, 3].entries()) {
+      fake.scheduled[attempt]!.run();
+      await settle();
+      assert.deepEqual([source.state().status, source.state().failures], ['restarting', failures]);
+    }
+    fake.scheduled[2]!.run();
+    await settle();
+    assert.deepEqual([source.state().status, source.state().failures, source.state().restarts], ['running', 0, 3]);
+    await source.stop();
+  });
+
   it('a consumer still connecting when the source stops never starts consuming', async () => {
     const gate = deferred<void>();
     const fake = fakeClients({ connectGate: gate.promise });
