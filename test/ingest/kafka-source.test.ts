@@ -13,19 +13,15 @@ import {
   type OffsetsByTopicPartition,
   type ProducerRecord,
 } from 'kafkajs';
+import { createBatchHandler, type DeadLetter, type HandledMessage } from '../../ingest/kafka/batch-handler.ts';
 import {
-  createBatchHandler,
   createKafkaSource,
   restartDelay,
   type KafkaSourceState,
   type SourceConsumer,
   type SourceProducer,
-  keyFor,
-  sourceTopics,
-  topicFor,
-  type DeadLetter,
-  type HandledMessage,
 } from '../../ingest/kafka/kafka-source.ts';
+import { keyFor, sourceTopics, topicFor } from '../../ingest/kafka/topics.ts';
 import { deadLetterMessage } from '../../ingest/dead-letter-message.ts';
 import { createIngestor, type BatchIngestor, type IngestOutcome } from '../../ingest/pipeline.ts';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
@@ -785,7 +781,7 @@ describe('Kafka source: quiet on Node 24', () => {
 
   it('drops the negative-timeout warning kafkajs raises on Node 24 (a process without the filter prints it)', async () => {
     // Node prints a TimeoutNegativeWarning once per process, so each case runs in a process of its own.
-    const source = pathToFileURL(join(import.meta.dirname, '..', '..', 'ingest', 'kafka', 'kafka-source.ts')).href;
+    const source = pathToFileURL(join(import.meta.dirname, '..', '..', 'ingest', 'kafka', 'kafkajs-warnings.ts')).href;
     const script = (quiet: boolean) => `
       const { createRequire } = await import('node:module');
       const { quietKafkajsNegativeTimeouts } = await import(${JSON.stringify(source)});
@@ -810,7 +806,7 @@ describe('Kafka source: quiet on Node 24', () => {
 
   it('lets negative-timeout warnings raised outside kafkajs through', async () => {
     // In a process of its own: warnings emitted here would be printed on the test run's stderr.
-    const source = pathToFileURL(join(import.meta.dirname, '..', '..', 'ingest', 'kafka', 'kafka-source.ts')).href;
+    const source = pathToFileURL(join(import.meta.dirname, '..', '..', 'ingest', 'kafka', 'kafkajs-warnings.ts')).href;
     const script = `
       const { quietKafkajsNegativeTimeouts } = await import(${JSON.stringify(source)});
       quietKafkajsNegativeTimeouts();
