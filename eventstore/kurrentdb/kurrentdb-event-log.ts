@@ -12,16 +12,17 @@
  * transactions) is refused with an error rather than ordered wrongly. User events never sit at
  * position 0 (the log starts with the server's own records), so `afterPosition: 0` reads everything.
  *
- * Idempotency (idempotent-append.ts; the markers as stored, id-markers.ts). The server checks event ids only best-effort, and not at all
- * when the expected revision is the current one, so the adapter decides itself, in a bounded number of
- * round trips whatever the stream's length: every event is preceded by an id marker (a `$`-typed event
- * in its bucket stream `pulseboard-ids-<bucket>`, filtered out of every $all read) naming the stream and revision the
- * event takes; an append reads the stream's revision, then its ids' markers, and appends only the ids
- * no marker proves stored, expecting that revision. Ids are therefore idempotent per stream — the
- * service derives each event id from a source message that always maps to the same stream
- * (events/ids.ts). A caller expectation (no_stream, stream_exists, a revision) is checked against the
- * observed revision; `any` retries until its events land. Events stored by a version of pulseboard
- * before the markers have none (see docs/decisions.md).
+ * Idempotency (idempotent-append.ts; the markers as stored, id-markers.ts). The server checks event
+ * ids only best-effort, and not at all when the expected revision is the current one, so the
+ * adapter decides itself, in a bounded number of round trips whatever the stream's length: every
+ * event is preceded by an id marker (a `$`-typed event in its bucket stream
+ * `pulseboard-ids-<bucket>`, filtered out of every $all read) naming the stream and revision the
+ * event takes; an append reads the stream's revision, then its ids' markers, and appends only the
+ * ids no marker proves stored, expecting that revision. Ids are therefore idempotent per stream —
+ * the service derives each event id from a source message that always maps to the same stream
+ * (events/ids.ts). A caller expectation (no_stream, stream_exists, a revision) is checked against
+ * the observed revision; `any` retries until its events land. Events stored by a version of
+ * pulseboard before the markers have none (see docs/decisions.md).
  *
  * System events ($-prefixed types or streams) are never returned. The archive id is a custom property
  * of the metadata of the stream `pulseboard-archive`, written once with expected state NO_STREAM.
