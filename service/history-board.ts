@@ -24,7 +24,7 @@ import type { Caller } from './caller.ts';
 import { isoClock } from './clock.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
-import { readProjectStream } from './history.ts';
+import { readProjectStream } from './as-of-fold.ts';
 import { deltaCursorSchema, type ProjectsService, type WaitOptions } from './projects.ts';
 import {
   boardQuerySchema,
