@@ -15,7 +15,7 @@ import { createSupervisor, type LoopStatus } from '../../service/background.ts';
 import { createRateLimiter } from '../../service/rate/create.ts';
 import { createServices } from '../../service/services.ts';
 import { createThesisReader } from '../../ingest/thesis-reader/reader.ts';
-import { createThesisSource } from '../../ingest/thesis-reader/source.ts';
+import { createThesisSource } from '../../ingest/thesis-reader/create-source.ts';
 import { createWorkerHeartbeat } from '../../service/thesis/feed.ts';
 import { openStores, type Stores } from '../../service/stores.ts';
 import { createProjectorThread } from './projector-thread.ts';
