@@ -30,6 +30,7 @@ import { decodeCursor, encodeCursor } from './cursor.ts';
 import { echoed, errors, fail, ok, type Result } from './errors.ts';
 import { parseParams } from './requests/params.ts';
 import { jsonBody, withReadAt, type JsonBody } from './json-body.ts';
+import { containerEnd } from './json-text.ts';
 import { CALL_PAGE_BUDGET_MAX, callParamsSchema, callQuerySchema, callsQuerySchema } from './requests/calls.ts';
 
 /** The response budget of one call page when the request sets no `maxBytes`, in bytes of UTF-8. */
@@ -129,32 +130,6 @@ export function fitCalls<C extends { json: string }>(
 
 /** What the read-time fields need of a stored call: its tokens and its caller's pnl. */
 export type ReadTimeFields = { tokens: StoredCall['tokens']; caller: { pnl: StoredCall['caller']['pnl'] } };
-
-/** Index of the quote closing the JSON string opened at `open`. */
-function stringEnd(text: string, open: number): number {
-  let at = text.indexOf('"', open + 1);
-  while (at > 0) {
-    let backslashes = 0;
-    while (text.charCodeAt(at - 1 - backslashes) === 0x5c) backslashes += 1;
-    if (backslashes % 2 === 0) return at;
-    at = text.indexOf('"', at + 1);
-  }
-  return -1;
-}
-
-/** Index just past the JSON object or array that opens at `at` (strings skipped natively), or -1. */
-function containerEnd(text: string, at: number): number {
-  let depth = 0;
-  for (let i = at; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22) {
-      i = stringEnd(text, i);
-      if (i < 0) return -1;
-    } else if (c === 0x7b || c === 0x5b) depth += 1;
-    else if ((c === 0x7d || c === 0x5d) && --depth === 0) return i + 1;
-  }
-  return -1;
-}
 
 /**
  * The tokens and pnl of a stored call, parsed from their own slices of its text (the thesis, most of

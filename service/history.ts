@@ -13,19 +13,16 @@ import {
 } from '../readmodels/schemas.ts';
 import { eventsFor, readProjectStream } from './as-of-fold.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
+import { differingFields } from './differing-fields.ts';
 import { echoed, errors, fail, ok, type Result } from './errors.ts';
 import type { ProjectsService } from './projects.ts';
 import { historyParamsSchema, historyQuerySchema } from './requests/history.ts';
 import { parseParams } from './requests/params.ts';
 
 function fieldChanges(before: Project | null, after: Project): ProjectFieldChange[] {
-  const changes: ProjectFieldChange[] = [];
-  for (const field of Object.keys(after) as (keyof Project)[]) {
-    const previous = before === null ? null : before[field];
-    if (before !== null && JSON.stringify(previous) === JSON.stringify(after[field])) continue;
-    changes.push({ field, before: previous, after: after[field] } as ProjectFieldChange);
-  }
-  return changes;
+  return differingFields(before, after).map(
+    (field) => ({ field, before: before === null ? null : before[field], after: after[field] }) as ProjectFieldChange,
+  );
 }
 
 /**
