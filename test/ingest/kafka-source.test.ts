@@ -538,15 +538,19 @@ const ingestorNeverCalled: Pick<BatchIngestor, 'ingestBatch'> = {
   ingestBatch: async () => assert.fail('no message in these tests'),
 };
 
+/** A source on fake clients that never hands a message to its ingestor. */
+const idleSource = (fake: ReturnType<typeof fakeClients>) =>
+  createKafkaSource({
+    brokers: ['unused:9092'],
+    ingestor: ingestorNeverCalled,
+    clients: fake.clients,
+    schedule: fake.schedule,
+  });
+
 describe('Kafka source: consumer supervision', () => {
   it('runs partitions concurrently with explicit commits', async () => {
     const fake = fakeClients();
-    const source = createKafkaSource({
-      brokers: ['unused:9092'],
-      ingestor: ingestorNeverCalled,
-      clients: fake.clients,
-      schedule: fake.schedule,
-    });
+    const source = idleSource(fake);
     await source.start();
     const config = fake.consumers[0]!.runConfig!;
     assert.equal(config.autoCommit, false);
@@ -632,12 +636,7 @@ describe('Kafka source: consumer supervision', () => {
 
   it('leaves a crash kafkajs restarts itself to kafkajs, and is running again when the consumer rejoins its group', async () => {
     const fake = fakeClients();
-    const source = createKafkaSource({
-      brokers: ['unused:9092'],
-      ingestor: ingestorNeverCalled,
-      clients: fake.clients,
-      schedule: fake.schedule,
-    });
+    const source = idleSource(fake);
     await source.start();
     fake.consumers[0]!.emit(fake.events.CRASH, { error: new Error('connection lost'), groupId: 'g', restart: true });
     assert.equal(source.state().status, 'restarting');
@@ -650,12 +649,7 @@ describe('Kafka source: consumer supervision', () => {
 
   it('counts every failed attempt while the broker is away, kafkajs restarts included, and clears the count once back in its group', async () => {
     const fake = fakeClients({ failConnect: (n) => n === 1 || n === 2 });
-    const source = createKafkaSource({
-      brokers: ['unused:9092'],
-      ingestor: ingestorNeverCalled,
-      clients: fake.clients,
-      schedule: fake.schedule,
-    });
+    const source = idleSource(fake);
     await source.start();
     assert.equal(source.state().failures, 0);
     // An outage kafkajs rides out itself: each of its restarts that fails crashes again.
@@ -683,12 +677,7 @@ describe('Kafka source: consumer supervision', () => {
   it('a consumer still connecting when the source stops never starts consuming', async () => {
     const gate = deferred<void>();
     const fake = fakeClients({ connectGate: gate.promise });
-    const source = createKafkaSource({
-      brokers: ['unused:9092'],
-      ingestor: ingestorNeverCalled,
-      clients: fake.clients,
-      schedule: fake.schedule,
-    });
+    const source = idleSource(fake);
     const starting = source.start();
     await settle();
     const stopping = source.stop();
