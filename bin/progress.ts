@@ -2,7 +2,8 @@
  * Progress of a long command on stderr. On a terminal: one line rewritten in place (percentage,
  * rate, time left) a few times a second. Anywhere else (a pipe, a log file): a plain line every few
  * seconds, so a log gets a trace instead of a wall of carriage returns. Ctrl-C reports how far the
- * command got. Presentation only: the numbers come from the command.
+ * command got. Presentation only: the numbers come from the command. One reporter for every
+ * command (the mirror's adds its lag as `detail`).
  */
 
 export type ProgressSample = {
@@ -21,6 +22,10 @@ export type ProgressOptions = {
   terminal: boolean;
   /** Overrides the default interval (tests, or a log that wants more or fewer lines). */
   intervalMs?: number;
+  /** The first report waits one interval too, so a short run prints none (the mirror). */
+  quietAtFirst?: boolean;
+  /** Appended to each report after a comma (the mirror's lag). */
+  detail?: () => string;
   now?: () => number;
 };
 
@@ -51,7 +56,7 @@ export function createProgress(options: ProgressOptions): Progress {
   const now = options.now ?? Date.now;
   const started = now();
   const intervalMs = options.intervalMs ?? (options.terminal ? TERMINAL_INTERVAL_MS : PIPE_INTERVAL_MS);
-  let last = -Infinity;
+  let last = options.quietAtFirst ? started : -Infinity;
   let lineOpen = false;
 
   const describe = (sample: ProgressSample): string => {
@@ -64,6 +69,9 @@ export function createProgress(options: ProgressOptions): Progress {
     return `${(fraction * 100).toFixed(1)}% (${parts.join(', ')}), ${fraction > 0 ? `about ${duration(left)} left` : 'time left unknown'}`;
   };
 
+  const reported = (sample: ProgressSample): string =>
+    options.detail ? `${describe(sample)}, ${options.detail()}` : describe(sample);
+
   return {
     intervalMs,
     report(sample) {
@@ -72,10 +80,10 @@ export function createProgress(options: ProgressOptions): Progress {
       last = t;
       if (options.terminal) {
         // \r back to column 0, then erase to the end of the line: the line updates in place.
-        options.out.write(`\r${options.label}: ${describe(sample)}\x1b[K`);
+        options.out.write(`\r${options.label}: ${reported(sample)}\x1b[K`);
         lineOpen = true;
       } else {
-        options.out.write(`${options.label}: ${describe(sample)}\n`);
+        options.out.write(`${options.label}: ${reported(sample)}\n`);
       }
     },
     end() {

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
-import { decodeJson } from './messages.ts';
+import { deadLetterMessage } from './dead-letter-message.ts';
 import type { BatchIngestor, IngestOutcome } from './pipeline.ts';
 
 /** One NDJSON input: a file, or stdin under the name '-'. */
@@ -53,70 +53,6 @@ export type NdjsonResult =
    * not (nothing from that line on was stored or dead-lettered; ingest it again from there).
    */
   | { ok: false; counts: NdjsonCounts; file: string; line: number; reason: string };
-
-const THESIS_KEY = 'thesisText';
-
-function withheld(value: unknown): string {
-  return typeof value === 'string' ? `[withheld: ${value.length} characters]` : '[withheld]';
-}
-
-/**
- * A copy of a decoded message with the value of every `thesisText` key, at any depth, replaced
- * by a placeholder. Iterative, so a deeply nested hostile message cannot overflow the stack.
- */
-export function withholdThesisText(value: unknown): unknown {
-  if (typeof value !== 'object' || value === null) return value;
-  const root: unknown[] = [value];
-  const stack: { source: unknown; target: Record<string, unknown> | unknown[]; key: string | number }[] = [
-    { source: value, target: root, key: 0 },
-  ];
-  while (stack.length > 0) {
-    const { source, target, key } = stack.pop()!;
-    if (typeof source !== 'object' || source === null) {
-      (target as Record<string | number, unknown>)[key] = source;
-      continue;
-    }
-    if (Array.isArray(source)) {
-      const copy: unknown[] = new Array<unknown>(source.length);
-      (target as Record<string | number, unknown>)[key] = copy;
-      source.forEach((item, index) => stack.push({ source: item, target: copy, key: index }));
-      continue;
-    }
-    // Null prototype: a "__proto__" key from JSON.parse stays a plain key of the copy.
-    const copy = Object.create(null) as Record<string, unknown>;
-    (target as Record<string | number, unknown>)[key] = copy;
-    for (const [name, item] of Object.entries(source)) {
-      // Assigned now so the copy keeps the original key order; filled in when popped.
-      copy[name] = name === THESIS_KEY ? withheld(item) : null;
-      if (name !== THESIS_KEY) stack.push({ source: item, target: copy, key: name });
-    }
-  }
-  return root[0];
-}
-
-/**
- * What the dead-letter file keeps of a rejected line. A line that is not JSON cannot be searched
- * for a thesis reliably, so it is withheld whole when it might hold one.
- */
-export function deadLetterMessage(raw: string): { message: unknown; type: string | null; id: string | null } {
-  const decoded = decodeJson(raw);
-  if (!decoded.ok) {
-    const mightHoldThesis = /thesis/i.test(raw) || /\\u/i.test(raw);
-    return {
-      message: mightHoldThesis ? `[withheld: unparseable line of ${raw.length} characters]` : raw,
-      type: null,
-      id: null,
-    };
-  }
-  const value = decoded.value;
-  const record =
-    typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
-  return {
-    message: withholdThesisText(value),
-    type: typeof record['type'] === 'string' ? record['type'] : null,
-    id: typeof record['id'] === 'string' ? record['id'] : null,
-  };
-}
 
 async function writeWithBackpressure(stream: WriteStream, text: string): Promise<void> {
   if (!stream.write(text)) await once(stream, 'drain');

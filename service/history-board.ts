@@ -3,7 +3,6 @@ import type { EventLog } from '../eventstore/port.ts';
 import { contextsProjector, emptyContext } from '../projectors/contexts.ts';
 import { PROJECT_FACETS, PROJECTS_COLLECTION } from '../projectors/projects.ts';
 import { foldEvents } from '../projectors/runner.ts';
-import { jsonEqual } from '../projectors/json-equal.ts';
 import type { HistoryStore, Version, VersionChange } from '../readmodels/history/port.ts';
 import {
   DIFF_LIMIT_DEFAULT,
@@ -12,7 +11,6 @@ import {
   type ChangedFields,
   type ProjectChange,
   type ProjectDiff,
-  type ProjectFieldName,
   type ProjectReadAsOf,
   type ProjectSearchAsOf,
   type SyncPageChanges,
@@ -24,7 +22,7 @@ import type { Caller } from './caller.ts';
 import { isoClock } from './clock.ts';
 import { createLogHead, decodeCursor, encodeCursor, type LogHead } from './cursor.ts';
 import { echoed, errors, fail, ok, type Result } from './errors.ts';
-import { readProjectStream } from './history.ts';
+import { readProjectStream } from './as-of-fold.ts';
 import { deltaCursorSchema, type ProjectsService, type WaitOptions } from './projects.ts';
 import {
   boardQuerySchema,
@@ -35,7 +33,7 @@ import {
 import { dateTimeParam, parseParams } from './requests/params.ts';
 import { projectParamsSchema } from './requests/projects.ts';
 import type { SearchService } from './search.ts';
-import { differingMembers } from './differing-members.ts';
+import { differingFields, differingStoredFields } from './differing-fields.ts';
 import { createBodyCache, type CacheVersion } from './body-cache.ts';
 import { jsonBody, storedJson, storedJsonList, withReadAt, type JsonBody, type RawJson } from './json-body.ts';
 
@@ -143,19 +141,6 @@ export function namedPoint(archive: string, point: Point, hasDossier?: boolean):
   };
 }
 
-/** Top-level fields whose values differ (compared as their JSON texts would be, without making them). */
-export function differingFields(before: Project | null, after: Project): ProjectFieldName[] {
-  const fields = Object.keys(after) as ProjectFieldName[];
-  if (before === null) return fields;
-  return fields.filter((f) => !jsonEqual(before[f], after[f]));
-}
-
-/** A diff row's fields, named from the stored texts (parsed only if they are not as JSON.stringify wrote them). */
-function changedFields({ before, after }: VersionChange<Project>): ProjectFieldName[] {
-  const named = differingMembers(before?.utf8 ?? null, after.utf8) as ProjectFieldName[] | null;
-  return named ?? differingFields(before?.doc ?? null, after.doc);
-}
-
 /**
  * A diff page's rows as raw JSON: each row's `before` and `after` are the stored texts, written as
  * they are (never parsed and serialised again).
@@ -165,7 +150,7 @@ function changeRows(rows: readonly VersionChange<Project>[]): RawJson<ProjectCha
     rows.map((row): ProjectChange => ({
       id: row.after.id,
       change: row.before === null ? 'added' : 'changed',
-      fields: changedFields(row),
+      fields: differingStoredFields(row.before, row.after),
       before: row.before?.doc ?? null,
       after: row.after.doc,
     }));
@@ -175,7 +160,7 @@ function changeRows(rows: readonly VersionChange<Project>[]): RawJson<ProjectCha
       const pieces: (Uint8Array | string)[] = ['['];
       rows.forEach((row, n) => {
         const { before, after } = row;
-        const fields = JSON.stringify(changedFields(row));
+        const fields = JSON.stringify(differingStoredFields(row.before, row.after));
         const change = before === null ? 'added' : 'changed';
         pieces.push(
           `${n === 0 ? '' : ','}{"id":${JSON.stringify(after.id)},"change":"${change}","fields":${fields},"before":`,

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import type { EventLog, RecordedEvent } from '../eventstore/port.ts';
-import { streams } from '../events/streams.ts';
 import type { Projector } from '../projectors/projector.ts';
 import { projectsProjector, type ProjectState, isPublicProject } from '../projectors/projects.ts';
 import { foldEvents } from '../projectors/runner.ts';
@@ -12,51 +11,18 @@ import {
   type ProjectHistory,
   type ProjectWrite,
 } from '../readmodels/schemas.ts';
+import { eventsFor, readProjectStream } from './as-of-fold.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
+import { differingFields } from './differing-fields.ts';
 import { echoed, errors, fail, ok, type Result } from './errors.ts';
 import type { ProjectsService } from './projects.ts';
 import { historyParamsSchema, historyQuerySchema } from './requests/history.ts';
 import { parseParams } from './requests/params.ts';
 
-/**
- * A project's past, folded from its own stream (`project-<id>`) by the projectors' own fold code
- * (`foldEvents`), never by a second implementation. Used by as-of reads and the history.
- */
-
-/** Every event of the project's stream, in log order. Folds pick the types they read. */
-export function readProjectStream(log: EventLog, projectId: string): Promise<RecordedEvent[]> {
-  return log.readStream(streams.project(projectId));
-}
-
-/** The events a projector would fold into document `id`, as its runner selects them. */
-function eventsFor(projector: Projector, id: string, events: readonly RecordedEvent[]): RecordedEvent[] {
-  return events.filter(
-    (e) => projector.typePrefixes.some((prefix) => e.type.startsWith(prefix)) && projector.keyOf(e) === id,
-  );
-}
-
-/**
- * Document `id` as the projector had it once the archive had recorded everything up to `asOfMs`
- * (recordedAt, compared as instants); null when nothing was folded by then.
- */
-export function foldAsOf<D, S>(
-  projector: Projector<D, S>,
-  id: string,
-  events: readonly RecordedEvent[],
-  asOfMs: number,
-): StoredDoc<D, S> | null {
-  const upTo = eventsFor(projector as Projector, id, events).filter((e) => Date.parse(e.recordedAt) <= asOfMs);
-  return foldEvents(projector, new Map(), upTo).get(id) ?? null;
-}
-
 function fieldChanges(before: Project | null, after: Project): ProjectFieldChange[] {
-  const changes: ProjectFieldChange[] = [];
-  for (const field of Object.keys(after) as (keyof Project)[]) {
-    const previous = before === null ? null : before[field];
-    if (before !== null && JSON.stringify(previous) === JSON.stringify(after[field])) continue;
-    changes.push({ field, before: previous, after: after[field] } as ProjectFieldChange);
-  }
-  return changes;
+  return differingFields(before, after).map(
+    (field) => ({ field, before: before === null ? null : before[field], after: after[field] }) as ProjectFieldChange,
+  );
 }
 
 /**

@@ -24,7 +24,7 @@ import type { CommitWatch, WaitOutcome } from './commit-watch.ts';
 import { isoClock } from './clock.ts';
 import { createLogHead, decodeCursor, encodeCursor } from './cursor.ts';
 import { echoed, errors, fail, ok, type Result } from './errors.ts';
-import { foldAsOf, readProjectStream } from './history.ts';
+import { foldAsOf, readProjectStream } from './as-of-fold.ts';
 import { parseParams } from './requests/params.ts';
 import type { BodyCache, CacheVersion } from './body-cache.ts';
 import { jsonBody, storedJson, storedJsonList, withReadAt, type JsonBody } from './json-body.ts';

@@ -18,7 +18,8 @@ import { createRateGate, type RateGate } from './rate/gate.ts';
 import type { RateLimiter } from './rate/port.ts';
 import { createSearchService, type SearchService } from './search.ts';
 import type { Stores } from './stores.ts';
-import { createInProcessHeartbeat, type WorkerHeartbeat } from './thesis/heartbeat.ts';
+import type { WorkerHeartbeat } from './thesis/heartbeat.ts';
+import { createInProcessHeartbeat } from './thesis/in-process-heartbeat.ts';
 import { createThesisFeed, type ThesisFeed } from './thesis/feed.ts';
 
 import { createBoardReads, type BoardReads } from './board-reads.ts';

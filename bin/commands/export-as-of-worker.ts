@@ -4,11 +4,10 @@
  */
 import { mkdirSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import { parseConfig } from '../../config/config.ts';
-import { absentEmbeddedLog } from '../../eventstore/open.ts';
 import { exportAsOf } from '../../service/analyst-export.ts';
 import { namedPoint, resolvePoint } from '../../service/history-board.ts';
 import { openStores } from '../../service/stores.ts';
+import { openForCommand } from '../command-stores.ts';
 import type { ExportRequest } from './export-as-of.ts';
 
 /** The page cache of each of the export's SQLite connections: it reads each row once, in index order. */
@@ -17,25 +16,14 @@ const EXPORT_SQLITE_CACHE_KIB = 4096;
 /** Runs the export itself (in the export thread); returns the exit status. */
 async function exportInThisThread(request: ExportRequest): Promise<number> {
   const { format } = request;
-  const config = parseConfig();
-  if (!config.ok) {
-    process.stderr.write(`pulseboard export: ${config.reason}\n`);
-    return 2;
-  }
-  const absent = absentEmbeddedLog(config.config);
-  if (absent !== null) {
-    process.stderr.write(`pulseboard export: ${absent}\n`);
-    return 2;
-  }
-  let stores: Awaited<ReturnType<typeof openStores>>;
-  try {
-    stores = await openStores(config.config, { sqliteCacheKiB: EXPORT_SQLITE_CACHE_KIB });
-  } catch (error) {
-    process.stderr.write(
-      `pulseboard export: cannot open the stores: ${error instanceof Error ? error.message : String(error)}\n`,
-    );
-    return 1;
-  }
+  const started = await openForCommand(
+    'export',
+    'the stores',
+    (config) => openStores(config, { sqliteCacheKiB: EXPORT_SQLITE_CACHE_KIB }),
+    1,
+  );
+  if (!started.ok) return started.status;
+  const stores = started.opened;
   try {
     const history = stores.store.history;
     if (!history) {

@@ -3,6 +3,7 @@
  * (export-as-of-worker.ts). This thread loads nothing else: the stores and the writer are the thread's.
  */
 import { Worker } from 'node:worker_threads';
+import { onWorkerEnd } from '../../config/worker-thread.ts';
 import type { ExportFormat } from '../../service/analyst-export.ts';
 import { parseStrict, printHelp, usageError } from '../args.ts';
 
@@ -70,19 +71,15 @@ export function inExportThread(
       resourceLimits: EXPORT_HEAP_LIMITS,
     });
     let status: number | null = null;
-    let failure: unknown = null;
     worker.on('message', (code: number) => {
       status = code;
     });
-    worker.on('error', (error) => {
-      failure = error;
-    });
-    worker.on('exit', () => {
+    onWorkerEnd(worker, (failure) => {
       if (status !== null) return resolve(status);
       // A thread ended this way (out of its heap) could not remove its partial files itself.
       void import('../../service/analyst-export.ts').then(({ removePartialFiles }) => {
         removePartialFiles(request.out);
-        const reason = failure instanceof Error ? failure.message : String(failure ?? 'the export thread ended');
+        const reason = failure?.message ?? 'the export thread ended';
         process.stderr.write(`pulseboard export: ${reason}\n`);
         resolve(1);
       });

@@ -2,9 +2,7 @@ import { createWriteStream, renameSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { parseConfig } from '../../config/config.ts';
-import { absentEmbeddedLog, openEventLog } from '../../eventstore/open.ts';
-import type { EventLog } from '../../eventstore/port.ts';
+import { openEventLog } from '../../eventstore/open.ts';
 import {
   exportEvents,
   PRIVATE_FIELDS,
@@ -14,6 +12,7 @@ import {
 } from '../../service/export.ts';
 import { dateTimeParam } from '../../service/requests/params.ts';
 import { parseErrorReason, usageError as oneLineUsageError } from '../args.ts';
+import { openForCommand } from '../command-stores.ts';
 
 const USAGE = `usage: pulseboard export --from ISO --to ISO [--types PREFIX,…] [--include-private] [--out FILE|-]
        pulseboard export --format parquet|ndjson [--as-of ISO|CURSOR] --out DIR
@@ -139,25 +138,9 @@ export async function run(args: string[]): Promise<number> {
     return 0;
   }
   const { options } = parsed;
-  const config = parseConfig();
-  if (!config.ok) {
-    process.stderr.write(`pulseboard export: ${config.reason}\n`);
-    return 2;
-  }
-  const absent = absentEmbeddedLog(config.config);
-  if (absent !== null) {
-    process.stderr.write(`pulseboard export: ${absent}\n`);
-    return 2;
-  }
-  let log: EventLog;
-  try {
-    log = await openEventLog(config.config);
-  } catch (error) {
-    process.stderr.write(
-      `pulseboard export: cannot open the event log: ${error instanceof Error ? error.message : String(error)}\n`,
-    );
-    return 2;
-  }
+  const started = await openForCommand('export', 'the event log', openEventLog, 2);
+  if (!started.ok) return started.status;
+  const log = started.opened;
 
   const toFile = options.out !== '-';
   const partial = `${options.out}.partial-${process.pid}`;

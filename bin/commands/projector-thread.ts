@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { onWorkerEnd } from '../../config/worker-thread.ts';
 import type { LoopStatus } from '../../service/background.ts';
 
 /** What the projector worker posts to the serving thread. */
@@ -73,17 +74,13 @@ export function createProjectorThread(options: ProjectorThreadOptions = {}): Pro
             grace = setTimeout(() => void worker.terminate(), abortGraceMs);
           }, stopGraceMs);
         };
-        let failure: unknown = null;
         worker.on('message', (message: WorkerMessage) => {
           if (message.kind === 'committed') return options.onCommit?.(message.collection, message.checkpoint);
           if (message.kind !== 'status') return;
           states = { ...states, [message.name]: message.status };
           options.onChange?.(message.name, message.status);
         });
-        worker.on('error', (error) => {
-          failure = error;
-        });
-        worker.on('exit', (code) => {
+        onWorkerEnd(worker, (failure, code) => {
           signal.removeEventListener('abort', onAbort);
           if (grace) clearTimeout(grace);
           states = {};

@@ -1,11 +1,10 @@
 import { parseArgs } from 'node:util';
-import { parseConfig } from '../../config/config.ts';
-import { absentEmbeddedLog, openEventLog } from '../../eventstore/open.ts';
-import type { EventLog } from '../../eventstore/port.ts';
+import { openEventLog } from '../../eventstore/open.ts';
 import { projectors } from '../../projectors/registry.ts';
 import { replayReadModels, type ReplayProgress } from '../../service/replay.ts';
 import { EMBEDDED_LIMITS, openGenerationSpace, projectionLimits } from '../../service/stores.ts';
 import { parseErrorReason, usageError as oneLineUsageError } from '../args.ts';
+import { openForCommand } from '../command-stores.ts';
 
 const USAGE = `usage: pulseboard replay [--batch-size N] [--progress-interval MS]
 
@@ -77,34 +76,18 @@ export async function run(args: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
-  const config = parseConfig();
-  if (!config.ok) {
-    process.stderr.write(`pulseboard replay: ${config.reason}\n`);
-    return 2;
-  }
-  const absent = absentEmbeddedLog(config.config);
-  if (absent !== null) {
-    process.stderr.write(`pulseboard replay: ${absent}\n`);
-    return 2;
-  }
-  let log: EventLog;
-  try {
-    log = await openEventLog(config.config);
-  } catch (error) {
-    process.stderr.write(
-      `pulseboard replay: cannot open the event log: ${error instanceof Error ? error.message : String(error)}\n`,
-    );
-    return 2;
-  }
+  const started = await openForCommand('replay', 'the event log', openEventLog, 2);
+  if (!started.ok) return started.status;
+  const { config, opened: log } = started;
 
-  const space = await openGenerationSpace(config.config);
+  const space = await openGenerationSpace(config);
   let lastPrinted = -Infinity;
   try {
     const outcome = await replayReadModels({
       space,
       log,
       projectors,
-      ...projectionLimits(config.config, 'replay'),
+      ...projectionLimits(config, 'replay'),
       ...(parsed.batchSize === undefined ? {} : { batchSize: parsed.batchSize }),
       onProgress: (progress) => {
         const now = performance.now();

@@ -16,7 +16,7 @@ import { createRateLimiter } from '../../service/rate/create.ts';
 import { createServices } from '../../service/services.ts';
 import { describePostgres } from '../../eventstore/postgres/describe.ts';
 import { createThesisReader } from '../../ingest/thesis-reader/reader.ts';
-import { createThesisSource } from '../../ingest/thesis-reader/source.ts';
+import { createThesisSource } from '../../ingest/thesis-reader/create-source.ts';
 import { createWorkerHeartbeat } from '../../service/thesis/feed.ts';
 import { openStores, type Stores } from '../../service/stores.ts';
 import { createProjectorThread } from './projector-thread.ts';
@@ -153,7 +153,7 @@ async function byDeadline<T>(deadline: number, work: () => Promise<T>): Promise<
 function kafkaLoopStatus(state: KafkaSourceState): LoopStatus {
   if (state.status === 'running') return { state: 'running', failures: 0, since: state.since };
   if (state.status === 'stopped') return { state: 'stopped', failures: 0, since: state.since };
-  return { state: 'retrying', failures: state.restarts, since: state.since };
+  return { state: 'retrying', failures: state.failures, since: state.since };
 }
 
 /** What a start has opened so far: the one shutdown sequence closes exactly these, in this order. */

@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { StorageFaultError, type StorageFaultKind } from '../../config/storage-fault.ts';
+import { workerReplies } from '../../config/worker-thread.ts';
 import type { CommitOutcome } from '../port.ts';
 import type { CommitPart } from './commit-rows.ts';
 import type { CommitRequest } from './sqlite-commit.ts';
@@ -43,86 +44,58 @@ export type WriterReply =
       error: { message: string; name: string; fault: { kind: StorageFaultKind; detail: string } | null };
     };
 
-type Waiting = { resolve: (outcome: CommitOutcome) => void; reject: (error: unknown) => void; cause?: unknown };
-
 /** `pragmas`: the connection's settings, run first (the store's own for a build: no journal, no sync). */
 export function startBuildWriter(path: string, pragmas: string[]): BuildWriter {
   const worker = new Worker(new URL('./build-writer-worker.ts', import.meta.url), {
     workerData: { path, pragmas } satisfies BuildWriterData,
   });
   worker.unref();
-  const waiting: Waiting[] = [];
-  let idle: { promise: Promise<void>; resolve: () => void } | null = null;
-  let gone: Error | null = null;
-
-  const settle = () => {
-    if (waiting.length > 0) return;
-    worker.unref();
-    idle?.resolve();
-    idle = null;
+  // Each commit is answered by one reply, in order; the thread holds the process open only while one is due.
+  const replies = workerReplies<WriterReply>(
+    worker,
+    (code) => new Error(`the build writer's thread exited (${code})`),
+    () => worker.unref(),
+  );
+  const outcome = (reply: WriterReply, cause: unknown): CommitOutcome => {
+    if (reply.kind === 'ended') return reply.outcome;
+    if (reply.kind === 'aborted') throw cause;
+    const { message, name, fault } = reply.error;
+    // A fault is rebuilt from its detail: its message already starts with the headline the constructor adds.
+    throw fault ? new StorageFaultError(fault.kind, fault.detail) : Object.assign(new Error(message), { name });
   };
-  worker.on('message', (reply: WriterReply) => {
-    const next = waiting.shift();
-    if (!next) return;
-    if (reply.kind === 'ended') next.resolve(reply.outcome);
-    else if (reply.kind === 'aborted') next.reject(next.cause);
-    else {
-      const { message, name, fault } = reply.error;
-      // A fault is rebuilt from its detail: its message already starts with the headline the constructor adds.
-      next.reject(
-        fault ? new StorageFaultError(fault.kind, fault.detail) : Object.assign(new Error(message), { name }),
-      );
-    }
-    settle();
-  });
-  const fail = (error: Error) => {
-    gone = error;
-    for (const next of waiting.splice(0)) next.reject(error);
-    settle();
-  };
-  worker.on('error', (error) => fail(error));
-  worker.on('exit', (code) => fail(new Error(`the build writer's thread exited (${code})`)));
 
   const post = (message: WriterRequest) => worker.postMessage(message);
 
   return {
     commit(request, parts) {
+      const gone = replies.gone();
       if (gone) return Promise.reject(gone);
-      return new Promise<CommitOutcome>((resolve, reject) => {
-        const entry: Waiting = { resolve, reject };
-        waiting.push(entry);
-        worker.ref();
-        post({ kind: 'open', request });
-        try {
-          for (const part of parts) post({ kind: 'part', part });
-        } catch (error) {
-          // A part that could not be made (a document that is not JSON): nothing of the commit is written.
-          entry.cause = error;
-          post({ kind: 'abort' });
-          return;
-        }
+      let cause: unknown;
+      const outcomeOf = replies.expect((answer) => outcome(answer, cause));
+      worker.ref();
+      post({ kind: 'open', request });
+      try {
+        for (const part of parts) post({ kind: 'part', part });
         post({ kind: 'end' });
-      });
+      } catch (error) {
+        // A part that could not be made (a document that is not JSON): nothing of the commit is written.
+        cause = error;
+        post({ kind: 'abort' });
+      }
+      return outcomeOf;
     },
 
     stage(collection, parts) {
+      const gone = replies.gone();
       if (gone) throw gone;
       for (const part of parts) post({ kind: 'stage', collection, part });
     },
 
-    idle() {
-      if (waiting.length === 0) return Promise.resolve();
-      if (!idle) {
-        let resolve!: () => void;
-        const promise = new Promise<void>((r) => (resolve = r));
-        idle = { promise, resolve };
-      }
-      return idle.promise;
-    },
+    idle: () => replies.idle(),
 
     async close() {
       await this.idle();
-      if (gone) return;
+      if (replies.gone()) return;
       const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
       worker.ref();
       post({ kind: 'close' });

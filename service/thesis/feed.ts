@@ -28,7 +28,8 @@ import { readThesisRecord } from './records.ts';
 import { toThesisStatus } from './status.ts';
 
 export type { WorkerHeartbeat } from './heartbeat.ts';
-export { createInProcessHeartbeat, createWorkerHeartbeat } from './heartbeat.ts';
+export { createInProcessHeartbeat } from './in-process-heartbeat.ts';
+export { createWorkerHeartbeat } from './create-heartbeat.ts';
 
 export type ThesisReply = { httpStatus: 200 | 202; status: ThesisStatus };
 

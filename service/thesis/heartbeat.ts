@@ -1,5 +1,3 @@
-import type { Config } from '../../config/config.ts';
-
 /**
  * Whether a thesis reader is running: the reader beats every few seconds, the feed asks
  * `isAlive()` (ThesisStatus.workerAvailable; POST answers 503 when a read would be needed and no
@@ -18,28 +16,3 @@ export type WorkerHeartbeat = {
 export const HEARTBEAT_TTL_MS = 30_000;
 /** Several beats per TTL, so one slow beat does not make the reader look gone. */
 export const HEARTBEAT_INTERVAL_MS = 5_000;
-
-export function createInProcessHeartbeat(options: { ttlMs?: number; now?: () => Date } = {}): WorkerHeartbeat {
-  const ttlMs = options.ttlMs ?? HEARTBEAT_TTL_MS;
-  const now = options.now ?? (() => new Date());
-  let lastBeat: number | null = null;
-  return {
-    async beat() {
-      lastBeat = now().getTime();
-    },
-    async isAlive() {
-      return lastBeat !== null && now().getTime() - lastBeat < ttlMs;
-    },
-    async end() {
-      lastBeat = null;
-    },
-    async close() {},
-  };
-}
-
-/** Redis when REDIS_URL is set (its client loaded only then), else in-process (the embedded default). */
-export async function createWorkerHeartbeat(config: Pick<Config, 'REDIS_URL'>): Promise<WorkerHeartbeat> {
-  if (!config.REDIS_URL) return createInProcessHeartbeat();
-  const { createRedisHeartbeat } = await import('./redis-heartbeat.ts');
-  return createRedisHeartbeat({ url: config.REDIS_URL });
-}

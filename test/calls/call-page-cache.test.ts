@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it, vi } from 'vitest';
 import { CALL_INDEX_COLLECTION, CALLS_COLLECTION, CALLS_COLLECTOR_COLLECTION } from '../../projectors/calls.ts';
 import { PROJECTS_COLLECTION } from '../../projectors/projects.ts';
-import { pnlSpan } from '../../service/calls.ts';
+import { pnlSpan } from '../../service/call-read-time.ts';
 import {
   callId,
   callsCollected,

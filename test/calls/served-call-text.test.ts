@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { it } from 'vitest';
 import type { StoredCall } from '../../projectors/calls.ts';
 import type { CallRecord } from '../../readmodels/schemas.ts';
-import { readTimeFieldsOf, servedCallText } from '../../service/calls.ts';
+import { readTimeFieldsOf, servedCallText } from '../../service/call-read-time.ts';
 import { makeCall, pnl, token } from '../support/calls-fixtures.ts';
 
 const link = {

@@ -20,7 +20,7 @@ import { MongoClient } from 'mongodb';
 import { sourceEventId } from '../../events/ids.ts';
 import { streams } from '../../events/streams.ts';
 import { createKurrentDbEventLog } from '../../eventstore/kurrentdb/kurrentdb-event-log.ts';
-import { createKafkaFeeder, type KafkaFeeder } from '../../ingest/kafka/kafka-source.ts';
+import { createKafkaFeeder, type KafkaFeeder } from '../../ingest/kafka/feeder.ts';
 import { PROJECTS_COLLECTION } from '../../projectors/projects.ts';
 
 const run = promisify(execFile);

@@ -15,14 +15,10 @@ import { isSourceType, sourcePayloads } from '../../events/source.ts';
 import { streams } from '../../events/streams.ts';
 import { createKurrentDbEventLog } from '../../eventstore/kurrentdb/kurrentdb-event-log.ts';
 import type { EventLog } from '../../eventstore/port.ts';
-import {
-  createKafkaFeeder,
-  createKafkaSource,
-  defaultDeadLetterTopic,
-  sourceTopics,
-  type DeadLetter,
-  type HandledMessage,
-} from '../../ingest/kafka/kafka-source.ts';
+import type { DeadLetter, HandledMessage } from '../../ingest/kafka/batch-handler.ts';
+import { createKafkaFeeder } from '../../ingest/kafka/feeder.ts';
+import { createKafkaSource } from '../../ingest/kafka/kafka-source.ts';
+import { defaultDeadLetterTopic, sourceTopics } from '../../ingest/kafka/topics.ts';
 import type { BatchIngestor, IngestOutcome, Ingestor } from '../../ingest/pipeline.ts';
 import type { Projector } from '../../projectors/projector.ts';
 import { createProjectorRunner } from '../../projectors/runner.ts';
@@ -192,7 +188,10 @@ describe('distributed: Kafka → KurrentDB → projector → MongoDB', () => {
       const [letter] = letters;
       assert.equal(letter!.topic, sourceTopics.calls);
       assert.match(letter!.path, /^data/);
-      assert.deepEqual((letter!.message as { data: { thesisText: string } }).data.thesisText, '[withheld]');
+      assert.match(
+        (letter!.message as { data: { thesisText: string } }).data.thesisText,
+        /^\[withheld: \d+ characters\]$/,
+      );
       assert.equal(JSON.stringify(letters).includes('PRIVATE THESIS TEXT'), false);
     },
   );

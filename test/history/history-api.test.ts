@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, describe, it, vi } from 'vitest';
 import type { RecordedEvent } from '../../eventstore/port.ts';
 import { BOARD_PAGE_SIZE } from '../../readmodels/schemas.ts';
-import { differingFields } from '../../service/history-board.ts';
+import { differingFields } from '../../service/differing-fields.ts';
 import { allEvents, appendBoardHistory, appendHistoryRounds, boardAt } from '../support/board-history.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { restOperations } from '../../api/app.ts';
-import { createInProcessHeartbeat } from '../../service/thesis/heartbeat.ts';
+import { createInProcessHeartbeat } from '../../service/thesis/in-process-heartbeat.ts';
 import { seedBoard } from '../mcp/support.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { prng } from '../support/seed.ts';

@@ -187,3 +187,20 @@ export function example<T extends SourceType>(type: T): Extract<SourceMessage, {
 export function line(message: unknown): string {
   return JSON.stringify(message);
 }
+
+/** A JSON value nested `depth` levels deep: deeper than JSON.stringify's recursion reaches. */
+export function deeplyNested(depth: number): string {
+  return `${'['.repeat(depth)}${']'.repeat(depth)}`;
+}
+
+/**
+ * Rejected messages that hide a thesis from a careless dead-letter rule, each holding `SECRET`: deep
+ * nesting, a key spelt with an escape, and texts that do not parse (with the word, and escaped).
+ */
+export const THESIS_HIDING_MESSAGES: readonly string[] = [
+  `{"type":"call.recorded","id":"deep","data":{"thesisText":"SECRET","x":${deeplyNested(100_000)}}}`,
+  `{"type":"call.recorded","id":"deep-escaped","data":{"\\u0074hesisText":"SECRET","x":${deeplyNested(100_000)}}}`,
+  '{"type":"call.recorded","id":"escaped","data":{"\\u0074hesisText":"SECRET"}}',
+  '{"type":"call.recorded","id":"cut","data":{"\\u0074hesisText":"SECRET"',
+  '{"type":"call.recorded","id":"cut","data":{"thesisText":"SECRET"',
+];

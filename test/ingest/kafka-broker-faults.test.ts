@@ -9,12 +9,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'vitest';
 import type { EventLog } from '../../eventstore/port.ts';
 import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
-import {
-  createKafkaSource,
-  type DeadLetter,
-  type HandledMessage,
-  type KafkaSourceOptions,
-} from '../../ingest/kafka/kafka-source.ts';
+import type { DeadLetter, HandledMessage } from '../../ingest/kafka/batch-handler.ts';
+import { createKafkaSource, type KafkaSourceOptions } from '../../ingest/kafka/kafka-source.ts';
 import { createIngestor } from '../../ingest/pipeline.ts';
 import {
   allCommitted,

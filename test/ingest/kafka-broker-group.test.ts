@@ -145,7 +145,10 @@ describe('Kafka source on a real broker: a group of processes and crashes', () =
         await broker.kill();
         const storedAtKill = (await reader.read()).size;
         assert.ok(storedAtKill < messages.length, 'the broker died mid-ingest');
-        await new Promise((resolve) => setTimeout(resolve, 2000));
+        // What /readyz shows as kafka-ingest.failures: the failed attempts, counted while it retries.
+        await until('a failed attempt counted during the outage', 60_000, async () =>
+          source.state().failures >= 2 ? true : undefined,
+        );
         await broker.start();
         const stored = await until('every message in the log after the broker came back', 180_000, async () => {
           const now = await reader.read();
@@ -160,6 +163,7 @@ describe('Kafka source on a real broker: a group of processes and crashes', () =
         );
         assert.equal(stored.size, messages.length);
         assert.equal(source.state().status, 'running', `resumed by itself (statuses: ${statuses.join(' > ')})`);
+        assert.equal(source.state().failures, 0, 'back in its group, no failure left counted');
       } finally {
         await source.stop();
         await log.close();

@@ -18,7 +18,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, logLevel } from 'kafkajs';
-import { quietKafkajsNegativeTimeouts } from '../../ingest/kafka/kafka-source.ts';
+import { quietKafkajsNegativeTimeouts } from '../../ingest/kafka/kafkajs-warnings.ts';
 
 export const KAFKA_VERSION = '4.4.0';
 const CACHE_ROOT = process.env.PULSEBOARD_KAFKA_CACHE ?? join(homedir(), '.cache', 'pulseboard-kafka');

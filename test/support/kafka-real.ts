@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { afterAll, beforeAll } from 'vitest';
 import type { EventLog } from '../../eventstore/port.ts';
-import { quietKafkajsNegativeTimeouts } from '../../ingest/kafka/kafka-source.ts';
+import { quietKafkajsNegativeTimeouts } from '../../ingest/kafka/kafkajs-warnings.ts';
 import { examples } from '../ingest/examples.ts';
 import { kafkaSkipReason, startKafkaBroker, type KafkaBroker } from './kafka-broker.ts';
 

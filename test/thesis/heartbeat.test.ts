@@ -3,7 +3,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { afterAll, describe, it } from 'vitest';
 import { skipFor } from '../support/skip.ts';
-import { createInProcessHeartbeat, createWorkerHeartbeat } from '../../service/thesis/heartbeat.ts';
+import { createWorkerHeartbeat } from '../../service/thesis/create-heartbeat.ts';
+import { createInProcessHeartbeat } from '../../service/thesis/in-process-heartbeat.ts';
 import { createRedisHeartbeat } from '../../service/thesis/redis-heartbeat.ts';
 import { manualClock } from './helpers.ts';
 

@@ -13,7 +13,8 @@ import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store
 import { changeOwner, createAccess } from '../../service/access.ts';
 import type { Caller } from '../../service/caller.ts';
 import { createThesisFeed, type ThesisFeed } from '../../service/thesis/feed.ts';
-import { createInProcessHeartbeat, type WorkerHeartbeat } from '../../service/thesis/heartbeat.ts';
+import type { WorkerHeartbeat } from '../../service/thesis/heartbeat.ts';
+import { createInProcessHeartbeat } from '../../service/thesis/in-process-heartbeat.ts';
 import type { ThesisLogger } from '../../service/thesis/logger.ts';
 import type { ThesisItem } from '../../readmodels/schemas.ts';
 

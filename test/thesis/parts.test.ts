@@ -5,7 +5,7 @@ import { streams } from '../../events/streams.ts';
 import { fitThesisText } from '../../ingest/thesis-reader/provider-schema.ts';
 import { createSampleThesisSource, SAMPLE_SOURCE_HOST } from '../../ingest/thesis-reader/sample-source.ts';
 import { selectThesisItems } from '../../ingest/thesis-reader/select.ts';
-import { createThesisSource } from '../../ingest/thesis-reader/source.ts';
+import { createThesisSource } from '../../ingest/thesis-reader/create-source.ts';
 import {
   foldThesisStream,
   THESIS_COLLECTION,

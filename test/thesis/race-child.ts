@@ -13,7 +13,7 @@ import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.t
 import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
 import { createAccess } from '../../service/access.ts';
 import { createThesisFeed } from '../../service/thesis/feed.ts';
-import { createInProcessHeartbeat } from '../../service/thesis/heartbeat.ts';
+import { createInProcessHeartbeat } from '../../service/thesis/in-process-heartbeat.ts';
 import { utcDayOf } from '../../service/thesis/limits.ts';
 import { globalScope } from '../../service/thesis/quota.ts';
 

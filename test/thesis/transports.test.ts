@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { createThesisReader } from '../../ingest/thesis-reader/reader.ts';
 import { createSampleThesisSource } from '../../ingest/thesis-reader/sample-source.ts';
-import { createInProcessHeartbeat } from '../../service/thesis/heartbeat.ts';
+import { createInProcessHeartbeat } from '../../service/thesis/in-process-heartbeat.ts';
 import { makeCall, recordCall } from '../support/calls-fixtures.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { connectClient, seedBoard } from '../mcp/support.ts';

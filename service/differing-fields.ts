@@ -1,65 +1,34 @@
 /**
- * The top-level members in which two stored JSON object texts differ, found on their UTF-8 bytes.
- * By hand instead of JSON.parse of both: parsing them was most of a diff page's server time.
+ * Which top-level fields of a project differ between two versions: one rule, "their JSON texts
+ * differ", decided on the documents (jsonEqual) or, for stored versions, on their UTF-8 texts.
  */
+import { jsonEqual } from '../projectors/json-equal.ts';
+import type { ProjectFieldName } from '../readmodels/history-schemas.ts';
+import type { Project } from '../readmodels/schemas.ts';
+import { membersOf } from './json-text.ts';
 
-const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
-const COLON = 0x3a;
-const COMMA = 0x2c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** The index just past the string whose opening quote is at `at`. */
-function stringEnd(text: Uint8Array, at: number): number {
-  let i = at + 1;
-  for (;;) {
-    const c = text[i];
-    if (c === QUOTE) return i + 1;
-    if (c === undefined) return -1;
-    i += c === BACKSLASH ? 2 : 1;
-  }
+/** Top-level fields whose values differ (compared as their JSON texts would be, without making them). */
+export function differingFields(before: Project | null, after: Project): ProjectFieldName[] {
+  const fields = Object.keys(after) as ProjectFieldName[];
+  if (before === null) return fields;
+  return fields.filter((f) => !jsonEqual(before[f], after[f]));
 }
 
+/** A stored version: the document and the text it was stored as. */
+export type StoredVersion = { doc: Project; utf8: Uint8Array };
+
 /**
- * The members of an object text as JSON.stringify writes it (no white space), four offsets each:
- * key start (its quote), key end, value start, value end. Null when the text is not such an object.
+ * differingFields of two stored versions, named from their texts (by hand instead of JSON.parse of
+ * both: parsing them was most of a diff page's server time); from the documents only when a text is
+ * not as JSON.stringify writes it.
  */
-function membersOf(text: Uint8Array): number[] | null {
-  const end = text.length - 1;
-  if (text[0] !== OPEN_BRACE || text[end] !== CLOSE_BRACE) return null;
-  const members: number[] = [];
-  let i = 1;
-  while (i < end) {
-    if (text[i] !== QUOTE) return null;
-    const keyEnd = stringEnd(text, i);
-    if (keyEnd < 0 || text[keyEnd] !== COLON) return null;
-    let v = keyEnd + 1;
-    let depth = 0;
-    for (;;) {
-      const c = text[v];
-      if (c === QUOTE) {
-        v = stringEnd(text, v);
-        if (v < 0) return null;
-        continue;
-      }
-      if (c === undefined) return null;
-      if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
-      else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-        if (depth === 0) break;
-        depth--;
-      } else if (c === COMMA && depth === 0) break;
-      v++;
-    }
-    if (v === keyEnd + 1 || (text[v] === CLOSE_BRACE && v !== end)) return null;
-    members.push(i, keyEnd, keyEnd + 1, v);
-    i = v + 1;
-  }
-  return members;
+export function differingStoredFields(before: StoredVersion | null, after: StoredVersion): ProjectFieldName[] {
+  const named = differingMembers(before?.utf8 ?? null, after.utf8) as ProjectFieldName[] | null;
+  return named ?? differingFields(before?.doc ?? null, after.doc);
 }
 
 function sameBytes(a: Uint8Array, aFrom: number, aTo: number, b: Uint8Array, bFrom: number, bTo: number): boolean {

@@ -5,8 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'vitest';
-import { differingMembers } from '../../service/differing-members.ts';
-import { differingFields } from '../../service/history-board.ts';
+import { differingFields, differingMembers } from '../../service/differing-fields.ts';
 import { prng } from '../support/seed.ts';
 
 const SEED = Number(process.env['PULSEBOARD_TEST_SEED'] ?? 4343);
