@@ -4,7 +4,7 @@
  * so an interrupted one is never reused). `--rebuild` (or PULSEBOARD_BENCH_REBUILD=1) builds again.
  * Run alone to warm the cache: `node bench/dataset.ts --projects 100000`.
  */
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseConfig, type Config } from '../config/config.ts';
@@ -12,6 +12,7 @@ import { defaultCalls } from '../ingest/generate/context.ts';
 import { generateLines } from '../ingest/generate/generate.ts';
 import { DEFAULT_INGEST_BATCH } from '../ingest/ndjson.ts';
 import { createIngestor } from '../ingest/pipeline.ts';
+import { issueKey } from '../service/access.ts';
 import { openStores } from '../service/stores.ts';
 
 export const BENCH_CACHE_ROOT = '/tmp/pulseboard-bench-cache';
@@ -88,6 +89,21 @@ export async function ensureDataSet(
   rmSync(dir, { recursive: true, force: true });
   renameSync(building, dir);
   return dir;
+}
+
+/** A key for the benches, issued once per cached data set (issuing appends to its log). */
+export async function benchKey(dir: string): Promise<string> {
+  const file = join(dir, 'bench-key.txt');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const stores = await openStores(benchConfig(dir));
+  try {
+    const { key } = await issueKey(stores, 'bench');
+    await stores.catchUp();
+    writeFileSync(file, `${key}\n`);
+    return key;
+  } finally {
+    await stores.close();
+  }
 }
 
 if (import.meta.main) {

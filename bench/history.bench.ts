@@ -1,9 +1,9 @@
 /**
- * The history read model's costs (issue 43), at 10k and 100k projects (`--projects N` for one size),
- * each against a baseline measured in the same run (`--rounds N`: the replay's ratio N times, and its median):
+ * The history read model's costs at 10k and 100k projects (`--projects N` for one size), each against a
+ * baseline measured in the same run (`--rounds N`: the replay's ratio N times, and its median):
  *   - replay of every read model with the history vs the same replay without it (the projects
- *     projector not versioned), each in a process of its own (bench/replay-once.ts), and against a raw
- *     read of the log plus raw inserts of the replayed rows; the history's size on disk per write;
+ *     projector not versioned), each in a process of its own (this file with `--replay-once`), and
+ *     against a raw read of the log plus raw inserts of the replayed rows; the history's size per write;
  *   - an as-of board page (first, middle, last) vs the live page at the same depth, over HTTP
  *     (autocannon, req/s);
  *   - a diff of about 10 % of the board, paged over HTTP by the client, vs a raw SELECT of the same version rows;
@@ -12,69 +12,62 @@
  */
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import { createSqliteEventLog } from '../eventstore/sqlite/sqlite-event-log.ts';
+import { anyProjector } from '../projectors/projector.ts';
+import { projectsProjector } from '../projectors/projects.ts';
+import { projectors } from '../projectors/registry.ts';
+import { createProjectionRunner } from '../projectors/runner.ts';
 import { versionDoc } from '../readmodels/sqlite/sqlite-history.ts';
 import { createSqliteReadStore } from '../readmodels/sqlite/sqlite-read-store.ts';
 import { inTransaction } from '../config/sqlite.ts';
 import { exportAsOf } from '../service/analyst-export.ts';
 import { namedPoint } from '../service/history-board.ts';
-import { startCommand } from '../bin/start-command.ts';
+import { EMBEDDED_LIMITS } from '../service/stores.ts';
 import { createClient } from '../client/index.ts';
-import { dataSetSpec, ensureDataSet } from './dataset.ts';
+import { benchKey, dataSetSpec, ensureDataSet } from './dataset.ts';
 import { median } from './median.ts';
-import { benchKey } from './reads.bench.ts';
-import { startServer } from './servers.ts';
+import { loadOn, startServer } from './servers.ts';
 
-type LoadResult = { requests: { average: number }; non2xx: number };
-const autocannon = createRequire(import.meta.url)('autocannon') as (options: object) => Promise<LoadResult>;
-const LOAD_SECONDS = 3;
-const CONNECTIONS = 4;
-
+type Log = ReturnType<typeof createSqliteEventLog>;
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const say = (line: string) => process.stdout.write(`${line}\n`);
 const ROWS_PER_TRANSACTION = 1000;
 
-/**
- * Runs `pulseboard export --format parquet` over `dataDir` as a child process and reports its peak
- * resident set (the child prints its own peak at exit); `asStart`: with the node flags and
- * environment `npm start` gives the server (a smaller young generation, two malloc arenas).
- */
-function exportPeakRss(dataDir: string, out: string, asStart: boolean): { maxRssKiB: number; ms: number } {
-  const start = asStart ? startCommand() : { env: {}, flags: [] };
+/** `pulseboard export --format parquet` over `dataDir` in a child process, and its peak resident set. */
+function exportPeakRss(dataDir: string, out: string): { maxRssKiB: number; ms: number } {
   // VmHWM is the peak of this program's own memory: getrusage's maxRSS also counts the forked bench's
   // resident set from before the exec (Linux keeps the larger).
   const report =
     'process.on("exit",()=>{const m=/VmHWM:\\s*(\\d+)/.exec(process.getBuiltinModule("node:fs").readFileSync("/proc/self/status","utf8"));' +
     'process.stderr.write("maxrss "+(m?m[1]:process.resourceUsage().maxRSS)+"\\n")})';
   const started = performance.now();
-  const child = spawnSync(
-    process.execPath,
-    [
-      '--disable-warning=ExperimentalWarning',
-      ...start.flags,
-      '--import',
-      `data:text/javascript,${encodeURIComponent(report)}`,
-      join(import.meta.dirname, '..', 'bin', 'pulseboard.ts'),
-      'export',
-      '--format',
-      'parquet',
-      '--out',
-      out,
-    ],
-    { env: { ...process.env, ...start.env, PULSEBOARD_DATA_DIR: dataDir }, encoding: 'utf8' },
-  );
+  const cli = join(import.meta.dirname, '..', 'bin', 'pulseboard.ts');
+  const args = [
+    '--import',
+    `data:text/javascript,${encodeURIComponent(report)}`,
+    cli,
+    'export',
+    '--format',
+    'parquet',
+    '--out',
+    out,
+  ];
+  const child = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', ...args], {
+    env: { ...process.env, PULSEBOARD_DATA_DIR: dataDir },
+    encoding: 'utf8',
+  });
   const ms = performance.now() - started;
   const found = /maxrss (\d+)/.exec(child.stderr);
   if (child.status !== 0 || !found) throw new Error(`pulseboard export failed (${child.status}): ${child.stderr}`);
   return { maxRssKiB: Number(found[1]), ms };
 }
 
-/** Reads the whole log as the runner does (readAll in pages of 10,000), and nothing else. */
-async function rawLogRead(log: ReturnType<typeof createSqliteEventLog>): Promise<number> {
+/** Reads the whole log in pages of 10,000, and nothing else: the raw half of a replay's baseline. */
+export async function rawLogRead(log: Log): Promise<number> {
   let read = 0;
   for (let after = 0; ;) {
     const page = await log.readAll({ afterPosition: after, limit: 10_000 });
@@ -82,6 +75,27 @@ async function rawLogRead(log: ReturnType<typeof createSqliteEventLog>): Promise
     read += page.length;
     after = page[page.length - 1]!.position;
   }
+}
+
+/** Every projector, the projects one without its history (not versioned): a replay's cost without the history model. */
+export const projectorsWithoutHistory = projectors.map((p) =>
+  p.collection === projectsProjector.collection ? anyProjector({ ...projectsProjector, versioned: undefined }) : p,
+);
+
+/**
+ * `--replay-once EVENTS TARGET [--plain]`: one replay into a new read-model file, in a process of its
+ * own as `pulseboard replay` runs (one after another in a process would meet the first one's heap).
+ */
+async function replayOnce(events: string, target: string, plain: boolean): Promise<void> {
+  const log = createSqliteEventLog(events);
+  const store = createSqliteReadStore(target, { bulkBuild: true });
+  const list = plain ? projectorsWithoutHistory : [...projectors];
+  const started = performance.now();
+  await createProjectionRunner(log, store, list, EMBEDDED_LIMITS).catchUp();
+  await store.close();
+  const ms = performance.now() - started;
+  await log.close();
+  process.stdout.write(`${JSON.stringify({ ms })}\n`);
 }
 
 /**
@@ -95,22 +109,14 @@ function rawInsertBaseline(source: string, target: string): { rows: number; ms: 
     .catch(() => undefined);
   const db = new DatabaseSync(target);
   db.exec('PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144');
-  for (const { name } of db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").all() as {
-    name: string;
-  }[])
+  const names = (from: DatabaseSync, sql: string) => (from.prepare(sql).all() as { name: string }[]).map((r) => r.name);
+  for (const name of names(db, "SELECT name FROM sqlite_master WHERE type = 'trigger'"))
     db.exec(`DROP TRIGGER ${name}`);
   const from = new DatabaseSync(source, { readOnly: true });
-  const tables = (
-    from.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as {
-      name: string;
-    }[]
-  ).map((t) => t.name);
   let rows = 0;
   let ms = 0;
-  for (const table of tables) {
-    const columns = (from.prepare(`SELECT name FROM pragma_table_info('${table}')`).all() as { name: string }[]).map(
-      (c) => c.name,
-    );
+  for (const table of names(from, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")) {
+    const columns = names(from, `SELECT name FROM pragma_table_info('${table}')`);
     const insert = db.prepare(
       `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
     );
@@ -146,28 +152,13 @@ const DIFF_WALKS = 7;
 async function mediansOf<T>(...works: (() => Promise<T>)[]): Promise<{ ms: number; value: T }[]> {
   const runs = works.map((): { ms: number; value: T }[] => []);
   for (let i = 0; i < DIFF_WALKS; i++) for (const [n, work] of works.entries()) runs[n]!.push(await timed(work));
-  return runs.map((own) => {
-    const sorted = own.map((r) => r.ms).sort((a, b) => a - b);
-    return { ms: sorted[Math.floor(DIFF_WALKS / 2)]!, value: own[own.length - 1]!.value };
-  });
+  return runs.map((own) => ({ ms: median(own.map((r) => r.ms)), value: own.at(-1)!.value }));
 }
-const medianOf = async <T>(work: () => Promise<T>) => (await mediansOf(work))[0]!;
 
 async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T }> {
   const started = performance.now();
   const value = await work();
   return { ms: performance.now() - started, value };
-}
-
-async function load(port: number, path: string, key: string): Promise<number> {
-  const result = await autocannon({
-    url: `http://127.0.0.1:${port}${path}`,
-    connections: CONNECTIONS,
-    duration: LOAD_SECONDS,
-    headers: { authorization: `Bearer ${key}` },
-  });
-  if (result.non2xx > 0) throw new Error(`${path}: ${result.non2xx} answers were not 2xx`);
-  return result.requests.average;
 }
 
 /** The bench's parts; `--parts` runs some (without `replay`, the cached data set's read models are used). */
@@ -178,46 +169,28 @@ async function benchSize(projects: number, parts: ReadonlySet<Part>, rounds: num
   const cached = await ensureDataSet(dataSetSpec(projects));
   const dir = mkdtempSync(join(tmpdir(), `pulseboard-history-bench-${projects}-`));
   try {
-    for (const suffix of ['', '-wal', '-shm']) {
-      if (existsSync(join(cached, `events.sqlite${suffix}`)))
-        copyFileSync(join(cached, `events.sqlite${suffix}`), join(dir, `events.sqlite${suffix}`));
-    }
+    for (const file of ['events.sqlite', 'events.sqlite-wal', 'events.sqlite-shm'])
+      if (existsSync(join(cached, file))) copyFileSync(join(cached, file), join(dir, file));
     const log = createSqliteEventLog(join(dir, 'events.sqlite'));
     const head = await log.headPosition();
-    process.stdout.write(`\n${projects} projects, ${head} log positions\n`);
+    say(`\n${projects} projects, ${head} log positions`);
 
     const withPath = join(dir, 'readmodels.sqlite');
     if (parts.has('replay')) await benchReplay(log, dir, withPath, rounds);
     else copyFileSync(join(cached, 'readmodels.sqlite'), withPath);
-    const db = new DatabaseSync(withPath, { readOnly: true });
-
-    // Points: the middle of the log, and the last 10 % of the board's writes for the diff.
-    const mid = Math.floor(head / 2);
-    const tenth = db
-      .prepare('SELECT valid_from FROM history_versions WHERE valid_to > ? ORDER BY valid_from DESC LIMIT 1 OFFSET ?')
-      .get(head, Math.floor(projects / 10)) as { valid_from: number } | undefined;
-    const from = tenth?.valid_from ?? 0;
-    db.close();
-    await benchReads({ projects, dir, log, head, mid, from, withPath, parts });
+    await benchReads(projects, dir, log, withPath, parts);
     await log.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-/** One replay in a process of its own (bench/replay-once.ts), as `pulseboard replay` runs; its milliseconds. */
+/** One replay in a process of its own, as `pulseboard replay` runs; its milliseconds. */
 function replayInChild(events: string, target: string, plain: boolean): number {
-  const child = spawnSync(
-    process.execPath,
-    [
-      '--disable-warning=ExperimentalWarning',
-      join(import.meta.dirname, 'replay-once.ts'),
-      events,
-      target,
-      ...(plain ? ['--plain'] : []),
-    ],
-    { encoding: 'utf8' },
-  );
+  const args = ['--replay-once', events, target, ...(plain ? ['--plain'] : [])];
+  const child = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', import.meta.filename, ...args], {
+    encoding: 'utf8',
+  });
   if (child.status !== 0) throw new Error(`the replay failed (${child.status}): ${child.stderr}`);
   return (JSON.parse(child.stdout) as { ms: number }).ms;
 }
@@ -228,12 +201,7 @@ function replayInChild(events: string, target: string, plain: boolean): number {
  * again, each round's ratio from a replay and a baseline taken one after the other (this host's speed
  * drifts by more than the gains being measured), and the median ratio is reported.
  */
-async function benchReplay(
-  log: ReturnType<typeof createSqliteEventLog>,
-  dir: string,
-  withPath: string,
-  rounds: number,
-): Promise<void> {
+async function benchReplay(log: Log, dir: string, withPath: string, rounds: number): Promise<void> {
   const events = join(dir, 'events.sqlite');
   const plainPath = join(dir, 'plain.sqlite');
   const withoutMs = replayInChild(events, plainPath, true);
@@ -248,186 +216,157 @@ async function benchReplay(
     ratios.push(withMs / rawMs);
     const label = rounds > 1 ? `round ${round}: ` : '';
     const without = round === 1 ? `, ${seconds(withoutMs)} without: ${(withMs / withoutMs).toFixed(2)}x` : '';
-    process.stdout.write(`${label}replay: ${seconds(withMs)} with the history${without}\n`);
-    process.stdout.write(
+    say(`${label}replay: ${seconds(withMs)} with the history${without}`);
+    say(
       `  raw baseline: read of the log (${read.value} events) ${seconds(read.ms)} + inserts of the ${inserted.rows} rows of the replayed file ${seconds(inserted.ms)} = ${seconds(rawMs)}: ` +
-        `replay/raw ${(withMs / rawMs).toFixed(2)}x (goal <= 2)\n`,
+        `replay/raw ${(withMs / rawMs).toFixed(2)}x (goal <= 2)`,
     );
   }
   if (rounds > 1)
-    process.stdout.write(
-      `replay/raw, median of ${rounds} rounds: ${median(ratios).toFixed(2)}x (rounds ${ratios.map((r) => r.toFixed(2)).join(', ')}; goal <= 2)\n`,
+    say(
+      `replay/raw, median of ${rounds} rounds: ${median(ratios).toFixed(2)}x (${ratios.map((r) => r.toFixed(2))}; goal <= 2)`,
     );
   const db = new DatabaseSync(withPath, { readOnly: true });
   const versions = (db.prepare('SELECT count(*) AS n FROM history_versions').get() as { n: number }).n;
   const sizeOf = (path: string) => statSync(path).size;
   const perWrite = (sizeOf(withPath) - sizeOf(plainPath)) / Math.max(1, versions);
   rmSync(plainPath, { force: true });
-  process.stdout.write(
-    `history: ${versions} writes, ${(perWrite / 1024).toFixed(2)} KiB on disk per write (file ${(sizeOf(withPath) / 2 ** 20).toFixed(0)} MiB)\n`,
+  say(
+    `history: ${versions} writes, ${(perWrite / 1024).toFixed(2)} KiB on disk per write (file ${sizeOf(withPath) >> 20} MiB)`,
   );
   db.close();
 }
 
-type ReadsBench = {
-  projects: number;
-  dir: string;
-  log: ReturnType<typeof createSqliteEventLog>;
-  head: number;
-  /** The middle of the log (as-of pages) and the start of the last 10 % of the board's writes (the diff). */
-  mid: number;
-  from: number;
-  withPath: string;
-  parts: ReadonlySet<Part>;
-};
-
 /** The as-of pages, the diff and the export over HTTP and the CLI, against their baselines. */
-async function benchReads({ projects, dir, log, head, mid, from, withPath, parts }: ReadsBench): Promise<void> {
-  {
-    const key = await benchKey(dir);
-    const archive = await log.archiveId();
-    const cursorAt = (seq: number) => namedPoint(archive, { seq, at: null }).cursor;
-    const server = await startServer(['app', dir]);
-    try {
-      const total = (await (
-        await fetch(`http://127.0.0.1:${server.port}/v1/projects?page=1&asOf=${cursorAt(mid)}`, {
-          headers: { authorization: `Bearer ${key}` },
-        })
-      ).json()) as {
-        totalPages: number;
-      };
-      const liveTotal = (await (
-        await fetch(`http://127.0.0.1:${server.port}/v1/projects?page=1`, {
-          headers: { authorization: `Bearer ${key}` },
-        })
-      ).json()) as { totalPages: number };
-      if (parts.has('pages'))
-        for (const [label, livePage, pastPage] of [
-          ['first', 1, 1],
-          ['middle', Math.ceil(liveTotal.totalPages / 2), Math.ceil(total.totalPages / 2)],
-          ['last', liveTotal.totalPages, total.totalPages],
-        ] as const) {
-          const live = await load(server.port, `/v1/projects?page=${livePage}`, key);
-          const past = await load(server.port, `/v1/projects?page=${pastPage}&asOf=${cursorAt(mid)}`, key);
-          const latest = await load(server.port, `/v1/projects?page=${livePage}&asOf=${cursorAt(head)}`, key);
-          process.stdout.write(
-            `board ${label} page: live ${live.toFixed(0)} req/s; as of the middle ${past.toFixed(0)} req/s (${(live / past).toFixed(2)}x the live time); ` +
-              `as of the head ${latest.toFixed(0)} req/s (${(live / latest).toFixed(2)}x)\n`,
-          );
+async function benchReads(projects: number, dir: string, log: Log, withPath: string, parts: ReadonlySet<Part>) {
+  const key = await benchKey(dir);
+  const archive = await log.archiveId();
+  const cursorAt = (seq: number) => namedPoint(archive, { seq, at: null }).cursor;
+  const server = await startServer(['app', dir]);
+  const raw = new DatabaseSync(withPath, { readOnly: true });
+  // Points: the middle of the log (as-of pages), and the start of the last 10 % of the board's writes (the diff).
+  const head = await log.headPosition();
+  const mid = Math.floor(head / 2);
+  const tenth = raw
+    .prepare('SELECT valid_from FROM history_versions WHERE valid_to > ? ORDER BY valid_from DESC LIMIT 1 OFFSET ?')
+    .get(head, Math.floor(projects / 10)) as { valid_from: number } | undefined;
+  const from = tenth?.valid_from ?? 0;
+  try {
+    if (parts.has('pages')) {
+      const totalPages = async (query: string) =>
+        (
+          (await (
+            await fetch(`http://127.0.0.1:${server.port}/v1/projects?page=1${query}`, {
+              headers: { authorization: `Bearer ${key}` },
+            })
+          ).json()) as { totalPages: number }
+        ).totalPages;
+      const [live, past] = [await totalPages(''), await totalPages(`&asOf=${cursorAt(mid)}`)];
+      for (const [label, at] of [
+        ['first', 0],
+        ['middle', 0.5],
+        ['last', 1],
+      ] as const) {
+        const page = (total: number) => Math.max(1, Math.ceil(total * at));
+        const auth = { authorization: `Bearer ${key}` };
+        const liveRps = (await loadOn(server, `/v1/projects?page=${page(live)}`, auth)).rps;
+        const pastRps = (await loadOn(server, `/v1/projects?page=${page(past)}&asOf=${cursorAt(mid)}`, auth)).rps;
+        say(
+          `board ${label} page: live ${liveRps.toFixed(0)} req/s; as of the middle ${pastRps.toFixed(0)} req/s: ${(liveRps / pastRps).toFixed(2)}x the live time (goal <= 3)`,
+        );
+      }
+    }
+    if (parts.has('diff')) {
+      // The diff of the last ~10 % of the board, walked as a user of the client does (each page asked
+      // for once the one before names it), uncompressed, against a raw SELECT and parse of the same rows.
+      const client = createClient({ baseUrl: `http://127.0.0.1:${server.port}`, key });
+      const walkDiff = async () => {
+        let rows = 0;
+        const pages = client.projects.diffPages({
+          from: cursorAt(from),
+          to: cursorAt(head),
+          limit: 100,
+          prefetch: true,
+        });
+        for await (const step of pages) {
+          if (!step.ok) throw new Error(`diff walk: ${step.error.message}`);
+          rows += step.page.changes.length;
         }
-
-      const raw = new DatabaseSync(withPath, { readOnly: true });
-      if (parts.has('diff')) {
-        // The diff of the last ~10 % of the board, every page, vs a raw SELECT of the same rows, walked
-        // as a user of the client does: each page asked for once the one before names it (Link header).
-        // Uncompressed, as the read bench measures reads (compression has its own bench): a loopback address.
-        const client = createClient({ baseUrl: `http://127.0.0.1:${server.port}`, key });
-        const walkDiff = async (prefetch = true) => {
-          let rows = 0;
-          for await (const step of client.projects.diffPages({
-            from: cursorAt(from),
-            to: cursorAt(head),
-            limit: 100,
-            prefetch,
-          })) {
-            if (!step.ok) throw new Error(`diff walk: ${step.error.message}`);
-            rows += step.page.changes.length;
-          }
-          return rows;
-        };
-        // The median of DIFF_WALKS walks, after one that warms the path up (a walk is short: one is noise);
-        // beside it, in turn with it, walks that ask for each page once the one before is parsed.
-        await walkDiff();
-        const walks = await mediansOf(walkDiff, () => walkDiff(false));
-        const [diff, inTurn] = [walks[0]!, walks[1]!];
-        const readRaw = async () => {
-          const rows = raw
+        return rows;
+      };
+      const readRaw = async () =>
+        (
+          raw
             .prepare(
-              `SELECT a.id, CAST(${versionDoc('a.', 'ta.')} AS TEXT) AS doc, CAST(${versionDoc('b.', 'tb.')} AS TEXT) AS before
+              `SELECT CAST(${versionDoc('a.', 'ta.')} AS TEXT) AS doc, CAST(${versionDoc('b.', 'tb.')} AS TEXT) AS before
             FROM history_versions a LEFT JOIN history_versions b ON b.rowid = (SELECT rowid FROM history_versions
               WHERE collection = a.collection AND id = a.id AND valid_from <= ?1 ORDER BY valid_from DESC LIMIT 1)
             LEFT JOIN history_shared_texts ta ON ta.rowid = a.shared_text LEFT JOIN history_shared_texts tb ON tb.rowid = b.shared_text
             WHERE a.collection = 'projects' AND a.valid_from > ?1 AND a.valid_to > ?2`,
             )
-            .all(from, head) as { doc: string; before: string | null }[];
-          return rows.map((r) => [JSON.parse(r.doc), r.before === null ? null : JSON.parse(r.before)]).length;
-        };
-        await readRaw();
-        const rawRead = await medianOf(readRaw);
-        process.stdout.write(
-          `diff of ${diff.value} projects (${((diff.value / projects) * 100).toFixed(1)} % of the board), paged over HTTP: ${diff.ms.toFixed(0)} ms ` +
-            `(${inTurn.ms.toFixed(0)} ms without prefetch); ` +
-            `raw SELECT and parse of the same ${rawRead.value} rows: ${rawRead.ms.toFixed(0)} ms (medians of ${DIFF_WALKS}): ${(rawRead.ms / diff.ms).toFixed(2)} of the raw read's speed\n`,
-        );
-      }
-      if (parts.has('export')) {
-        // The Parquet export vs raw SELECTs of the same rows (the board's versions, the calls, the events).
-        const out = join(dir, 'export');
-        mkdirSync(out);
-        const store = createSqliteReadStore(withPath);
-        const exported = await timed(() =>
-          exportAsOf({
-            log,
-            store,
-            point: { seq: head, at: null },
-            named: namedPoint(archive, { seq: head, at: null }),
-            format: 'parquet',
-            dir: out,
-          }),
-        );
-        await store.close();
-        const rawExport = await timed(async () => {
-          let n = 0;
-          for (const row of raw
-            .prepare(
-              `SELECT CAST(${versionDoc('v.', 't.')} AS TEXT) AS doc FROM history_versions AS v
-                LEFT JOIN history_shared_texts AS t ON t.rowid = v.shared_text WHERE v.collection = ? AND v.valid_to > ?`,
-            )
-            .iterate('projects', head) as Iterable<{ doc: string }>) {
-            JSON.parse(row.doc);
-            n++;
-          }
-          for (const row of raw
-            .prepare("SELECT doc FROM docs WHERE collection = 'calls' AND facet = 'visible'")
-            .iterate() as Iterable<{ doc: string }>) {
-            JSON.parse(row.doc);
-            n++;
-          }
-          const events = new DatabaseSync(join(dir, 'events.sqlite'), { readOnly: true });
-          const columns = (
-            events.prepare("SELECT name FROM pragma_table_info('events')").all() as { name: string }[]
-          ).map((c) => c.name);
-          for (const _row of events.prepare(`SELECT ${columns.join(', ')} FROM events`).iterate()) n++;
-          events.close();
-          return n;
-        });
-        const { projects: p, calls, events } = exported.value;
-        process.stdout.write(
-          `parquet export: ${p} projects, ${calls} calls, ${events} events in ${seconds(exported.ms)}; raw SELECTs of the same rows ${seconds(rawExport.ms)}: ` +
-            `${(rawExport.ms / exported.ms).toFixed(2)} of the raw read's speed\n`,
-        );
-        for (const asStart of [false, true]) {
-          const out = join(dir, `export-cli-${String(asStart)}`);
-          const cli = exportPeakRss(dir, out, asStart);
-          rmSync(out, { recursive: true, force: true });
-          process.stdout.write(
-            `pulseboard export --format parquet (CLI, as of the head${asStart ? ", with npm start's node flags and env" : ', plain node'}): ` +
-              `peak RSS ${(cli.maxRssKiB / 1024).toFixed(0)} MiB in ${seconds(cli.ms)}\n`,
-          );
-        }
-      }
-      raw.close();
-    } finally {
-      await server.stop();
+            .all(from, head) as { doc: string; before: string | null }[]
+        ).map((r) => [JSON.parse(r.doc), r.before === null ? null : JSON.parse(r.before)]).length;
+      // A walk is short: the medians of DIFF_WALKS, in turn, after one of each that warms the path up.
+      await walkDiff();
+      await readRaw();
+      const [diff, rawRead] = await mediansOf(walkDiff, readRaw);
+      say(
+        `diff of ${diff!.value} projects (${((diff!.value / projects) * 100).toFixed(1)} % of the board), paged over HTTP: ${diff!.ms.toFixed(0)} ms; ` +
+          `raw SELECT and parse of the same rows: ${rawRead!.ms.toFixed(0)} ms (medians of ${DIFF_WALKS}): ${(rawRead!.ms / diff!.ms).toFixed(2)} of the raw read's speed (goal >= 0.3)`,
+      );
     }
+    if (parts.has('export')) {
+      // The Parquet export (the board's versions, the calls, the events) against raw SELECTs of the same rows.
+      const out = join(dir, 'export');
+      mkdirSync(out);
+      const store = createSqliteReadStore(withPath);
+      const point = { seq: head, at: null };
+      const exported = await timed(() =>
+        exportAsOf({ log, store, point, named: namedPoint(archive, point), format: 'parquet', dir: out }),
+      );
+      await store.close();
+      const rawExport = await timed(async () => {
+        let n = 0;
+        const versions = `SELECT CAST(${versionDoc('v.', 't.')} AS TEXT) AS doc FROM history_versions AS v
+          LEFT JOIN history_shared_texts AS t ON t.rowid = v.shared_text WHERE v.collection = 'projects' AND v.valid_to > ?`;
+        for (const row of raw.prepare(versions).iterate(head) as Iterable<{ doc: string }>)
+          n += JSON.parse(row.doc) ? 1 : 0;
+        const calls = "SELECT doc FROM docs WHERE collection = 'calls' AND facet = 'visible'";
+        for (const row of raw.prepare(calls).iterate() as Iterable<{ doc: string }>) n += JSON.parse(row.doc) ? 1 : 0;
+        const events = new DatabaseSync(join(dir, 'events.sqlite'), { readOnly: true });
+        for (const _row of events.prepare('SELECT * FROM events').iterate()) n++;
+        events.close();
+        return n;
+      });
+      const { projects: p, calls, events } = exported.value;
+      say(
+        `parquet export: ${p} projects, ${calls} calls, ${events} events in ${seconds(exported.ms)}; raw SELECTs of the same rows ${seconds(rawExport.ms)}: ` +
+          `${(rawExport.ms / exported.ms).toFixed(2)} of the raw read's speed (goal >= 0.2)`,
+      );
+      const cli = exportPeakRss(dir, join(dir, 'export-cli'));
+      say(
+        `pulseboard export --format parquet (the CLI, as of the head): peak RSS ${(cli.maxRssKiB / 1024).toFixed(0)} MiB in ${seconds(cli.ms)} (goal <= 300 MB)`,
+      );
+    }
+  } finally {
+    raw.close();
+    await server.stop();
   }
 }
 
 export async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: { projects: { type: 'string' }, parts: { type: 'string' }, rounds: { type: 'string' } },
-    strict: false,
+  const { values, positionals } = parseArgs({
+    options: {
+      projects: { type: 'string' },
+      parts: { type: 'string' },
+      rounds: { type: 'string' },
+      rebuild: { type: 'boolean' },
+      'replay-once': { type: 'boolean' },
+      plain: { type: 'boolean' },
+    },
+    allowPositionals: true,
   });
+  if (values['replay-once']) return replayOnce(positionals[0]!, positionals[1]!, values.plain === true);
   const rounds = values.rounds !== undefined ? Number(values.rounds) : 1;
   if (!Number.isSafeInteger(rounds) || rounds < 1) throw new Error('--rounds: a whole number of at least 1');
   const sizes = values.projects !== undefined ? [Number(values.projects)] : [10_000, 100_000];
@@ -435,7 +374,7 @@ export async function main(): Promise<void> {
   const unknown = given.filter((p) => !(PARTS as readonly string[]).includes(p));
   if (unknown.length > 0) throw new Error(`--parts: unknown ${unknown.join(', ')} (known: ${PARTS.join(', ')})`);
   const parts = new Set(given as Part[]);
-  process.stdout.write('History bench (issue 43). Figures taken on a shared machine: compare ratios within one run.\n');
+  say('History bench. Figures taken on a shared machine: compare ratios within one run.');
   for (const projects of sizes) await benchSize(projects, parts, rounds);
 }
 

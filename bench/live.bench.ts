@@ -9,15 +9,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { buildApp } from '../api/app.ts';
-import { parseConfig } from '../config/config.ts';
 import { sourceEventId } from '../events/ids.ts';
 import { PROJECTS_COLLECTION } from '../projectors/projects.ts';
 import { issueKey } from '../service/access.ts';
-import { createRateLimiter } from '../service/rate/create.ts';
-import { createServices } from '../service/services.ts';
-import { openStores, type Stores } from '../service/stores.ts';
 import { median } from './median.ts';
+import { openBenchApp } from './reads-server.ts';
 
 const POLLS = Number(process.env.BENCH_LIVE_POLLS ?? 1_000);
 const STREAM_KEYS = Number(process.env.BENCH_LIVE_STREAM_KEYS ?? 100);
@@ -74,17 +70,9 @@ async function idleCpu(ms: number): Promise<number> {
 
 export async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-live-bench-'));
-  const parsed = parseConfig({
-    PULSEBOARD_DATA_DIR: dir,
-    PULSEBOARD_RATE_LIMIT: '1000000000',
-    PULSEBOARD_LOG_LEVEL: 'silent',
-  });
-  if (!parsed.ok) throw new Error(parsed.reason);
-  const stores: Stores = await openStores(parsed.config);
-  const limiter = await createRateLimiter(parsed.config);
-  const services = createServices({ config: parsed.config, stores, limiter });
-  const app = buildApp(services);
-  const base = await app.listen({ host: '127.0.0.1', port: 0 });
+  const server = await openBenchApp(dir);
+  const { stores, services } = server;
+  const base = await server.app.listen({ host: '127.0.0.1', port: 0 });
   const load = clients();
   try {
     let written = 0;
@@ -173,9 +161,7 @@ export async function main(): Promise<void> {
     );
   } finally {
     load.stop();
-    await app.close();
-    await limiter.close();
-    await stores.close();
+    await server.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

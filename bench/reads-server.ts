@@ -1,13 +1,13 @@
 /**
- * The servers the read bench loads, each in a process of its own so the load generator never shares
- * its event loop:
+ * A bench server, run as a program by bench/servers.ts (and bench/instructions.ts), so it loads only
+ * what a server does:
  *   app DATA_DIR        the real service over a cached data directory
  *   bare BODIES_FILE    bare Fastify answering each URL with the bytes the real service sent for it
- *                       (parsing a JSON request body first, as Fastify does before any handler)
- * Prints `listening <port>` once ready; stops on SIGTERM.
+ * Prints `listening <port>` once ready and one `memory …` line on SIGUSR2; stops on SIGTERM or when its
+ * stdin (held by the bench) ends.
  */
 import { readFileSync } from 'node:fs';
-import { getHeapSpaceStatistics, getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import Fastify from 'fastify';
 import { buildApp } from '../api/app.ts';
@@ -15,25 +15,24 @@ import { createRateLimiter } from '../service/rate/create.ts';
 import { createServices } from '../service/services.ts';
 import { openStores } from '../service/stores.ts';
 import { benchConfig } from './dataset.ts';
+import type { RecordedBody } from './servers.ts';
 
-/** A response the service sent, to be sent again by bare Fastify; `headers` when the baseline repeats its headers too. */
-export type RecordedBody = {
-  method: 'GET' | 'POST';
-  url: string;
-  contentType: string;
-  body: string;
-  headers?: Record<string, string>;
-};
-
-async function app(dataDir: string) {
-  const config = benchConfig(dataDir);
+/**
+ * The service over a data directory, in this process, with the bench's configuration (no rate limit,
+ * no log): for the benches that run the server themselves.
+ */
+export async function openBenchApp(dir: string) {
+  const config = benchConfig(dir);
   const stores = await openStores(config);
   const limiter = await createRateLimiter(config);
-  const server = buildApp(createServices({ config, stores, limiter }));
+  const services = createServices({ config, stores, limiter });
+  const app = buildApp(services);
   return {
-    server,
+    app,
+    stores,
+    services,
     async close() {
-      await server.close();
+      await app.close();
       await limiter.close();
       await stores.close();
     },
@@ -70,36 +69,35 @@ function bare(bodiesFile: string) {
       return reply.type(recorded.contentType).send(recorded.bytes);
     },
   });
-  return { server, close: () => server.close() };
+  return { app: server, close: () => server.close() };
 }
 
-const [mode, target] = process.argv.slice(2);
-if ((mode !== 'app' && mode !== 'bare') || !target) {
-  process.stderr.write('usage: reads-server.ts app DATA_DIR | bare BODIES_FILE\n');
-  process.exit(2);
+async function serve(mode: string | undefined, target: string | undefined): Promise<void> {
+  if ((mode !== 'app' && mode !== 'bare') || !target) {
+    process.stderr.write('usage: reads-server.ts app DATA_DIR | bare BODIES_FILE\n');
+    process.exit(2);
+  }
+  const running = mode === 'app' ? await openBenchApp(target) : bare(target);
+  const address = await running.app.listen({ host: '127.0.0.1', port: 0 });
+  process.stdout.write(`listening ${new URL(address).port}\n`);
+  // SIGUSR2: where the process's memory is, then the same after a full collection (how much of the
+  // heap was garbage not yet collected). The bench reads RSS from /proc before it asks.
+  process.on('SIGUSR2', () => {
+    const mb = (n: number) => Math.round(n / 1048576);
+    const m = process.memoryUsage();
+    setFlagsFromString('--expose-gc');
+    (runInNewContext('gc') as () => void)();
+    const after = process.memoryUsage();
+    process.stdout.write(
+      `memory heapUsed=${mb(m.heapUsed)} heapTotal=${mb(m.heapTotal)} heapLimit=${mb(getHeapStatistics().heap_size_limit)} external=${mb(m.external)} arrayBuffers=${mb(m.arrayBuffers)} rss=${mb(m.rss)}` +
+        ` (after a full collection: heapUsed=${mb(after.heapUsed)} rss=${mb(after.rss)})\n`,
+    );
+  });
+  const stop = () => void running.close().then(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  // The bench holds the other end of stdin: when it ends (the bench exited, or was killed before it
+  // could stop this server), so does this server, and no orphan keeps loading the machine.
+  process.stdin.on('end', stop).resume();
 }
-const running = mode === 'app' ? await app(target) : bare(target);
-const address = await running.server.listen({ host: '127.0.0.1', port: 0 });
-process.stdout.write(`listening ${new URL(address).port}\n`);
-// SIGUSR2: one line with where the process's memory is (V8 heap, memory outside it), for the bench.
-process.on('SIGUSR2', () => {
-  const m = process.memoryUsage();
-  const mb = (n: number) => Math.round(n / 1048576);
-  // The young generation (semi-spaces, sized by --max-semi-space-size) apart from the old one.
-  const young = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
-  const heap = getHeapStatistics();
-  // Then a full collection, after the figures above (the bench reads RSS before it asks): how much of the
-  // heap was garbage not yet collected, and how much was live.
-  setFlagsFromString('--expose-gc');
-  (runInNewContext('gc') as () => void)();
-  const collected = process.memoryUsage();
-  process.stdout.write(
-    `memory heapUsed=${mb(m.heapUsed)} heapTotal=${mb(m.heapTotal)} newSpace=${mb(young?.space_size ?? 0)} heapLimit=${mb(heap.heap_size_limit)} external=${mb(m.external)} arrayBuffers=${mb(m.arrayBuffers)} rss=${mb(m.rss)} MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? 'unset'} PULSEBOARD_SQLITE_MAP_MB=${process.env.PULSEBOARD_SQLITE_MAP_MB ?? 'unset'}` +
-      ` (after a full collection: heapUsed=${mb(collected.heapUsed)} heapTotal=${mb(collected.heapTotal)} external=${mb(collected.external)} rss=${mb(collected.rss)})\n`,
-  );
-});
-const stop = () => void running.close().then(() => process.exit(0));
-process.on('SIGTERM', stop);
-// The bench holds the other end of stdin: when it ends (the bench exited, or was killed before it
-// could stop this server), so does this server, and no orphan keeps loading the machine.
-process.stdin.on('end', stop).resume();
+
+if (import.meta.main) await serve(process.argv[2], process.argv[3]);

@@ -8,15 +8,11 @@ import { join } from 'node:path';
 
 const benches = [
   'reads.bench.ts',
-  'read-paths.bench.ts',
   'write-paths.bench.ts',
   'mcp.bench.ts',
   'rate-limit.bench.ts',
-  'kafka-batch.bench.ts',
   'live.bench.ts',
-  'compression.bench.ts',
   'mirror.bench.ts',
-  'slow-clients.bench.ts',
 ];
 for (const name of benches) {
   process.stdout.write(`\n== ./${name}\n`);

@@ -1,33 +1,68 @@
 /**
- * The bench servers of bench/reads-server.ts, each started in a process of its own, so the load
- * generator and the bench never share the server's event loop.
+ * The benches' servers, each started in a process of its own (bench/reads-server.ts) so the load
+ * generator never shares its event loop, and the load they take (autocannon).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { NO_WARNING, startCommand } from '../bin/start-command.ts';
+import { processCpuMicros } from './process-cpu.ts';
+
+type LoadResult = {
+  requests: { average: number; total: number };
+  latency: { p99: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+};
+type LoadOptions = { url: string; connections: number; duration: number; headers?: Record<string, string> };
+const autocannon = createRequire(import.meta.url)('autocannon') as (options: LoadOptions) => Promise<LoadResult>;
+
+const LOAD_SECONDS = Number(process.env.PULSEBOARD_BENCH_SECONDS ?? '2');
+const CONNECTIONS = 10;
+
+/**
+ * A load of `path` (PULSEBOARD_BENCH_SECONDS, default 2, over 10 connections), with the server's CPU a
+ * request (µs of the server process alone; NaN where /proc cannot say). Any answer but 2xx fails it.
+ */
+export async function loadOn(server: Server, path: string, headers?: Record<string, string>, seconds = LOAD_SECONDS) {
+  const before = processCpuMicros(server.pid);
+  const url = `http://127.0.0.1:${server.port}${path}`;
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: seconds, headers });
+  const after = processCpuMicros(server.pid);
+  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0)
+    throw new Error(`${path}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
+  const cpuUs = before === null || after === null ? Number.NaN : (after - before) / result.requests.total;
+  return { rps: result.requests.average, p99: result.latency.p99, cpuUs };
+}
 
 export type Server = { port: number; pid: number; stop(): Promise<void>; memory(): Promise<string> };
 
+/** A response the service sent, to be sent again by bare Fastify; `headers` when the baseline repeats its headers too. */
+export type RecordedBody = {
+  method: 'GET' | 'POST';
+  url: string;
+  contentType: string;
+  body: string;
+  headers?: Record<string, string>;
+};
+
 /**
- * `app DATA_DIR` or `bare BODIES_FILE` (see reads-server.ts), once it listens. Both run with the
- * environment and Node flags of `npm start` (the bench's own environment wins where it sets the same
- * variable); PULSEBOARD_BENCH_SERVER_FLAGS, when set, replaces the flags (memory experiments).
+ * `app DATA_DIR` or `bare BODIES_FILE` in a child process, once it listens, with the environment and
+ * Node flags of `npm start` (the bench's own environment wins where it sets the same variable);
+ * PULSEBOARD_BENCH_SERVER_FLAGS, when set, replaces the flags (memory experiments).
  */
 export async function startServer(args: string[]): Promise<Server> {
   const start = startCommand();
   const given = process.env.PULSEBOARD_BENCH_SERVER_FLAGS;
   const flags = given === undefined ? start.flags : given.split(' ').filter(Boolean);
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [NO_WARNING, ...flags, join(import.meta.dirname, 'reads-server.ts'), ...args],
-    {
-      env: { ...start.env, ...process.env },
-      // stdin: a pipe the server reads to its end, which comes when this process exits, however it exits.
-      stdio: ['pipe', 'pipe', 'inherit'],
-    },
-  );
-  const lines = createInterface({ input: child.stdout! });
+  const child = spawn(process.execPath, [NO_WARNING, ...flags, join(import.meta.dirname, 'reads-server.ts'), ...args], {
+    env: { ...start.env, ...process.env },
+    // stdin: a pipe the server reads to its end, which comes when this process exits, however it exits.
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`bench server exited (${code}) before listening`)));
     lines.on('line', (line) => {
@@ -58,14 +93,6 @@ export async function startServer(args: string[]): Promise<Server> {
 
 /** Response headers a bare server sends again: all but those each response gets anew (date, framing, connection, encoding). */
 export function replayable(headers: Headers): Record<string, string> {
-  const own = new Set([
-    'date',
-    'connection',
-    'keep-alive',
-    'content-length',
-    'transfer-encoding',
-    'content-type',
-    'content-encoding',
-  ]);
-  return Object.fromEntries([...headers].filter(([name]) => !own.has(name)));
+  const own = ['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding', 'content-type'];
+  return Object.fromEntries([...headers].filter(([name]) => !own.includes(name) && name !== 'content-encoding'));
 }

@@ -23,8 +23,6 @@ import { inTransaction, openSqlite } from '../config/sqlite.ts';
 import { createSqliteEventLog, EVENT_LOG_PRAGMAS } from '../eventstore/sqlite/sqlite-event-log.ts';
 import { createDeadLetterFile, ingestNdjson } from '../ingest/ndjson.ts';
 import { createIngestor } from '../ingest/pipeline.ts';
-import { anyProjector, type Projector } from '../projectors/projector.ts';
-import { projectsProjector } from '../projectors/projects.ts';
 import { projectors } from '../projectors/registry.ts';
 import { createProjectionRunner } from '../projectors/runner.ts';
 import { createSqliteGenerationSpace } from '../readmodels/sqlite/generations.ts';
@@ -32,6 +30,7 @@ import { createSqliteReadStore, READ_STORE_PRAGMAS } from '../readmodels/sqlite/
 import { replayReadModels } from '../service/replay.ts';
 import { parseConfig } from '../config/config.ts';
 import { assembleStores, EMBEDDED_LIMITS, projectionLimits } from '../service/stores.ts';
+import { projectorsWithoutHistory, rawLogRead } from './history.bench.ts';
 
 const FOLLOWER_PROVIDER = 'followerscope';
 const ROWS_PER_TRANSACTION = 1000;
@@ -61,38 +60,16 @@ function dataSet(projects: number): string {
   const file = join(cache, `projects-${projects}-seed-1.ndjson`);
   if (existsSync(file)) return file;
   const partial = `${file}.${process.pid}.partial`;
-  const generated = spawnSync(
-    process.execPath,
-    [
-      '--disable-warning=ExperimentalWarning',
-      join(import.meta.dirname, '..', 'bin', 'pulseboard.ts'),
-      'generate',
-      '--projects',
-      String(projects),
-      '--seed',
-      '1',
-      '--out',
-      partial,
-    ],
-    {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: { ...process.env, PULSEBOARD_FOLLOWER_PROVIDER: FOLLOWER_PROVIDER },
-    },
-  );
+  const cli = join(import.meta.dirname, '..', 'bin', 'pulseboard.ts');
+  const args = [cli, 'generate', '--projects', String(projects), '--seed', '1', '--out', partial];
+  const generated = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', ...args], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, PULSEBOARD_FOLLOWER_PROVIDER: FOLLOWER_PROVIDER },
+  });
   if (generated.status !== 0) throw new Error(`generate --projects ${projects} failed`);
   renameSync(partial, file);
   return file;
 }
-
-type EventRow = {
-  id: string;
-  stream: string;
-  revision: number;
-  type: string;
-  data: string;
-  metadata: string;
-  recorded_at: string;
-};
 
 /** Inserts the log's rows, read back from `source`, into a fresh log of the same schema; times only the transactions. */
 function rawInsertBaseline(source: string, target: string): { rows: number; span: Span } {
@@ -102,20 +79,20 @@ function rawInsertBaseline(source: string, target: string): { rows: number; span
   const db = openSqlite(target);
   db.exec(EVENT_LOG_PRAGMAS);
   const from = new DatabaseSync(source, { readOnly: true });
-  const select = from.prepare('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?');
-  const insert = db.prepare(
-    'INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-  );
+  const columns = 'id, stream, revision, type, data, metadata, recorded_at';
+  const select = from.prepare(`SELECT ${columns}, position FROM events WHERE position > ? ORDER BY position LIMIT ?`);
+  select.setReturnArrays(true);
+  const insert = db.prepare(`INSERT INTO events (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?)`);
   let after = 0;
   let rows = 0;
   let elapsed = ZERO;
   for (;;) {
-    const chunk = select.all(after, ROWS_PER_TRANSACTION) as (EventRow & { position: number })[];
+    const chunk = select.all(after, ROWS_PER_TRANSACTION) as unknown as (string | number)[][];
     if (chunk.length === 0) break;
-    after = chunk[chunk.length - 1]!.position;
+    after = chunk[chunk.length - 1]![7] as number;
     const start = mark();
     inTransaction(db, () => {
-      for (const r of chunk) insert.run(r.id, r.stream, r.revision, r.type, r.data, r.metadata, r.recorded_at);
+      for (const r of chunk) insert.run(...r.slice(0, 7));
     });
     elapsed = plus(elapsed, since(start));
     rows += chunk.length;
@@ -221,13 +198,7 @@ async function benchSize(projects: number): Promise<void> {
 
     // Baselines: the raw read of the whole log, the raw upsert of the final documents.
     start = mark();
-    let read = 0;
-    for (let after = 0; ;) {
-      const page = await log.readAll({ afterPosition: after, limit: 10_000 });
-      if (page.length === 0) break;
-      read += page.length;
-      after = page[page.length - 1]!.position;
-    }
+    const read = await rawLogRead(log);
     const readSpan = since(start);
     const upserted = rawUpsertBaseline(
       join(dataDir, `readmodels-${replayed.generation}.sqlite`),
@@ -250,9 +221,7 @@ async function benchSize(projects: number): Promise<void> {
     line(`  ratio     replay   ${ratio(raw, replaySpan)}; goal ≥ 0.5`);
 
     // The same two without the history model (the projects projector not versioned), for the bench only.
-    const plain: Projector[] = projectors.map((p) =>
-      p.collection === projectsProjector.collection ? anyProjector({ ...projectsProjector, versioned: undefined }) : p,
-    );
+    const plain = projectorsWithoutHistory;
     const plainStore = createSqliteReadStore(join(dir, 'catch-up-plain.sqlite'));
     start = mark();
     await createProjectionRunner(log, plainStore, plain, EMBEDDED_LIMITS).catchUp();

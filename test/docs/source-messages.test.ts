@@ -1,6 +1,6 @@
 /**
  * docs/source-messages.md is generated from the zod schemas ingest validates with: it must equal
- * what the generator renders now (regenerate with `node docs/build/source-messages.ts`), cover every
+ * what the generator renders now (regenerate with `npm run docs:build`), cover every
  * message type, and its examples must be messages ingest accepts.
  */
 import assert from 'node:assert/strict';
@@ -14,7 +14,7 @@ const text = readFileSync(SOURCE_MESSAGES_FILE, 'utf8');
 
 describe('docs/source-messages.md', () => {
   it('is what the generator renders from the current schemas', () => {
-    assert.equal(text, renderSourceMessages(), 'stale: run ./node_modules/.bin/node docs/build/source-messages.ts');
+    assert.equal(text, renderSourceMessages(), 'stale: run npm run docs:build');
   });
 
   it('has a section with every field of every message type', () => {
