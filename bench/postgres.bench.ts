@@ -455,7 +455,9 @@ async function readRatios(database: string): Promise<string[]> {
   return lines;
 }
 
+// Not strict: `npm run bench` hands every bench the same arguments.
 const { values } = parseArgs({
+  strict: false,
   options: {
     projects: { type: 'string' },
     parts: { type: 'string' },
@@ -464,11 +466,11 @@ const { values } = parseArgs({
     'serve-bare': { type: 'string' },
   },
 });
-if (values['serve-app']) await serveApp(values['serve-app']);
-else if (values['serve-bare']) await serveBare(values['serve-bare']);
+if (typeof values['serve-app'] === 'string') await serveApp(values['serve-app']);
+else if (typeof values['serve-bare'] === 'string') await serveBare(values['serve-bare']);
 else {
-  const sizes = (values.projects ?? '10000').split(',').map(Number);
-  const parts = new Set((values.parts ?? 'append,writes,reads').split(','));
+  const sizes = String(values.projects ?? '10000').split(',').map(Number);
+  const parts = new Set(String(values.parts ?? 'append,writes,reads').split(','));
   for (const projects of sizes) {
     out(`PostgreSQL, ${projects} projects`);
     const database = await ensureDatabase(projects, values.rebuild === true);

@@ -13,6 +13,7 @@ const benches = [
   'rate-limit.bench.ts',
   'live.bench.ts',
   'mirror.bench.ts',
+  'postgres.bench.ts',
 ];
 for (const name of benches) {
   process.stdout.write(`\n== ./${name}\n`);
