@@ -20,11 +20,24 @@ const POSTGRES_SUITES = [
   'test/replay/as-of.test.ts',
 ];
 
+/**
+ * Left out on PostgreSQL for now: the history and as-of files set the embedded log's clock (recordedAt
+ * is the server's on PostgreSQL), the long-poll file counts the embedded store's reads, and two follow
+ * the log while it grows (open in issue 59's note). test/e2e/engines.postgres.test.ts covers their reads.
+ */
+const NOT_YET_ON_POSTGRES = [
+  'test/history/history-api.test.ts',
+  'test/history/change-stream.test.ts',
+  'test/replay/as-of.test.ts',
+  'test/live/long-poll.test.ts',
+  'test/live/stream-replay.test.ts',
+  'test/api/delta-mirror.test.ts',
+];
+
 export default defineConfig(({ mode }) => {
   const table = mode === 'coverage';
   return {
     test: {
-      include: ['test/**/*.test.ts'],
       // Each test file in a child process of its own, as under `node --test`: the tests open SQLite
       // files, start servers and worker threads, fake Date and spy on console. Two at a time (2 cores).
       pool: 'forks',
@@ -34,10 +47,15 @@ export default defineConfig(({ mode }) => {
       // The acceptance suites run twice: on the embedded default, and on PostgreSQL (the harness then
       // gives each test a database of its own, test/support/harness.ts).
       projects: [
-        { extends: true, test: { name: 'embedded' } },
+        { extends: true, test: { name: 'embedded', include: ['test/**/*.test.ts'] } },
         {
           extends: true,
-          test: { name: 'postgres', include: POSTGRES_SUITES, env: { PULSEBOARD_TEST_ENGINE: 'postgres' } },
+          test: {
+            name: 'postgres',
+            include: POSTGRES_SUITES,
+            exclude: NOT_YET_ON_POSTGRES,
+            env: { PULSEBOARD_TEST_ENGINE: 'postgres' },
+          },
         },
       ],
       testTimeout: 300_000,
