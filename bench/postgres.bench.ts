@@ -475,7 +475,9 @@ const { values } = parseArgs({
 if (typeof values['serve-app'] === 'string') await serveApp(values['serve-app']);
 else if (typeof values['serve-bare'] === 'string') await serveBare(values['serve-bare']);
 else {
-  const sizes = String(values.projects ?? '10000').split(',').map(Number);
+  const sizes = String(values.projects ?? '10000')
+    .split(',')
+    .map(Number);
   const parts = new Set(String(values.parts ?? 'append,writes,reads').split(','));
   for (const projects of sizes) {
     out(`PostgreSQL, ${projects} projects`);
