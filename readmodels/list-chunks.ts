@@ -91,3 +91,18 @@ export function pieceCutter(
     end: () => piece,
   };
 }
+
+/** How a batch's moves change the per-facet counts (a move within its facet changes none); every store's commit. */
+export function facetDeltas(
+  moves: readonly { from?: { facet: string } | null; to: { facet: string } }[],
+): Map<string, number> {
+  const deltas = new Map<string, number>();
+  const add = (facet: string, by: number) => deltas.set(facet, (deltas.get(facet) ?? 0) + by);
+  for (const { from, to } of moves) {
+    if (from?.facet === to.facet) continue;
+    if (from) add(from.facet, -1);
+    add(to.facet, 1);
+  }
+  for (const [facet, by] of deltas) if (by === 0) deltas.delete(facet);
+  return deltas;
+}

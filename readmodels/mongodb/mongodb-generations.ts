@@ -16,6 +16,7 @@
  *   younger than `staleMs` names it. Times are each process's own clock: hosts are assumed to
  *   agree to well within `staleMs`.
  */
+import { processAlive } from '../generations/process-alive.ts';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { MongoClient, MongoServerError, type ClientSession } from 'mongodb';
@@ -52,15 +53,6 @@ const LOCK = 'replay-lock';
 const FENCE = 'replay-fence';
 const DUPLICATE_KEY = 11000;
 const NAMESPACE_NOT_FOUND = 26;
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 const isDuplicateKey = (error: unknown) => error instanceof MongoServerError && error.code === DUPLICATE_KEY;
 

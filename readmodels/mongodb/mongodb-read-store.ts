@@ -35,6 +35,7 @@
  * Indexes for every query of the port are created the first time this process writes to a collection
  * (createIndexes is idempotent); collections are only written by commit, so none exists without them.
  */
+import { facetDeltas } from '../list-chunks.ts';
 import {
   Binary,
   MongoClient,
@@ -181,19 +182,6 @@ export function rowMoves(
     });
   }
   return moves;
-}
-
-/** How a batch's moves change the per-facet counts (a move within its facet changes none). */
-export function facetDeltas(moves: readonly RowMove[]): Map<string, number> {
-  const deltas = new Map<string, number>();
-  const add = (facet: string, by: number) => deltas.set(facet, (deltas.get(facet) ?? 0) + by);
-  for (const { from, to } of moves) {
-    if (from?.facet === to.facet) continue;
-    if (from) add(from.facet, -1);
-    add(to.facet, 1);
-  }
-  for (const [facet, by] of deltas) if (by === 0) deltas.delete(facet);
-  return deltas;
 }
 
 /** The listing's rows as the chunks read them (sort key, id and facet). */

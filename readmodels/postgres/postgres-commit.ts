@@ -10,6 +10,7 @@
  * 5. the history's versions (postgres-history.ts), then the checkpoint, and a NOTIFY naming the
  *    collection and checkpoint, which PostgreSQL delivers when (and only if) the transaction commits.
  */
+import { facetDeltas } from '../list-chunks.ts';
 import type pg from 'pg';
 import type { CommitOutcome, DocWrite } from '../port.ts';
 import { ReplayFencedError } from '../generations/port.ts';
@@ -188,17 +189,4 @@ export async function commitOn(
   );
   await client.query('COMMIT');
   return { ok: true };
-}
-
-/** How a batch's moves change the per-facet counts (a move within its facet changes none). */
-export function facetDeltas(moves: readonly RowMove[]): Map<string, number> {
-  const deltas = new Map<string, number>();
-  const add = (facet: string, by: number) => deltas.set(facet, (deltas.get(facet) ?? 0) + by);
-  for (const { from, to } of moves) {
-    if (from?.facet === to.facet) continue;
-    if (from) add(from.facet, -1);
-    add(to.facet, 1);
-  }
-  for (const [facet, by] of deltas) if (by === 0) deltas.delete(facet);
-  return deltas;
 }

@@ -13,6 +13,7 @@
  *   only once no announcement younger than `staleMs` names it. Times are each process's own clock.
  * Commits are announced by NOTIFY; `commitFeed` LISTENs (postgres-commit-feed.ts).
  */
+import { processAlive } from '../generations/process-alive.ts';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
@@ -44,15 +45,6 @@ export type PostgresGenerationOptions = {
 const POINTER = `${SPACE_SCHEMA}.pointer`;
 const LOCK = `${SPACE_SCHEMA}.replay_lock`;
 const USERS = `${SPACE_SCHEMA}.users`;
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 type LockRow = {
   token: number;

@@ -1,7 +1,8 @@
 /** The MongoDB store's commit arithmetic (its commit path needs a server; this part does not): what a batch moved, and the counts it changes. */
 import assert from 'node:assert/strict';
 import { it } from 'vitest';
-import { facetDeltas, rowMoves } from '../../readmodels/mongodb/mongodb-read-store.ts';
+import { facetDeltas } from '../../readmodels/list-chunks.ts';
+import { rowMoves } from '../../readmodels/mongodb/mongodb-read-store.ts';
 
 const row = (_id: string, facet: string, sortKey = 'k') => ({ _id, facet, sortKey });
 
