@@ -22,13 +22,13 @@ export const ISO_MS = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 const ROWS_PER_INSERT = 5_000;
 
 /**
- * One statement under the append lock: the head, this append's recordedAt (the server clock to the
- * millisecond, never before the last event's), which of $1's ids are stored, and $2's last revisions.
+ * One statement under the append lock: the head, this append's recordedAt ($3, the appending process's
+ * clock as on SQLite, never before the last event's), which of $1's ids are stored, and $2's last revisions.
  */
 const APPEND_STATE = `
 SELECT
   (SELECT COALESCE(max(position), 0) FROM ${EVENTS_TABLE})::text AS head,
-  to_char(greatest(date_trunc('milliseconds', clock_timestamp()),
+  to_char(greatest($3::timestamptz,
     (SELECT recorded_at FROM ${EVENTS_TABLE} ORDER BY position DESC LIMIT 1)) AT TIME ZONE 'UTC', ${ISO_MS}) AS recorded_at,
   (SELECT COALESCE(json_agg(json_build_array(id, position, revision)), '[]')
      FROM ${EVENTS_TABLE} WHERE id = ANY($1::text[])) AS stored,
@@ -85,7 +85,7 @@ export async function readAppendState(
     recorded_at: string;
     stored: [string, number, number][];
     revisions: [string, number | null][];
-  }>(APPEND_STATE, [ids, streams]);
+  }>(APPEND_STATE, [ids, streams, new Date().toISOString()]);
   const row = result.rows[0]!;
   return {
     head: Number(row.head),

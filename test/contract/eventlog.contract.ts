@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, beforeAll, describe, it, vi } from 'vitest';
 import { skipFor } from '../support/skip.ts';
 import type { AppendResult, EventLog, NewEvent, RecordedEvent } from '../../eventstore/port.ts';
 
@@ -22,6 +22,11 @@ export type EventLogHandle = {
 export type ContractOptions = {
   /** false to run; a reason to declare every test skipped (e.g. no Docker engine). */
   skip?: false | string;
+  /**
+   * The log stamps recordedAt from the appending process's clock (the embedded log, PostgreSQL), so a
+   * test that sets the clock sets recordedAt on either; KurrentDB's server stamps its own.
+   */
+  processClock?: boolean;
 };
 
 const HOUR = 3_600_000;
@@ -881,6 +886,38 @@ export function eventLogContract(
           await fresh.dispose();
         }
       });
+
+      if (options.processClock)
+        it(
+          `${adapterName}: recordedAt is the appending process's clock, never before the last event's`,
+          skipFor(skip),
+          async () => {
+            // A log of its own: a clock set a year ahead would hold the shared log's recordedAt there.
+            const fresh = await open();
+            const ahead = Date.now() + 365 * 24 * HOUR;
+            vi.useFakeTimers({ toFake: ['Date'], now: ahead });
+            try {
+              const stream = freshStream();
+              const first = expectOk(await fresh.log.append(stream, [newEvent('contract.clock')]));
+              vi.setSystemTime(ahead + 1_500);
+              await fresh.log.appendBatch([{ stream, events: [newEvent('contract.clock')] }]);
+              // The clock goes back: recordedAt stays at the last event's.
+              vi.setSystemTime(ahead - HOUR);
+              expectOk(await fresh.log.append(stream, [newEvent('contract.clock')]));
+              assert.deepEqual(
+                (await fresh.log.readStream(stream)).map((e) => e.recordedAt),
+                [ahead, ahead + 1_500, ahead + 1_500].map((ms) => new Date(ms).toISOString()),
+              );
+              assert.equal(
+                await fresh.log.positionBefore(new Date(ahead + 1).toISOString()),
+                first.events[0]!.position,
+              );
+            } finally {
+              vi.useRealTimers();
+              await fresh.dispose();
+            }
+          },
+        );
     });
 
     describe(`${adapterName}: identity and JSON`, () => {

@@ -51,7 +51,7 @@ async function openScratchLog(options: PostgresEventLogOptions = {}) {
   };
 }
 
-eventLogContract('postgres', () => openScratchLog(), { skip });
+eventLogContract('postgres', () => openScratchLog(), { skip, processClock: true });
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -32,7 +32,7 @@ function openTempLog() {
   };
 }
 
-eventLogContract('sqlite', async () => openTempLog());
+eventLogContract('sqlite', async () => openTempLog(), { processClock: true });
 
 const RACER = join(import.meta.dirname, 'fixtures', 'sqlite-append-racer.ts');
 
