@@ -7,7 +7,10 @@
  */
 import { defineConfig } from 'vitest/config';
 
-/** The suites that read through the service on either engine, run again on PostgreSQL. */
+/**
+ * The suites that read through the service on either engine, run again on PostgreSQL, every file of
+ * them: the same acceptance behaviour on both (issue 59).
+ */
 const POSTGRES_SUITES = [
   'test/api/**/*.test.ts',
   'test/calls/**/*.test.ts',
@@ -18,20 +21,6 @@ const POSTGRES_SUITES = [
   'test/history/history-api.test.ts',
   'test/history/change-stream.test.ts',
   'test/replay/as-of.test.ts',
-];
-
-/**
- * Left out on PostgreSQL for now: the history and as-of files set the embedded log's clock (recordedAt
- * is the server's on PostgreSQL), the long-poll file counts the embedded store's reads, and two follow
- * the log while it grows (open in issue 59's note). test/e2e/engines.postgres.test.ts covers their reads.
- */
-const NOT_YET_ON_POSTGRES = [
-  'test/history/history-api.test.ts',
-  'test/history/change-stream.test.ts',
-  'test/replay/as-of.test.ts',
-  'test/live/long-poll.test.ts',
-  'test/live/stream-replay.test.ts',
-  'test/api/delta-mirror.test.ts',
 ];
 
 export default defineConfig(({ mode }) => {
@@ -53,7 +42,6 @@ export default defineConfig(({ mode }) => {
           test: {
             name: 'postgres',
             include: POSTGRES_SUITES,
-            exclude: NOT_YET_ON_POSTGRES,
             env: { PULSEBOARD_TEST_ENGINE: 'postgres' },
           },
         },

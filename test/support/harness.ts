@@ -17,6 +17,8 @@ import { openStores, type Stores } from '../../service/stores.ts';
 
 export type Harness = {
   dir: string;
+  /** What a child process (`pulseboard replay`, …) needs beside PULSEBOARD_DATA_DIR to open the same stores. */
+  engineEnv: Record<string, string>;
   config: Config;
   stores: Stores;
   services: Services;
@@ -91,6 +93,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   let openapi: Record<string, unknown> | undefined;
   return {
     dir,
+    engineEnv: engine.env,
     config,
     stores,
     services,

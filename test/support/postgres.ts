@@ -66,6 +66,9 @@ export async function scratchDatabase(prefix: string): Promise<ScratchDatabase> 
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${name}`);
+    // Nothing recovers a scratch database after a server crash: its commits need not wait for the WAL
+    // flush (visibility is unchanged; every commit of a test costs a disk flush less).
+    await admin.query(`ALTER DATABASE ${name} SET synchronous_commit = off`);
   } finally {
     await admin.end().catch(() => {});
   }
