@@ -43,6 +43,7 @@ export default defineConfig(({ mode }) => {
             name: 'postgres',
             include: POSTGRES_SUITES,
             env: { PULSEBOARD_TEST_ENGINE: 'postgres' },
+            setupFiles: ['./test/support/postgres-engine-setup.ts'],
           },
         },
       ],

@@ -56,12 +56,12 @@ export type HarnessOptions = {
 
 /**
  * The engine the harness runs on: the embedded default, or with PULSEBOARD_TEST_ENGINE=postgres (the
- * `postgres` project of vitest.config.ts) a PostgreSQL database of its own, dropped at close.
+ * `postgres` project of vitest.config.ts) a PostgreSQL database of its own, emptied at close for the next.
  */
 async function engineEnv(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
   if (process.env['PULSEBOARD_TEST_ENGINE'] !== 'postgres') return { env: {}, drop: async () => undefined };
-  const { scratchDatabase } = await import('./postgres.ts');
-  const database = await scratchDatabase('pb_engine');
+  const { reusedDatabase } = await import('./postgres.ts');
+  const database = await reusedDatabase('pb_engine');
   return { env: { POSTGRES_URL: database.url }, drop: () => database.drop() };
 }
 
