@@ -1,8 +1,12 @@
 /**
- * Live changes on one process (issue 16): 1,000 idle long-polls and 200 open change streams against
- * this process's server, held by a client process of their own (bench/live-clients.ts) so the CPU
- * measured is the server's alone. Prints the server's CPU while idle as a ratio to the same process
- * with no waiter, and the time from a commit to the last waiter answered as a ratio to one waiter.
+ * Live changes on one process (issues 16 and 60): idle long-polls (BENCH_LIVE_POLLS, default 1,000) and
+ * open change streams (2 per key of BENCH_LIVE_STREAM_KEYS, default 100) against this process's server,
+ * held by client processes of their own (bench/live-clients.ts; BENCH_LIVE_CLIENTS, default one per
+ * 2,500 waiters) so the CPU measured is the server's alone. Prints the server's CPU while idle (per
+ * second, and as a share of one core) as a ratio to the same process with no waiter, the time from a
+ * commit to the last waiter answered as a ratio to one waiter, the server's memory per held waiter, and
+ * any request that was not answered 200 (by status). 10,000 waiters need `ulimit -n` above 10,000 on
+ * both sides (one socket each).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -20,12 +24,16 @@ const STREAM_KEYS = Number(process.env.BENCH_LIVE_STREAM_KEYS ?? 100);
 const STREAMS_PER_KEY = 2;
 const IDLE_MS = Number(process.env.BENCH_LIVE_IDLE_MS ?? 3_000);
 const ROUNDS = Number(process.env.BENCH_LIVE_ROUNDS ?? 5);
+const CLIENTS = Number(
+  process.env.BENCH_LIVE_CLIENTS ?? Math.max(1, Math.ceil((POLLS + STREAM_KEYS * STREAMS_PER_KEY) / 2_500)),
+);
 
 const now = () => performance.timeOrigin + performance.now();
 
-type Collected = { pollAnswers: number[]; streamEvents: number[]; cursor: string };
+type Collected = { pollAnswers: number[]; streamEvents: number[]; cursor: string; refused: Record<string, number> };
 
-function clients(): { send(message: object): Promise<unknown>; collect(): Promise<Collected>; stop(): void } {
+/** One client process. */
+function client(): { send(message: object): Promise<unknown>; stop(): void } {
   const child: ChildProcess = fork(join(import.meta.dirname, 'live-clients.ts'), {
     execArgv: ['--disable-warning=ExperimentalWarning'],
   });
@@ -39,22 +47,57 @@ function clients(): { send(message: object): Promise<unknown>; collect(): Promis
     pending?.(message);
     pending = null;
   });
-  const send = (message: object) =>
-    new Promise<unknown>((resolve) => {
-      pending = resolve;
-      child.send(message);
-    });
   return {
-    send,
-    collect: () => send({ cmd: 'collect' }) as Promise<Collected>,
+    send: (message: object) =>
+      new Promise<unknown>((resolve) => {
+        pending = resolve;
+        child.send(message);
+      }),
     stop: () => child.send({ cmd: 'stop' }),
   };
 }
 
-async function until(check: () => boolean | Promise<boolean>, what: string, limitMs = 60_000): Promise<void> {
+/** `CLIENTS` client processes: polls and stream keys are dealt out among them, answers gathered from all. */
+function clients() {
+  const all = Array.from({ length: CLIENTS }, client);
+  const share = (count: number, n: number) => Math.floor(count / CLIENTS) + (n < count % CLIENTS ? 1 : 0);
+  return {
+    polls: (base: string, key: string, cursor: string, count: number) =>
+      Promise.all(all.map((c, n) => c.send({ cmd: 'polls', base, key, cursor, count: share(count, n) }))),
+    streams: (base: string, keys: string[], perKey: number) =>
+      Promise.all(
+        all.map((c, n) => c.send({ cmd: 'streams', base, keys: keys.filter((_, k) => k % CLIENTS === n), perKey })),
+      ),
+    async collect(): Promise<Collected> {
+      const got = (await Promise.all(all.map((c) => c.send({ cmd: 'collect' })))) as Collected[];
+      const refused: Record<string, number> = {};
+      for (const g of got) for (const [what, n] of Object.entries(g.refused)) refused[what] = (refused[what] ?? 0) + n;
+      return {
+        pollAnswers: got.flatMap((g) => g.pollAnswers),
+        streamEvents: got.flatMap((g) => g.streamEvents),
+        cursor: got.find((g) => g.cursor)?.cursor ?? '',
+        refused,
+      };
+    },
+    stop: () => all.forEach((c) => c.stop()),
+  };
+}
+
+/** The server's heap (after a full collection where --expose-gc allows) and resident set, in bytes. */
+function memory(): { heap: number; rss: number } {
+  (globalThis as { gc?: () => void }).gc?.();
+  const usage = process.memoryUsage();
+  return { heap: usage.heapUsed, rss: usage.rss };
+}
+
+async function until(
+  check: () => boolean | Promise<boolean>,
+  what: string | (() => string),
+  limitMs = 180_000,
+): Promise<void> {
   const deadline = Date.now() + limitMs;
   while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
     await sleep(5);
   }
 }
@@ -105,18 +148,37 @@ export async function main(): Promise<void> {
       return page.value.value().cursor;
     };
 
+    const refused: Record<string, number> = {};
+    const refusedCount = () => Object.values(refused).reduce((a, b) => a + b, 0);
+    const gather = async (into: Collected) => {
+      const got = await load.collect();
+      into.pollAnswers.push(...got.pollAnswers);
+      into.streamEvents.push(...got.streamEvents);
+      for (const [what, n] of Object.entries(got.refused)) refused[what] = (refused[what] ?? 0) + n;
+    };
+    let heldMemory: { heap: number; rss: number } | null = null;
     /** Commit-to-answer of `polls` long-polls (and every open stream's event), in ms: the last one. */
     const round = async (polls: number, streams: number): Promise<{ lastMs: number; idleCpuMs: number | null }> => {
-      await load.send({ cmd: 'polls', base, key: pollKey, cursor: await bookmark(), count: polls });
-      await until(() => services.commits.waiting() === polls + streams, `${polls + streams} waiters`);
+      const answered: Collected = { pollAnswers: [], streamEvents: [], cursor: '', refused: {} };
+      const before = refusedCount();
+      await load.polls(base, pollKey, await bookmark(), polls);
+      await until(
+        async () => {
+          if (services.commits.waiting() === polls + streams) return true;
+          // A refused poll (a 408, a reset) never waits: stop counting on it.
+          await gather(answered);
+          return services.commits.waiting() === polls + streams - (refusedCount() - before);
+        },
+        () => `${polls + streams} waiters (${services.commits.waiting()} wait; refused: ${JSON.stringify(refused)})`,
+      );
+      if (polls + streams > 1) heldMemory ??= memory();
       const idleCpuMs = polls + streams > 1 ? await idleCpu(IDLE_MS) : null;
       await commit();
-      const answered: Collected = { pollAnswers: [], streamEvents: [], cursor: '' };
       await until(async () => {
-        const got = await load.collect();
-        answered.pollAnswers.push(...got.pollAnswers);
-        answered.streamEvents.push(...got.streamEvents);
-        return answered.pollAnswers.length >= polls && answered.streamEvents.length >= streams;
+        await gather(answered);
+        return (
+          answered.pollAnswers.length + (refusedCount() - before) >= polls && answered.streamEvents.length >= streams
+        );
       }, 'every waiter answered');
       const last = Math.max(...answered.pollAnswers, ...answered.streamEvents);
       return { lastMs: last - committedAt, idleCpuMs };
@@ -129,7 +191,8 @@ export async function main(): Promise<void> {
     for (let n = 0; n < ROUNDS; n++) single.push((await round(1, 0)).lastMs);
 
     const streams = STREAM_KEYS * STREAMS_PER_KEY;
-    await load.send({ cmd: 'streams', base, keys: streamKeys, perKey: STREAMS_PER_KEY });
+    const unheld = memory();
+    await load.streams(base, streamKeys, STREAMS_PER_KEY);
     await until(
       () => services.changes.openCount() === streams && services.commits.waiting() === streams,
       `${streams} open streams`,
@@ -154,8 +217,15 @@ export async function main(): Promise<void> {
     );
     line('server CPU while idle, no waiter (baseline)', `${cpu0.toFixed(2)} ms/s`, 1);
     line(`server CPU while idle, ${POLLS} long-polls + ${streams} streams`, `${cpu1.toFixed(2)} ms/s`, cpu1 / cpu0);
+    process.stdout.write(`  (${(cpu1 / 10).toFixed(2)} % of one core while idle; ${CLIENTS} client processes)\n`);
     line('commit → answer, 1 long-poll (baseline)', `${gap1.toFixed(1)} ms`, 1);
     line(`commit → last of ${POLLS} long-polls + ${streams} stream events`, `${gapN.toFixed(1)} ms`, gapN / gap1);
+    const waiters = POLLS + streams;
+    const held = heldMemory ?? unheld;
+    process.stdout.write(
+      `server memory per held waiter: ${((held.heap - unheld.heap) / waiters / 1024).toFixed(1)} KiB heap, ${((held.rss - unheld.rss) / waiters / 1024).toFixed(1)} KiB resident (${waiters} waiters${(globalThis as { gc?: unknown }).gc ? '' : '; run with --expose-gc for a collected heap'})\n`,
+    );
+    process.stdout.write(`requests not answered 200: ${refusedCount() === 0 ? 'none' : JSON.stringify(refused)}\n`);
     process.stdout.write(
       `(checkpoint reads by the commit watch over the whole run: ${checkpointReads}; rounds, single: ${single.map((v) => v.toFixed(1)).join(' ')}; loaded: ${loaded.map((v) => v.toFixed(1)).join(' ')})\n`,
     );

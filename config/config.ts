@@ -100,6 +100,11 @@ export const configSchema = z.object({
     emptyAsUnset,
     z.coerce.number().int().min(10).max(60_000).default(250),
   ),
+  /**
+   * How often held long-polls, change streams and MCP listens check the read models while no store-wide
+   * commit feed is live (PostgreSQL LISTEN, MongoDB change stream); with one live they do not poll.
+   */
+  PULSEBOARD_COMMIT_POLL_MS: z.preprocess(emptyAsUnset, z.coerce.number().int().min(10).max(3_600_000).default(250)),
   /** initialize, tools/list, ping and notifications on /mcp, per key per 60 s: a budget apart from the requests one. */
   PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(1).default(120)),
   /** DNS-rebinding protection of /mcp: the Host names it answers (unset: loopback names and HOST). */

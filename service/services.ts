@@ -85,7 +85,7 @@ export function createServices(deps: ServiceDeps): Services {
     readCheckpoint: async () => store.checkpoint(PROJECTS_COLLECTION, { fresh: true }),
     // MongoDB's change stream, where there is one: no poll while it is live.
     coverage: deps.stores.commits,
-    ...(deps.commitPollMs === undefined ? {} : { pollMs: deps.commitPollMs }),
+    pollMs: deps.commitPollMs ?? deps.config.PULSEBOARD_COMMIT_POLL_MS,
   });
   const heldKeys = createHeldKeys(access, deps.keyRecheckMs);
   commits.closed.addEventListener('abort', () => heldKeys.close(), { once: true });

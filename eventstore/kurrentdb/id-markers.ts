@@ -46,30 +46,57 @@ const markerEvent = (eventId: string, marker: IdMarker) =>
   jsonEvent({ type: ID_MARKER_TYPE, data: { id: eventId.toLowerCase(), ...marker } });
 
 /**
- * The metadata giving a marker bucket its lifetime, written by a process the first time it writes to
- * the bucket (the server keeps only a metastream's last record, so repeats cost nothing after a scavenge).
+ * The metadata giving a marker bucket its lifetime. A process reads a bucket's metadata the first time it
+ * writes to it and writes the lifetime only where the bucket lacks it (a new bucket, a changed window):
+ * a restart costs at most one read per bucket it then writes to, and no write to a bucket that has it.
  */
 export function bucketLifetime(windowSeconds: number): {
+  seconds: number;
+  /** Buckets known to carry this lifetime. */
   written: Set<string>;
   /** Lifetimes on their way: markers of the same bucket written meanwhile wait for it rather than send it again. */
   sending: Map<string, Promise<void>>;
+  /** Metadata reads on their way, shared by the appends that want the same bucket meanwhile. */
+  reading: Map<string, Promise<boolean>>;
   metadata: () => ReturnType<typeof jsonEvent>;
 } {
   return {
+    seconds: windowSeconds,
     written: new Set(),
     sending: new Map(),
+    reading: new Map(),
     metadata: () => jsonEvent({ type: '$metadata', data: { $maxAge: windowSeconds } }),
   };
 }
 export type BucketLifetime = ReturnType<typeof bucketLifetime>;
 
+/** Whether `bucket` already carries the lifetime (marked known if so): one read of its metadata. */
+function hasLifetime(client: KurrentDBClient, lifetime: BucketLifetime, bucket: string): Promise<boolean> {
+  let read = lifetime.reading.get(bucket);
+  if (!read) {
+    read = client
+      .getStreamMetadata(bucket, { requiresLeader: true })
+      .then(({ metadata }) => {
+        const carries = metadata?.maxAge === lifetime.seconds;
+        if (carries) lifetime.written.add(bucket);
+        return carries;
+      })
+      .finally(() => lifetime.reading.delete(bucket));
+    lifetime.reading.set(bucket, read);
+  }
+  return read;
+}
+
 function giveLifetime(client: KurrentDBClient, lifetime: BucketLifetime, bucket: string): Promise<void> {
   if (lifetime.written.has(bucket)) return Promise.resolve();
   let sent = lifetime.sending.get(bucket);
   if (!sent) {
-    sent = client
-      .appendToStream(`$$${bucket}`, lifetime.metadata(), { requiresLeader: true })
-      .then(() => void lifetime.written.add(bucket))
+    sent = hasLifetime(client, lifetime, bucket)
+      .then(async (carries) => {
+        if (carries) return;
+        await client.appendToStream(`$$${bucket}`, lifetime.metadata(), { requiresLeader: true });
+        lifetime.written.add(bucket);
+      })
       .finally(() => lifetime.sending.delete(bucket));
     lifetime.sending.set(bucket, sent);
   }
@@ -115,9 +142,12 @@ export function markerWriter(
     try {
       for (let i = 0; i < markers.length; i += MARKERS_PER_MULTI_APPEND) {
         const part = markers.slice(i, i + MARKERS_PER_MULTI_APPEND);
-        // A bucket's lifetime rides in the same call the first time this process writes to it.
+        // A bucket's lifetime rides in the same call the first time this process writes to it, unless
+        // its metadata (read once per bucket per process) already carries it.
         const buckets = part.map(({ eventId }) => markerStream(eventId));
-        const fresh = [...new Set(buckets.filter((bucket) => !lifetime.written.has(bucket)))];
+        const unknown = [...new Set(buckets.filter((bucket) => !lifetime.written.has(bucket)))];
+        const carried = await Promise.all(unknown.map((bucket) => hasLifetime(client, lifetime, bucket)));
+        const fresh = unknown.filter((_, k) => !carried[k]);
         const state = ANY as AppendStreamState;
         await client.multiStreamAppend([
           ...fresh.map((bucket) => ({

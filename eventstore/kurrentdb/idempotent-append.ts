@@ -37,7 +37,9 @@ export const ID_MARKER_TYPE = '$pulseboard-id';
  * dedupe window) in its metadata, so the server drops a marker from reads once it is older than the
  * window and a scavenge removes it from the log: markers no longer double the log for ever, they add
  * only the last window's ids (and one metadata record per bucket). A bucket holds the window's
- * markers of about 1/262,144 of all ids: a few at most at a million events a day.
+ * markers of about 1/262,144 of all ids: a few at most at a million events a day. The bound holds only
+ * if scavenges run: docs/scale.md says what the operator schedules. A process reads a bucket's metadata
+ * once before its first marker there and writes the lifetime only where it is missing (id-markers.ts).
  */
 export const MARKER_BUCKETS = 2 ** 18;
 /** How long an id is recognised after it was stored: 7 days (docs/decisions.md). */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createCommitSignals } from '../commit-signal.ts';
 import type { DeltaQuery, KeysetQuery, ListQuery, ReadStore } from '../port.ts';
 import type { GenerationSpace, Refusal } from './port.ts';
 
@@ -15,7 +16,7 @@ export type GenerationalReadStore = {
   /** The generation the pointer names, where projectors write. `release` once done with it. */
   acquireWriter(): { generation: WriterGeneration; release(): void };
   generations(): { serving: number; newest: number };
-  /** Checks the pointer now; a timer also does so every `pollMs`. */
+  /** Checks the pointer now; a timer also does so every `pollMs` (every `fallbackPollMs` while a pointer feed is live). */
   refresh(): Promise<void>;
   /** Closes every open generation and the space. */
   close(): Promise<void>;
@@ -27,6 +28,11 @@ export type GenerationalOptions = {
   /** Collections whose checkpoints decide when reads may move to a newer generation. */
   collections: readonly string[];
   pollMs?: number;
+  /**
+   * Where the space has a pointer feed (PostgreSQL NOTIFY, MongoDB change stream) and it is live, the
+   * pointer is read on each notice and otherwise only this often (a notice can be lost with its connection).
+   */
+  fallbackPollMs?: number;
   /** Problems met while following the pointer (the serving generation stays as it is). */
   onProblem?: (message: string) => void;
 };
@@ -66,9 +72,10 @@ async function openLive(space: GenerationSpace, instance: string): Promise<Opene
 
 /**
  * A read store across generations, for a process that keeps running while `pulseboard replay`
- * switches generations underneath it. Reads cost one field lookup more than the plain adapter;
- * the pointer is checked by a timer (one stat call embedded, one indexed lookup in MongoDB).
- * Takes ownership of `space`.
+ * switches generations underneath it. Reads cost one field lookup more than the plain adapter.
+ * The pointer is checked every `pollMs` (one stat call embedded), or, where the space has a live pointer
+ * feed and reads are not waiting to move, on each notice and every `fallbackPollMs`; the timer also runs
+ * as often as the space's announcements must be renewed (MongoDB). Takes ownership of `space`.
  */
 export async function openGenerationalReadStore(
   space: GenerationSpace,
@@ -86,6 +93,12 @@ export async function openGenerationalReadStore(
     return opened;
   }
   const pollMs = options.pollMs ?? 200;
+  const fallbackPollMs = options.fallbackPollMs ?? 30_000;
+  const idleTickMs = Math.min(fallbackPollMs, space.announceEveryMs ?? fallbackPollMs);
+  const pointerFeed = space.pointerFeed ? createCommitSignals(space.pointerFeed()) : undefined;
+  // Whether the pointer must be read at the next check (a notice, the feed going live or down, a caller).
+  let pointerMoved = true;
+  let pointerReadAt = 0;
   const report = options.onProblem ?? ((message: string) => process.stderr.write(`read models: ${message}\n`));
   const slots = new Set<Slot>();
   const slot = (generation: number, store: ReadStore): Slot => {
@@ -133,6 +146,21 @@ export async function openGenerationalReadStore(
 
   async function follow(): Promise<void> {
     if (closed) return;
+    const feedLive = pointerFeed?.complete() === true;
+    if (!feedLive || pointerMoved || Date.now() - pointerReadAt >= fallbackPollMs) {
+      pointerMoved = false;
+      pointerReadAt = Date.now();
+      await followPointer();
+    }
+    if (serving !== newest && (await caughtUp(newest, serving))) serving = newest;
+    sweep();
+    await space.announce(
+      instance,
+      [...new Set([...slots].map((s) => s.generation))].sort((a, b) => a - b),
+    );
+  }
+
+  async function followPointer(): Promise<void> {
     const now = await space.pointerStamp();
     if (now !== stamp) {
       const pointer = await space.readPointer();
@@ -157,31 +185,50 @@ export async function openGenerationalReadStore(
       stamp = now;
       lastProblem = '';
     }
-    if (serving !== newest && (await caughtUp(newest, serving))) serving = newest;
-    sweep();
-    await space.announce(
-      instance,
-      [...new Set([...slots].map((s) => s.generation))].sort((a, b) => a - b),
-    );
   }
 
   let running: Promise<void> | null = null;
-  const refresh = (): Promise<void> => {
+  const check = (): Promise<void> => {
     running ??= follow().finally(() => {
       running = null;
     });
     return running;
   };
+  const refresh = (): Promise<void> => {
+    pointerMoved = true;
+    return check();
+  };
 
-  const timer = setInterval(() => {
-    refresh().catch((error: unknown) => problem(describe(error)));
-  }, pollMs);
-  timer.unref();
+  // One timer: quick while the pointer has no live feed or reads wait to move, slow otherwise.
+  let timer: NodeJS.Timeout | undefined;
+  const schedule = (): void => {
+    if (closed) return;
+    clearTimeout(timer);
+    const settled = pointerFeed?.complete() === true && serving === newest && !pointerMoved;
+    timer = setTimeout(tick, settled ? idleTickMs : pollMs);
+    timer.unref();
+  };
+  function tick(): void {
+    check()
+      .catch((error: unknown) => problem(describe(error)))
+      .finally(schedule);
+  }
+  if (pointerFeed) {
+    const moved = () => {
+      pointerMoved = true;
+      tick();
+    };
+    pointerFeed.subscribe(moved);
+    // Live: a switch made while it was down is read now; down: back to the quick timer.
+    pointerFeed.follow(moved);
+  }
+  schedule();
 
   async function close(): Promise<void> {
     if (closed) return;
     closed = true;
-    clearInterval(timer);
+    clearTimeout(timer);
+    await pointerFeed?.close();
     await running?.catch(() => undefined);
     for (const s of slots) {
       s.retire.abort();

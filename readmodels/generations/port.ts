@@ -58,6 +58,12 @@ export type GenerationSpace = {
   open(generation: number, purpose?: 'build', fence?: number): ReadStore;
   /** Every commit of every process, where the store can tell (MongoDB: a change stream); absent: none. */
   commitFeed?(): CommitFeed;
+  /**
+   * Every switch of the pointer, where the store can tell (PostgreSQL: NOTIFY, MongoDB: a change stream;
+   * each notice is `commit('pointer', generation)`): while it is live a serving process reads the pointer
+   * on a notice and on a slow fallback, not every `pollMs`.
+   */
+  pointerFeed?(): CommitFeed;
   /** Removes everything a generation holds; with `fence`, only while that replay lock is the newest. */
   remove(generation: number, fence?: number): Promise<{ ok: true } | Refusal>;
   /** One replay at a time per space; the lock of a replay that is gone is taken over. */
@@ -69,6 +75,12 @@ export type GenerationSpace = {
    * old generation is unused before removing it.
    */
   removalDisturbsUsers: boolean;
+  /**
+   * Where an announcement lapses unless renewed (MongoDB: it is a document with a time), how often a user
+   * must announce again; absent: an announcement holds until withdrawn or its process ends (PostgreSQL: a
+   * session's advisory lock; SQLite: nothing to announce).
+   */
+  announceEveryMs?: number;
   /** Records that `instance` uses `generations` now (where removal can disturb users; otherwise nothing). */
   announce(instance: string, generations: readonly number[]): Promise<void>;
   /** `instance` uses no generation any more. */

@@ -8,7 +8,7 @@
  */
 import type { Db } from 'mongodb';
 import type { CommitFeed } from '../commit-signal.ts';
-import { CHECKPOINTS } from './mongodb-read-store.ts';
+import { CHECKPOINTS, GENERATIONS_COLLECTION } from './mongodb-read-store.ts';
 
 export function mongoCommitFeed(db: Db): CommitFeed {
   return {
@@ -37,6 +37,41 @@ export function mongoCommitFeed(db: Db): CommitFeed {
       });
       stream.on('error', (error) => handlers.failed(error));
       stream.on('close', () => handlers.failed(new Error('the MongoDB change stream closed')));
+      return {
+        async close() {
+          stream.removeAllListeners();
+          await stream.close();
+        },
+      };
+    },
+  };
+}
+
+/**
+ * Every switch of the pointer (the `live` document of `_pulseboard_generations`), from a change stream as
+ * above: serving processes read the pointer when it moves instead of every 200 ms. Each notice is
+ * `commit('pointer', generation)`.
+ */
+export function mongoPointerFeed(db: Db): CommitFeed {
+  return {
+    open(handlers) {
+      const stream = db
+        .collection<{ _id: string; generation?: unknown }>(GENERATIONS_COLLECTION)
+        .watch([{ $match: { 'documentKey._id': 'live', operationType: { $in: ['insert', 'update', 'replace'] } } }], {
+          fullDocument: 'updateLookup',
+        });
+      let live = false;
+      stream.on('resumeTokenChanged', () => {
+        if (live) return;
+        live = true;
+        handlers.live();
+      });
+      stream.on('change', (change) => {
+        const generation = 'fullDocument' in change ? change.fullDocument?.generation : undefined;
+        handlers.commit('pointer', typeof generation === 'number' ? generation : -1);
+      });
+      stream.on('error', (error) => handlers.failed(error));
+      stream.on('close', () => handlers.failed(new Error('the MongoDB pointer change stream closed')));
       return {
         async close() {
           stream.removeAllListeners();

@@ -22,7 +22,7 @@ import { hostname } from 'node:os';
 import { MongoClient, MongoServerError, type ClientSession } from 'mongodb';
 import { fencedRefusal, type GenerationSpace, type PointerRead, type ReplayLock } from '../generations/port.ts';
 import { GENERATIONS_COLLECTION, generationOfCollection, mongoReadStoreOn } from './mongodb-read-store.ts';
-import { mongoCommitFeed } from './mongodb-commit-feed.ts';
+import { mongoCommitFeed, mongoPointerFeed } from './mongodb-commit-feed.ts';
 
 type MetaDoc = {
   _id: string;
@@ -246,6 +246,7 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
         ...(fence === undefined ? {} : { fenced: (session: ClientSession) => stillFenced(fence, session) }),
       }),
     commitFeed: () => mongoCommitFeed(db),
+    pointerFeed: () => mongoPointerFeed(db),
 
     async remove(generation, fence) {
       // Dropping a collection cannot join a transaction, so the fence is checked just before the drops.
@@ -262,6 +263,8 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
 
     acquireReplayLock,
     removalDisturbsUsers: true,
+    // MongoDB has no session lock that ends with the process: an announcement is a document renewed this often.
+    announceEveryMs,
 
     async announce(instance, generations) {
       const now = clock();

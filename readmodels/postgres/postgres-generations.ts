@@ -8,9 +8,10 @@
  *   process on this host is gone, is taken over with a compare-and-set on the token it had. The token is
  *   the lock's fence: a build commit, the pointer switch and `remove` that name it check it in their own
  *   transaction under FOR SHARE, so a takeover waits for them and whatever follows a takeover is refused.
- * - `users`: which generations each serving process or projector uses and when it last said so. A
- *   dropped schema fails the reads of whoever still reads it, so a replay removes the old generation
- *   only once no announcement younger than `staleMs` names it. Times are each process's own clock.
+ * Which generations a process uses is a shared advisory lock per generation held by its presence session
+ * (postgres-presence.ts): a dropped schema fails the reads of whoever still reads it, so a replay removes
+ * the old generation only once no session holds its lock, and a process that dies lets go with its
+ * connection. A switch NOTIFYs the pointer channel, which that session LISTENs to (`pointerFeed`).
  * Commits are announced by NOTIFY; `commitFeed` LISTENs (postgres-commit-feed.ts).
  */
 import { processAlive } from '../generations/process-alive.ts';
@@ -20,6 +21,7 @@ import type pg from 'pg';
 import { fencedRefusal, type GenerationSpace, type PointerRead, type ReplayLock } from '../generations/port.ts';
 import { fenceHolds, type Fence } from './postgres-commit.ts';
 import { postgresCommitFeed } from './postgres-commit-feed.ts';
+import { POINTER_CHANNEL, postgresPresence } from './postgres-presence.ts';
 import { createPool, quoteIdent, withClient } from './postgres-pool.ts';
 import { postgresReadStoreOn } from './postgres-read-store.ts';
 import {
@@ -35,16 +37,11 @@ import {
 export type PostgresGenerationOptions = {
   /** Length of the replay lock's lease (renewed while the replay runs). */
   leaseMs?: number;
-  /** An announcement older than this no longer keeps a generation in use. */
-  staleMs?: number;
-  /** An unchanged announcement is written again at most this often. */
-  announceEveryMs?: number;
   clock?: () => number;
 };
 
 const POINTER = `${SPACE_SCHEMA}.pointer`;
 const LOCK = `${SPACE_SCHEMA}.replay_lock`;
-const USERS = `${SPACE_SCHEMA}.users`;
 
 type LockRow = {
   token: number;
@@ -56,11 +53,10 @@ type LockRow = {
 
 export function createPostgresGenerationSpace(url: string, options: PostgresGenerationOptions = {}): GenerationSpace {
   const leaseMs = options.leaseMs ?? 30_000;
-  const staleMs = options.staleMs ?? 10_000;
-  const announceEveryMs = options.announceEveryMs ?? 1_000;
   const clock = options.clock ?? Date.now;
   const pool = createPool(url);
-  const announced = new Map<string, { generations: string; at: number }>();
+  const presence = postgresPresence(url);
+  let closed = false;
   let ready: Promise<void> | undefined;
   const renewals = new Set<ReturnType<typeof setInterval>>();
 
@@ -68,7 +64,7 @@ export function createPostgresGenerationSpace(url: string, options: PostgresGene
     ready ??= withClient(
       pool,
       async (client) => {
-        const made = await client.query<{ made: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS made`, [USERS]);
+        const made = await client.query<{ made: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS made`, [LOCK]);
         if (!made.rows[0]?.made) await runDdl(client, SPACE_TABLES);
       },
       (client) => client.query('ROLLBACK'),
@@ -204,8 +200,12 @@ export function createPostgresGenerationSpace(url: string, options: PostgresGene
         async (client) =>
           (
             await client.query(
-              `UPDATE ${POINTER} SET generation = $2, stamp = stamp + 1 WHERE id = 1 AND generation = $1`,
-              [expected, next],
+              // The NOTIFY is delivered at commit, and only if the switch commits: serving processes re-read then.
+              `WITH switched AS (
+                 UPDATE ${POINTER} SET generation = $2, stamp = stamp + 1 WHERE id = 1 AND generation = $1 RETURNING 1
+               )
+               SELECT pg_notify($3, $2::text) FROM switched`,
+              [expected, next, POINTER_CHANNEL],
             )
           ).rowCount === 1,
       );
@@ -232,6 +232,7 @@ export function createPostgresGenerationSpace(url: string, options: PostgresGene
     },
 
     commitFeed: () => postgresCommitFeed(url),
+    pointerFeed: () => presence.pointerFeed,
 
     async remove(generation, fence) {
       const removed = await fenced(fence, async (client) => {
@@ -245,35 +246,17 @@ export function createPostgresGenerationSpace(url: string, options: PostgresGene
     acquireReplayLock,
     removalDisturbsUsers: true,
 
-    async announce(instance, generations) {
-      const now = clock();
-      const key = generations.join(',');
-      const last = announced.get(instance);
-      if (last && last.generations === key && now - last.at < announceEveryMs) return;
-      await rows(
-        `INSERT INTO ${USERS} (instance, generations, at) VALUES ($1, $2::integer[], $3)
-         ON CONFLICT (instance) DO UPDATE SET generations = excluded.generations, at = excluded.at`,
-        [instance, [...generations], now],
-      );
-      announced.set(instance, { generations: key, at: now });
-    },
-
-    async withdraw(instance) {
-      announced.delete(instance);
-      await rows(`DELETE FROM ${USERS} WHERE instance = $1`, [instance]);
-    },
-
-    async inUse(generation) {
-      const found = await rows(`SELECT 1 FROM ${USERS} WHERE $1 = ANY(generations) AND at > $2 LIMIT 1`, [
-        generation,
-        clock() - staleMs,
-      ]);
-      return found.length > 0;
-    },
+    // Held while the process lives: nothing to renew (no announceEveryMs).
+    announce: (instance, generations) => presence.announce(instance, generations),
+    withdraw: (instance) => presence.withdraw(instance),
+    inUse: (generation) => withClient(pool, (client) => presence.inUse(generation, client)),
 
     async close() {
+      if (closed) return;
+      closed = true;
       for (const renew of renewals) clearInterval(renew);
       renewals.clear();
+      await presence.close();
       await pool.end();
     },
   };

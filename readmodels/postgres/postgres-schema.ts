@@ -112,13 +112,7 @@ CREATE TABLE IF NOT EXISTS ${SPACE_SCHEMA}.replay_lock (
   pid integer,
   expires_at bigint
 );
-INSERT INTO ${SPACE_SCHEMA}.replay_lock (id, token) VALUES (1, 0) ON CONFLICT DO NOTHING;
--- Which generations each serving process or projector uses, and when it last said so (ms).
-CREATE TABLE IF NOT EXISTS ${SPACE_SCHEMA}.users (
-  instance text PRIMARY KEY,
-  generations integer[] NOT NULL,
-  at bigint NOT NULL
-);`;
+INSERT INTO ${SPACE_SCHEMA}.replay_lock (id, token) VALUES (1, 0) ON CONFLICT DO NOTHING;`;
 
 /** Runs `ddl` in a transaction holding the space's DDL lock. */
 export async function runDdl(client: pg.ClientBase, ddl: string, after?: () => Promise<void>): Promise<void> {

@@ -57,3 +57,40 @@ for (const mode of ['atomic', 'unsupported'] as const) {
     }
   });
 }
+
+for (const mode of ['atomic', 'unsupported'] as const) {
+  it(`a restarted process reads each bucket's lifetime once and writes none a bucket already has (multiStreamAppend ${mode})`, async () => {
+    const server = createFakeKurrentDbServer({ multiStreamAppend: mode });
+    const open = () =>
+      createKurrentDbEventLog('kurrentdb://in-memory:2113?tls=false', {
+        client: server.client(),
+        dedupeWindowSeconds: HOUR,
+      });
+    const ids = Array.from({ length: 80 }, () => randomUUID());
+    const lifetimes = () => server.records.filter((r) => r.streamId.startsWith('$$pulseboard-ids-')).length;
+    const first = open();
+    try {
+      await first.appendBatch(
+        ids.map((id, i) => ({ stream: `calls-${i % 4}`, events: [{ id, type: 'vote.cast', data: { i } }] })),
+      );
+    } finally {
+      await first.close();
+    }
+    const buckets = new Set(ids.map((id) => markerStream(id))).size;
+    assert.equal(lifetimes(), buckets, 'one lifetime per bucket written');
+
+    // The same ids into other streams after a restart: a marker each in the same buckets, no lifetime again.
+    const restarted = open();
+    try {
+      server.resetCounts();
+      await restarted.appendBatch(
+        ids.map((id, i) => ({ stream: `pulse-${i % 4}`, events: [{ id, type: 'vote.cast', data: { i } }] })),
+      );
+      assert.equal(server.records.filter((r) => r.type === ID_MARKER_TYPE).length, 160, 'a marker per event');
+      assert.equal(lifetimes(), buckets, 'no lifetime written again');
+      assert.equal(server.calls.get('getStreamMetadata'), buckets, "each bucket's lifetime read once");
+    } finally {
+      await restarted.close();
+    }
+  });
+}

@@ -319,7 +319,10 @@ export function createFakeKurrentDbServer(options: FakeKurrentDbOptions = {}): F
         await step('getStreamMetadata');
         const list = streams.get(`$$${stream}`);
         const last = list?.at(-1);
-        return { streamName: stream, metadata: last ? (JSON.parse(last.data) as Record<string, unknown>) : undefined };
+        if (!last) return { streamName: stream, metadata: undefined };
+        // As the real client: the system key `$maxAge` is given as `maxAge`, custom keys as stored.
+        const { $maxAge, ...custom } = JSON.parse(last.data) as Record<string, unknown>;
+        return { streamName: stream, metadata: { ...custom, ...($maxAge === undefined ? {} : { maxAge: $maxAge }) } };
       },
 
       async dispose() {
