@@ -132,4 +132,3 @@ export const listedRows = (target: Collection<MongoDoc>) =>
 export function facetFilter(facets: readonly string[] | undefined): Filter<MongoDoc> {
   return facets === undefined ? {} : { facet: { $in: [...facets] } };
 }
-

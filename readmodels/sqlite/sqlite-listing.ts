@@ -188,6 +188,5 @@ export function createSqliteListing(
       ) as unknown as DocRow[];
       return rows.map((r) => toStored<D, unknown>(r));
     },
-
   };
 }
