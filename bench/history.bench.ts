@@ -161,11 +161,7 @@ async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T 
   return { ms: performance.now() - started, value };
 }
 
-/** The bench's parts; `--parts` runs some (without `replay`, the cached data set's read models are used). */
-const PARTS = ['replay', 'pages', 'diff', 'export'] as const;
-type Part = (typeof PARTS)[number];
-
-async function benchSize(projects: number, parts: ReadonlySet<Part>, rounds: number): Promise<void> {
+async function benchSize(projects: number, rounds: number): Promise<void> {
   const cached = await ensureDataSet(dataSetSpec(projects));
   const dir = mkdtempSync(join(tmpdir(), `pulseboard-history-bench-${projects}-`));
   try {
@@ -176,9 +172,8 @@ async function benchSize(projects: number, parts: ReadonlySet<Part>, rounds: num
     say(`\n${projects} projects, ${head} log positions`);
 
     const withPath = join(dir, 'readmodels.sqlite');
-    if (parts.has('replay')) await benchReplay(log, dir, withPath, rounds);
-    else copyFileSync(join(cached, 'readmodels.sqlite'), withPath);
-    await benchReads(projects, dir, log, withPath, parts);
+    await benchReplay(log, dir, withPath, rounds);
+    await benchReads(projects, dir, log, withPath);
     await log.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -238,7 +233,7 @@ async function benchReplay(log: Log, dir: string, withPath: string, rounds: numb
 }
 
 /** The as-of pages, the diff and the export over HTTP and the CLI, against their baselines. */
-async function benchReads(projects: number, dir: string, log: Log, withPath: string, parts: ReadonlySet<Part>) {
+async function benchReads(projects: number, dir: string, log: Log, withPath: string) {
   const key = await benchKey(dir);
   const archive = await log.archiveId();
   const cursorAt = (seq: number) => namedPoint(archive, { seq, at: null }).cursor;
@@ -252,102 +247,96 @@ async function benchReads(projects: number, dir: string, log: Log, withPath: str
     .get(head, Math.floor(projects / 10)) as { valid_from: number } | undefined;
   const from = tenth?.valid_from ?? 0;
   try {
-    if (parts.has('pages')) {
-      const totalPages = async (query: string) =>
-        (
-          (await (
-            await fetch(`http://127.0.0.1:${server.port}/v1/projects?page=1${query}`, {
-              headers: { authorization: `Bearer ${key}` },
-            })
-          ).json()) as { totalPages: number }
-        ).totalPages;
-      const [live, past] = [await totalPages(''), await totalPages(`&asOf=${cursorAt(mid)}`)];
-      for (const [label, at] of [
-        ['first', 0],
-        ['middle', 0.5],
-        ['last', 1],
-      ] as const) {
-        const page = (total: number) => Math.max(1, Math.ceil(total * at));
-        const auth = { authorization: `Bearer ${key}` };
-        const liveRps = (await loadOn(server, `/v1/projects?page=${page(live)}`, auth)).rps;
-        const pastRps = (await loadOn(server, `/v1/projects?page=${page(past)}&asOf=${cursorAt(mid)}`, auth)).rps;
-        say(
-          `board ${label} page: live ${liveRps.toFixed(0)} req/s; as of the middle ${pastRps.toFixed(0)} req/s: ${(liveRps / pastRps).toFixed(2)}x the live time (goal <= 3)`,
-        );
-      }
-    }
-    if (parts.has('diff')) {
-      // The diff of the last ~10 % of the board, walked as a user of the client does (each page asked
-      // for once the one before names it), uncompressed, against a raw SELECT and parse of the same rows.
-      const client = createClient({ baseUrl: `http://127.0.0.1:${server.port}`, key });
-      const walkDiff = async () => {
-        let rows = 0;
-        const pages = client.projects.diffPages({
-          from: cursorAt(from),
-          to: cursorAt(head),
-          limit: 100,
-          prefetch: true,
-        });
-        for await (const step of pages) {
-          if (!step.ok) throw new Error(`diff walk: ${step.error.message}`);
-          rows += step.page.changes.length;
-        }
-        return rows;
-      };
-      const readRaw = async () =>
-        (
-          raw
-            .prepare(
-              `SELECT CAST(${versionDoc('a.', 'ta.')} AS TEXT) AS doc, CAST(${versionDoc('b.', 'tb.')} AS TEXT) AS before
-            FROM history_versions a LEFT JOIN history_versions b ON b.rowid = (SELECT rowid FROM history_versions
-              WHERE collection = a.collection AND id = a.id AND valid_from <= ?1 ORDER BY valid_from DESC LIMIT 1)
-            LEFT JOIN history_shared_texts ta ON ta.rowid = a.shared_text LEFT JOIN history_shared_texts tb ON tb.rowid = b.shared_text
-            WHERE a.collection = 'projects' AND a.valid_from > ?1 AND a.valid_to > ?2`,
-            )
-            .all(from, head) as { doc: string; before: string | null }[]
-        ).map((r) => [JSON.parse(r.doc), r.before === null ? null : JSON.parse(r.before)]).length;
-      // A walk is short: the medians of DIFF_WALKS, in turn, after one of each that warms the path up.
-      await walkDiff();
-      await readRaw();
-      const [diff, rawRead] = await mediansOf(walkDiff, readRaw);
+    const totalPages = async (query: string) =>
+      (
+        (await (
+          await fetch(`http://127.0.0.1:${server.port}/v1/projects?page=1${query}`, {
+            headers: { authorization: `Bearer ${key}` },
+          })
+        ).json()) as { totalPages: number }
+      ).totalPages;
+    const [live, past] = [await totalPages(''), await totalPages(`&asOf=${cursorAt(mid)}`)];
+    for (const [label, at] of [
+      ['first', 0],
+      ['middle', 0.5],
+      ['last', 1],
+    ] as const) {
+      const page = (total: number) => Math.max(1, Math.ceil(total * at));
+      const auth = { authorization: `Bearer ${key}` };
+      const liveRps = (await loadOn(server, `/v1/projects?page=${page(live)}`, auth)).rps;
+      const pastRps = (await loadOn(server, `/v1/projects?page=${page(past)}&asOf=${cursorAt(mid)}`, auth)).rps;
       say(
-        `diff of ${diff!.value} projects (${((diff!.value / projects) * 100).toFixed(1)} % of the board), paged over HTTP: ${diff!.ms.toFixed(0)} ms; ` +
-          `raw SELECT and parse of the same rows: ${rawRead!.ms.toFixed(0)} ms (medians of ${DIFF_WALKS}): ${(rawRead!.ms / diff!.ms).toFixed(2)} of the raw read's speed (goal >= 0.3)`,
+        `board ${label} page: live ${liveRps.toFixed(0)} req/s; as of the middle ${pastRps.toFixed(0)} req/s: ${(liveRps / pastRps).toFixed(2)}x the live time (goal <= 3)`,
       );
     }
-    if (parts.has('export')) {
-      // The Parquet export (the board's versions, the calls, the events) against raw SELECTs of the same rows.
-      const out = join(dir, 'export');
-      mkdirSync(out);
-      const store = createSqliteReadStore(withPath);
-      const point = { seq: head, at: null };
-      const exported = await timed(() =>
-        exportAsOf({ log, store, point, named: namedPoint(archive, point), format: 'parquet', dir: out }),
-      );
-      await store.close();
-      const rawExport = await timed(async () => {
-        let n = 0;
-        const versions = `SELECT CAST(${versionDoc('v.', 't.')} AS TEXT) AS doc FROM history_versions AS v
-          LEFT JOIN history_shared_texts AS t ON t.rowid = v.shared_text WHERE v.collection = 'projects' AND v.valid_to > ?`;
-        for (const row of raw.prepare(versions).iterate(head) as Iterable<{ doc: string }>)
-          n += JSON.parse(row.doc) ? 1 : 0;
-        const calls = "SELECT doc FROM docs WHERE collection = 'calls' AND facet = 'visible'";
-        for (const row of raw.prepare(calls).iterate() as Iterable<{ doc: string }>) n += JSON.parse(row.doc) ? 1 : 0;
-        const events = new DatabaseSync(join(dir, 'events.sqlite'), { readOnly: true });
-        for (const _row of events.prepare('SELECT * FROM events').iterate()) n++;
-        events.close();
-        return n;
+    // The diff of the last ~10 % of the board, walked as a user of the client does (each page asked
+    // for once the one before names it), uncompressed, against a raw SELECT and parse of the same rows.
+    const client = createClient({ baseUrl: `http://127.0.0.1:${server.port}`, key });
+    const walkDiff = async () => {
+      let rows = 0;
+      const pages = client.projects.diffPages({
+        from: cursorAt(from),
+        to: cursorAt(head),
+        limit: 100,
+        prefetch: true,
       });
-      const { projects: p, calls, events } = exported.value;
-      say(
-        `parquet export: ${p} projects, ${calls} calls, ${events} events in ${seconds(exported.ms)}; raw SELECTs of the same rows ${seconds(rawExport.ms)}: ` +
-          `${(rawExport.ms / exported.ms).toFixed(2)} of the raw read's speed (goal >= 0.2)`,
-      );
-      const cli = exportPeakRss(dir, join(dir, 'export-cli'));
-      say(
-        `pulseboard export --format parquet (the CLI, as of the head): peak RSS ${(cli.maxRssKiB / 1024).toFixed(0)} MiB in ${seconds(cli.ms)} (goal <= 300 MB)`,
-      );
-    }
+      for await (const step of pages) {
+        if (!step.ok) throw new Error(`diff walk: ${step.error.message}`);
+        rows += step.page.changes.length;
+      }
+      return rows;
+    };
+    const readRaw = async () =>
+      (
+        raw
+          .prepare(
+            `SELECT CAST(${versionDoc('a.', 'ta.')} AS TEXT) AS doc, CAST(${versionDoc('b.', 'tb.')} AS TEXT) AS before
+          FROM history_versions a LEFT JOIN history_versions b ON b.rowid = (SELECT rowid FROM history_versions
+            WHERE collection = a.collection AND id = a.id AND valid_from <= ?1 ORDER BY valid_from DESC LIMIT 1)
+          LEFT JOIN history_shared_texts ta ON ta.rowid = a.shared_text LEFT JOIN history_shared_texts tb ON tb.rowid = b.shared_text
+          WHERE a.collection = 'projects' AND a.valid_from > ?1 AND a.valid_to > ?2`,
+          )
+          .all(from, head) as { doc: string; before: string | null }[]
+      ).map((r) => [JSON.parse(r.doc), r.before === null ? null : JSON.parse(r.before)]).length;
+    // A walk is short: the medians of DIFF_WALKS, in turn, after one of each that warms the path up.
+    await walkDiff();
+    await readRaw();
+    const [diff, rawRead] = await mediansOf(walkDiff, readRaw);
+    say(
+      `diff of ${diff!.value} projects (${((diff!.value / projects) * 100).toFixed(1)} % of the board), paged over HTTP: ${diff!.ms.toFixed(0)} ms; ` +
+        `raw SELECT and parse of the same rows: ${rawRead!.ms.toFixed(0)} ms (medians of ${DIFF_WALKS}): ${(rawRead!.ms / diff!.ms).toFixed(2)} of the raw read's speed (goal >= 0.3)`,
+    );
+    // The Parquet export (the board's versions, the calls, the events) against raw SELECTs of the same rows.
+    const out = join(dir, 'export');
+    mkdirSync(out);
+    const store = createSqliteReadStore(withPath);
+    const point = { seq: head, at: null };
+    const exported = await timed(() =>
+      exportAsOf({ log, store, point, named: namedPoint(archive, point), format: 'parquet', dir: out }),
+    );
+    await store.close();
+    const rawExport = await timed(async () => {
+      let n = 0;
+      const versions = `SELECT CAST(${versionDoc('v.', 't.')} AS TEXT) AS doc FROM history_versions AS v
+        LEFT JOIN history_shared_texts AS t ON t.rowid = v.shared_text WHERE v.collection = 'projects' AND v.valid_to > ?`;
+      for (const row of raw.prepare(versions).iterate(head) as Iterable<{ doc: string }>)
+        n += JSON.parse(row.doc) ? 1 : 0;
+      const calls = "SELECT doc FROM docs WHERE collection = 'calls' AND facet = 'visible'";
+      for (const row of raw.prepare(calls).iterate() as Iterable<{ doc: string }>) n += JSON.parse(row.doc) ? 1 : 0;
+      const events = new DatabaseSync(join(dir, 'events.sqlite'), { readOnly: true });
+      for (const _row of events.prepare('SELECT * FROM events').iterate()) n++;
+      events.close();
+      return n;
+    });
+    const { projects: p, calls, events } = exported.value;
+    say(
+      `parquet export: ${p} projects, ${calls} calls, ${events} events in ${seconds(exported.ms)}; raw SELECTs of the same rows ${seconds(rawExport.ms)}: ` +
+        `${(rawExport.ms / exported.ms).toFixed(2)} of the raw read's speed (goal >= 0.2)`,
+    );
+    const cli = exportPeakRss(dir, join(dir, 'export-cli'));
+    say(
+      `pulseboard export --format parquet (the CLI, as of the head): peak RSS ${(cli.maxRssKiB / 1024).toFixed(0)} MiB in ${seconds(cli.ms)} (goal <= 300 MB)`,
+    );
   } finally {
     raw.close();
     await server.stop();
@@ -358,7 +347,6 @@ export async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
     options: {
       projects: { type: 'string' },
-      parts: { type: 'string' },
       rounds: { type: 'string' },
       rebuild: { type: 'boolean' },
       'replay-once': { type: 'boolean' },
@@ -370,12 +358,8 @@ export async function main(): Promise<void> {
   const rounds = values.rounds !== undefined ? Number(values.rounds) : 1;
   if (!Number.isSafeInteger(rounds) || rounds < 1) throw new Error('--rounds: a whole number of at least 1');
   const sizes = values.projects !== undefined ? [Number(values.projects)] : [10_000, 100_000];
-  const given = typeof values.parts === 'string' ? values.parts.split(',') : PARTS;
-  const unknown = given.filter((p) => !(PARTS as readonly string[]).includes(p));
-  if (unknown.length > 0) throw new Error(`--parts: unknown ${unknown.join(', ')} (known: ${PARTS.join(', ')})`);
-  const parts = new Set(given as Part[]);
   say('History bench. Figures taken on a shared machine: compare ratios within one run.');
-  for (const projects of sizes) await benchSize(projects, parts, rounds);
+  for (const projects of sizes) await benchSize(projects, rounds);
 }
 
 if (import.meta.main) await main();

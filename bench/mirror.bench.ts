@@ -6,7 +6,7 @@
  * `node bench/mirror.bench.ts [--sizes 10000,100000]`; PostgreSQL at PULSEBOARD_BENCH_POSTGRES_URL
  * (default postgres://postgres@127.0.0.1:5432/test), left out with a line where none answers.
  */
-import { spawn } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,26 +28,17 @@ const GOAL = 0.3;
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const perSecond = (rows: number, ms: number) => `${Math.round(rows / (ms / 1000)).toLocaleString('en-US')} rows/s`;
 
-async function timed(work: () => Promise<void>): Promise<number> {
+async function timed(work: () => unknown): Promise<number> {
   const t0 = performance.now();
   await work();
   return performance.now() - t0;
 }
 
 /** The command itself, in a process of its own, as a user runs it. */
-function mirrorCommand(url: string, key: string, to: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--disable-warning=ExperimentalWarning', CLI, 'mirror', '--url', url, '--key', key, '--to', to, '--once'],
-      {
-        stdio: ['ignore', 'ignore', 'pipe'],
-      },
-    );
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`mirror exited ${code}: ${stderr}`))));
-  });
+function mirrorCommand(url: string, key: string, to: string): void {
+  const args = [CLI, 'mirror', '--url', url, '--key', key, '--to', to, '--once'];
+  const child = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', ...args], { encoding: 'utf8' });
+  if (child.status !== 0) throw new Error(`mirror exited ${child.status}: ${child.stderr}`);
 }
 
 /** The same rows through the mirror's own upsert, 1,000 to a transaction. */

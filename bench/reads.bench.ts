@@ -10,7 +10,7 @@
  *     the service and its baseline back to back: each ratio is the median of the rounds';
  *   - the server's RSS after the load, and how each cost grows with the board.
  * Data sets are built once and cached (bench/dataset.ts). Sizes: 10k and 100k projects; `--scale` adds
- * 1M (8 days of history per project, outside CI), `--quick` 10k only, `--only N` N only.
+ * 1M (8 days of history per project, outside CI), `--only N` N only.
  */
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -325,7 +325,7 @@ export async function main(): Promise<void> {
   if (only >= 0 && !(Number.isInteger(onlySize) && onlySize > 0))
     throw new Error('--only takes a number of projects, e.g. --only 1000000');
   const scale = process.argv.includes('--scale') ? [10_000, 100_000, 1_000_000] : [10_000, 100_000];
-  const sizes = only >= 0 ? [onlySize] : process.argv.includes('--quick') ? [10_000] : scale;
+  const sizes = only >= 0 ? [onlySize] : scale;
   const results: SizeResult[] = [];
   for (const projects of sizes) results.push(await benchSize(dataSetSpec(projects, projects >= 1_000_000)));
   if (results.length > 1) growthTable(results);

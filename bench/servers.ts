@@ -2,12 +2,33 @@
  * The benches' servers, each started in a process of its own (bench/reads-server.ts) so the load
  * generator never shares its event loop, and the load they take (autocannon).
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { NO_WARNING, startCommand } from '../bin/start-command.ts';
-import { processCpuMicros } from './process-cpu.ts';
+
+/** Clock ticks a second (USER_HZ), as /proc counts them. */
+const TICKS_PER_SECOND = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** Microseconds of CPU the process has used so far, or null where /proc cannot say. */
+function processCpuMicros(pid: number): number | null {
+  try {
+    // The command name (field 2) may hold spaces: the fields after it follow its closing parenthesis.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ', 2)[1]!.split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? (ticks * 1e6) / TICKS_PER_SECOND : null;
+  } catch {
+    return null;
+  }
+}
 
 type LoadResult = {
   requests: { average: number; total: number };

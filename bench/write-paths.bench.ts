@@ -23,6 +23,7 @@ import { inTransaction, openSqlite } from '../config/sqlite.ts';
 import { createSqliteEventLog, EVENT_LOG_PRAGMAS } from '../eventstore/sqlite/sqlite-event-log.ts';
 import { createDeadLetterFile, ingestNdjson } from '../ingest/ndjson.ts';
 import { createIngestor } from '../ingest/pipeline.ts';
+import type { Projector } from '../projectors/projector.ts';
 import { projectors } from '../projectors/registry.ts';
 import { createProjectionRunner } from '../projectors/runner.ts';
 import { createSqliteGenerationSpace } from '../readmodels/sqlite/generations.ts';
@@ -186,15 +187,21 @@ async function benchSize(projects: number): Promise<void> {
     const dataDir = join(dir, 'data');
     const config = parseConfig({ PULSEBOARD_DATA_DIR: dataDir });
     if (!config.ok) throw new Error(config.reason);
-    start = mark();
-    const replayed = await replayReadModels({
-      space: createSqliteGenerationSpace(dataDir),
-      log,
-      projectors,
-      ...projectionLimits(config.config, 'replay'),
-    });
-    const replaySpan = since(start);
-    if (!replayed.ok) throw new Error(replayed.reason);
+    const replay = async (into: string, list: readonly Projector[]) => {
+      const limits = projectionLimits(config.config, 'replay');
+      const begun = mark();
+      const done = await replayReadModels({
+        space: createSqliteGenerationSpace(into),
+        log,
+        projectors: list,
+        ...limits,
+      });
+      const span = since(begun);
+      if (!done.ok) throw new Error(done.reason);
+      return { ...done, span };
+    };
+    const replayed = await replay(dataDir, projectors);
+    const replaySpan = replayed.span;
 
     // Baselines: the raw read of the whole log, the raw upsert of the final documents.
     start = mark();
@@ -227,16 +234,7 @@ async function benchSize(projects: number): Promise<void> {
     await createProjectionRunner(log, plainStore, plain, EMBEDDED_LIMITS).catchUp();
     const plainCatchUp = since(start);
     await plainStore.close();
-    const plainDir = join(dir, 'data-plain');
-    start = mark();
-    const plainReplayed = await replayReadModels({
-      space: createSqliteGenerationSpace(plainDir),
-      log,
-      projectors: plain,
-      ...projectionLimits(config.config, 'replay'),
-    });
-    const plainReplay = since(start);
-    if (!plainReplayed.ok) throw new Error(plainReplayed.reason);
+    const plainReplay = (await replay(join(dir, 'data-plain'), plain)).span;
     line(`without the history model: catch-up in ${time(plainCatchUp)}, replay in ${time(plainReplay)}`);
     line(`  ratio     catch-up ${ratio(raw, plainCatchUp)}; replay ${ratio(raw, plainReplay)}`);
     await log.close();

@@ -8,7 +8,7 @@
  */
 import type { Db } from 'mongodb';
 import type { CommitFeed } from '../commit-signal.ts';
-import { CHECKPOINTS, GENERATIONS_COLLECTION } from './mongodb-read-store.ts';
+import { CHECKPOINTS, GENERATIONS_COLLECTION } from './mongodb-layout.ts';
 
 export function mongoCommitFeed(db: Db): CommitFeed {
   return {

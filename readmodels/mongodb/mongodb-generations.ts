@@ -21,7 +21,8 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { MongoClient, MongoServerError, type ClientSession } from 'mongodb';
 import { fencedRefusal, type GenerationSpace, type PointerRead, type ReplayLock } from '../generations/port.ts';
-import { GENERATIONS_COLLECTION, generationOfCollection, mongoReadStoreOn } from './mongodb-read-store.ts';
+import { GENERATIONS_COLLECTION, generationOfCollection } from './mongodb-layout.ts';
+import { mongoReadStoreOn } from './mongodb-read-store.ts';
 import { mongoCommitFeed, mongoPointerFeed } from './mongodb-commit-feed.ts';
 
 type MetaDoc = {

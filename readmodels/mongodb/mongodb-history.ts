@@ -20,7 +20,7 @@
  * with both ends), or a walk along the index bounded by its limit; fields tested beyond the bounds are
  * in the index, so a row is fetched only once it matches.
  */
-import { Binary, type ClientSession, type Collection, type Db, type Filter, type MongoClient } from 'mongodb';
+import type { ClientSession, Collection, Db, Filter, MongoClient } from 'mongodb';
 import {
   OPEN_END,
   type HistoryChangesQuery,
@@ -29,89 +29,37 @@ import {
   type HistoryStore,
   type Version,
   type VersionChange,
-  type VersionWrite,
   type WritePoint,
 } from '../history/port.ts';
-import type { DocWrite, ListPage } from '../port.ts';
-import { joinVersion, sharedOf, splitVersion, type SharedBefore } from '../history/shared-member.ts';
+import type { ListPage } from '../port.ts';
+import { joinVersion } from '../history/shared-member.ts';
 import { storedFromTexts } from '../stored-doc.ts';
-
-export const HISTORY_VERSIONS = '_pulseboard_history_versions';
-export const HISTORY_PLACEMENTS = '_pulseboard_history_placements';
-export const HISTORY_COUNTS = '_pulseboard_history_counts';
-export const HISTORY_FROM = '_pulseboard_history_from';
-export const HISTORY_SHARED = '_pulseboard_history_shared';
-
-type VersionDoc = {
-  _id: string;
-  c: string;
-  id: string;
-  from: number;
-  to: number;
-  writtenAt: string;
-  sortKey: string;
-  facet: string;
-  /** `from` of the placement this version belongs to (what closes it when the document moves). */
-  placed: number;
-  /** UTF-8 of the JSON text, as the live documents keep it (without the shared member when `shared` is set). */
-  doc: Binary;
-  /** The `_id` of the shared member's text and the byte of `doc` where it goes back. */
-  shared?: string;
-  at?: number;
-};
-type SharedDoc = { _id: string; text: Binary };
-type PlacementDoc = { _id: string; c: string; id: string; sortKey: string; facet: string; from: number; to: number };
-type CountDoc = { _id: string; c: string; at: number; counts: { facet: string; n: number }[] };
-type FromDoc = { _id: string; position: number };
-
-/** The history collections' indexes, by collection; every read names one of these (or `_id_`) in its hint. */
-export const HISTORY_INDEXES = {
-  [HISTORY_VERSIONS]: [
-    // A document's versions by end: its open one (a commit), the one valid at P among a page's (to > P, from ≤ P).
-    { key: { c: 1, id: 1, to: 1, from: 1 }, name: 'history_open' },
-    // Writes in (from, to] in delta order, and the last write at or before a position.
-    { key: { c: 1, from: 1, id: 1, to: 1 }, name: 'history_delta' },
-  ],
-  [HISTORY_PLACEMENTS]: [
-    { key: { c: 1, sortKey: -1, id: -1, from: 1, to: 1 }, name: 'placement_listing' },
-    { key: { c: 1, facet: 1, sortKey: -1, id: -1, from: 1, to: 1 }, name: 'placement_facet' },
-  ],
-  [HISTORY_COUNTS]: [{ key: { c: 1, at: 1 }, name: 'count_at' }],
-} as const;
-
-/** An index of the versions no read uses any more (a point at a time comes from the log): dropped where it exists. */
-const STALE_VERSIONS_INDEX = 'history_time';
-const INDEX_NOT_FOUND = 27;
-const NAMESPACE_NOT_FOUND = 26;
-
-async function dropStaleIndex(collection: Collection<VersionDoc>, name: string): Promise<void> {
-  try {
-    await collection.dropIndex(name);
-  } catch (error) {
-    const code = (error as { code?: unknown } | null)?.code;
-    if (code !== INDEX_NOT_FOUND && code !== NAMESPACE_NOT_FOUND) throw error;
-  }
-}
-
-/** Ids per query of a page's versions (a batch of an export holds thousands). */
-const IDS_PER_READ = 1000;
-const KEY_DIGITS = 16;
-
-/** A version's `_id`: [collection, id] as JSON (no other pair's text starts with it), then `from` in fixed width. */
-export function versionKey(collection: string, id: string, from: number): string {
-  return `${JSON.stringify([collection, id])}${String(from).padStart(KEY_DIGITS, '0')}`;
-}
-const placementKey = (collection: string, id: string, from: number) => JSON.stringify([collection, id, from]);
-const countKey = (collection: string, at: number) => JSON.stringify([collection, at]);
+import {
+  bytesOf,
+  dropStaleIndex,
+  HISTORY_COUNTS,
+  HISTORY_FROM,
+  HISTORY_INDEXES,
+  HISTORY_PLACEMENTS,
+  HISTORY_SHARED,
+  HISTORY_VERSIONS,
+  IDS_PER_READ,
+  STALE_VERSIONS_INDEX,
+  textsOf,
+  versionKey,
+  type CountDoc,
+  type FromDoc,
+  type PlacementDoc,
+  type SharedDoc,
+  type VersionDoc,
+} from './mongodb-history-layout.ts';
+import { createMongoHistoryWriter, type HistoryWrite } from './mongodb-history-write.ts';
 
 /** A position as an index bound: a whole number in [0, OPEN_END]. */
 const position = (at: number) => Math.max(0, Math.min(OPEN_END, Math.floor(at)));
 
 const facetFilter = (facets: readonly string[] | undefined) =>
   facets === undefined ? {} : { facet: { $in: [...facets] } };
-
-const bytesOf = (binary: Binary): Uint8Array => binary.read(0, binary.position);
-const utf8 = new TextDecoder();
 
 /** A version as read: `texts` holds the shared texts its row may name (sharedTexts). */
 const toVersion = <D>(row: VersionDoc, texts: ReadonlyMap<string, Uint8Array>): Version<D> =>
@@ -142,12 +90,6 @@ function inOrder<R extends { id: string }>(ids: readonly string[], rows: readonl
     return row ? [row] : [];
   });
 }
-
-/**
- * A commit's write of one document as the history reads it: its versions and the live document, whose
- * text (`json`, when the live store made it) is reused for the version whose `doc` is the same object.
- */
-export type HistoryWrite = Pick<DocWrite, 'id' | 'doc' | 'json' | 'versions'>;
 
 export type MongoHistory = HistoryStore & {
   /** Creates the indexes (idempotent), once per process. */
@@ -183,22 +125,9 @@ export function createMongoHistory(
   const recorded = db.collection<FromDoc>(names(HISTORY_FROM));
   const sharedTexts = db.collection<SharedDoc>(names(HISTORY_SHARED));
 
-  /** The shared texts `rows` name, by `_id`: one read per IDS_PER_READ of them. */
-  async function textsOf(rows: readonly VersionDoc[], session?: ClientSession): Promise<Map<string, Uint8Array>> {
-    const texts = new Map<string, Uint8Array>();
-    const wanted = [...new Set(rows.flatMap((row) => (row.shared === undefined ? [] : [row.shared])))];
-    for (let i = 0; i < wanted.length; i += IDS_PER_READ) {
-      const found = await sharedTexts
-        .find({ _id: { $in: wanted.slice(i, i + IDS_PER_READ) } }, { hint: '_id_', ...(session ? { session } : {}) })
-        .toArray();
-      for (const row of found) texts.set(row._id, bytesOf(row.text));
-    }
-    return texts;
-  }
-
   /** `rows` as versions, in their order, their shared texts put back. */
   async function versionsOf<D>(rows: readonly VersionDoc[], session?: ClientSession): Promise<Version<D>[]> {
-    const texts = await textsOf(rows, session);
+    const texts = await textsOf(sharedTexts, rows, session);
     return rows.map((row) => toVersion<D>(row, texts));
   }
   let indexes: Promise<void> | undefined;
@@ -317,141 +246,7 @@ export function createMongoHistory(
       await pending;
     },
 
-    async write(collection, writes, session) {
-      const ordered: { id: string; w: HistoryWrite; v: VersionWrite }[] = [];
-      for (const w of writes) for (const v of w.versions ?? []) ordered.push({ id: w.id, w, v });
-      if (ordered.length === 0) return;
-      ordered.sort((a, b) => a.v.seq - b.v.seq);
-      const ids = [...new Set(ordered.map((o) => o.id))];
-      // The batch's documents as the model last had them: their open versions (one exact key each).
-      const open = await versions
-        .find(
-          { c: collection, id: { $in: ids }, to: OPEN_END },
-          { projection: { id: 1, from: 1, sortKey: 1, facet: 1, placed: 1, shared: 1 }, hint: 'history_open', session },
-        )
-        .toArray();
-      const openTexts = await textsOf(open, session);
-      const storedShared = new Map(open.map((row) => [row.id, row.shared]));
-      const latestCounts = await counts
-        .find(
-          { c: collection, at: { $gte: 0, $lte: OPEN_END } },
-          { projection: { counts: 1 }, hint: 'count_at', session },
-        )
-        .sort({ at: -1 })
-        .limit(1)
-        .next();
-      type Latest = { from: number; sortKey: string; facet: string; placed: number };
-      const latest = new Map<string, Latest>(open.map((row) => [row.id, row]));
-      const facetCounts = new Map((latestCounts?.counts ?? []).map(({ facet, n }) => [facet, n]));
-      // What the batch writes: new documents (closed in place when a later write of the batch ends them) and closings of earlier ones.
-      const newVersions = new Map<string, VersionDoc>();
-      const closedVersions = new Map<string, number>();
-      const newPlacements = new Map<string, PlacementDoc>();
-      const closedPlacements = new Map<string, number>();
-      const countDocs = new Map<number, CountDoc>();
-      const newTexts: SharedDoc[] = [];
-      // Each document's shared member as its version before kept it (stored, or earlier in this batch).
-      const sharedBefore = new Map<string, SharedBefore<string> | null>();
-      const close = <T extends { to: number }>(
-        made: Map<string, T>,
-        closed: Map<string, number>,
-        key: string,
-        at: number,
-      ) => {
-        const row = made.get(key);
-        if (row) row.to = at;
-        else closed.set(key, at);
-      };
-      const move = (facet: string, by: number) => facetCounts.set(facet, (facetCounts.get(facet) ?? 0) + by);
-      for (const { id, w, v } of ordered) {
-        const previous = latest.get(id);
-        // A write already recorded (the same batch committed again) changes nothing.
-        if (previous && previous.from >= v.seq) continue;
-        if (previous) close(newVersions, closedVersions, versionKey(collection, id, previous.from), v.seq);
-        const stays = previous !== undefined && previous.sortKey === v.sortKey && previous.facet === v.facet;
-        const placed = stays ? previous.placed : v.seq;
-        let before = sharedBefore.get(id);
-        if (before === undefined) {
-          const ref = storedShared.get(id);
-          const text = ref === undefined ? undefined : openTexts.get(ref);
-          before = ref !== undefined && text !== undefined ? { value: undefined, ref, text: utf8.decode(text) } : null;
-        }
-        const split = splitVersion(v, before, () => {
-          // The live document is the batch's last version of it: its text is the one the live store wrote.
-          const json = v.doc === w.doc ? (w.json ?? JSON.stringify(v.doc)) : JSON.stringify(v.doc);
-          if (json === undefined) throw new TypeError(`document ${id} is not JSON`);
-          return json;
-        });
-        const shared = sharedOf(split, before, (member) => {
-          const _id = versionKey(collection, id, v.seq);
-          newTexts.push({ _id, text: new Binary(Buffer.from(member, 'utf8')) });
-          return _id;
-        });
-        sharedBefore.set(id, shared);
-        newVersions.set(versionKey(collection, id, v.seq), {
-          _id: versionKey(collection, id, v.seq),
-          c: collection,
-          id,
-          from: v.seq,
-          to: OPEN_END,
-          writtenAt: v.writtenAt,
-          sortKey: v.sortKey,
-          facet: v.facet,
-          placed,
-          doc: new Binary(Buffer.from(split.doc, 'utf8')),
-          ...(shared !== null && split.shared !== null ? { shared: shared.ref, at: split.at } : {}),
-        });
-        latest.set(id, { from: v.seq, sortKey: v.sortKey, facet: v.facet, placed });
-        if (stays) continue;
-        // It moved in the listing (or appeared): a new placement, and the facets' counts follow.
-        if (previous) {
-          close(newPlacements, closedPlacements, placementKey(collection, id, previous.placed), v.seq);
-          if (previous.facet !== v.facet) move(previous.facet, -1);
-        }
-        newPlacements.set(placementKey(collection, id, v.seq), {
-          _id: placementKey(collection, id, v.seq),
-          c: collection,
-          id,
-          sortKey: v.sortKey,
-          facet: v.facet,
-          from: v.seq,
-          to: OPEN_END,
-        });
-        if (!previous || previous.facet !== v.facet) {
-          move(v.facet, 1);
-          countDocs.set(v.seq, {
-            _id: countKey(collection, v.seq),
-            c: collection,
-            at: v.seq,
-            counts: [...facetCounts].map(([facet, n]) => ({ facet, n })),
-          });
-        }
-      }
-      const writesOf = <T extends { _id: string }>(made: Map<string, T>, closed: Map<string, number>) => [
-        ...[...closed].map(([_id, to]) => ({ updateOne: { filter: { _id }, update: { $set: { to } } } })),
-        ...[...made.values()].map((document) => ({ insertOne: { document } })),
-      ];
-      if (newTexts.length > 0) {
-        await sharedTexts.bulkWrite(
-          newTexts.map((document) => ({ insertOne: { document } })),
-          { ordered: false, session },
-        );
-      }
-      if (newVersions.size > 0) {
-        await versions.bulkWrite(writesOf(newVersions, closedVersions), { ordered: false, session });
-      }
-      if (newPlacements.size > 0) {
-        await placements.bulkWrite(writesOf(newPlacements, closedPlacements), { ordered: false, session });
-      }
-      if (countDocs.size > 0) {
-        await counts.bulkWrite(
-          [...countDocs.values()].map((row) => ({
-            replaceOne: { filter: { _id: row._id }, replacement: row, upsert: true },
-          })),
-          { ordered: false, session },
-        );
-      }
-    },
+    ...createMongoHistoryWriter({ versions, placements, counts, sharedTexts }),
 
     forget: () => started.clear(),
 
@@ -571,7 +366,7 @@ export function createMongoHistory(
             .toArray();
           for (const row of earlier) before.set(row.id, row);
         }
-        const texts = await textsOf([...rows, ...before.values()]);
+        const texts = await textsOf(sharedTexts, [...rows, ...before.values()]);
         for (const row of rows) {
           const was = before.get(row.id);
           const after = wholeText(row, texts);

@@ -77,7 +77,7 @@ export function createSqliteCommitter(
           if (part.kind === 'versions') recording.add(part.rows);
           else
             for (const [id, doc, state, seq, writtenAt, sortKey, facet, keys] of part.rows)
-              // Lookup keys follow from `keys` (KEY_TRIGGERS in sqlite-read-store.ts).
+              // Lookup keys follow from `keys` (KEY_TRIGGERS in sqlite-layout.ts).
               upsert.run(collection, id, doc, state, seq, writtenAt, sortKey, facet, keys);
         } catch (error) {
           throw abort(error);

@@ -99,7 +99,7 @@ const facetClause = (facets: readonly string[] | undefined, column = 'facet'): s
   return `AND ${column} IN (${facets.map(() => '?').join(',')})`;
 };
 
-/** A LIMIT in the statement's text (see sqlite-read-store.ts sqlLimit: a bound LIMIT re-prepares every run). */
+/** A LIMIT in the statement's text (see sqlite-listing.ts sqlLimit: a bound LIMIT re-prepares every run). */
 const limitText = (limit: number): string => {
   if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError('a page limit must be a non-negative integer');
   return String(limit);

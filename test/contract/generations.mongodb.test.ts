@@ -3,7 +3,7 @@ import { afterAll } from 'vitest';
 import { MongoClient } from 'mongodb';
 import type { GenerationSpace } from '../../readmodels/generations/port.ts';
 import { createMongoGenerationSpace } from '../../readmodels/mongodb/mongodb-generations.ts';
-import { GENERATIONS_COLLECTION } from '../../readmodels/mongodb/mongodb-read-store.ts';
+import { GENERATIONS_COLLECTION } from '../../readmodels/mongodb/mongodb-layout.ts';
 import { skipUnlessDocker, startMongo } from '../support/containers.ts';
 import { generationSpaceContract } from './generations.contract.ts';
 

@@ -21,8 +21,9 @@ import {
   HISTORY_PLACEMENTS,
   HISTORY_SHARED,
   HISTORY_VERSIONS,
-} from '../../readmodels/mongodb/mongodb-history.ts';
-import { generationOfCollection, mongoReadStoreOn } from '../../readmodels/mongodb/mongodb-read-store.ts';
+} from '../../readmodels/mongodb/mongodb-history-layout.ts';
+import { generationOfCollection } from '../../readmodels/mongodb/mongodb-layout.ts';
+import { mongoReadStoreOn } from '../../readmodels/mongodb/mongodb-read-store.ts';
 import type { DocWrite } from '../../readmodels/port.ts';
 import { appendBoardHistory } from '../support/board-history.ts';
 import { fakeMongo, type SentFind } from '../support/mongodb-fake.ts';

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'vitest';
 import { facetDeltas } from '../../readmodels/list-chunks.ts';
-import { rowMoves } from '../../readmodels/mongodb/mongodb-read-store.ts';
+import { rowMoves } from '../../readmodels/mongodb/mongodb-commit.ts';
 
 const row = (_id: string, facet: string, sortKey = 'k') => ({ _id, facet, sortKey });
 

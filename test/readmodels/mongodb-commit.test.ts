@@ -1,5 +1,5 @@
 /**
- * The MongoDB read store's commit (readmodels/mongodb/mongodb-read-store.ts) against an in-memory
+ * The MongoDB read store's commit (readmodels/mongodb/mongodb-commit.ts) against an in-memory
  * stand-in for the driver's MongoClient, counting server calls: a commit costs the same few calls
  * whatever the batch's size (one bulk write of documents, one of counters, one read of previous facets,
  * no read or write per document), and the counters it keeps with $inc match a recount. No Docker
@@ -9,7 +9,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'vitest';
 import { BSON } from 'mongodb';
-import { INDEXES, mongoReadStoreOn } from '../../readmodels/mongodb/mongodb-read-store.ts';
+import { INDEXES } from '../../readmodels/mongodb/mongodb-layout.ts';
+import { mongoReadStoreOn } from '../../readmodels/mongodb/mongodb-read-store.ts';
 import type { DocWrite } from '../../readmodels/port.ts';
 import { expectedPage, listingWrites, type ListingState } from '../support/flipping-listing.ts';
 import { fakeMongo, order, type Row, type SentFind } from '../support/mongodb-fake.ts';

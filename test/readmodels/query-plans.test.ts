@@ -14,7 +14,8 @@ import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS } from '../../projectors/pro
 import { CALL_FACETS, CALLS_COLLECTION } from '../../projectors/calls.ts';
 import type { DocWrite } from '../../readmodels/port.ts';
 import { chunkQueries } from '../../readmodels/sqlite/list-chunks.ts';
-import { createSqliteReadStore, pageQueries, sqlLimit } from '../../readmodels/sqlite/sqlite-read-store.ts';
+import { pageQueries, sqlLimit } from '../../readmodels/sqlite/sqlite-listing.ts';
+import { createSqliteReadStore } from '../../readmodels/sqlite/sqlite-read-store.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pulseboard-plans-'));
 const path = join(dir, 'readmodels.sqlite');

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { skipFor } from '../support/skip.ts';
 import { setImmediate as yieldToIo } from 'node:timers/promises';
 import { MongoClient } from 'mongodb';
-import { GENERATIONS_COLLECTION } from '../../readmodels/mongodb/mongodb-read-store.ts';
+import { GENERATIONS_COLLECTION } from '../../readmodels/mongodb/mongodb-layout.ts';
 import { skipUnlessDocker, startMongo } from '../support/containers.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { appendProjectHistory, dumpReadModels, firstDifference } from '../support/seed.ts';
