@@ -5,7 +5,7 @@ import { HEARTBEAT_MS } from '../service/changes.ts';
 import type { Services } from '../service/services.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
 import { sendError } from '../transport/send-error.ts';
-import { boundedEchoes } from './echoes.ts';
+import { echoed } from '../service/errors.ts';
 import { createOriginCheck } from './origin.ts';
 import { createMcpServerFactory, WHOLE_SURFACE, type RequestContext, type Surface } from './server.ts';
 import { createListenSlots, type Listen } from './subscriptions.ts';
@@ -25,6 +25,40 @@ export type RpcMessage = { method?: unknown; params?: { name?: unknown; argument
 
 const messageOf = (body: unknown): RpcMessage | null =>
   typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as RpcMessage) : null;
+
+/** An access-log and metrics label: the operation, and for /mcp its JSON-RPC method and tool. */
+export type OperationLabel = {
+  readonly operation: string;
+  readonly rpc?: { readonly method: string; readonly tool?: string };
+};
+
+/** Methods labelled by name (metrics need a fixed set, never caller text); any other is `other`. */
+const LABELLED_METHODS = [
+  ...['initialize', 'server/discover', 'ping', 'tools/list', 'resources/list', 'resources/templates/list'],
+  ...['resources/read', 'completion/complete', 'subscriptions/listen', 'prompts/list', 'other'],
+  ...['notifications/initialized', 'notifications/cancelled'],
+];
+
+/** The label of an /mcp body, each made once: a label string joined per request cost a hash at every metrics look-up. */
+export function rpcLabeller(toolNames: readonly string[]): (body: unknown) => OperationLabel {
+  const label = (method: string, tool?: string): OperationLabel =>
+    Object.freeze({
+      operation: `mcp:${tool ?? method}`,
+      rpc: Object.freeze(tool === undefined ? { method } : { method, tool }),
+    });
+  const byMethod = new Map(LABELLED_METHODS.map((method) => [method, label(method)]));
+  const byTool = new Map([...toolNames, 'unknown_tool'].map((tool) => [tool, label('tools/call', tool)]));
+  const batch = label('batch');
+  const unreadable: OperationLabel = Object.freeze({ operation: 'mcp' });
+  return (body) => {
+    if (Array.isArray(body)) return batch;
+    const message = messageOf(body);
+    if (typeof message?.method !== 'string') return unreadable;
+    if (message.method !== 'tools/call') return byMethod.get(message.method) ?? byMethod.get('other')!;
+    const name = message.params?.name;
+    return (typeof name === 'string' ? byTool.get(name) : undefined) ?? byTool.get('unknown_tool')!;
+  };
+}
 
 /** Messages that read data: each counts against the requests budget shared with REST. */
 const readsData = (m: RpcMessage | null): boolean => m?.method === 'tools/call' || m?.method === 'resources/read';
@@ -69,6 +103,26 @@ export function surfaceOfBody(body: unknown): Surface {
   return WHOLE_SURFACE;
 }
 
+/**
+ * The SDK repeats some input whole in its errors (an unknown tool or resource, a header that disagrees
+ * with the body, an unsupported version): those values reach it cut to the bound of every echo
+ * (service/errors.ts `echoed`); a name, URI or header this server serves is unchanged.
+ */
+const ECHOED_HEADERS = new Set(['mcp-protocol-version', 'mcp-method', 'mcp-name']);
+const cut = (value: unknown): unknown => (typeof value === 'string' ? echoed(value) : value);
+
+/** The message with its method and its params' (and their ref's) names and URIs cut; a copy, the rest shared. */
+function boundedMessage(node: unknown, keys = ['method', 'params']): unknown {
+  if (typeof node !== 'object' || node === null || Array.isArray(node)) return node;
+  const copy: Record<string, unknown> = { ...node };
+  for (const key of keys) {
+    if (!(key in copy)) continue;
+    if (key === 'params' || key === 'ref') copy[key] = boundedMessage(copy[key], ['name', 'uri', 'ref']);
+    else copy[key] = cut(copy[key]);
+  }
+  return copy;
+}
+
 /** Request headers the SDK reads (content negotiation, protocol version, the 2026-07-28 routing headers). */
 const FORWARDED_HEADERS = ['content-type', 'accept', 'mcp-protocol-version', 'mcp-method', 'mcp-name'] as const;
 
@@ -77,7 +131,7 @@ function webRequestOf(request: FastifyRequest, signal: AbortSignal | undefined):
   const headers = new Headers();
   for (const name of FORWARDED_HEADERS) {
     const value = request.headers[name];
-    if (typeof value === 'string') headers.set(name, boundedEchoes.header(name, value));
+    if (typeof value === 'string') headers.set(name, ECHOED_HEADERS.has(name) ? echoed(value) : value);
   }
   return new Request(`http://localhost${MCP_PATH}`, { method: 'POST', headers, ...(signal ? { signal } : {}) });
 }
@@ -173,7 +227,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
 
     const webRequest = webRequestOf(request, signal);
     contexts.set(webRequest, context);
-    const response = await handler.fetch(webRequest, { parsedBody: boundedEchoes.message(request.body) });
+    const response = await handler.fetch(webRequest, { parsedBody: boundedMessage(request.body) });
     return send(reply, response);
   });
 

@@ -2,11 +2,46 @@ import { McpServer, type CallToolResult, type McpRequestContext } from '@modelco
 import type { Caller } from '../service/caller.ts';
 import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
-import { toolListing } from './listing.ts';
+import { argumentsSchema, resultSchema, toolListing } from './listing.ts';
 import { registerResources, resourceTemplates } from './resources.ts';
-import { toolFailure, toolSuccess } from './results.ts';
-import { argumentsSchema, resultSchema } from './standard.ts';
 import type { Tool } from './tools.ts';
+
+/** A successful tool result: the REST body as structured content and, byte for byte, as text. */
+export function toolSuccess(body: Record<string, unknown>): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
+}
+
+/** The whole seconds to wait that a refusal states, at least 1; undefined when waiting does not help. */
+export const retryAfterSeconds = (error: ServiceError): number | undefined =>
+  error.retryAfter === undefined ? undefined : Math.max(1, Math.ceil(error.retryAfter));
+
+/** The envelope of a refusal; a wait is spelled out in the message, as no header reaches the agent. */
+export function envelopeOf(error: ServiceError): { error: { code: string; message: string } } {
+  const seconds = retryAfterSeconds(error);
+  const wait = seconds !== undefined && !error.message.includes(`${seconds} seconds`);
+  return {
+    error: {
+      code: error.code,
+      message: wait ? `${error.message} Wait ${seconds} seconds before calling again.` : error.message,
+    },
+  };
+}
+
+/**
+ * A failed tool result carrying the spec's `{error: {code, message}}` in both blocks. A tool
+ * caller never sees HTTP headers, so a wait the REST surface states in Retry-After is spelled
+ * out in the message, and given to programs as `_meta.retryAfterSeconds`.
+ */
+export function toolFailure(error: ServiceError): CallToolResult {
+  const body = envelopeOf(error);
+  const seconds = retryAfterSeconds(error);
+  return {
+    content: [{ type: 'text', text: JSON.stringify(body) }],
+    structuredContent: body,
+    isError: true,
+    ...(seconds === undefined ? {} : { _meta: { retryAfterSeconds: seconds } }),
+  };
+}
 
 export const SERVER_INFO = { name: 'pulseboard', version: '1.0.0' } as const;
 
@@ -82,11 +117,14 @@ export function createMcpServerFactory(
     return {
       tool,
       config: {
-        title: listing.title,
-        description: listing.description,
+        title: tool.title,
+        description: tool.description,
         inputSchema: argumentsSchema(tool.input.schema, listing.inputSchema),
         outputSchema: resultSchema(tool.outputSchema, listing.outputSchema),
-        annotations: listing.annotations,
+        // destructiveHint and idempotentHint mean something only for a tool that writes.
+        annotations: tool.readOnly
+          ? { readOnlyHint: true, openWorldHint: false }
+          : { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
       },
     };
   });
