@@ -61,7 +61,7 @@ async function instructionsPerRequest(
     const page = (await (
       await fetch(`http://127.0.0.1:${port}/v1/projects?page=1`, { headers: { authorization: `Bearer ${key}` } })
     ).json()) as { projects: { id: string }[] };
-    const options = { ...request(port, page.projects[0]!.id), connections: 10, amount: requests, timeout: 60 };
+    const options = { ...request(port, page.projects[0]!.id), connections: 2, amount: requests, timeout: 120 };
     const load = async () => {
       const result = await autocannon(options);
       if (result.non2xx + result.errors + result.timeouts > 0)

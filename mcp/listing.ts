@@ -88,7 +88,7 @@ export function toolListing(tool: Tool): ToolListing {
  * A tool's arguments as the Standard Schema the SDK validates with: the tool's zod schema, a refusal
  * worded as REST's 400 words it (service/requests/params.ts), listed as `json`.
  */
-export const argumentsSchema = (
+const argumentsSchema = (
   schema: z.ZodObject,
   json: JsonSchema,
 ): StandardSchemaWithJSON<unknown, Record<string, unknown>> => ({
@@ -104,6 +104,21 @@ export const argumentsSchema = (
 });
 
 /** A tool's result: the SDK checks structuredContent with zod's own Standard Schema, and lists `json`. */
-export const resultSchema = (schema: z.ZodType, json: JsonSchema): StandardSchemaWithJSON => ({
+const resultSchema = (schema: z.ZodType, json: JsonSchema): StandardSchemaWithJSON => ({
   '~standard': { ...schema['~standard'], jsonSchema: { input: () => json, output: () => json } },
 });
+
+/** A tool as the SDK registers it. */
+export function toolConfig(tool: Tool) {
+  const listing = toolListing(tool);
+  return {
+    title: tool.title,
+    description: tool.description,
+    inputSchema: argumentsSchema(tool.input.schema, listing.inputSchema),
+    outputSchema: resultSchema(tool.outputSchema, listing.outputSchema),
+    // destructiveHint and idempotentHint mean something only for a tool that writes.
+    annotations: tool.readOnly
+      ? { readOnlyHint: true, openWorldHint: false }
+      : { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  };
+}
