@@ -103,9 +103,17 @@ const argumentsSchema = (
   },
 });
 
-/** A tool's result: the SDK checks structuredContent with zod's own Standard Schema, and lists `json`. */
+/**
+ * A tool's result, listed as `json` and not parsed again: it is the REST twin's body, built by the same
+ * service as that route's (which serves it unchecked too); a zod parse of it was a third of a get_project
+ * call (issue 58 item 6). test/mcp/agent.test.ts checks every tool's results against the listed schema.
+ */
 const resultSchema = (schema: z.ZodType, json: JsonSchema): StandardSchemaWithJSON => ({
-  '~standard': { ...schema['~standard'], jsonSchema: { input: () => json, output: () => json } },
+  '~standard': {
+    ...schema['~standard'],
+    validate: (value) => ({ value }),
+    jsonSchema: { input: () => json, output: () => json },
+  },
 });
 
 /** A tool as the SDK registers it. */
