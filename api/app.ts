@@ -12,7 +12,7 @@ import { hashKey, keyIdOf } from '../service/access.ts';
 import type { Result } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import type { Caller } from '../service/caller.ts';
-import { rpcLabeller, type OperationLabel } from '../mcp/labels.ts';
+import { rpcLabeller, type OperationLabel } from '../mcp/plugin.ts';
 import { MCP_PATH, mcpPlugin } from '../mcp/plugin.ts';
 import { tools as mcpTools } from '../mcp/tools.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';

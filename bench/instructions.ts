@@ -61,7 +61,7 @@ async function instructionsPerRequest(
     const page = (await (
       await fetch(`http://127.0.0.1:${port}/v1/projects?page=1`, { headers: { authorization: `Bearer ${key}` } })
     ).json()) as { projects: { id: string }[] };
-    const options = { ...request(port, page.projects[0]!.id), connections: 10, amount: requests, timeout: 60 };
+    const options = { ...request(port, page.projects[0]!.id), connections: 2, amount: requests, timeout: 120 };
     const load = async () => {
       const result = await autocannon(options);
       if (result.non2xx + result.errors + result.timeouts > 0)
@@ -123,7 +123,10 @@ export async function countInstructions(requests: number, dataDir?: string): Pro
       params: { name: 'get_project', arguments: { handle: id }, ...(modern ? { _meta: MODERN_META } : {}) },
     }),
   });
+  // Each figure as soon as it is measured: a later run that fails (a loaded machine) keeps the earlier ones.
+  process.stderr.write(`  instructions, one project (REST): ${rest.toFixed(0)}\n`);
   const legacy = await instructionsPerRequest(dataDir, requests, call(false), key);
+  process.stderr.write(`  instructions, MCP get_project 2025-11-25: ${legacy.toFixed(0)}\n`);
   const modern = await instructionsPerRequest(dataDir, requests, call(true), key);
   return { rest, legacy, modern };
 }

@@ -6,20 +6,17 @@ import { errors, type ServiceError } from '../service/errors.ts';
  * DNS-rebinding protection for /mcp (MCP Streamable HTTP transport, "Security Warning"): the SDK's
  * Host and Origin validators, with what our configuration adds to them (a Host entry may name a
  * port; a configured Origin is a whole `scheme://host[:port]`). Non-browser clients send no Origin.
+ * Ours around the SDK's for one reason: its refusals are JSON-RPC errors, ours the REST envelope's 403.
  */
 export type OriginCheck = (headers: { host?: string | undefined; origin?: string | undefined }) => ServiceError | null;
 
 const WILDCARD_BINDS = new Set(['0.0.0.0', '::', '[::]']);
 
 /** `name` or `name:port` as the URL parser reads a Host (lower-cased, IPv6 in brackets, '' for no port). */
-function hostParts(value: string): { name: string; port: string } | null {
-  try {
-    const url = new URL(`http://${value.trim()}`);
-    return { name: url.hostname, port: url.port };
-  } catch {
-    return null;
-  }
-}
+const hostParts = (value: string): { name: string; port: string } | null => {
+  const url = URL.parse(`http://${value.trim()}`);
+  return url && { name: url.hostname, port: url.port };
+};
 
 const originOf = (value: string): string | null => URL.parse(value.trim())?.origin ?? null;
 
@@ -35,25 +32,20 @@ export function createOriginCheck(
   const entries = hosts.map(hostParts).filter((entry) => entry !== null);
   const names = entries.map((entry) => entry.name);
   const origins = config.PULSEBOARD_MCP_ALLOWED_ORIGINS;
-  const anyOrigin = origins?.[0] === '*';
   const allowedOrigins = new Set(origins?.map(originOf).filter((origin) => origin !== null));
-  const originNames = origins
-    ? [...allowedOrigins].map((origin) => new URL(origin).hostname)
-    : localhostAllowedHostnames();
+  const originNames = origins ? [...allowedOrigins].map((o) => new URL(o).hostname) : localhostAllowedHostnames();
 
   function hostAllowed(host: string | undefined): boolean {
     const checked = validateHostHeader(host, names);
-    if (!checked.ok) return false;
     // An entry `name:port` allows that port only; the SDK's check is by name.
-    const port = hostParts(host!)?.port ?? '';
-    return entries.some((entry) => entry.name === checked.hostname && (entry.port === '' || entry.port === port));
+    const port = checked.ok ? (hostParts(host!)?.port ?? '') : '';
+    return checked.ok && entries.some((e) => e.name === checked.hostname && (e.port === '' || e.port === port));
   }
 
   function originAllowed(origin: string): boolean {
-    if (anyOrigin) return true;
-    const checked = validateOriginHeader(origin, originNames);
+    if (origins?.[0] === '*') return true;
     const scheme = URL.parse(origin.trim())?.protocol;
-    if (!checked.ok || (scheme !== 'http:' && scheme !== 'https:')) return false;
+    if (!validateOriginHeader(origin, originNames).ok || (scheme !== 'http:' && scheme !== 'https:')) return false;
     return origins === undefined || allowedOrigins.has(originOf(origin) ?? '');
   }
 

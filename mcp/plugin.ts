@@ -5,10 +5,16 @@ import { HEARTBEAT_MS } from '../service/changes.ts';
 import type { Services } from '../service/services.ts';
 import { credentialMemoOf } from '../transport/credential-memo.ts';
 import { sendError } from '../transport/send-error.ts';
-import { boundedEchoes } from './echoes.ts';
+import { echoed } from '../service/errors.ts';
 import { createOriginCheck } from './origin.ts';
-import { createMcpServerFactory, WHOLE_SURFACE, type RequestContext, type Surface } from './server.ts';
-import { createListenSlots, type Listen } from './subscriptions.ts';
+import {
+  createMcpServerFactory,
+  retryAfterSeconds,
+  WHOLE_SURFACE,
+  type RequestContext,
+  type Surface,
+} from './server.ts';
+import { createListenSlots } from './subscriptions.ts';
 import { tools as toolTable, type Tool } from './tools.ts';
 
 export const MCP_PATH = '/mcp';
@@ -21,34 +27,56 @@ export type McpPluginOptions = {
 };
 
 /** The fields of one JSON-RPC message the budget looks at (the SDK validates the rest). */
-export type RpcMessage = { method?: unknown; params?: { name?: unknown; arguments?: unknown; uri?: unknown } };
+export type RpcMessage = {
+  id?: unknown;
+  method?: unknown;
+  params?: { name?: unknown; arguments?: unknown; uri?: unknown; _meta?: unknown };
+};
 
 const messageOf = (body: unknown): RpcMessage | null =>
   typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as RpcMessage) : null;
 
+/** An access-log and metrics label: the operation, and for /mcp its JSON-RPC method and tool. */
+export type OperationLabel = { readonly operation: string; readonly rpc?: { method: string; tool?: string } };
+
+/** Methods labelled by name (metrics need a fixed set, never caller text); any other is `other`. */
+const LABELLED_METHODS = [
+  ...['initialize', 'server/discover', 'ping', 'tools/list', 'resources/list', 'resources/templates/list'],
+  ...['resources/read', 'completion/complete', 'subscriptions/listen', 'prompts/list', 'other'],
+  ...['notifications/initialized', 'notifications/cancelled'],
+];
+
+/** The label of an /mcp body, each made once: a label string joined per request cost a hash at every metrics look-up. */
+export function rpcLabeller(toolNames: readonly string[]): (body: unknown) => OperationLabel {
+  const label = (method: string, tool?: string): OperationLabel =>
+    Object.freeze({ operation: `mcp:${tool ?? method}`, rpc: Object.freeze(tool ? { method, tool } : { method }) });
+  const byMethod = new Map(LABELLED_METHODS.map((method) => [method, label(method)]));
+  const byTool = new Map([...toolNames, 'unknown_tool'].map((tool) => [tool, label('tools/call', tool)]));
+  const batch = label('batch');
+  const unreadable: OperationLabel = Object.freeze({ operation: 'mcp' });
+  return (body) => {
+    if (Array.isArray(body)) return batch;
+    const message = messageOf(body);
+    if (typeof message?.method !== 'string') return unreadable;
+    if (message.method !== 'tools/call') return byMethod.get(message.method) ?? byMethod.get('other')!;
+    const name = message.params?.name;
+    return (typeof name === 'string' ? byTool.get(name) : undefined) ?? byTool.get('unknown_tool')!;
+  };
+}
+
 /** Messages that read data: each counts against the requests budget shared with REST. */
 const readsData = (m: RpcMessage | null): boolean => m?.method === 'tools/call' || m?.method === 'resources/read';
 
-/**
- * The budget class of one message: a tools/call counts with its tool's class (computed from its
- * arguments as for the REST twin), a resources/read of a call record as get_calltracker_call;
- * anything else is basic.
- */
+/** A message's budget class: a tool call its tool's (from its arguments, as the REST twin), a call record read as get_calltracker_call. */
 export function protectionOf(services: Services, tools: readonly Tool[], body: unknown): Protection {
   const message = messageOf(body);
   if (message?.method === 'resources/read')
     return String(message.params?.uri).startsWith('pulseboard://calls/') ? 'protected' : 'basic';
-  if (message?.method !== 'tools/call') return 'basic';
-  const tool = tools.find((t) => t.name === message.params?.name);
-  const args = message.params?.arguments;
-  if (!tool) return 'basic';
-  const rest = tool.input.toRest(
-    typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {},
-  );
-  return tool.protection(services, rest);
+  const tool = message?.method === 'tools/call' ? tools.find((t) => t.name === message.params?.name) : undefined;
+  const args = messageOf(message?.params?.arguments) ?? {};
+  return tool ? tool.protection(services, tool.input.toRest(args as Record<string, unknown>)) : 'basic';
 }
 
-/** Messages the resource templates answer. */
 const RESOURCE_METHODS = new Set([
   'resources/read',
   'resources/list',
@@ -56,17 +84,32 @@ const RESOURCE_METHODS = new Set([
   'completion/complete',
 ]);
 
-/**
- * What the server instance serving one message needs (a tool call its tool, a resource message the
- * resources): registering twelve tools for every call cost more than the call itself.
- */
+/** What the instance serving a message registers: twelve tools for every call cost more than the call itself. */
 export function surfaceOfBody(body: unknown): Surface {
-  const message = messageOf(body);
-  if (message?.method === 'tools/call')
-    return { tools: typeof message.params?.name === 'string' ? [message.params.name] : [], resources: false };
-  if (typeof message?.method === 'string' && RESOURCE_METHODS.has(message.method))
-    return { tools: [], resources: true };
-  return WHOLE_SURFACE;
+  const { method, params } = messageOf(body) ?? {};
+  if (method === 'tools/call')
+    return { tools: typeof params?.name === 'string' ? [params.name] : [], resources: false };
+  return typeof method === 'string' && RESOURCE_METHODS.has(method) ? { tools: [], resources: true } : WHOLE_SURFACE;
+}
+
+/**
+ * The SDK repeats some input whole in its errors (an unknown tool or resource, a header that disagrees
+ * with the body, an unsupported version): those values reach it cut to the bound of every echo
+ * (service/errors.ts `echoed`); a name, URI or header this server serves is unchanged.
+ */
+const ECHOED_HEADERS = new Set(['mcp-protocol-version', 'mcp-method', 'mcp-name']);
+const cut = (value: unknown): unknown => (typeof value === 'string' ? echoed(value) : value);
+
+/** The message with its method and its params' (and their ref's) names and URIs cut; a copy, the rest shared. */
+function boundedMessage(node: unknown, keys = ['method', 'params']): unknown {
+  if (typeof node !== 'object' || node === null || Array.isArray(node)) return node;
+  const copy: Record<string, unknown> = { ...node };
+  for (const key of keys) {
+    if (!(key in copy)) continue;
+    if (key === 'params' || key === 'ref') copy[key] = boundedMessage(copy[key], ['name', 'uri', 'ref']);
+    else copy[key] = cut(copy[key]);
+  }
+  return copy;
 }
 
 /** Request headers the SDK reads (content negotiation, protocol version, the 2026-07-28 routing headers). */
@@ -77,7 +120,7 @@ function webRequestOf(request: FastifyRequest, signal: AbortSignal | undefined):
   const headers = new Headers();
   for (const name of FORWARDED_HEADERS) {
     const value = request.headers[name];
-    if (typeof value === 'string') headers.set(name, boundedEchoes.header(name, value));
+    if (typeof value === 'string') headers.set(name, ECHOED_HEADERS.has(name) ? echoed(value) : value);
   }
   return new Request(`http://localhost${MCP_PATH}`, { method: 'POST', headers, ...(signal ? { signal } : {}) });
 }
@@ -88,9 +131,9 @@ const HTTP_REFUSALS: Record<number, string> = {
   415: 'request body must be application/json',
 };
 
-/** A JSON-RPC error answered before the SDK sees the message. */
+/** A JSON-RPC error answered before the SDK sees the message (see its two uses). */
 function rpcError(reply: FastifyReply, status: number, to: unknown, code: number, message: string): FastifyReply {
-  const id = (to as { id?: unknown } | null)?.id;
+  const id = messageOf(to)?.id;
   const answerId = typeof id === 'string' || typeof id === 'number' ? id : null;
   return reply.code(status).type('application/json').send({ jsonrpc: '2.0', id: answerId, error: { code, message } });
 }
@@ -130,50 +173,40 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
       budget,
       credentialMemoOf(request.raw.socket),
     );
-    let context: RequestContext;
     if (!admitted.ok) {
       const { error, headers } = admitted.refused;
       // A refused data read is answered in the protocol (a tool error, a JSON-RPC error for a resource)
       // saying how long to wait; a key refused, or the protocol budget spent, is refused over HTTP as REST does.
       if (error.status === 401 || budget === 'protocol') return sendError(reply, error, headers);
       reply.headers(headers);
-      if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(error.retryAfter))));
-      context = { refusal: error, log: request.log, surface: surfaceOfBody(request.body) };
-    } else {
-      reply.headers(admitted.value.headers);
-      context = { caller: admitted.value.caller, log: request.log, surface: surfaceOfBody(request.body) };
-    }
+      if (error.retryAfter !== undefined) reply.header('retry-after', String(retryAfterSeconds(error)));
+    } else reply.headers(admitted.value.headers);
+    const common = { log: request.log, surface: surfaceOfBody(request.body) };
+    const context: RequestContext = admitted.ok
+      ? { caller: admitted.value.caller, ...common }
+      : { refusal: admitted.refused.error, ...common };
     // Batches left the protocol in 2025-06-18; a batch would also read many times on one budget unit.
     if (Array.isArray(request.body))
       return rpcError(reply, 400, null, -32600, 'Invalid Request: send one JSON-RPC message per POST (no batches)');
-    // The SDK answers a malformed 2025 initialize as an internal error carrying its schema's dump.
-    if (message?.method === 'initialize' && !claimsModern(message) && !isInitializeRequest(message))
-      return rpcError(
-        reply,
-        200,
-        message,
-        -32602,
-        'Invalid params: initialize takes protocolVersion, capabilities and clientInfo',
-      );
+    // The SDK answers a malformed 2025 initialize as an internal error carrying its schema's dump (a 2026-07-28 one, in `_meta`, as a removed method).
+    const modern = PROTOCOL_VERSION_META_KEY in (messageOf(message?.params?._meta) ?? {});
+    const invalid = 'Invalid params: initialize takes protocolVersion, capabilities and clientInfo';
+    if (message?.method === 'initialize' && !modern && !isInitializeRequest(message))
+      return rpcError(reply, 200, message, -32602, invalid);
 
-    let listen: Listen | undefined;
     // Only a listen stream outlives its answer: other requests are answered whole, so nothing aborts them.
     let signal: AbortSignal | undefined;
     if (message?.method === 'subscriptions/listen' && context.caller) {
       const opened = listens.open(context.caller.keyId, request.headers.authorization);
       if (!opened.ok) return sendError(reply, opened.error);
-      listen = opened.value;
-      const gone = new AbortController();
-      reply.raw.once('close', () => {
-        gone.abort();
-        listen?.close();
-      });
+      const [listen, gone] = [opened.value, new AbortController()];
+      reply.raw.once('close', () => (gone.abort(), listen.close()));
       signal = AbortSignal.any([gone.signal, listen.signal]);
     }
 
     const webRequest = webRequestOf(request, signal);
     contexts.set(webRequest, context);
-    const response = await handler.fetch(webRequest, { parsedBody: boundedEchoes.message(request.body) });
+    const response = await handler.fetch(webRequest, { parsedBody: boundedMessage(request.body) });
     return send(reply, response);
   });
 
@@ -193,10 +226,4 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     // A JSON answer is one message: read whole, @fastify/compress compresses it at once (a piped stream costs more).
     return reply.send(await response.text());
   }
-};
-
-/** A 2026-07-28 message (its version in `_meta`): the SDK answers its initialize as a removed method. */
-const claimsModern = (message: RpcMessage): boolean => {
-  const meta = (message.params as { _meta?: unknown } | undefined)?._meta;
-  return typeof meta === 'object' && meta !== null && PROTOCOL_VERSION_META_KEY in meta;
 };

@@ -11,8 +11,7 @@ import type { Caller } from '../service/caller.ts';
 import { errors, type Result, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { asValue } from '../service/json-body.ts';
-import { envelopeOf, retryAfterSeconds } from './results.ts';
-import type { RequestContext } from './server.ts';
+import { envelopeOf, retryAfterSeconds, type RequestContext } from './server.ts';
 
 /** Handles offered by completion at most (the spec's cap is 100; an agent needs a short list). */
 export const COMPLETION_MAX = 20;
@@ -87,39 +86,30 @@ export function registerResources(
     return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(result.value) }] };
   }
 
+  const described = (title: string, description: string) => ({ title, description, mimeType: 'application/json' });
   server.registerResource(
     'project',
     templates.project,
-    {
-      title: 'One project',
-      description:
-        "A project by its stable id (or a handle), the same JSON as get_project. Subscribe to the id's URI for its writes.",
-      mimeType: 'application/json',
-    },
-    (uri, variables) =>
-      read(uri, async (caller) => asValue(await services.projects.get(caller, { handle: single(variables.id) }, {}))),
+    described(
+      'One project',
+      "A project by its stable id (or a handle), the same JSON as get_project. Subscribe to the id's URI for its writes.",
+    ),
+    (uri, { id }) =>
+      read(uri, async (caller) => asValue(await services.projects.get(caller, { handle: single(id) }, {}))),
   );
-
   server.registerResource(
     'call',
     templates.call,
-    {
-      title: 'One call record',
-      description:
-        'A stored call record by its id (a uuid), with its thesis text: the same JSON, access and budget as get_calltracker_call.',
-      mimeType: 'application/json',
-    },
-    (uri, variables) => read(uri, () => services.calls.get({ id: single(variables.id) }, {})),
+    described(
+      'One call record',
+      'A stored call record by its id (a uuid), with its thesis text: the same JSON, access and budget as get_calltracker_call.',
+    ),
+    (uri, { id }) => read(uri, () => services.calls.get({ id: single(id) }, {})),
   );
-
   server.registerResource(
     'pulse',
     templates.pulse,
-    {
-      title: 'Pulse card',
-      description: 'The current card of one beat, the same JSON as get_pulse with beat.',
-      mimeType: 'application/json',
-    },
-    (uri, variables) => read(uri, () => services.pulse.one({ beat: single(variables.beat) }, {})),
+    described('Pulse card', 'The current card of one beat, the same JSON as get_pulse with beat.'),
+    (uri, { beat }) => read(uri, () => services.pulse.one({ beat: single(beat) }, {})),
   );
 }

@@ -2,11 +2,38 @@ import { McpServer, type CallToolResult, type McpRequestContext } from '@modelco
 import type { Caller } from '../service/caller.ts';
 import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
-import { toolListing } from './listing.ts';
+import { toolConfig } from './listing.ts';
 import { registerResources, resourceTemplates } from './resources.ts';
-import { toolFailure, toolSuccess } from './results.ts';
-import { argumentsSchema, resultSchema } from './standard.ts';
 import type { Tool } from './tools.ts';
+
+/** A successful tool result: the REST body as structured content and, byte for byte, as text. */
+export const toolSuccess = (body: Record<string, unknown>): CallToolResult => ({
+  content: [{ type: 'text', text: JSON.stringify(body) }],
+  structuredContent: body,
+});
+
+/** The whole seconds to wait that a refusal states, at least 1; undefined when waiting does not help. */
+export const retryAfterSeconds = (error: ServiceError): number | undefined =>
+  error.retryAfter === undefined ? undefined : Math.max(1, Math.ceil(error.retryAfter));
+
+/** The envelope of a refusal; a wait is spelled out in the message, as no header reaches an agent. */
+export function envelopeOf(error: ServiceError): { error: { code: string; message: string } } {
+  const seconds = retryAfterSeconds(error);
+  const wait = seconds !== undefined && !error.message.includes(`${seconds} seconds`);
+  return {
+    error: {
+      code: error.code,
+      message: wait ? `${error.message} Wait ${seconds} seconds before calling again.` : error.message,
+    },
+  };
+}
+
+/** A failed tool result: the envelope in both blocks, a wait also as `_meta.retryAfterSeconds` for programs. */
+export function toolFailure(error: ServiceError): CallToolResult {
+  const [body, seconds] = [envelopeOf(error), retryAfterSeconds(error)];
+  const meta = seconds === undefined ? {} : { _meta: { retryAfterSeconds: seconds } };
+  return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body, isError: true, ...meta };
+}
 
 export const SERVER_INFO = { name: 'pulseboard', version: '1.0.0' } as const;
 
@@ -20,42 +47,23 @@ export const INSTRUCTIONS =
   'other protocol messages have a budget of their own. Keep results small with limit, view "summary" (list_projects, sync_projects) and maxBytes (list_calltracker_calls). ' +
   'Resources pulseboard://projects/{id}, pulseboard://calls/{id} and pulseboard://pulse/{beat} hold the same JSON as get_project, get_calltracker_call and get_pulse.';
 
-/**
- * What the server instance of one request registers: a tools/call only the tool it names, a
- * resource message only the resources; anything else (lists, handshakes, batches) everything.
- */
+/** What the server instance of one request registers (plugin.ts surfaceOfBody): the tools named, and the resources or not. */
 export type Surface = { tools: 'all' | readonly string[]; resources: boolean };
 
 export const WHOLE_SURFACE: Surface = { tools: 'all', resources: true };
 
-/**
- * Who sent this HTTP request, or why the rate gate refused it after authenticating it: then every
- * tool call in it answers that error as a tool error, so an agent reads how long to wait.
- */
+/** Who sent this request, or why the rate gate refused it (every tool call then answers that error); the log reports a tool's throw by name only. */
 export type RequestContext = (
   { caller: Caller; refusal?: undefined } | { refusal: ServiceError; caller?: undefined }
 ) & {
-  /** Where an error a tool threw is reported, by its name only (never its message, which may hold input). */
-  log?: ErrorLog;
-  /** What the request can reach; the whole surface when not given. */
+  log?: { error(fields: { err: { type: string } }, message: string): void };
   surface?: Surface;
 };
 
-/** The part of a request's logger a tool call uses. */
-export type ErrorLog = { error(fields: { err: { type: string } }, message: string): void };
-
-/** A tool call that failed in a way no service result says: a tool error to retry, its type reported. */
-function unexpected(context: RequestContext, error: unknown): CallToolResult {
-  context.log?.error({ err: { type: (error as Error)?.name ?? 'unknown' } }, 'mcp tool call failed');
-  return toolFailure({ status: 500, code: 'unavailable', message: 'Unexpected failure; retry later.', retryAfter: 5 });
-}
-
 /** Cacheable results (2026-07-28): what lists is fixed for a deployment; what reads is per key and live. */
+const LISTS = { ttlMs: 3_600_000, cacheScope: 'public' } as const;
 const CACHE_HINTS = {
-  'server/discover': { ttlMs: 3_600_000, cacheScope: 'public' },
-  'tools/list': { ttlMs: 3_600_000, cacheScope: 'public' },
-  'resources/list': { ttlMs: 3_600_000, cacheScope: 'public' },
-  'resources/templates/list': { ttlMs: 3_600_000, cacheScope: 'public' },
+  ...{ 'server/discover': LISTS, 'tools/list': LISTS, 'resources/list': LISTS, 'resources/templates/list': LISTS },
   'resources/read': { ttlMs: 0, cacheScope: 'private' },
 } as const;
 
@@ -66,46 +74,34 @@ const SDK_ARGUMENTS_PREFIX = /^(?:Input validation error: )?Invalid arguments fo
 export const PROTOCOL_VERSIONS = ['2026-07-28', '2025-11-25', '2025-06-18'];
 
 /**
- * The SDK's per-request server factory. What does not depend on the request (each tool's schemas,
- * their JSON Schema, the resource templates) is made once here; a request gets a fresh McpServer
- * (the SDK serves each request on its own instance) with what its surface names registered, the
- * tools in the table's order (tools/list keeps it), its caller closed over. `contextOf` finds the
- * plugin's context by the web Request the SDK hands the factory.
+ * The SDK's per-request server factory: what does not depend on the request (schemas, their JSON
+ * Schema, resource templates) is made once; a request gets a fresh McpServer with what its surface
+ * names registered, in the table's order, its context (found by the web Request) closed over.
  */
 export function createMcpServerFactory(
   services: Services,
   toolTable: readonly Tool[],
   contextOf: (request: Request | undefined) => RequestContext | undefined,
 ) {
-  const prepared = toolTable.map((tool) => {
-    const listing = toolListing(tool);
-    return {
-      tool,
-      config: {
-        title: listing.title,
-        description: listing.description,
-        inputSchema: argumentsSchema(tool.input.schema, listing.inputSchema),
-        outputSchema: resultSchema(tool.outputSchema, listing.outputSchema),
-        annotations: listing.annotations,
-      },
-    };
-  });
-
+  const prepared = toolTable.map((tool) => ({ tool, config: toolConfig(tool) }));
   const byName = new Map(prepared.map((entry) => [entry.tool.name, entry]));
   const templates = resourceTemplates(services);
 
-  async function callTool(
-    tool: Tool,
-    context: RequestContext | undefined,
-    args: Record<string, unknown>,
-  ): Promise<CallToolResult> {
+  async function callTool(tool: Tool, context: RequestContext | undefined, args: Record<string, unknown>) {
     if (context === undefined) return toolFailure(errors.unauthorized());
     if (context.refusal !== undefined) return toolFailure(context.refusal);
     try {
       const result = await tool.call(services, context.caller, tool.input.toRest(args));
       return result.ok ? toolSuccess(result.value) : toolFailure(result.error);
     } catch (error) {
-      return unexpected(context, error);
+      // A failure no service result says: a tool error to retry, reported by its type only (its message may hold input).
+      context.log?.error({ err: { type: (error as Error)?.name ?? 'unknown' } }, 'mcp tool call failed');
+      return toolFailure({
+        status: 500,
+        code: 'unavailable',
+        message: 'Unexpected failure; retry later.',
+        retryAfter: 5,
+      });
     }
   }
 
@@ -129,16 +125,9 @@ export function createMcpServerFactory(
     (server as unknown as { createToolError(message: string): CallToolResult }).createToolError = (message) =>
       toolFailure(errors.badRequest(message.replace(SDK_ARGUMENTS_PREFIX, '')));
     const surface = context?.surface ?? WHOLE_SURFACE;
-    if (surface.tools === 'all') {
-      for (const { tool, config } of prepared)
-        server.registerTool(tool.name, config, (args: Record<string, unknown>) => callTool(tool, context, args));
-    } else {
-      for (const name of surface.tools) {
-        const one = byName.get(name);
-        if (one)
-          server.registerTool(name, one.config, (args: Record<string, unknown>) => callTool(one.tool, context, args));
-      }
-    }
+    const named = surface.tools === 'all' ? prepared : surface.tools.flatMap((name) => byName.get(name) ?? []);
+    for (const { tool, config } of named)
+      server.registerTool(tool.name, config, (args: Record<string, unknown>) => callTool(tool, context, args));
     if (surface.resources) registerResources(server, services, templates, context);
     return server;
   };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'vitest';
 import { z } from 'zod';
-import { camelCase, toolInputFrom } from '../../mcp/input.ts';
+import { camelCase, toolInputFrom } from '../../mcp/tools.ts';
 import { protectionOf, surfaceOfBody } from '../../mcp/plugin.ts';
 import { WHOLE_SURFACE } from '../../mcp/server.ts';
 import { tools } from '../../mcp/tools.ts';
