@@ -164,7 +164,7 @@ describe('PostgreSQL generation space', () => {
   });
 
   it(
-    'POSTGRES_URL puts the generations in PostgreSQL, committed a few thousand documents at a time',
+    'POSTGRES_URL puts the generations in PostgreSQL, committed tens of thousands of documents at a time',
     skipFor(skip),
     async () => {
       const parsed = parseConfig({ POSTGRES_URL: database!.url });
@@ -183,7 +183,7 @@ describe('PostgreSQL generation space', () => {
       for (const purpose of ['live', 'replay'] as const) {
         const limits = projectionLimits(parsed.config, purpose);
         assert.ok(
-          limits.maxPendingDocs >= 1_000 && limits.maxPendingDocs <= 20_000,
+          limits.maxPendingDocs >= 20_000 && limits.maxPendingDocs <= 100_000,
           `${purpose}: ${limits.maxPendingDocs}`,
         );
       }
