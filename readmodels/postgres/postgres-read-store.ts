@@ -57,8 +57,16 @@ function toStored<D, S>(row: DocRow): StoredDoc<D, S> {
  * by the shape of the query (facets, bounds), never by values, so a connection keeps a few dozen.
  */
 function prepared(text: string, values: unknown[]): pg.QueryConfig {
-  return { name: `pb_${createHash('sha1').update(text).digest('base64url').slice(0, 20)}`, text, values };
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    if (statementNames.size >= 1_000) statementNames.clear();
+    name = `pb_${createHash('sha1').update(text).digest('base64url').slice(0, 20)}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
 }
+/** Each text's name, hashed once rather than per query (a few dozen texts a generation; bounded all the same). */
+const statementNames = new Map<string, string>();
 
 type Params = { values: unknown[]; add(value: unknown): string };
 
