@@ -57,8 +57,16 @@ function toStored<D, S>(row: DocRow): StoredDoc<D, S> {
  * by the shape of the query (facets, bounds), never by values, so a connection keeps a few dozen.
  */
 function prepared(text: string, values: unknown[]): pg.QueryConfig {
-  return { name: `pb_${createHash('sha1').update(text).digest('base64url').slice(0, 20)}`, text, values };
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    if (statementNames.size >= 1_000) statementNames.clear();
+    name = `pb_${createHash('sha1').update(text).digest('base64url').slice(0, 20)}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
 }
+/** Each text's name, hashed once rather than per query (a few dozen texts a generation; bounded all the same). */
+const statementNames = new Map<string, string>();
 
 type Params = { values: unknown[]; add(value: unknown): string };
 
@@ -217,6 +225,41 @@ export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: 
     return withClient(pool, async (client) => (await client.query<R>(prepared(text, values))).rows);
   }
 
+  /**
+   * Every checkpoint, read by one statement and kept for the event-loop turn its answer arrived in (as
+   * the SQLite store does): a request's first read is `fresh` (its key's checkpoint) and queries, and the
+   * reads after it in the turn (the page's version and bound) are answered without a round trip. Reads
+   * issued together share one statement; this store's own commits drop what was kept.
+   */
+  let kept: Map<string, number> | null = null;
+  let reading: Promise<Map<string, number>> | null = null;
+  let commits = 0;
+  const endTurn = () => {
+    kept = null;
+    reading = null;
+  };
+  function allCheckpoints(fresh: boolean): Promise<Map<string, number>> {
+    if (!fresh && kept) return Promise.resolve(kept);
+    if (!fresh && reading) return reading;
+    const since = commits;
+    const read = rowsOf<{ collection: string; position: number }>(
+      `SELECT collection, position FROM ${s}.checkpoints`,
+      [],
+    ).then((rows) => {
+      const positions = new Map(rows.map((row) => [row.collection, row.position]));
+      if (since === commits) {
+        kept = positions;
+        setImmediate(endTurn).unref();
+      }
+      return positions;
+    });
+    reading = read;
+    setImmediate(() => {
+      if (reading === read) reading = null;
+    }).unref();
+    return read;
+  }
+
   async function count(collection: string, facets: readonly string[] | undefined): Promise<number> {
     if (facets !== undefined && facets.length === 0) return 0;
     const p = params();
@@ -227,11 +270,8 @@ export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: 
   return {
     history,
 
-    async checkpoint(collection) {
-      const rows = await rowsOf<{ position: number }>(`SELECT position FROM ${s}.checkpoints WHERE collection = $1`, [
-        collection,
-      ]);
-      return rows[0]?.position ?? 0;
+    async checkpoint(collection, options) {
+      return (await allCheckpoints(options?.fresh === true)).get(collection) ?? 0;
     },
 
     async commit(collection, writes, checkpoint, expected) {
@@ -239,6 +279,12 @@ export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: 
       const rows = commitRows(writes);
       await ensure();
       wrote = true;
+      // Nothing read while the commit runs is kept: it may not show the commit.
+      const forget = () => {
+        endTurn();
+        commits += 1;
+      };
+      forget();
       try {
         return await withClient(
           pool,
@@ -262,6 +308,8 @@ export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: 
         );
       } catch (error) {
         throw namedPostgresError(error);
+      } finally {
+        forget();
       }
     },
 
@@ -420,6 +468,8 @@ export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: 
 
     async clear() {
       await ensure();
+      endTurn();
+      commits += 1;
       await withClient(
         pool,
         async (client) => {

@@ -2,7 +2,7 @@
  * What the PostgreSQL generation space promises beyond the contract (readmodels/postgres/): the replay
  * lock's fencing token stops a replay whose lease was taken over from writing its build, switching or
  * removing; the commit feed delivers commits by NOTIFY and reconnects after its connection is killed;
- * an unreachable server is an outage.
+ * an unreachable server is an outage; checkpoints are read once per event-loop turn.
  */
 import assert from 'node:assert/strict';
 import pg from 'pg';
@@ -149,6 +149,47 @@ describe('PostgreSQL generation space', () => {
     },
   );
 
+  it(
+    "checkpoints are read by one statement per event-loop turn; a fresh read and a later turn see other connections' commits",
+    skipFor(skip),
+    async () => {
+      const reader = createPostgresReadStore(database!.url);
+      const writer = createPostgresReadStore(database!.url);
+      const query = pg.Client.prototype.query;
+      let statements = 0;
+      pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]) {
+        statements += 1;
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof query;
+      try {
+        await writer.commit('turn-a', [doc('a', 3)], 3);
+        await writer.commit('turn-b', [doc('b', 4)], 4);
+        await reader.checkpoint('turn-a', { fresh: true }); // its tables made, its statements prepared
+        await new Promise((resolve) => setImmediate(resolve));
+        statements = 0;
+        const together = await Promise.all(['turn-a', 'turn-b', 'turn-c'].map((c) => reader.checkpoint(c)));
+        assert.deepEqual(together, [3, 4, 0]);
+        // The answer's turn: the reads after it are answered without a statement.
+        assert.equal(await reader.checkpoint('turn-b'), 4);
+        assert.equal(statements, 1, 'three reads issued together and one after them: one statement');
+
+        await writer.commit('turn-a', [doc('a', 7)], 7);
+        assert.equal(await reader.checkpoint('turn-a', { fresh: true }), 7, 'a fresh read queries');
+        await writer.commit('turn-b', [doc('b', 8)], 8);
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.equal(await reader.checkpoint('turn-b'), 8, 'a later turn reads again');
+        assert.equal(await reader.checkpoint('turn-a'), 7);
+        // The store's own commit drops what it kept.
+        await reader.commit('turn-a', [doc('a', 9)], 9);
+        assert.equal(await reader.checkpoint('turn-a'), 9);
+      } finally {
+        pg.Client.prototype.query = query;
+        await reader.close();
+        await writer.close();
+      }
+    },
+  );
+
   it('a server that cannot be reached answers a rejected promise that reads as an outage', skipFor(skip), async () => {
     const store = createPostgresReadStore('postgres://postgres@127.0.0.1:1/none');
     try {
@@ -164,7 +205,7 @@ describe('PostgreSQL generation space', () => {
   });
 
   it(
-    'POSTGRES_URL puts the generations in PostgreSQL, committed a few thousand documents at a time',
+    'POSTGRES_URL puts the generations in PostgreSQL, committed tens of thousands of documents at a time',
     skipFor(skip),
     async () => {
       const parsed = parseConfig({ POSTGRES_URL: database!.url });
@@ -183,7 +224,7 @@ describe('PostgreSQL generation space', () => {
       for (const purpose of ['live', 'replay'] as const) {
         const limits = projectionLimits(parsed.config, purpose);
         assert.ok(
-          limits.maxPendingDocs >= 1_000 && limits.maxPendingDocs <= 20_000,
+          limits.maxPendingDocs >= 20_000 && limits.maxPendingDocs <= 100_000,
           `${purpose}: ${limits.maxPendingDocs}`,
         );
       }
