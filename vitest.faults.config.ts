@@ -15,7 +15,8 @@ export default defineConfig({
     execArgv: ['--disable-warning=ExperimentalWarning'],
     testTimeout: 900_000,
     hookTimeout: 300_000,
-    silent: 'passed-only',
+    // The fault test prints its table of faults.
+    silent: false,
     reporters: ['./test/support/skip-reasons-reporter.ts', 'default'],
   },
 });

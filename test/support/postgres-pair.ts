@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, chownSync } from 'node:fs';
+import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -146,6 +146,8 @@ export async function createPostgresPair(options: PairOptions = {}): Promise<Pos
   try {
     const primary = node('primary', await freePort());
     await asPostgres(join(bin, 'initdb'), ['-D', join(dir, 'primary'), '-U', 'postgres', '-A', 'trust', '--no-sync']);
+    // Clients on other hosts (network namespaces) too; the replica copies this file.
+    if (listen !== '127.0.0.1') appendFileSync(join(dir, 'primary', 'pg_hba.conf'), 'host all all 0.0.0.0/0 trust\n');
     await primary.start();
     await asPostgres(join(bin, 'createdb'), ['-h', dir, '-p', String(primary.port), '-U', 'postgres', 'pulseboard']);
     const replica = node('replica', await freePort());
