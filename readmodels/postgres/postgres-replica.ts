@@ -16,6 +16,7 @@
  * The primary's commit feed is passed on paced: a commit is announced once the replica has it (or lags),
  * so a long-poll woken by it reads the row. The history read model stays on the primary.
  */
+import pg from 'pg';
 import type { CommitFeed } from '../commit-signal.ts';
 import type { ReadStore } from '../port.ts';
 import { isPostgresOutage } from './postgres-faults.ts';
@@ -99,7 +100,8 @@ export function createReplicaReads(
       counts.replica += 1;
       return { ok: true, value };
     } catch (error) {
-      if (error instanceof Error && isPostgresOutage(error)) {
+      // Anything but a server's refusal (a refused, lost or timed-out connection) is an outage.
+      if (!(error instanceof pg.DatabaseError) || isPostgresOutage(error)) {
         if (clock() >= downUntil) report('the PostgreSQL replica does not answer; reading the primary');
         downUntil = clock() + retryMs;
       }
