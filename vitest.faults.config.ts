@@ -13,7 +13,7 @@ export default defineConfig({
     maxWorkers: 1,
     isolate: true,
     execArgv: ['--disable-warning=ExperimentalWarning'],
-    testTimeout: 900_000,
+    testTimeout: 1_800_000,
     hookTimeout: 300_000,
     // The fault test prints its table of faults.
     silent: false,

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -87,6 +87,9 @@ export async function createPostgresPair(options: PairOptions = {}): Promise<Pos
   }
   const listen = options.listen ?? '127.0.0.1';
   const nodes: PostgresNode[] = [];
+  const dataOf = new Map<PostgresNode, string>();
+  const stopCommand = (n: PostgresNode) =>
+    [join(bin, 'pg_ctl'), '-D', dataOf.get(n)!, '-m', 'immediate', 'stop'].map(shellQuote).join(' ');
 
   const node = (name: string, port: number): PostgresNode => {
     const data = join(dir, name);
@@ -140,6 +143,7 @@ export async function createPostgresPair(options: PairOptions = {}): Promise<Pos
       running: () => up,
     };
     nodes.push(created);
+    dataOf.set(created, data);
     return created;
   };
 
@@ -156,13 +160,26 @@ export async function createPostgresPair(options: PairOptions = {}): Promise<Pos
       ...['-D', join(dir, 'replica'), '-R', '-X', 'stream', '--no-sync', '-c', 'fast'],
     ]);
     await replica.start();
+    // A test ended by its timeout leaves no server running: stopped (and removed) as this process exits.
+    const atExit = () => {
+      for (const n of nodes) if (n.running()) spawnSync('su', ['postgres', '-s', '/bin/sh', '-c', stopCommand(n)]);
+      rmSync(dir, { recursive: true, force: true });
+    };
+    process.once('exit', atExit);
     const lsnReached = async () => {
       const [p] = await primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
-      for (;;) {
-        const [r] = await replica.query<{ behind: boolean }>(
-          `SELECT pg_last_wal_replay_lsn() < '${p!.lsn}'::pg_lsn AS behind`,
-        );
-        if (!r!.behind) return;
+      // A loaded machine can refuse a connection now and then: asked again, for at most a minute.
+      for (const deadline = Date.now() + 60_000; ;) {
+        const behind = await replica
+          .query<{ behind: boolean }>(`SELECT pg_last_wal_replay_lsn() < '${p!.lsn}'::pg_lsn AS behind`)
+          .then(
+            ([r]) => r!.behind,
+            (error: unknown) => {
+              if (Date.now() > deadline) throw error;
+              return true;
+            },
+          );
+        if (!behind) return;
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     };
@@ -173,6 +190,7 @@ export async function createPostgresPair(options: PairOptions = {}): Promise<Pos
       resumeReplay: async () => void (await replica.query('SELECT pg_wal_replay_resume()')),
       caughtUp: lsnReached,
       async remove() {
+        process.removeListener('exit', atExit);
         for (const n of nodes) await n.kill();
         rmSync(dir, { recursive: true, force: true });
       },
