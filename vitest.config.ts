@@ -5,7 +5,7 @@
  * `npm run coverage` (--mode coverage) prints the per-folder table and the files under 60 %;
  * `npm run test:watch` for development.
  */
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * The suites that read through the service on either engine, run again on PostgreSQL, every file of
@@ -36,7 +36,15 @@ export default defineConfig(({ mode }) => {
       // The acceptance suites run twice: on the embedded default, and on PostgreSQL (the harness then
       // gives each test a database of its own, test/support/harness.ts).
       projects: [
-        { extends: true, test: { name: 'embedded', include: ['test/**/*.test.ts'] } },
+        // test/faults/ runs as a step of its own (vitest.faults.config.ts, `npm run test:faults`).
+        {
+          extends: true,
+          test: {
+            name: 'embedded',
+            include: ['test/**/*.test.ts'],
+            exclude: [...configDefaults.exclude, 'test/faults/**'],
+          },
+        },
         {
           extends: true,
           test: {

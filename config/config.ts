@@ -92,6 +92,11 @@ export const configSchema = z.object({
   MONGODB_URL: optionalMongoUrl,
   /** The event log and the read models both on PostgreSQL (not with EVENTSTORE_URL or MONGODB_URL). */
   POSTGRES_URL: optionalPostgresUrl,
+  /**
+   * A streaming replica of POSTGRES_URL's server that `serve --role api` reads from (only with
+   * POSTGRES_URL); the log, the projectors and every write stay on the primary.
+   */
+  POSTGRES_REPLICA_URL: optionalPostgresUrl,
   REDIS_URL: optionalRedisUrl,
   KAFKA_BROKERS: optionalBrokers,
   PULSEBOARD_RATE_LIMIT: z.preprocess(emptyAsUnset, z.coerce.number().int().min(1).default(60)),
@@ -149,7 +154,13 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
   const known = Object.fromEntries(Object.keys(configSchema.shape).map((k) => [k, env[k]]));
   const parsed = configSchema.safeParse(known);
   if (parsed.success) {
-    const { POSTGRES_URL, EVENTSTORE_URL, MONGODB_URL } = parsed.data;
+    const { POSTGRES_URL, POSTGRES_REPLICA_URL, EVENTSTORE_URL, MONGODB_URL } = parsed.data;
+    if (POSTGRES_REPLICA_URL !== undefined && POSTGRES_URL === undefined)
+      return {
+        ok: false,
+        reason:
+          "invalid configuration: POSTGRES_REPLICA_URL: reads from a replica of POSTGRES_URL's server; set POSTGRES_URL too",
+      };
     if (POSTGRES_URL !== undefined && (EVENTSTORE_URL !== undefined || MONGODB_URL !== undefined))
       return {
         ok: false,

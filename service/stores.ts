@@ -95,6 +95,8 @@ export type StoreOptions = {
   pollMs?: number;
   /** The embedded stores' page cache per connection, in KiB, for a process that reads each row once (an export). */
   sqliteCacheKiB?: number;
+  /** Serve reads from POSTGRES_REPLICA_URL where it is set (`serve --role api`: a process that writes nothing). */
+  replicaReads?: boolean;
 };
 
 /**
@@ -115,12 +117,21 @@ export async function openStores(config: Config, options: StoreOptions = {}): Pr
     throw new Error(opened.reason);
   }
   const generational = opened.value;
+  const replica =
+    options.replicaReads && config.POSTGRES_REPLICA_URL !== undefined
+      ? (await import('../readmodels/postgres/postgres-replica.ts')).createReplicaReads(
+          config.POSTGRES_REPLICA_URL,
+          generational.reader,
+          () => generational.generations().serving,
+        )
+      : null;
   // The store-wide feed opens only when something waits for commits (commit-watch.ts), not in every command.
-  const commits = createCommitSignals(space.commitFeed?.());
+  const feed = space.commitFeed?.();
+  const commits = createCommitSignals(replica && feed ? replica.paced(feed) : feed);
   const runner = generationFollowingRunner(log, generational, projectors, projectionLimits(config, 'live'), commits);
   return {
     log,
-    store: generational.reader,
+    store: replica?.store ?? generational.reader,
     runners: [runner],
     commits,
     async catchUp() {
@@ -131,7 +142,8 @@ export async function openStores(config: Config, options: StoreOptions = {}): Pr
     refreshGenerations: () => generational.refresh(),
     async close() {
       await commits.close();
-      await generational.close();
+      // The replica's reader closes the generational one it wraps.
+      await (replica ?? generational).close();
       await log.close();
     },
   };

@@ -265,7 +265,7 @@ export async function run(args: string[]): Promise<number> {
     config.EVENTSTORE_URL !== undefined
       ? `KurrentDB at ${where(config.EVENTSTORE_URL)}`
       : (postgres ?? `SQLite in ${config.PULSEBOARD_DATA_DIR}`);
-  const storesOpened = await byDeadline(deadline, () => openStores(config));
+  const storesOpened = await byDeadline(deadline, () => openStores(config, { replicaReads: role === 'api' }));
   if (!storesOpened.ok)
     return failStart(opened, `cannot open the read store (${readStoreName}): ${storesOpened.reason}`, 1);
   const stores = storesOpened.value;

@@ -92,6 +92,21 @@ describe('PostgreSQL in the configuration', () => {
       assert.match(refused.reason, /POSTGRES_URL: .*unset EVENTSTORE_URL and MONGODB_URL/);
     }
   });
+
+  it('POSTGRES_REPLICA_URL is a PostgreSQL URL, and only beside POSTGRES_URL', () => {
+    const url = 'postgres://postgres@127.0.0.1:5432/test';
+    const replica = 'postgres://postgres@replica.example.net:5433/test';
+    const both = parseConfig({ POSTGRES_URL: url, POSTGRES_REPLICA_URL: replica });
+    assert.ok(both.ok);
+    assert.equal(both.config.POSTGRES_REPLICA_URL, replica);
+    const alone = parseConfig({ POSTGRES_REPLICA_URL: replica });
+    assert.ok(!alone.ok);
+    assert.match(alone.reason, /POSTGRES_REPLICA_URL: .*set POSTGRES_URL too/);
+    const bad = parseConfig({ POSTGRES_URL: url, POSTGRES_REPLICA_URL: 'replica:5433' });
+    assert.ok(!bad.ok);
+    assert.match(bad.reason, /POSTGRES_REPLICA_URL: must be a PostgreSQL connection string/);
+    assert.equal(parseConfig({ POSTGRES_URL: url, POSTGRES_REPLICA_URL: '' }).ok, true);
+  });
 });
 
 describe('MCP settings in the configuration', () => {

@@ -8,13 +8,12 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { createSqliteEventLog } from '../../eventstore/sqlite/sqlite-event-log.ts';
 import { runCli, startServe, stopChild } from '../support/cli.ts';
+import { copyLog } from '../support/copy-log.ts';
 import { startReplay, stopReplay } from '../replay/support.ts';
 import { postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../support/postgres.ts';
 import { skipFor } from '../support/skip.ts';
@@ -31,41 +30,6 @@ async function cli(env: Record<string, string>, args: string[], stdin?: string):
   const run = await runCli(args, { env, ...(stdin === undefined ? {} : { stdin }) });
   assert.equal(run.code, 0, `pulseboard ${args.join(' ')}: ${run.stderr}`);
   return run.stdout;
-}
-
-/** Copies the PostgreSQL log into an embedded one as stored: positions, recordedAt and the archive id. */
-async function copyLog(postgresUrl: string, dataDir: string): Promise<void> {
-  const { createPostgresEventLog } = await import('../../eventstore/postgres/postgres-event-log.ts');
-  const source = createPostgresEventLog(postgresUrl);
-  await createSqliteEventLog(join(dataDir, 'events.sqlite')).close();
-  const db = new DatabaseSync(join(dataDir, 'events.sqlite'));
-  try {
-    db.prepare(`UPDATE log_meta SET value = ? WHERE key = 'archive_id'`).run(await source.archiveId());
-    const insert = db.prepare(
-      'INSERT INTO events (position, id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-    );
-    db.exec('BEGIN');
-    for (let after = 0; ;) {
-      const page = await source.readAll({ afterPosition: after, limit: 5_000 });
-      if (page.length === 0) break;
-      for (const e of page)
-        insert.run(
-          e.position,
-          e.id,
-          e.stream,
-          e.revision,
-          e.type,
-          JSON.stringify(e.data),
-          JSON.stringify(e.metadata),
-          e.recordedAt,
-        );
-      after = page[page.length - 1]!.position;
-    }
-    db.exec('COMMIT');
-  } finally {
-    db.close();
-    await source.close();
-  }
 }
 
 describe('serve on PostgreSQL answers as the embedded default', { ...skipFor(skip), timeout: 300_000 }, () => {

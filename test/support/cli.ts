@@ -35,12 +35,19 @@ export type ServeProcess = { child: ChildProcess; url: string; key: string };
  * Starts `pulseboard serve` on a free port with `env` added to this process's environment and reads its
  * stdout until it printed its URL and, with `key: true`, the local instance's first key.
  */
-export async function startServe(env: Record<string, string>, options: { key?: boolean } = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, 'serve'], {
-    env: { ...process.env, PORT: '0', PULSEBOARD_LOG_LEVEL: 'silent', ...env },
-    // stderr is not read (a start prints what it loaded there): ignored, so it can never fill and stall the child.
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
+export async function startServe(
+  env: Record<string, string>,
+  options: { key?: boolean; args?: string[] } = {},
+): Promise<ServeProcess> {
+  const child = spawn(
+    process.execPath,
+    ['--disable-warning=ExperimentalWarning', CLI, 'serve', ...(options.args ?? [])],
+    {
+      env: { ...process.env, PORT: '0', PULSEBOARD_LOG_LEVEL: 'silent', ...env },
+      // stderr is not read (a start prints what it loaded there): ignored, so it can never fill and stall the child.
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  );
   let url = '';
   let key = '';
   for await (const line of createInterface({ input: child.stdout })) {

@@ -63,7 +63,8 @@ function answersPing(port: number): Promise<boolean> {
   });
 }
 
-export async function startRedisServer(): Promise<RedisServer> {
+/** `bind`: the addresses it listens on besides 127.0.0.1 (a host's address in the fault test's network). */
+export async function startRedisServer(options: { bind?: readonly string[] } = {}): Promise<RedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'pb-redis-'));
   let child: ChildProcess | null = null;
@@ -72,7 +73,10 @@ export async function startRedisServer(): Promise<RedisServer> {
   async function spawnServer(): Promise<void> {
     const proc = spawn(
       REDIS_BIN,
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+      [
+        ...['--port', String(port), '--bind', '127.0.0.1', ...(options.bind ?? []), '--protected-mode', 'no'],
+        ...['--save', '', '--appendonly', 'no', '--dir', dir],
+      ],
       {
         stdio: 'ignore',
       },
