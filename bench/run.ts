@@ -12,6 +12,7 @@ const benches = [
   'mcp.bench.ts',
   'rate-limit.bench.ts',
   'live.bench.ts',
+  'live-timers.bench.ts',
   'mirror.bench.ts',
   'postgres.bench.ts',
 ];
