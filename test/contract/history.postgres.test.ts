@@ -188,8 +188,9 @@ describe('PostgreSQL history: every read is an index range', skipFor(skip), () =
         assertIndexed(plans, `list at ${offset}`);
         const all = plans.flatMap((p) => p.nodes);
         for (const node of all.filter((n) => n['Relation Name'] === 'history_placements')) {
+          // Heap fetches are the visibility map's, which another session's open snapshot on the shared
+          // server keeps from being set: the plan's shape is what the store decides.
           assert.equal(node['Node Type'], 'Index Only Scan', 'the placements walked as keys');
-          assert.equal(node['Heap Fetches'], 0);
         }
         // The versions fetched are the page's: one probe for each row.
         const probes = all.filter((n) => n['Relation Name'] === 'history_versions');
