@@ -67,12 +67,12 @@ export function createListenSlots(services: Services, notify: ServerNotifier, re
       }
       if (batch && batch.rows.length > 0) {
         // Before each delivery: a listen whose key was revoked since the last check is closed, not told.
-        await recheckKeys();
+        await recheckKeys('before-delivery');
         for (const row of batch.rows) notify.resourceUpdated(projectUri((JSON.parse(row.json) as { id: string }).id));
         notify.resourcesChanged();
         if (batch.hasMore) continue;
       }
-      await recheckKeys();
+      await recheckKeys('idle');
       if (open.size === 0) return;
       // After a failed read, the next is tried once the interval has passed.
       await services.commits.waitPast(batch?.upToSeq ?? Number.MAX_SAFE_INTEGER, {
@@ -82,13 +82,14 @@ export function createListenSlots(services: Services, notify: ServerNotifier, re
     }
   }
 
-  async function recheckKeys(): Promise<void> {
+  async function recheckKeys(when: 'before-delivery' | 'idle'): Promise<void> {
     for (const entry of open) {
       const caller = await Promise.resolve()
         .then(() => services.access.authenticate(entry.authorization))
         .catch(() => undefined);
-      // null: revoked, expired or unknown; undefined: the key store did not answer (kept until it does).
-      if (caller === null) entry.abort.abort();
+      // null: revoked, expired or unknown. undefined: the key store did not answer: kept while idle, but
+      // nothing is delivered to a key that could not be checked (the client reconnects once it answers).
+      if (caller === null || (caller === undefined && when === 'before-delivery')) entry.abort.abort();
     }
   }
 
