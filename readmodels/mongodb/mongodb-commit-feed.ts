@@ -6,7 +6,7 @@
  * driver resumes it by itself after a transient error, and anything else ends it (commit-signal.ts then
  * reopens it after a backoff, and waiters poll meanwhile).
  */
-import type { Db } from 'mongodb';
+import type { ChangeStream, ChangeStreamDocument, Db, Document } from 'mongodb';
 import type { CommitFeed } from '../commit-signal.ts';
 import { CHECKPOINTS, GENERATIONS_COLLECTION } from './mongodb-layout.ts';
 
@@ -24,25 +24,11 @@ export function mongoCommitFeed(db: Db): CommitFeed {
         ],
         { fullDocument: 'updateLookup' },
       );
-      let live = false;
-      stream.on('resumeTokenChanged', () => {
-        if (live) return;
-        live = true;
-        handlers.live();
-      });
-      stream.on('change', (change) => {
+      return followed(stream, handlers, 'change stream', (change) => {
         if (!('documentKey' in change)) return;
         const position = 'fullDocument' in change ? change.fullDocument?.position : undefined;
         handlers.commit(String(change.documentKey._id), typeof position === 'number' ? position : -1);
       });
-      stream.on('error', (error) => handlers.failed(error));
-      stream.on('close', () => handlers.failed(new Error('the MongoDB change stream closed')));
-      return {
-        async close() {
-          stream.removeAllListeners();
-          await stream.close();
-        },
-      };
     },
   };
 }
@@ -60,24 +46,34 @@ export function mongoPointerFeed(db: Db): CommitFeed {
         .watch([{ $match: { 'documentKey._id': 'live', operationType: { $in: ['insert', 'update', 'replace'] } } }], {
           fullDocument: 'updateLookup',
         });
-      let live = false;
-      stream.on('resumeTokenChanged', () => {
-        if (live) return;
-        live = true;
-        handlers.live();
-      });
-      stream.on('change', (change) => {
+      return followed(stream, handlers, 'pointer change stream', (change) => {
         const generation = 'fullDocument' in change ? change.fullDocument?.generation : undefined;
         handlers.commit('pointer', typeof generation === 'number' ? generation : -1);
       });
-      stream.on('error', (error) => handlers.failed(error));
-      stream.on('close', () => handlers.failed(new Error('the MongoDB pointer change stream closed')));
-      return {
-        async close() {
-          stream.removeAllListeners();
-          await stream.close();
-        },
-      };
+    },
+  };
+}
+
+/** A change stream as a feed: live once the server reports its first resume token, failed on error or close. */
+function followed<T extends Document>(
+  stream: ChangeStream<T>,
+  handlers: Parameters<CommitFeed['open']>[0],
+  what: string,
+  onChange: (change: ChangeStreamDocument<T>) => void,
+): ReturnType<CommitFeed['open']> {
+  let live = false;
+  stream.on('resumeTokenChanged', () => {
+    if (live) return;
+    live = true;
+    handlers.live();
+  });
+  stream.on('change', onChange);
+  stream.on('error', (error) => handlers.failed(error));
+  stream.on('close', () => handlers.failed(new Error(`the MongoDB ${what} closed`)));
+  return {
+    async close() {
+      stream.removeAllListeners();
+      await stream.close();
     },
   };
 }

@@ -17,6 +17,7 @@ import { CLI, runCli, stopChild } from '../support/cli.ts';
 import { postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../support/postgres.ts';
 import { skipFor } from '../support/skip.ts';
 import { openStream } from '../live/support.ts';
+import { postListen } from '../support/mcp-listen.ts';
 
 const skip = await postgresSkipReason();
 const SAMPLE = join(import.meta.dirname, '../../sample/sample.ndjson');
@@ -57,30 +58,7 @@ async function until(what: string, check: () => Promise<boolean>): Promise<void>
 
 /** A 2026-07-28 subscriptions/listen for the board's list changes; resolves when one arrives. */
 async function mcpListen(url: string, key: string, signal: AbortSignal): Promise<{ changed: Promise<number> }> {
-  const res = await fetch(`${url}/mcp`, {
-    method: 'POST',
-    signal,
-    headers: {
-      authorization: `Bearer ${key}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'subscriptions/listen',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 'listen:1',
-      method: 'subscriptions/listen',
-      params: {
-        notifications: { resourcesListChanged: true },
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientInfo': { name: 'cross-process', version: '1' },
-          'io.modelcontextprotocol/clientCapabilities': {},
-        },
-      },
-    }),
-  });
+  const res = await postListen(url, key, signal);
   assert.equal(res.status, 200);
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();

@@ -9,6 +9,7 @@ import { mcpPlugin } from '../../mcp/plugin.ts';
 import { issueKey, revokeKey } from '../../service/access.ts';
 import { eventually } from '../replay/support.ts';
 import { createHarness } from '../support/harness.ts';
+import { postListen } from '../support/mcp-listen.ts';
 import { appendSightings, openStream, type SseClient } from './support.ts';
 
 const ENVELOPE = { error: { code: 'unauthorized', message: 'Missing or invalid API key.' } };
@@ -107,8 +108,8 @@ describe('a revoked key on open requests', () => {
       const staying = await h.key('staying');
       await h.stores.catchUp();
       const base = await app.listen({ host: '127.0.0.1', port: 0 });
-      const revoked = await rawListen(base, leaving.key, gone.signal);
-      const other = await rawListen(base, staying, gone.signal);
+      const revoked = await postListen(base, leaving.key, gone.signal);
+      const other = await postListen(base, staying, gone.signal);
       const revokedText = readAll(revoked);
       const otherText = readAll(other);
       assert.ok(await eventually(() => h.services.commits.waiting() === 1), 'the listen pump waits');
@@ -127,34 +128,6 @@ describe('a revoked key on open requests', () => {
     }
   });
 });
-
-/** A 2026-07-28 subscriptions/listen for board changes, POSTed by hand; its stream left open. */
-function rawListen(base: string, key: string, signal: AbortSignal): Promise<Response> {
-  return fetch(`${base}/mcp`, {
-    method: 'POST',
-    signal,
-    headers: {
-      authorization: `Bearer ${key}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'subscriptions/listen',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 'listen:1',
-      method: 'subscriptions/listen',
-      params: {
-        notifications: { resourcesListChanged: true },
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-          'io.modelcontextprotocol/clientCapabilities': {},
-        },
-      },
-    }),
-  });
-}
 
 /** Reads a response body to its end: the text so far at any time, and all of it once it ends. */
 function readAll(res: Response): { text(): string; done: Promise<string> } {

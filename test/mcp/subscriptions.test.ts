@@ -5,39 +5,8 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { mcpPlugin } from '../../mcp/plugin.ts';
 import { issueKey, revokeKey } from '../../service/access.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
+import { postListen } from '../support/mcp-listen.ts';
 import { seedBoard } from './support.ts';
-
-const META = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-  'io.modelcontextprotocol/clientCapabilities': {},
-};
-
-/** A 2026-07-28 subscriptions/listen POSTed by hand: the HTTP response, its stream left open. */
-function rawListen(
-  base: string,
-  key: string,
-  notifications: Record<string, unknown>,
-  signal: AbortSignal,
-): Promise<Response> {
-  return fetch(`${base}/mcp`, {
-    method: 'POST',
-    signal,
-    headers: {
-      authorization: `Bearer ${key}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'subscriptions/listen',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 'listen:1',
-      method: 'subscriptions/listen',
-      params: { notifications, _meta: META },
-    }),
-  });
-}
 
 /** Reads a stream until `done` says the text so far is enough, or `ms` pass. */
 async function readUntil(res: Response, done: (text: string) => boolean, ms: number): Promise<string> {
@@ -130,7 +99,7 @@ describe('subscriptions/listen on /mcp (2026-07-28)', () => {
 
   it('sends a heartbeat while idle', async () => {
     const stop = new AbortController();
-    const res = await rawListen(base, key, { resourcesListChanged: true }, stop.signal);
+    const res = await postListen(base, key, stop.signal);
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
     const text = await readUntil(res, (t) => t.includes(': keepalive'), 5_000);
@@ -142,12 +111,10 @@ describe('subscriptions/listen on /mcp (2026-07-28)', () => {
   it('allows 2 open listens per key on an instance; the third is 429 in the envelope, and a slot is free again once one closes', async () => {
     const own = await issueKey(h.stores, 'bounded');
     const stops = [new AbortController(), new AbortController()];
-    const open = await Promise.all(
-      stops.map((stop) => rawListen(base, own.key, { resourcesListChanged: true }, stop.signal)),
-    );
+    const open = await Promise.all(stops.map((stop) => postListen(base, own.key, stop.signal)));
     for (const res of open) assert.equal(res.status, 200);
     for (const res of open) await readUntil(res, (t) => t.includes('acknowledged'), 5_000);
-    const third = await rawListen(base, own.key, { resourcesListChanged: true }, new AbortController().signal);
+    const third = await postListen(base, own.key, new AbortController().signal);
     assert.equal(third.status, 429);
     assert.ok(Number(third.headers.get('retry-after')) >= 1);
     const body = (await third.json()) as { error: { code: string; message: string } };
@@ -155,15 +122,14 @@ describe('subscriptions/listen on /mcp (2026-07-28)', () => {
     assert.match(body.error.message, /At most 2 subscriptions\/listen streams/);
     // Another key is not affected.
     const other = new AbortController();
-    assert.equal((await rawListen(base, key, { resourcesListChanged: true }, other.signal)).status, 200);
+    assert.equal((await postListen(base, key, other.signal)).status, 200);
     other.abort();
     stops[0]!.abort();
     let again: Response | undefined;
     for (let i = 0; i < 50; i++) {
-      again = await rawListen(
+      again = await postListen(
         base,
         own.key,
-        { resourcesListChanged: true },
         stops[0]!.signal.aborted ? new AbortController().signal : stops[0]!.signal,
       );
       if (again.status === 200) break;
