@@ -149,10 +149,11 @@ export function createReplicaReads(
 
   const fresh = (collection: string) => !lagging(collection) && at(collection) >= (served.get(collection) ?? -1);
 
-  async function replicaCheckpoint(collection: string): Promise<Side<number>> {
+  /** `fresh` as the port has it: false shares a read issued earlier in the same event-loop turn. */
+  async function replicaCheckpoint(collection: string, fresh: boolean): Promise<Side<number>> {
     return onReplica(async (store) => {
       const generation = serving();
-      const checkpoint = await store.checkpoint(collection, { fresh: true });
+      const checkpoint = await store.checkpoint(collection, { fresh });
       noteReplica(generation, collection, checkpoint);
       return checkpoint;
     });
@@ -174,7 +175,7 @@ export function createReplicaReads(
     },
     async checkpoint(collection, checkpointOptions) {
       // Asked even while lagging: its answer is what ends the lag.
-      const replica = await replicaCheckpoint(collection);
+      const replica = await replicaCheckpoint(collection, checkpointOptions?.fresh === true);
       if (replica.ok) probePrimary(collection);
       const highest = served.get(collection) ?? -1;
       if (replica.ok && !lagging(collection) && replica.value >= highest) {
@@ -232,7 +233,7 @@ export function createReplicaReads(
           entry.running = true;
           while (!ended) {
             const target = entry.checkpoint;
-            const replica = await replicaCheckpoint(collection);
+            const replica = await replicaCheckpoint(collection, true);
             const reached = replica.ok && replica.value >= target;
             // Reached, lagging or down: the commit watch reads the checkpoint now and gets the right side's.
             if (reached || !replica.ok || lagging(collection)) {
