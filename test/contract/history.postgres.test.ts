@@ -187,10 +187,15 @@ describe('PostgreSQL history: every read is an index range', skipFor(skip), () =
         const plans = await plansOf(() => history.list(C, at, { ...(facets ? { facets } : {}), offset, limit: 20 }));
         assertIndexed(plans, `list at ${offset}`);
         const all = plans.flatMap((p) => p.nodes);
+        // Whether the planner reads the heap beside the index is the visibility map's (a server's
+        // vacuum decides it, not the store): what the store decides is an index walk from the nearer end.
+        const nearer = Math.min(offset, total - offset - 20) + 20;
         for (const node of all.filter((n) => n['Relation Name'] === 'history_placements')) {
-          // Heap fetches are the visibility map's, which another session's open snapshot on the shared
-          // server keeps from being set: the plan's shape is what the store decides.
-          assert.equal(node['Node Type'], 'Index Only Scan', 'the placements walked as keys');
+          assert.match(node['Index Name'] ?? '', /^history_placements_/, 'the placements walked by their index');
+          assert.ok(
+            node['Actual Rows'] <= nearer,
+            `${node['Actual Rows']} placements for a page ${nearer} from its end`,
+          );
         }
         // The versions fetched are the page's: one probe for each row.
         const probes = all.filter((n) => n['Relation Name'] === 'history_versions');
@@ -221,7 +226,8 @@ describe('PostgreSQL history: every read is an index range', skipFor(skip), () =
       const plans = await plansOf(() => history.changes(C, query));
       assertIndexed(plans, `changes ${JSON.stringify(query)}`);
       const walk = plans.flatMap((p) => p.nodes).find((n) => n['Index Name'] === 'history_versions_delta');
-      assert.equal(walk?.['Node Type'], 'Index Only Scan', 'the writes in range walked as keys');
+      assert.ok(walk, 'the writes in range walked by the delta index');
+      assert.ok(walk['Actual Rows'] <= query.limit + 1, `${walk['Actual Rows']} writes for a page of ${query.limit}`);
     }
   });
 });
