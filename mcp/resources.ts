@@ -11,7 +11,7 @@ import type { Caller } from '../service/caller.ts';
 import { errors, type Result, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { asValue } from '../service/json-body.ts';
-import { envelopeOf, retryAfterSeconds, type RequestContext } from './server.ts';
+import { envelopeOf, retryAfterSeconds, type RequestContext } from './request-context.ts';
 
 /** Handles offered by completion at most (the spec's cap is 100; an agent needs a short list). */
 export const COMPLETION_MAX = 20;

@@ -1,32 +1,19 @@
 import { McpServer, type CallToolResult, type McpRequestContext } from '@modelcontextprotocol/server';
-import type { Caller } from '../service/caller.ts';
 import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { toolConfig } from './listing.ts';
 import { registerResources, resourceTemplates } from './resources.ts';
 import type { Tool } from './tools.ts';
+import { envelopeOf, retryAfterSeconds, type RequestContext, type Surface } from './request-context.ts';
+
+/** Re-exported so the plugin keeps one import; resources.ts takes them from request-context.ts (no circle). */
+export { envelopeOf, retryAfterSeconds, type RequestContext, type Surface };
 
 /** A successful tool result: the REST body as structured content and, byte for byte, as text. */
 export const toolSuccess = (body: Record<string, unknown>): CallToolResult => ({
   content: [{ type: 'text', text: JSON.stringify(body) }],
   structuredContent: body,
 });
-
-/** The whole seconds to wait that a refusal states, at least 1; undefined when waiting does not help. */
-export const retryAfterSeconds = (error: ServiceError): number | undefined =>
-  error.retryAfter === undefined ? undefined : Math.max(1, Math.ceil(error.retryAfter));
-
-/** The envelope of a refusal; a wait is spelled out in the message, as no header reaches an agent. */
-export function envelopeOf(error: ServiceError): { error: { code: string; message: string } } {
-  const seconds = retryAfterSeconds(error);
-  const wait = seconds !== undefined && !error.message.includes(`${seconds} seconds`);
-  return {
-    error: {
-      code: error.code,
-      message: wait ? `${error.message} Wait ${seconds} seconds before calling again.` : error.message,
-    },
-  };
-}
 
 /** A failed tool result: the envelope in both blocks, a wait also as `_meta.retryAfterSeconds` for programs. */
 export function toolFailure(error: ServiceError): CallToolResult {
@@ -47,18 +34,7 @@ export const INSTRUCTIONS =
   'other protocol messages have a budget of their own. Keep results small with limit, view "summary" (list_projects, sync_projects) and maxBytes (list_calltracker_calls). ' +
   'Resources pulseboard://projects/{id}, pulseboard://calls/{id} and pulseboard://pulse/{beat} hold the same JSON as get_project, get_calltracker_call and get_pulse.';
 
-/** What the server instance of one request registers (plugin.ts surfaceOfBody): the tools named, and the resources or not. */
-export type Surface = { tools: 'all' | readonly string[]; resources: boolean };
-
 export const WHOLE_SURFACE: Surface = { tools: 'all', resources: true };
-
-/** Who sent this request, or why the rate gate refused it (every tool call then answers that error); the log reports a tool's throw by name only. */
-export type RequestContext = (
-  { caller: Caller; refusal?: undefined } | { refusal: ServiceError; caller?: undefined }
-) & {
-  log?: { error(fields: { err: { type: string } }, message: string): void };
-  surface?: Surface;
-};
 
 /** Cacheable results (2026-07-28): what lists is fixed for a deployment; what reads is per key and live. */
 const LISTS = { ttlMs: 3_600_000, cacheScope: 'public' } as const;
