@@ -12,7 +12,7 @@ import type { RateGate } from '../../service/rate/gate.ts';
 import type { RateLimiter } from '../../service/rate/port.ts';
 import type { WorkerHeartbeat } from '../../service/thesis/heartbeat.ts';
 import { createServices, type Services } from '../../service/services.ts';
-import { assertResponse, matchPath } from './openapi-validator.ts';
+import { assertResponse, matchPath, type CheckedResponse } from './openapi-validator.ts';
 import { openStores, type Stores } from '../../service/stores.ts';
 
 export type Harness = {
@@ -28,10 +28,7 @@ export type Harness = {
   /** Appends one source event the way ingest stores it (stream, v5 id, data + at). */
   append(type: string, messageId: string, stream: string, data: Record<string, unknown>): Promise<void>;
   key(owner: string, changes?: OwnerChange[]): Promise<string>;
-  get(
-    url: string,
-    key?: string,
-  ): Promise<{ status: number; headers: Record<string, unknown>; body: string; json: () => any }>;
+  get(url: string, key?: string): Promise<CheckedResponse>;
   close(): Promise<void>;
 };
 

@@ -1,7 +1,6 @@
 import { AssertionError } from 'node:assert';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import type { Harness } from './harness.ts';
 
 /**
  * Validates response bodies against an OpenAPI 3.1 document with ajv (JSON Schema 2020-12 and
@@ -107,13 +106,17 @@ export function assertResponse(doc: Json, method: string, requestPath: string, s
   if (!outcome.ok) throw new AssertionError({ message: outcome.message });
 }
 
+/** One response as a test reads it: the harness's `get` answers it, and the checked client below. */
 export type CheckedResponse = { status: number; headers: Record<string, unknown>; body: string; json: () => any };
+
+/** What the checked client needs of a harness: its GET (structural, so this module does not import the harness). */
+export type Getter = { get(url: string, key?: string): Promise<CheckedResponse> };
 
 /**
  * A GET client over a harness that checks every response (success and error) against the served
  * document before handing it back, so no response of an end-to-end test goes unvalidated.
  */
-export async function createCheckedClient(h: Harness) {
+export async function createCheckedClient(h: Getter) {
   const served = await h.get('/v1/openapi.json');
   if (served.status !== 200) throw new Error(`GET /v1/openapi.json answered ${served.status}`);
   const doc = served.json() as Json;
