@@ -1,21 +1,18 @@
 /**
- * Bench data sets, built once through the public code path (generate → ingest → catch up) and cached
- * in /tmp/pulseboard-bench-cache/<projects>-<seed>-<days>d/ (a complete build is renamed into place,
- * so an interrupted one is never reused). `--rebuild` (or PULSEBOARD_BENCH_REBUILD=1) builds again.
- * Run alone to warm the cache: `node bench/dataset.ts --projects 100000`.
+ * Bench data sets, built once through the public code path (generate → ingest → catch up) into
+ * /tmp/pulseboard-bench-cache/<projects>-<seed>-<days>d/ (renamed into place when complete);
+ * `--rebuild` builds again. Warm the cache: `node bench/dataset.ts --projects 100000`.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseConfig, type Config } from '../config/config.ts';
-import { defaultCalls } from '../ingest/generate/context.ts';
 import { generateLines } from '../ingest/generate/generate.ts';
 import { DEFAULT_INGEST_BATCH } from '../ingest/ndjson.ts';
 import { createIngestor } from '../ingest/pipeline.ts';
 import { issueKey } from '../service/access.ts';
 import { openStores } from '../service/stores.ts';
 
-export const BENCH_CACHE_ROOT = '/tmp/pulseboard-bench-cache';
 export const BENCH_SEED = 7;
 
 export type DataSetSpec = { projects: number; calls: number; days: number };
@@ -25,64 +22,54 @@ export function dataSetSpec(projects: number, light = false): DataSetSpec {
   return { projects, calls: Math.max(60, Math.round(projects / 5)), days: light ? 8 : 30 };
 }
 
-export function dataSetDir(spec: DataSetSpec): string {
-  return join(BENCH_CACHE_ROOT, `${spec.projects}-${BENCH_SEED}-${spec.days}d`);
-}
-
 export function benchConfig(dir: string): Config {
   // PULSEBOARD_SQLITE_MAP_MB from the environment: the read bench's memory experiments set it.
   const parsed = parseConfig({
     PULSEBOARD_DATA_DIR: dir,
     PULSEBOARD_RATE_LIMIT: '1000000000',
     PULSEBOARD_LOG_LEVEL: 'silent',
+    PULSEBOARD_MCP_PROTOCOL_RATE_LIMIT: '1000000000',
     PULSEBOARD_SQLITE_MAP_MB: process.env.PULSEBOARD_SQLITE_MAP_MB,
   });
   if (!parsed.ok) throw new Error(parsed.reason);
   return parsed.config;
 }
 
-export const rebuildRequested = (): boolean =>
-  process.argv.includes('--rebuild') || process.env.PULSEBOARD_BENCH_REBUILD === '1';
+/** The sizes a bench runs: `--only N[,M]` (projects) when given, else its own. */
+export function benchSizes(defaults: readonly number[]): number[] {
+  const at = process.argv.indexOf('--only');
+  if (at < 0) return [...defaults];
+  const sizes = (process.argv[at + 1] ?? '').split(',').map(Number);
+  if (!sizes.every((n) => Number.isSafeInteger(n) && n > 0))
+    throw new Error('--only takes numbers of projects, e.g. --only 10000 or --only 10000,100000');
+  return sizes;
+}
 
-/** The cached data directory for `spec`, built first when missing (or when a rebuild was asked for). */
-export async function ensureDataSet(
-  spec: DataSetSpec,
-  log: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
-): Promise<string> {
-  const dir = dataSetDir(spec);
-  if (existsSync(dir) && !rebuildRequested()) return dir;
+/** The cached data directory for `spec`, built first when missing (or with `--rebuild`). */
+export async function ensureDataSet(spec: DataSetSpec): Promise<string> {
+  const dir = `/tmp/pulseboard-bench-cache/${spec.projects}-${BENCH_SEED}-${spec.days}d`;
+  if (existsSync(dir) && !process.argv.includes('--rebuild')) return dir;
   const building = `${dir}.building-${process.pid}`;
   rmSync(building, { recursive: true, force: true });
   mkdirSync(building, { recursive: true });
   const config = benchConfig(building);
   const stores = await openStores(config);
+  const since = (started: number) => `${((Date.now() - started) / 1000).toFixed(0)} s`;
   const started = Date.now();
   try {
-    const ingestor = createIngestor(stores.log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER });
+    const followerProvider = config.PULSEBOARD_FOLLOWER_PROVIDER;
+    const ingestor = createIngestor(stores.log, { followerProvider });
     let messages = 0;
-    const options = {
-      ...spec,
-      seed: BENCH_SEED,
-      calls: spec.calls || defaultCalls(spec.projects),
-      hotContractCalls: 0,
-      followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER,
-    };
     // The batch path `pulseboard ingest` takes, with its batch size.
     let batch: string[] = [];
-    for (const line of generateLines(options)) {
-      batch.push(line);
-      messages += 1;
-      if (batch.length === DEFAULT_INGEST_BATCH) {
-        await ingestor.ingestBatch(batch, 'ndjson');
-        batch = [];
-      }
-      if (messages % 200_000 === 0)
-        log(`  ingested ${messages} messages (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+    for (const line of generateLines({ ...spec, seed: BENCH_SEED, hotContractCalls: 0, followerProvider })) {
+      if (batch.push(line) === DEFAULT_INGEST_BATCH) await ingestor.ingestBatch(batch.splice(0), 'ndjson');
+      if (++messages % 200_000 === 0) console.log(`  ingested ${messages} messages (${since(started)})`);
     }
     if (batch.length > 0) await ingestor.ingestBatch(batch, 'ndjson');
-    log(`  ingested ${messages} messages in ${((Date.now() - started) / 1000).toFixed(0)} s; catching up`);
+    console.log(`  ingested ${messages} messages in ${since(started)}; catching up`);
     await stores.catchUp();
-    log(`  data set ${dir} built in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    console.log(`  data set ${dir} built in ${since(started)}`);
   } finally {
     await stores.close();
   }

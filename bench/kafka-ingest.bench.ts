@@ -1,12 +1,8 @@
 /**
- * Kafka ingest from a real broker (test/support/kafka-broker.ts: Kafka 4.4.0, KRaft, one node on
- * loopback): messages per second through the service's ingest (the Kafka source, the real ingestor,
- * the embedded event log, offsets committed after each append) against a raw kafkajs consumer that
- * only reads the same topic, measured in the same run. Goal: at least 0.5 of the raw consumer.
- * Each figure runs from the first batch handed over (for the service: its first part reaching the
- * ingestor) to the last message handled (the group join is left out), on a 6-partition topic of
- * vote.cast messages, at two sizes. Needs java and mvn (the broker's jars).
- * Run: node --disable-warning=ExperimentalWarning bench/kafka-ingest.bench.ts [SIZE…]
+ * Kafka ingest from a real broker (test/support/kafka-broker.ts; needs java and mvn): messages/s through
+ * the service's ingest into the embedded log against a raw kafkajs consumer of the same 6-partition
+ * topic (goal: at least 0.5), from the first batch handed over to the last message handled.
+ * Run: node bench/kafka-ingest.bench.ts [--only 20000]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,9 +12,9 @@ import { createKafkaSource } from '../ingest/kafka/kafka-source.ts';
 import { createIngestor } from '../ingest/pipeline.ts';
 import { fillTopic, kafkaClient, voteMessages } from '../test/support/kafka-real.ts';
 import { startKafkaBroker, type KafkaBroker } from '../test/support/kafka-broker.ts';
+import { benchSizes } from './dataset.ts';
 
 const PARTITIONS = 6;
-const DEFAULT_SIZES = [20_000, 100_000];
 
 type Figure = { messages: number; seconds: number; perSecond: number };
 
@@ -55,8 +51,7 @@ async function serviceIngest(broker: KafkaBroker, topic: string, count: number, 
   let handled = 0;
   let rejected = 0;
   let first = 0n;
-  let resolveDone: (at: bigint) => void = () => undefined;
-  const done = new Promise<bigint>((resolve) => (resolveDone = resolve));
+  const done = Promise.withResolvers<bigint>();
   const ingestor = createIngestor(log, { followerProvider: 'followerscope' });
   const source = createKafkaSource({
     brokers: broker.brokers,
@@ -74,25 +69,25 @@ async function serviceIngest(broker: KafkaBroker, topic: string, count: number, 
     onMessage: ({ outcome }) => {
       handled += 1;
       if (outcome.status === 'rejected') rejected += 1;
-      if (handled === count) resolveDone(process.hrtime.bigint());
+      if (handled === count) done.resolve(process.hrtime.bigint());
     },
   });
   await source.start();
-  const last = await done;
+  const last = await done.promise;
   await source.stop();
   await log.close();
   if (rejected > 0) throw new Error(`${rejected} messages were rejected; the figure would be meaningless`);
   return figure(count, first, last);
 }
 
-export async function main(sizes = DEFAULT_SIZES): Promise<void> {
+export async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'pulseboard-bench-kafka-ingest-'));
   const broker = await startKafkaBroker({ quickStart: false });
   try {
     console.log(
       `Kafka ingest from a real broker (Kafka ${broker.version}, ${PARTITIONS} partitions), messages/s from the first message to the last`,
     );
-    for (const size of sizes) {
+    for (const size of benchSizes([20_000, 100_000])) {
       const topic = `bench-${size}`;
       await fillTopic(broker, topic, PARTITIONS, voteMessages(`bench${size}`, size));
       const raw = await rawConsumer(broker, topic, size);
@@ -110,10 +105,4 @@ export async function main(sizes = DEFAULT_SIZES): Promise<void> {
   }
 }
 
-if (import.meta.main) {
-  const sizes = process.argv
-    .slice(2)
-    .map(Number)
-    .filter((n) => Number.isInteger(n) && n > 0);
-  await main(sizes.length > 0 ? sizes : DEFAULT_SIZES);
-}
+if (import.meta.main) await main();

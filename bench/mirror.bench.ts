@@ -1,38 +1,27 @@
 /**
- * The cost of `pulseboard mirror` (issue 44): the command mirroring a cached data set from a real
- * server into a fresh SQLite file and a fresh PostgreSQL schema, against inserting the same rows
- * directly into that store (the mirror's own upsert, one transaction per 1,000 rows), and against the
- * delta walk alone (the client paging through, storing nothing). Goal: mirror >= 0.3 of direct.
- * `node bench/mirror.bench.ts [--sizes 10000,100000]`; PostgreSQL at PULSEBOARD_BENCH_POSTGRES_URL
- * (default postgres://postgres@127.0.0.1:5432/test), left out with a line where none answers.
+ * `pulseboard mirror --once` of a cached data set from a real server into SQLite and PostgreSQL (as the
+ * tests find it; left out with a line when none answers), against the mirror's own upsert of the same
+ * rows, 1,000 a transaction (goal: at least 0.3), and against the delta walk alone. `--only N`.
  */
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { openPostgresMirror } from '../bin/mirror/postgres.ts';
 import { openSqliteMirror } from '../bin/mirror/sqlite.ts';
 import type { MirrorRow, MirrorStore } from '../bin/mirror/store.ts';
 import { createClient } from '../client/index.ts';
-import { dataSetSpec, ensureDataSet } from './dataset.ts';
-import { benchKey } from './reads.bench.ts';
+import { postgresSkipReason, scratchSchema } from '../test/support/postgres.ts';
+import { benchKey, benchSizes, dataSetSpec, ensureDataSet } from './dataset.ts';
+import { timed } from './median.ts';
 import { startServer } from './servers.ts';
 
-const POSTGRES = process.env.PULSEBOARD_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CLI = join(import.meta.dirname, '../bin/pulseboard.ts');
 const DIRECT_BATCH = 1000;
 const GOAL = 0.3;
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const perSecond = (rows: number, ms: number) => `${Math.round(rows / (ms / 1000)).toLocaleString('en-US')} rows/s`;
-
-async function timed(work: () => unknown): Promise<number> {
-  const t0 = performance.now();
-  await work();
-  return performance.now() - t0;
-}
 
 /** The command itself, in a process of its own, as a user runs it. */
 function mirrorCommand(url: string, key: string, to: string): void {
@@ -51,34 +40,7 @@ async function direct(store: MirrorStore, rows: MirrorRow[]): Promise<void> {
   }
 }
 
-async function postgresAnswers(): Promise<string | null> {
-  const client = new pg.Client({ connectionString: POSTGRES, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    return null;
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
-
-/** A fresh schema for one measurement; the URL that puts the mirror's tables in it; how to drop it. */
-async function scratch(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `pbbench_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: POSTGRES });
-  await admin.connect();
-  await admin.query(`CREATE SCHEMA ${name}`);
-  return {
-    url: `${POSTGRES}?options=${encodeURIComponent(`-c search_path=${name}`)}`,
-    drop: async () => {
-      await admin.query(`DROP SCHEMA ${name} CASCADE`);
-      await admin.end();
-    },
-  };
-}
-
-async function measure(projects: number, postgresDown: string | null): Promise<void> {
+async function measure(projects: number, postgresDown: string | false): Promise<void> {
   const dir = await ensureDataSet(dataSetSpec(projects));
   const key = await benchKey(dir);
   const server = await startServer(['app', dir]);
@@ -98,38 +60,32 @@ async function measure(projects: number, postgresDown: string | null): Promise<v
     };
     // The first walk meets a server and page cache not yet warm: the measured walk is the second, as the mirrors that follow find them.
     await walk();
-    const walkMs = await timed(walk);
-    process.stdout.write(
-      `mirror ${projects}: delta walk alone (client, 100 a page): ${seconds(walkMs)}, ${perSecond(rows.length, walkMs)}\n`,
+    const walkMs = (await timed(walk)).ms;
+    console.log(
+      `mirror ${projects}: delta walk alone (client, 100 a page): ${seconds(walkMs)}, ${perSecond(rows.length, walkMs)}`,
     );
 
-    const report = (store: string, mirrorMs: number, directMs: number) =>
+    const compare = async (name: string, to: string, open: () => MirrorStore | Promise<MirrorStore>) => {
+      const mirrorMs = (await timed(() => mirrorCommand(url, key, to))).ms;
+      const store = await open();
+      const directMs = (await timed(() => direct(store, rows))).ms;
+      await store.close();
       process.stdout.write(
-        `mirror ${projects} into ${store}: ${seconds(mirrorMs)} (${perSecond(rows.length, mirrorMs)}); direct batched inserts ${seconds(directMs)} ` +
+        `mirror ${projects} into ${name}: ${seconds(mirrorMs)} (${perSecond(rows.length, mirrorMs)}); direct batched inserts ${seconds(directMs)} ` +
           `(${perSecond(rows.length, directMs)}); mirror/direct ${(directMs / mirrorMs).toFixed(3)} (goal >= ${GOAL}); ` +
           `mirror/walk alone ${(walkMs / mirrorMs).toFixed(3)}\n`,
       );
-
-    const mirrorSqliteMs = await timed(() => mirrorCommand(url, key, `sqlite:${join(work, 'mirror.sqlite')}`));
-    const sqliteStore = openSqliteMirror(join(work, 'direct.sqlite'));
-    const directSqliteMs = await timed(() => direct(sqliteStore, rows));
-    await sqliteStore.close();
-    report('SQLite', mirrorSqliteMs, directSqliteMs);
-
-    if (postgresDown !== null) {
-      process.stdout.write(
-        `mirror ${projects} into PostgreSQL: not measured, none answers at ${POSTGRES} (${postgresDown})\n`,
-      );
+    };
+    await compare('SQLite', `sqlite:${join(work, 'mirror.sqlite')}`, () =>
+      openSqliteMirror(join(work, 'direct.sqlite')),
+    );
+    if (postgresDown !== false) {
+      console.log(`mirror ${projects} into PostgreSQL: not measured, ${postgresDown}`);
       return;
     }
-    const forMirror = await scratch();
-    const forDirect = await scratch();
+    const [forMirror, forDirect] = [await scratchSchema('pbbench'), await scratchSchema('pbbench')];
     try {
-      const mirrorPostgresMs = await timed(() => mirrorCommand(url, key, forMirror.url));
-      const postgresStore = await openPostgresMirror(forDirect.url);
-      const directPostgresMs = await timed(() => direct(postgresStore, rows));
-      await postgresStore.close();
-      report('PostgreSQL', mirrorPostgresMs, directPostgresMs);
+      await compare('PostgreSQL', forMirror.url, () => openPostgresMirror(forDirect.url));
     } finally {
       await forMirror.drop();
       await forDirect.drop();
@@ -141,10 +97,8 @@ async function measure(projects: number, postgresDown: string | null): Promise<v
 }
 
 export async function main(): Promise<void> {
-  const given = process.argv.indexOf('--sizes');
-  const sizes = given > 0 ? process.argv[given + 1]!.split(',').map(Number) : [10_000, 100_000];
-  const postgresDown = await postgresAnswers();
-  for (const projects of sizes) await measure(projects, postgresDown);
+  const postgresDown = await postgresSkipReason();
+  for (const projects of benchSizes([10_000, 100_000])) await measure(projects, postgresDown);
 }
 
 if (import.meta.main) await main();

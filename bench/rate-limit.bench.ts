@@ -1,8 +1,6 @@
 /**
- * Consumes per second of the in-process and Redis limiters. The Redis figures are printed as a
- * ratio to the in-process baseline measured in this same run; absolute numbers depend on the machine.
- * Run: node --disable-warning=ExperimentalWarning bench/rate-limit.bench.ts
- * Needs redis-server (REDIS_SERVER_BIN, default /usr/bin/redis-server); it starts its own on loopback.
+ * Consumes per second of the Redis limiter (a redis-server of its own on loopback; REDIS_SERVER_BIN)
+ * as a ratio to the in-process limiter measured in the same run.
  */
 import { createInProcessLimiter } from '../service/rate/in-process.ts';
 import type { RateLimiter } from '../service/rate/port.ts';

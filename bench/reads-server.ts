@@ -1,10 +1,7 @@
 /**
- * A bench server, run as a program by bench/servers.ts (and bench/instructions.ts), so it loads only
- * what a server does:
- *   app DATA_DIR        the real service over a cached data directory
- *   bare BODIES_FILE    bare Fastify answering each URL with the bytes the real service sent for it
- * Prints `listening <port>` once ready and one `memory …` line on SIGUSR2; stops on SIGTERM or when its
- * stdin (held by the bench) ends.
+ * A bench server as a program (bench/servers.ts): `app DATA_DIR` the service over a data directory,
+ * `bare BODIES_FILE` bare Fastify sending for each URL the bytes the service sent. Prints `listening
+ * <port>`, a `memory …` line on SIGUSR2; stops on SIGTERM or when its stdin (the bench's) ends.
  */
 import { readFileSync } from 'node:fs';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
@@ -17,10 +14,7 @@ import { openStores } from '../service/stores.ts';
 import { benchConfig } from './dataset.ts';
 import type { RecordedBody } from './servers.ts';
 
-/**
- * The service over a data directory, in this process, with the bench's configuration (no rate limit,
- * no log): for the benches that run the server themselves.
- */
+/** The service over a data directory in this process, configured for benches (no rate limit, no log). */
 export async function openBenchApp(dir: string) {
   const config = benchConfig(dir);
   const stores = await openStores(config);
@@ -39,35 +33,19 @@ export async function openBenchApp(dir: string) {
   };
 }
 
-/** A JSON array of recorded bodies, or (`.ndjson`) one a line: more than one JS string holds at 1M. */
-function recordedBodies(file: string): RecordedBody[] {
-  if (!file.endsWith('.ndjson')) return JSON.parse(readFileSync(file, 'utf8')) as RecordedBody[];
-  const data = readFileSync(file);
-  const out: RecordedBody[] = [];
-  for (let at = 0; at < data.length;) {
-    const end = data.indexOf(10, at);
-    const stop = end === -1 ? data.length : end;
-    if (stop > at) out.push(JSON.parse(data.toString('utf8', at, stop)) as RecordedBody);
-    at = stop + 1;
-  }
-  return out;
-}
-
 function bare(bodiesFile: string) {
-  // Sent as bytes: a text with one character past Latin-1 would be encoded again on every send, which the service does not do.
-  const bodies = new Map(
-    recordedBodies(bodiesFile).map((b) => [`${b.method} ${b.url}`, { ...b, bytes: Buffer.from(b.body, 'utf8') }]),
-  );
+  // One body a line; sent as bytes: a text with one character past Latin-1 would be encoded again on every send, which the service does not do.
+  const bodies = new Map<string, { contentType: string; bytes: Buffer }>();
+  const data = readFileSync(bodiesFile);
+  for (let at = 0, end = 0; at < data.length; at = end + 1) {
+    end = data.indexOf(10, at); // startBare ends every body's line
+    const recorded = JSON.parse(data.toString('utf8', at, end)) as RecordedBody;
+    bodies.set(recorded.url, { contentType: recorded.contentType, bytes: Buffer.from(recorded.body, 'utf8') });
+  }
   const server = Fastify({ logger: false });
-  server.route({
-    method: ['GET', 'POST'],
-    url: '*',
-    handler: async (request, reply) => {
-      const recorded = bodies.get(`${request.method} ${request.url}`);
-      if (!recorded) return reply.code(404).send();
-      if (recorded.headers) reply.headers(recorded.headers);
-      return reply.type(recorded.contentType).send(recorded.bytes);
-    },
+  server.get('*', async (request, reply) => {
+    const recorded = bodies.get(request.url);
+    return recorded ? reply.type(recorded.contentType).send(recorded.bytes) : reply.code(404).send();
   });
   return { app: server, close: () => server.close() };
 }

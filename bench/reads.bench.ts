@@ -1,33 +1,35 @@
 /**
- * The read path's cost over real HTTP on 127.0.0.1, each figure beside its baseline from the same run:
- *   - the mirror of the board by delta paging (limit 100) against one raw SELECT of the same rows in
- *     (seq, id) order; both read the documents' bytes without parsing them (the mirror through
- *     raw-http.ts, decoding only each page's envelope). Beside it, the same pages from bare Fastify to
- *     the same client (the floor HTTP sets), and a page at 90 % depth against one at 10 %;
- *   - board pages by number, each read once (a page's first read after a commit): the middle against the front;
- *   - req/s and server CPU of each read under load (autocannon) against bare Fastify sending the same
- *     bytes, in rounds (PULSEBOARD_BENCH_ROUNDS, default 5, of PULSEBOARD_BENCH_SECONDS, default 2),
- *     the service and its baseline back to back: each ratio is the median of the rounds';
- *   - the server's RSS after the load, and how each cost grows with the board.
- * Data sets are built once and cached (bench/dataset.ts). Sizes: 10k and 100k projects; `--scale` adds
- * 1M (8 days of history per project, outside CI), `--only N` N only.
+ * The read path over real HTTP on 127.0.0.1 at 10k and 100k projects (`--scale` adds 1M, `--only N`),
+ * each figure beside its baseline of the same run: the delta mirror (raw-http.ts, envelopes decoded)
+ * against one SELECT of the same rows and against bare Fastify sending the same pages; a page at 90 %
+ * depth against one at 10 %; board pages read once, middle against front; each read under load in
+ * ROUNDS rounds against bare Fastify sending the same bytes (the median ratio); the server's memory,
+ * and how each cost grows with the board.
  */
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { PROJECTS_COLLECTION, PUBLIC_PROJECT_FACETS } from '../projectors/projects.ts';
 import { generationPath, readPointer } from '../readmodels/sqlite/generations.ts';
-import { benchKey, dataSetSpec, ensureDataSet, type DataSetSpec } from './dataset.ts';
+import { benchKey, benchSizes, dataSetSpec, ensureDataSet, type DataSetSpec } from './dataset.ts';
 import { median } from './median.ts';
 import { connectRawHttp } from './raw-http.ts';
-import { loadOn, replayable, startServer, type RecordedBody, type Server } from './servers.ts';
-import { cpuTimes, stolenSince } from './steal.ts';
+import {
+  cpuTimes,
+  loadOn,
+  startBare,
+  ROUNDS,
+  startServer,
+  stolenSince,
+  type RecordedBody,
+  type Server,
+} from './servers.ts';
 
 // Where the other benches and bench/instructions.ts take the bench key from.
 export { benchKey } from './dataset.ts';
 
-const ROUNDS = Number(process.env.PULSEBOARD_BENCH_ROUNDS ?? '5');
+const JSON_TYPE = 'application/json; charset=utf-8';
 const out = (line = '') => process.stdout.write(`${line}\n`);
 const ms = (ns: bigint) => Number(ns) / 1e6;
 
@@ -38,16 +40,7 @@ function memoryOf(pid: number): { rss: number; peak: number; anon: number; file:
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024, anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
 }
 
-type SizeResult = {
-  projects: number;
-  mirrorSeconds: number;
-  depth90Ms: number;
-  frontPageMs: number;
-  middlePageMs: number;
-  rps: Record<string, number>;
-  bareRps: Record<string, number>;
-  rss: number;
-};
+type SizeResult = Awaited<ReturnType<typeof benchSize>>;
 
 /** The envelope members after a delta page's `projects` array: read from the last bytes of the page. */
 const ENVELOPE_TAIL_BYTES = 1024;
@@ -116,40 +109,27 @@ function selectAll(dir: string): { seconds: number; rows: number } {
 /** Median of the values around a depth (a fraction of the walk), 5 % of the pages wide (at least 5). */
 function pagesAround(pages: readonly number[], depth: number): number {
   const width = Math.max(5, Math.round(pages.length * 0.05));
-  const from = Math.min(
-    Math.max(0, Math.round(pages.length * depth) - Math.floor(width / 2)),
-    Math.max(0, pages.length - width),
-  );
+  const from = Math.max(0, Math.min(Math.round(pages.length * depth) - (width >> 1), pages.length - width));
   return median(pages.slice(from, from + width));
 }
 
 /** Board pages by number, each read once: every read is a page's first, as after a commit. Median ms. */
 async function boardPagesOnce(port: number, headers: Record<string, string>, pages: readonly number[]) {
   const raw = await connectRawHttp(port);
-  try {
-    const times: number[] = [];
-    for (const page of pages) {
-      const t = process.hrtime.bigint();
-      const { status } = await raw.get(`/v1/projects?page=${page}`, { ...headers, 'accept-encoding': 'identity' });
-      times.push(ms(process.hrtime.bigint() - t));
-      if (status !== 200) throw new Error(`board page ${page}: ${status}`);
-    }
-    return median(times);
-  } finally {
-    raw.close();
+  const times: number[] = [];
+  for (const page of pages) {
+    const t = process.hrtime.bigint();
+    const { status } = await raw.get(`/v1/projects?page=${page}`, { ...headers, 'accept-encoding': 'identity' });
+    if (status !== 200) throw new Error(`board page ${page}: ${status}`);
+    times.push(ms(process.hrtime.bigint() - t));
   }
+  raw.close();
+  return median(times);
 }
 
-/** Bare Fastify sending the recorded bodies, in a process of its own; `write` gets the file to fill. */
-async function bareServer(work: string, name: string, write: (file: string) => void): Promise<Server> {
-  const file = join(work, name);
-  write(file);
-  return startServer(['bare', file]);
-}
-
-async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
+async function benchSize(spec: DataSetSpec) {
   out(`\n-- ${spec.projects} projects (${spec.calls} calls, ${spec.days} days)`);
-  const dir = await ensureDataSet(spec, (line) => out(line));
+  const dir = await ensureDataSet(spec);
   const headers = { authorization: `Bearer ${await benchKey(dir)}` };
   const app = await startServer(['app', dir]);
   const work = mkdtempSync(join(tmpdir(), 'pulseboard-reads-bench-'));
@@ -168,20 +148,13 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
     const select = selectAll(dir);
     if (walk.rows !== select.rows)
       throw new Error(`the mirror served ${walk.rows} projects, the SELECT ${select.rows}`);
-    // One page a line: at 1M the pages are more text than one JS string holds.
-    const barePages = await bareServer(work, 'pages.ndjson', (file) => {
-      const fd = openSync(file, 'w');
-      for (const { url, bytes } of served.splice(0)) {
-        const page: RecordedBody = {
-          method: 'GET',
-          url,
-          contentType: 'application/json; charset=utf-8',
-          body: bytes.toString('utf8'),
-        };
-        writeSync(fd, `${JSON.stringify(page)}\n`);
-      }
-      closeSync(fd);
-    });
+    const barePages = await startBare(
+      join(work, 'pages.ndjson'),
+      (function* () {
+        for (const { url, bytes } of served.splice(0))
+          yield { url, contentType: JSON_TYPE, body: bytes.toString('utf8') };
+      })(),
+    );
     let bareWalk: Awaited<ReturnType<typeof mirror>>;
     try {
       await mirror(barePages.port, {});
@@ -238,11 +211,9 @@ async function benchSize(spec: DataSetSpec): Promise<SizeResult> {
         headers: { ...headers, 'accept-encoding': 'identity' },
       });
       const contentType = res.headers.get('content-type') ?? 'application/json';
-      recorded.push({ method: 'GET', url, contentType, body: await res.text(), headers: replayable(res.headers) });
+      recorded.push({ url, contentType, body: await res.text() });
     }
-    const bare = await bareServer(work, 'bodies.json', (file) =>
-      writeFileSync(file, JSON.stringify(recorded.map(({ headers: _, ...body }) => body))),
-    );
+    const bare = await startBare(join(work, 'bodies.ndjson'), recorded);
 
     // Warm-up, not counted: the first load otherwise pays for the JIT and the heap growing to its working size.
     for (const path of Object.values(targets)) await loadOn(app, path, headers, 1);
@@ -320,12 +291,7 @@ function growthTable(results: readonly SizeResult[]): void {
 }
 
 export async function main(): Promise<void> {
-  const only = process.argv.indexOf('--only');
-  const onlySize = only >= 0 ? Number(process.argv[only + 1]) : NaN;
-  if (only >= 0 && !(Number.isInteger(onlySize) && onlySize > 0))
-    throw new Error('--only takes a number of projects, e.g. --only 1000000');
-  const scale = process.argv.includes('--scale') ? [10_000, 100_000, 1_000_000] : [10_000, 100_000];
-  const sizes = only >= 0 ? [onlySize] : scale;
+  const sizes = benchSizes(process.argv.includes('--scale') ? [10_000, 100_000, 1_000_000] : [10_000, 100_000]);
   const results: SizeResult[] = [];
   for (const projects of sizes) results.push(await benchSize(dataSetSpec(projects, projects >= 1_000_000)));
   if (results.length > 1) growthTable(results);

@@ -1,18 +1,9 @@
 /**
- * Write-path throughput of the embedded stores, each figure printed beside a baseline measured in
- * the same run on the same machine, and the ratio (1.000 = as fast as the baseline):
- *
- * - ingest of an NDJSON data set (`ingestNdjson`, what `pulseboard ingest` runs) against inserting
- *   the same rows into the same schema, with the same page cache, in 1000-row transactions;
- * - projector catch-up (every read model from an empty store, as `serve` does) and a full replay
- *   into a new generation (`pulseboard replay`) against the sum of a raw read of the whole log
- *   (`readAll` in pages of 10,000) and a raw upsert of the final documents and their lookup keys
- *   into an empty read store (WAL, the store's page cache) in 1000-row transactions;
- * - the same catch-up and replay without the history model (the projects projector not versioned).
- *
- * Data sets come from `pulseboard generate --projects N --seed 1` and are cached in
- * <tmpdir>/pulseboard-bench-cache (generated once). Sizes: PULSEBOARD_BENCH_WRITE_PROJECTS, a comma
- * list, default 10000 (100000 takes about ten times as long; see README "Benchmarks").
+ * Write paths of the embedded stores, each beside a baseline of the same run (ratio 1.000 = as fast):
+ * ingest of an NDJSON data set against raw 1000-row inserts of the same rows; catch-up and replay
+ * against a raw read of the log plus raw upserts of the final documents (and, for the replay, raw
+ * inserts of every table of the replayed file); both again without the history model, and the history's
+ * size per write. Sizes: PULSEBOARD_BENCH_WRITE_PROJECTS, default 10000 (README "Benchmarks").
  */
 import { spawnSync } from 'node:child_process';
 import { createReadStream, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
@@ -23,7 +14,8 @@ import { inTransaction, openSqlite } from '../config/sqlite.ts';
 import { createSqliteEventLog, EVENT_LOG_PRAGMAS } from '../eventstore/sqlite/sqlite-event-log.ts';
 import { createDeadLetterFile, ingestNdjson } from '../ingest/ndjson.ts';
 import { createIngestor } from '../ingest/pipeline.ts';
-import type { Projector } from '../projectors/projector.ts';
+import { anyProjector, type Projector } from '../projectors/projector.ts';
+import { projectsProjector } from '../projectors/projects.ts';
 import { projectors } from '../projectors/registry.ts';
 import { createProjectionRunner } from '../projectors/runner.ts';
 import { createSqliteGenerationSpace } from '../readmodels/sqlite/generations.ts';
@@ -31,7 +23,6 @@ import { createSqliteReadStore, READ_STORE_PRAGMAS } from '../readmodels/sqlite/
 import { replayReadModels } from '../service/replay.ts';
 import { parseConfig } from '../config/config.ts';
 import { assembleStores, EMBEDDED_LIMITS, projectionLimits } from '../service/stores.ts';
-import { projectorsWithoutHistory, rawLogRead } from './history.bench.ts';
 
 const FOLLOWER_PROVIDER = 'followerscope';
 const ROWS_PER_TRANSACTION = 1000;
@@ -54,6 +45,24 @@ const ratio = (baseline: Span, ours: Span) =>
   `${(baseline.wall / ours.wall).toFixed(3)} by wall clock, ${(baseline.cpu / ours.cpu).toFixed(3)} by cpu time`;
 const rate = (n: number, s: number) => `${Math.round(n / s).toLocaleString('en-US')}/s`;
 const line = (text: string) => process.stdout.write(`${text}\n`);
+const figure = (what: string, span: Span, n: number, unit: string) =>
+  line(`${what} in ${time(span)}: ${rate(n, span.wall)} ${unit}`);
+
+/** Reads the whole log in pages of 10,000, and nothing else: the raw half of a replay's baseline. */
+async function rawLogRead(log: ReturnType<typeof createSqliteEventLog>): Promise<number> {
+  let read = 0;
+  for (let after = 0; ;) {
+    const page = await log.readAll({ afterPosition: after, limit: 10_000 });
+    if (page.length === 0) return read;
+    read += page.length;
+    after = page[page.length - 1]!.position;
+  }
+}
+
+/** Every projector, the projects one without its history (not versioned): a replay's cost without the history model. */
+const projectorsWithoutHistory = projectors.map((p) =>
+  p.collection === projectsProjector.collection ? anyProjector({ ...projectsProjector, versioned: undefined }) : p,
+);
 
 function dataSet(projects: number): string {
   const cache = join(tmpdir(), 'pulseboard-bench-cache');
@@ -72,35 +81,52 @@ function dataSet(projects: number): string {
   return file;
 }
 
-/** Inserts the log's rows, read back from `source`, into a fresh log of the same schema; times only the transactions. */
-function rawInsertBaseline(source: string, target: string): { rows: number; span: Span } {
-  createSqliteEventLog(target)
-    .close()
-    .catch(() => undefined);
-  const db = openSqlite(target);
-  db.exec(EVENT_LOG_PRAGMAS);
+/**
+ * Inserts every row of `source`'s tables (`only`, or all but SQLite's own) into `db`, a fresh file of the
+ * same schema, triggers dropped so each row is one plain insert, in 1000-row transactions; times only those.
+ */
+function rawCopy(source: string, db: DatabaseSync, only?: string[]): { rows: number; span: Span } {
+  const names = (from: DatabaseSync, sql: string) => (from.prepare(sql).all() as { name: string }[]).map((r) => r.name);
+  for (const name of names(db, "SELECT name FROM sqlite_master WHERE type = 'trigger'"))
+    db.exec(`DROP TRIGGER ${name}`);
   const from = new DatabaseSync(source, { readOnly: true });
-  const columns = 'id, stream, revision, type, data, metadata, recorded_at';
-  const select = from.prepare(`SELECT ${columns}, position FROM events WHERE position > ? ORDER BY position LIMIT ?`);
-  select.setReturnArrays(true);
-  const insert = db.prepare(`INSERT INTO events (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?)`);
-  let after = 0;
   let rows = 0;
-  let elapsed = ZERO;
-  for (;;) {
-    const chunk = select.all(after, ROWS_PER_TRANSACTION) as unknown as (string | number)[][];
-    if (chunk.length === 0) break;
-    after = chunk[chunk.length - 1]![7] as number;
-    const start = mark();
-    inTransaction(db, () => {
-      for (const r of chunk) insert.run(...r.slice(0, 7));
-    });
-    elapsed = plus(elapsed, since(start));
-    rows += chunk.length;
+  let span = ZERO;
+  const tables =
+    only ?? names(from, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'");
+  for (const table of tables) {
+    const columns = names(from, `SELECT name FROM pragma_table_info('${table}')`);
+    const insert = db.prepare(`INSERT INTO ${table} (${columns}) VALUES (${columns.map(() => '?')})`);
+    const select = from.prepare(`SELECT ${columns} FROM ${table}`);
+    select.setReturnArrays(true);
+    let chunk: (string | number | null)[][] = [];
+    const flush = () => {
+      const started = mark();
+      inTransaction(db, () => chunk.forEach((row) => insert.run(...row)));
+      span = plus(span, since(started));
+      rows += chunk.length;
+      chunk = [];
+    };
+    for (const row of select.iterate() as Iterable<(string | number | null)[]>)
+      if (chunk.push(row) === ROWS_PER_TRANSACTION) flush();
+    flush();
   }
   from.close();
   db.close();
-  return { rows, span: elapsed };
+  return { rows, span };
+}
+
+/** A fresh file of the schema `create` makes, opened with `pragmas` for a raw baseline. */
+async function freshFile(
+  path: string,
+  create: (path: string) => { close(): Promise<void> },
+  pragmas: string,
+  open = openSqlite,
+) {
+  await create(path).close();
+  const db = open(path);
+  db.exec(pragmas);
+  return db;
 }
 
 type DocRow = Record<'collection' | 'id' | 'doc' | 'state' | 'written_at' | 'sort_key' | 'facet' | 'keys', string> & {
@@ -111,12 +137,7 @@ type DocRow = Record<'collection' | 'id' | 'doc' | 'state' | 'written_at' | 'sor
  * Upserts the final documents of a built read store (rows and lookup keys as stored) into an empty
  * read store of the same schema, in 1000-document transactions; times only the transactions.
  */
-function rawUpsertBaseline(source: string, target: string): { docs: number; span: Span } {
-  createSqliteReadStore(target)
-    .close()
-    .catch(() => undefined);
-  const db = openSqlite(target);
-  db.exec(READ_STORE_PRAGMAS);
+function rawUpsertBaseline(source: string, db: DatabaseSync): { docs: number; span: Span } {
   // The baseline writes the lookup keys itself, one insert per key as a plain loader would.
   db.exec('DROP TRIGGER IF EXISTS docs_keys_on_insert; DROP TRIGGER IF EXISTS docs_keys_on_change;');
   const from = new DatabaseSync(source, { readOnly: true });
@@ -165,13 +186,15 @@ async function benchSize(projects: number): Promise<void> {
     if (!ingested.ok || ingested.counts.rejected > 0)
       throw new Error(`ingest did not store every message: ${JSON.stringify(ingested)}`);
     const head = await log.headPosition();
-    const baseline = rawInsertBaseline(logPath, join(dir, 'baseline-events.sqlite'));
+    const eventsDb = await freshFile(join(dir, 'baseline-events.sqlite'), createSqliteEventLog, EVENT_LOG_PRAGMAS);
+    const baseline = rawCopy(logPath, eventsDb, ['events']);
     if (baseline.rows !== head) throw new Error(`baseline inserted ${baseline.rows} rows, the log holds ${head}`);
-    line(
-      `ingest    ${ingested.counts.accepted} messages, ${head} events in ${time(ingestSpan)}: ${rate(head, ingestSpan.wall)} rows`,
-    );
-    line(
-      `  baseline  raw inserts of the same ${baseline.rows} rows in 1000-row transactions: ${time(baseline.span)}, ${rate(baseline.rows, baseline.span.wall)} rows`,
+    figure(`ingest    ${ingested.counts.accepted} messages, ${head} events`, ingestSpan, head, 'rows');
+    figure(
+      `  baseline  raw inserts of the same ${baseline.rows} rows, 1000 a transaction,`,
+      baseline.span,
+      head,
+      'rows',
     );
     line(`  ratio     ${ratio(baseline.span, ingestSpan)} (goal ≥ 0.8)`);
 
@@ -207,25 +230,34 @@ async function benchSize(projects: number): Promise<void> {
     start = mark();
     const read = await rawLogRead(log);
     const readSpan = since(start);
+    const replayedFile = join(dataDir, `readmodels-${replayed.generation}.sqlite`);
+    const readStore = (path: string) => createSqliteReadStore(path);
     const upserted = rawUpsertBaseline(
-      join(dataDir, `readmodels-${replayed.generation}.sqlite`),
-      join(dir, 'baseline-readmodels.sqlite'),
+      replayedFile,
+      await freshFile(join(dir, 'baseline-readmodels.sqlite'), readStore, READ_STORE_PRAGMAS),
     );
     const raw = plus(readSpan, upserted.span);
-    line(
-      `catch-up  ${head} log positions (${applied} events applied) in ${time(catchUpSpan)}: ${rate(head, catchUpSpan.wall)} positions`,
-    );
-    line(
-      `replay    ${head} log positions (${replayed.eventsApplied} events applied) in ${time(replaySpan)}: ${rate(head, replaySpan.wall)} positions`,
-    );
-    line(
-      `  baseline  raw read of the whole log (${read} events, readAll pages of 10,000): ${time(readSpan)}, ${rate(read, readSpan.wall)} events`,
-    );
-    line(
-      `  baseline  raw upsert of the ${upserted.docs} final documents and their keys: ${time(upserted.span)}, ${rate(upserted.docs, upserted.span.wall)} documents`,
+    figure(`catch-up  ${head} log positions (${applied} events applied)`, catchUpSpan, head, 'positions');
+    figure(`replay    ${head} log positions (${replayed.eventsApplied} events applied)`, replaySpan, head, 'positions');
+    figure(`  baseline  raw read of the whole log (${read} events, readAll pages of 10,000)`, readSpan, read, 'events');
+    figure(
+      `  baseline  raw upsert of the ${upserted.docs} final documents and their keys`,
+      upserted.span,
+      upserted.docs,
+      'documents',
     );
     line(`  ratio     catch-up ${ratio(raw, catchUpSpan)}; goal ≥ 0.5 (read + upsert = ${time(raw)})`);
     line(`  ratio     replay   ${ratio(raw, replaySpan)}; goal ≥ 0.5`);
+    // Written like the replay's file: no journal.
+    const noJournal = 'PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144';
+    const open = (path: string) => new DatabaseSync(path);
+    const tablesDb = await freshFile(join(dir, 'baseline-tables.sqlite'), readStore, noJournal, open);
+    const tables = rawCopy(replayedFile, tablesDb);
+    const byTables = plus(readSpan, tables.span);
+    line(
+      `  baseline  raw read of the log + inserts of the ${tables.rows} rows of every table of the replayed file: ${time(byTables)}; ` +
+        `replay/raw ${(replaySpan.wall / byTables.wall).toFixed(2)}x by wall clock (goal <= 2)`,
+    );
 
     // The same two without the history model (the projects projector not versioned), for the bench only.
     const plain = projectorsWithoutHistory;
@@ -234,9 +266,20 @@ async function benchSize(projects: number): Promise<void> {
     await createProjectionRunner(log, plainStore, plain, EMBEDDED_LIMITS).catchUp();
     const plainCatchUp = since(start);
     await plainStore.close();
-    const plainReplay = (await replay(join(dir, 'data-plain'), plain)).span;
+    const plainReplayed = await replay(join(dir, 'data-plain'), plain);
+    const plainReplay = plainReplayed.span;
     line(`without the history model: catch-up in ${time(plainCatchUp)}, replay in ${time(plainReplay)}`);
     line(`  ratio     catch-up ${ratio(raw, plainCatchUp)}; replay ${ratio(raw, plainReplay)}`);
+    line(`  with the history / without: catch-up ${ratio(catchUpSpan, plainCatchUp)} (goal <= 1.5)`);
+    line(`                               replay   ${ratio(replaySpan, plainReplay)}`);
+    const db = new DatabaseSync(replayedFile, { readOnly: true });
+    const versions = (db.prepare('SELECT count(*) AS n FROM history_versions').get() as { n: number }).n;
+    db.close();
+    const plainFile = join(dir, 'data-plain', `readmodels-${plainReplayed.generation}.sqlite`);
+    const perWrite = (statSync(replayedFile).size - statSync(plainFile).size) / Math.max(1, versions);
+    line(
+      `history: ${versions} writes, ${(perWrite / 1024).toFixed(2)} KiB on disk per write (file ${statSync(replayedFile).size >> 20} MiB)`,
+    );
     await log.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
