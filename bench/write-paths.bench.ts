@@ -256,7 +256,7 @@ async function benchSize(projects: number): Promise<void> {
     const byTables = plus(readSpan, tables.span);
     line(
       `  baseline  raw read of the log + inserts of the ${tables.rows} rows of every table of the replayed file: ${time(byTables)}; ` +
-        `replay/raw ${(replaySpan.wall / byTables.wall).toFixed(2)}x by wall clock (goal <= 2)`,
+        `replay/raw ${ratio(replaySpan, byTables)} (goal <= 2)`,
     );
 
     // The same two without the history model (the projects projector not versioned), for the bench only.
