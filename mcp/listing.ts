@@ -125,8 +125,8 @@ export function toolConfig(tool: Tool) {
     inputSchema: argumentsSchema(tool.input.schema, listing.inputSchema),
     outputSchema: resultSchema(tool.outputSchema, listing.outputSchema),
     // destructiveHint and idempotentHint mean something only for a tool that writes.
-    annotations: tool.readOnly
-      ? { readOnlyHint: true, openWorldHint: false }
-      : { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    annotations: tool.writes
+      ? { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+      : { readOnlyHint: true, openWorldHint: false },
   };
 }

@@ -1,4 +1,13 @@
-import { createMcpHandler, isInitializeRequest, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  createMcpHandler,
+  isInitializeRequest,
+  isJsonContentType,
+  isLegacyRequest,
+  PROTOCOL_VERSION_META_KEY,
+  WebStandardStreamableHTTPServerTransport,
+} from '@modelcontextprotocol/server';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Budget, Protection } from '../service/guard.ts';
 import { HEARTBEAT_MS } from '../service/changes.ts';
@@ -7,13 +16,7 @@ import { credentialMemoOf } from '../transport/credential-memo.ts';
 import { sendError } from '../transport/send-error.ts';
 import { echoed } from '../service/errors.ts';
 import { createOriginCheck } from './origin.ts';
-import {
-  createMcpServerFactory,
-  retryAfterSeconds,
-  WHOLE_SURFACE,
-  type RequestContext,
-  type Surface,
-} from './server.ts';
+import { createMcpServerFactory, retryAfterSeconds, type RequestContext } from './server.ts';
 import { createListenSlots } from './subscriptions.ts';
 import { tools as toolTable, type Tool } from './tools.ts';
 
@@ -73,23 +76,10 @@ export function protectionOf(services: Services, tools: readonly Tool[], body: u
   if (message?.method === 'resources/read')
     return String(message.params?.uri).startsWith('pulseboard://calls/') ? 'protected' : 'basic';
   const tool = message?.method === 'tools/call' ? tools.find((t) => t.name === message.params?.name) : undefined;
-  const args = messageOf(message?.params?.arguments) ?? {};
-  return tool ? tool.protection(services, tool.input.toRest(args as Record<string, unknown>)) : 'basic';
-}
-
-const RESOURCE_METHODS = new Set([
-  'resources/read',
-  'resources/list',
-  'resources/templates/list',
-  'completion/complete',
-]);
-
-/** What the instance serving a message registers: twelve tools for every call cost more than the call itself. */
-export function surfaceOfBody(body: unknown): Surface {
-  const { method, params } = messageOf(body) ?? {};
-  if (method === 'tools/call')
-    return { tools: typeof params?.name === 'string' ? [params.name] : [], resources: false };
-  return typeof method === 'string' && RESOURCE_METHODS.has(method) ? { tools: [], resources: true } : WHOLE_SURFACE;
+  const { protection = 'protected' } = tool ?? { protection: 'basic' };
+  if (typeof protection === 'string') return protection;
+  const args = (messageOf(message?.params?.arguments) ?? {}) as Record<string, unknown>;
+  return protection(services, tool!.input.toRest(args));
 }
 
 /**
@@ -149,10 +139,25 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
   const tools = options.tools ?? toolTable;
   const originCheck = createOriginCheck(services.config);
   const contexts = new WeakMap<Request, RequestContext>();
-  const handler = createMcpHandler(
-    createMcpServerFactory(services, tools, (request) => (request ? contexts.get(request) : undefined)),
-    { legacy: 'stateless', keepAliveMs: options.listen?.keepAliveMs ?? HEARTBEAT_MS },
-  );
+  const factory = createMcpServerFactory(services, tools, (request) => (request ? contexts.get(request) : undefined));
+  const handler = createMcpHandler(factory, {
+    legacy: 'reject',
+    keepAliveMs: options.listen?.keepAliveMs ?? HEARTBEAT_MS,
+  });
+
+  /**
+   * The 2025 era as the SDK's stateless fallback serves it (a transport per POST), answered as JSON, which
+   * the 2025 transport allows: the fallback's event stream of one message cost more than the call itself.
+   */
+  async function serveLegacy(request: Request, parsedBody: unknown): Promise<Response> {
+    const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true });
+    await factory({ era: 'legacy', requestInfo: request }).connect(transport);
+    try {
+      return await transport.handleRequest(request, { parsedBody });
+    } finally {
+      await transport.close();
+    }
+  }
   const listens = createListenSlots(services, handler.notify, options.listen?.recheckMs);
   app.addHook('onClose', async () => {
     listens.close();
@@ -181,15 +186,18 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
       reply.headers(headers);
       if (error.retryAfter !== undefined) reply.header('retry-after', String(retryAfterSeconds(error)));
     } else reply.headers(admitted.value.headers);
-    const common = { log: request.log, surface: surfaceOfBody(request.body) };
-    const context: RequestContext = admitted.ok
-      ? { caller: admitted.value.caller, ...common }
-      : { refusal: admitted.refused.error, ...common };
     // Batches left the protocol in 2025-06-18; a batch would also read many times on one budget unit.
     if (Array.isArray(request.body))
       return rpcError(reply, 400, null, -32600, 'Invalid Request: send one JSON-RPC message per POST (no batches)');
+    const meta = (messageOf(message?.params?._meta) ?? {}) as Record<string, unknown>;
+    const declaresIdentity =
+      meta[CLIENT_INFO_META_KEY] !== undefined && meta[CLIENT_CAPABILITIES_META_KEY] !== undefined;
+    const common = { log: request.log, declaresIdentity };
+    const context: RequestContext = admitted.ok
+      ? { caller: admitted.value.caller, ...common }
+      : { refusal: admitted.refused.error, ...common };
     // The SDK answers a malformed 2025 initialize as an internal error carrying its schema's dump (a 2026-07-28 one, in `_meta`, as a removed method).
-    const modern = PROTOCOL_VERSION_META_KEY in (messageOf(message?.params?._meta) ?? {});
+    const modern = PROTOCOL_VERSION_META_KEY in meta;
     const invalid = 'Invalid params: initialize takes protocolVersion, capabilities and clientInfo';
     if (message?.method === 'initialize' && !modern && !isInitializeRequest(message))
       return rpcError(reply, 200, message, -32602, invalid);
@@ -206,7 +214,15 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
 
     const webRequest = webRequestOf(request, signal);
     contexts.set(webRequest, context);
-    const response = await handler.fetch(webRequest, { parsedBody: boundedMessage(request.body) });
+    const parsedBody = boundedMessage(request.body);
+    // The SDK's own era classification picks the 2025 serving (a claim outside initialize is 2026-07-28's or refused).
+    const legacy =
+      (!modern || message?.method === 'initialize') &&
+      isJsonContentType(request.headers['content-type']) &&
+      (await isLegacyRequest(webRequest, parsedBody));
+    const response = legacy
+      ? await serveLegacy(webRequest, parsedBody)
+      : await handler.fetch(webRequest, { parsedBody });
     return send(reply, response);
   });
 

@@ -3,7 +3,7 @@ import type { Caller } from '../service/caller.ts';
 import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
 import { toolConfig } from './listing.ts';
-import { registerResources, resourceTemplates } from './resources.ts';
+import { registerResources } from './resources.ts';
 import type { Tool } from './tools.ts';
 
 /** A successful tool result: the REST body as structured content and, byte for byte, as text. */
@@ -38,27 +38,19 @@ export function toolFailure(error: ServiceError): CallToolResult {
 export const SERVER_INFO = { name: 'pulseboard', version: '1.0.0' } as const;
 
 export const INSTRUCTIONS =
-  'A board of tracked crypto projects with research dossiers, and a research assistant to ask about them. ' +
-  'Every tool reads, except ask_researcher (appends a request) and request_thesis_feed. Match projects on id, never on handle. ' +
-  'Every field a result schema names is present in every result (null when unknown), except asOf and changes: only when asked for. ' +
-  'Failures are tool errors carrying {error: {code, message}} (codes: unauthorized, forbidden, rate_limited, bad_request, not_found, conflict, unavailable); ' +
-  'when waiting helps, the error says how long and carries _meta.retryAfterSeconds. ' +
-  'Each tools/call and resources/read counts once against the per-key budget (60 per 60 seconds by default) shared with the REST interface; ' +
-  'other protocol messages have a budget of their own. Keep results small with limit, view "summary" (list_projects, sync_projects) and maxBytes (list_calltracker_calls). ' +
-  'Resources pulseboard://projects/{id}, pulseboard://calls/{id} and pulseboard://pulse/{beat} hold the same JSON as get_project, get_calltracker_call and get_pulse.';
-
-/** What the server instance of one request registers (plugin.ts surfaceOfBody): the tools named, and the resources or not. */
-export type Surface = { tools: 'all' | readonly string[]; resources: boolean };
-
-export const WHOLE_SURFACE: Surface = { tools: 'all', resources: true };
+  'A board of tracked crypto projects with research dossiers, and a research assistant to ask about them. Every tool reads, except ask_researcher (appends a request) and request_thesis_feed. Match projects on id, never on handle. Every field a result schema names is present in every result (null when unknown), except asOf and changes: only when asked for. Failures are tool errors carrying {error: {code, message}} (codes: unauthorized, forbidden, rate_limited, bad_request, not_found, conflict, unavailable); when waiting helps, the error says how long and carries _meta.retryAfterSeconds. Each tools/call and resources/read counts once against the per-key budget (60 per 60 seconds by default) shared with the REST interface; other protocol messages have a budget of their own. Keep results small with limit, view "summary" (list_projects, sync_projects) and maxBytes (list_calltracker_calls). Resources pulseboard://projects/{id}, pulseboard://calls/{id} and pulseboard://pulse/{beat} hold the same JSON as get_project, get_calltracker_call and get_pulse.';
 
 /** Who sent this request, or why the rate gate refused it (every tool call then answers that error); the log reports a tool's throw by name only. */
 export type RequestContext = (
   { caller: Caller; refusal?: undefined } | { refusal: ServiceError; caller?: undefined }
 ) & {
   log?: { error(fields: { err: { type: string } }, message: string): void };
-  surface?: Surface;
+  /** A 2026-07-28 envelope naming both clientInfo and clientCapabilities: the SDK overwrites a reused instance's. */
+  declaresIdentity?: boolean;
 };
+
+/** The context of the request a handler serves, found by the web Request the SDK hands it. */
+export type ContextOf = (request: Request | undefined) => RequestContext | undefined;
 
 /** Cacheable results (2026-07-28): what lists is fixed for a deployment; what reads is per key and live. */
 const LISTS = { ttlMs: 3_600_000, cacheScope: 'public' } as const;
@@ -74,18 +66,16 @@ const SDK_ARGUMENTS_PREFIX = /^(?:Input validation error: )?Invalid arguments fo
 export const PROTOCOL_VERSIONS = ['2026-07-28', '2025-11-25', '2025-06-18'];
 
 /**
- * The SDK's per-request server factory: what does not depend on the request (schemas, their JSON
- * Schema, resource templates) is made once; a request gets a fresh McpServer with what its surface
- * names registered, in the table's order, its context (found by the web Request) closed over.
+ * The SDK's server factory, handing out instances kept between requests: building one (twelve tools,
+ * three templates) cost more than the call it serves. One pool per era, as their capabilities differ;
+ * a handler reads its request's context from the SDK's ctx, never from the instance. An instance goes
+ * back only when nothing of its client can reach the next request (test/mcp/pool.test.ts): a 2025 one
+ * that learned a client's identity or version (initialize) is dropped, and a 2026-07-28 one, whose
+ * identity the SDK overwrites only with what the envelope names, serves only envelopes naming both.
  */
-export function createMcpServerFactory(
-  services: Services,
-  toolTable: readonly Tool[],
-  contextOf: (request: Request | undefined) => RequestContext | undefined,
-) {
+export function createMcpServerFactory(services: Services, toolTable: readonly Tool[], contextOf: ContextOf) {
   const prepared = toolTable.map((tool) => ({ tool, config: toolConfig(tool) }));
-  const byName = new Map(prepared.map((entry) => [entry.tool.name, entry]));
-  const templates = resourceTemplates(services);
+  const idle = { modern: [] as McpServer[], legacy: [] as McpServer[] };
 
   async function callTool(tool: Tool, context: RequestContext | undefined, args: Record<string, unknown>) {
     if (context === undefined) return toolFailure(errors.unauthorized());
@@ -105,9 +95,7 @@ export function createMcpServerFactory(
     }
   }
 
-  return (ctx: McpRequestContext): McpServer => {
-    const context = contextOf(ctx.requestInfo);
-    const modern = ctx.era === 'modern';
+  function build(modern: boolean): McpServer {
     const server = new McpServer(SERVER_INFO, {
       instructions: INSTRUCTIONS,
       // Subscriptions need a stream that outlives the request: only the 2026-07-28 listen has one.
@@ -120,15 +108,28 @@ export function createMcpServerFactory(
       maxToolInputElements: 200,
       supportedProtocolVersions: PROTOCOL_VERSIONS,
     });
-    // The SDK answers arguments it refuses (its schema check, the element limit) as a bare text: ours is
-    // the envelope, with the words REST's 400 has (the SDK's prefix names the tool the agent just called).
+    // The SDK answers arguments it refuses (its schema check, the element limit) as a bare text, and has no
+    // public hook for it (createToolError is private): ours is the envelope, with the words of REST's 400.
     (server as unknown as { createToolError(message: string): CallToolResult }).createToolError = (message) =>
       toolFailure(errors.badRequest(message.replace(SDK_ARGUMENTS_PREFIX, '')));
-    const surface = context?.surface ?? WHOLE_SURFACE;
-    const named = surface.tools === 'all' ? prepared : surface.tools.flatMap((name) => byName.get(name) ?? []);
-    for (const { tool, config } of named)
-      server.registerTool(tool.name, config, (args: Record<string, unknown>) => callTool(tool, context, args));
-    if (surface.resources) registerResources(server, services, templates, context);
+    for (const { tool, config } of prepared)
+      server.registerTool(tool.name, config, (args: Record<string, unknown>, ctx) =>
+        callTool(tool, contextOf(ctx.http?.req), args),
+      );
+    registerResources(server, services, contextOf);
+    return server;
+  }
+
+  return (ctx: McpRequestContext): McpServer => {
+    const era = ctx.era === 'modern' ? 'modern' : 'legacy';
+    const reusable = era === 'legacy' || contextOf(ctx.requestInfo)?.declaresIdentity === true;
+    const server = (reusable ? idle[era].pop() : undefined) ?? build(era === 'modern');
+    const sdk = server.server;
+    // The SDK closes an instance once its exchange is answered (one it never connects is left to the collector).
+    sdk.onclose = () => {
+      const learned = sdk.getClientVersion() ?? sdk.getClientCapabilities() ?? sdk.getNegotiatedProtocolVersion();
+      if (era === 'modern' || learned === undefined) idle[era].push(server);
+    };
     return server;
   };
 }

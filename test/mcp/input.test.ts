@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'vitest';
 import { z } from 'zod';
 import { camelCase, toolInputFrom } from '../../mcp/tools.ts';
-import { protectionOf, surfaceOfBody } from '../../mcp/plugin.ts';
-import { WHOLE_SURFACE } from '../../mcp/server.ts';
+import { protectionOf } from '../../mcp/plugin.ts';
 import { tools } from '../../mcp/tools.ts';
 import { projectsQuerySchema } from '../../service/requests/projects.ts';
 import { createHarness } from '../support/harness.ts';
@@ -93,27 +92,5 @@ describe('budget class of an MCP request', () => {
     } finally {
       await h.close();
     }
-  });
-});
-
-describe('what the server instance of an MCP request registers', () => {
-  it('a tool call its tool, a resource message the resources, anything else the whole surface', () => {
-    const call = (name: unknown) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: {} } });
-    const rpc = (method: string) => ({ jsonrpc: '2.0', id: 1, method, params: {} });
-    const cases: [unknown, unknown][] = [
-      [call('get_project'), { tools: ['get_project'], resources: false }],
-      [call('no_such_tool'), { tools: ['no_such_tool'], resources: false }],
-      [call(42), { tools: [], resources: false }],
-      [rpc('resources/read'), { tools: [], resources: true }],
-      [rpc('resources/templates/list'), { tools: [], resources: true }],
-      [rpc('completion/complete'), { tools: [], resources: true }],
-      [rpc('tools/list'), WHOLE_SURFACE],
-      [rpc('initialize'), WHOLE_SURFACE],
-      [rpc('server/discover'), WHOLE_SURFACE],
-      [[call('get_project')], WHOLE_SURFACE],
-      [[call('get_project'), call('list_projects')], WHOLE_SURFACE],
-      [null, WHOLE_SURFACE],
-    ];
-    for (const [body, expected] of cases) assert.deepEqual(surfaceOfBody(body), expected, JSON.stringify(body));
   });
 });
