@@ -21,10 +21,7 @@ const pulseUri = (beat: string): string => `pulseboard://pulse/${beat}`;
 /** Refusals with no JSON-RPC code of their own (rate_limited, unavailable, forbidden, …): a server error. */
 const SERVER_ERROR = -32000;
 
-/**
- * A refused read as a JSON-RPC error (resources/read has no tool-error form), answered as a refused
- * tool call is: the same envelope and, when waiting helps, `retryAfterSeconds`, here in `data`.
- */
+/** A refused read as a JSON-RPC error (no tool-error form here): a refused call's envelope and `retryAfterSeconds`, in `data`. */
 function readFailure(uri: string, error: ServiceError): ProtocolError {
   const seconds = retryAfterSeconds(error);
   const envelope = envelopeOf(error);
@@ -79,10 +76,7 @@ function templateOf(services: Services, name: string, uri: string): ResourceTemp
   return new ResourceTemplate(uri, { list: () => ({ resources }), complete });
 }
 
-/**
- * The resources, whose contents are the twin tools' results as JSON text (the same service calls, so
- * the same access rules). Reads are admitted and counted by the plugin like tool calls.
- */
+/** The resources: the twin tools' results as JSON text (same service calls, same access rules; counted like tool calls). */
 export function registerResources(server: McpServer, services: Services, contextOf: ContextOf): void {
   for (const { name, uri, title, description, read } of RESOURCES) {
     const config = { title, description, mimeType: 'application/json' };

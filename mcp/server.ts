@@ -1,4 +1,12 @@
-import { McpServer, type CallToolResult, type McpRequestContext } from '@modelcontextprotocol/server';
+import {
+  createMcpHandler,
+  isJsonContentType,
+  isLegacyRequest,
+  McpServer,
+  WebStandardStreamableHTTPServerTransport,
+  type CallToolResult,
+  type McpRequestContext,
+} from '@modelcontextprotocol/server';
 import type { Caller } from '../service/caller.ts';
 import { errors, type ServiceError } from '../service/errors.ts';
 import type { Services } from '../service/services.ts';
@@ -20,12 +28,8 @@ export const retryAfterSeconds = (error: ServiceError): number | undefined =>
 export function envelopeOf(error: ServiceError): { error: { code: string; message: string } } {
   const seconds = retryAfterSeconds(error);
   const wait = seconds !== undefined && !error.message.includes(`${seconds} seconds`);
-  return {
-    error: {
-      code: error.code,
-      message: wait ? `${error.message} Wait ${seconds} seconds before calling again.` : error.message,
-    },
-  };
+  const message = wait ? `${error.message} Wait ${seconds} seconds before calling again.` : error.message;
+  return { error: { code: error.code, message } };
 }
 
 /** A failed tool result: the envelope in both blocks, a wait also as `_meta.retryAfterSeconds` for programs. */
@@ -61,19 +65,16 @@ const CACHE_HINTS = {
 
 /** How the SDK starts the message of arguments it refused. */
 const SDK_ARGUMENTS_PREFIX = /^(?:Input validation error: )?Invalid arguments for tool [^:]*: /;
-
 /** The protocol versions docs/api-guide.md lists: the 2025 handshake counter-offers 2025-11-25 to an older client. */
 export const PROTOCOL_VERSIONS = ['2026-07-28', '2025-11-25', '2025-06-18'];
 
 /**
- * The SDK's server factory, handing out instances kept between requests: building one (twelve tools,
- * three templates) cost more than the call it serves. One pool per era, as their capabilities differ;
- * a handler reads its request's context from the SDK's ctx, never from the instance. An instance goes
- * back only when nothing of its client can reach the next request (test/mcp/pool.test.ts): a 2025 one
- * that learned a client's identity or version (initialize) is dropped, and a 2026-07-28 one, whose
- * identity the SDK overwrites only with what the envelope names, serves only envelopes naming both.
+ * The SDK's server factory, with instances kept between requests (building one cost more than the call),
+ * one pool per era (capabilities differ); handlers read their request's context from the SDK's ctx. Reused
+ * only when nothing of a client can carry over (test/mcp/pool.test.ts): a 2025 instance that learned one
+ * (initialize) is dropped; a 2026-07-28 one serves only envelopes naming clientInfo and clientCapabilities.
  */
-export function createMcpServerFactory(services: Services, toolTable: readonly Tool[], contextOf: ContextOf) {
+function createMcpServerFactory(services: Services, toolTable: readonly Tool[], contextOf: ContextOf) {
   const prepared = toolTable.map((tool) => ({ tool, config: toolConfig(tool) }));
   const idle = { modern: [] as McpServer[], legacy: [] as McpServer[] };
 
@@ -86,12 +87,7 @@ export function createMcpServerFactory(services: Services, toolTable: readonly T
     } catch (error) {
       // A failure no service result says: a tool error to retry, reported by its type only (its message may hold input).
       context.log?.error({ err: { type: (error as Error)?.name ?? 'unknown' } }, 'mcp tool call failed');
-      return toolFailure({
-        status: 500,
-        code: 'unavailable',
-        message: 'Unexpected failure; retry later.',
-        retryAfter: 5,
-      });
+      return toolFailure(errors.unavailable('Unexpected failure; retry later.', 5));
     }
   }
 
@@ -125,11 +121,34 @@ export function createMcpServerFactory(services: Services, toolTable: readonly T
     const reusable = era === 'legacy' || contextOf(ctx.requestInfo)?.declaresIdentity === true;
     const server = (reusable ? idle[era].pop() : undefined) ?? build(era === 'modern');
     const sdk = server.server;
-    // The SDK closes an instance once its exchange is answered (one it never connects is left to the collector).
+    // Called once the exchange is answered (an instance the SDK never connects is left to the collector).
     sdk.onclose = () => {
       const learned = sdk.getClientVersion() ?? sdk.getClientCapabilities() ?? sdk.getNegotiatedProtocolVersion();
       if (era === 'modern' || learned === undefined) idle[era].push(server);
     };
     return server;
   };
+}
+
+/**
+ * Both eras on pooled instances: 2026-07-28 by the SDK's handler; 2025 (as the SDK's isLegacyRequest
+ * says) as its stateless fallback serves it, a transport per POST, but answered as JSON, which the 2025
+ * transport allows: the fallback's event stream of one message cost more than the call itself.
+ */
+export function createServing(services: Services, tools: readonly Tool[], contextOf: ContextOf, keepAliveMs: number) {
+  const factory = createMcpServerFactory(services, tools, contextOf);
+  const handler = createMcpHandler(factory, { legacy: 'reject', keepAliveMs });
+  async function fetch(request: Request, parsedBody: unknown, claimed: boolean): Promise<Response> {
+    const json = isJsonContentType(request.headers.get('content-type'));
+    if (claimed || !json || !(await isLegacyRequest(request, parsedBody)))
+      return handler.fetch(request, { parsedBody });
+    const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true });
+    await factory({ era: 'legacy', requestInfo: request }).connect(transport);
+    try {
+      return await transport.handleRequest(request, { parsedBody });
+    } finally {
+      await transport.close();
+    }
+  }
+  return { fetch, notify: handler.notify, close: handler.close };
 }

@@ -40,16 +40,10 @@ export function createListenSlots(services: Services, notify: ServerNotifier, re
   async function run(signal: AbortSignal): Promise<void> {
     const started = await services.projects.changes({ since: 'now' });
     if (!started.ok) return;
-    const feed = started.value;
-    const ended = AbortSignal.any([signal, services.commits.closed]);
+    const [feed, ended] = [started.value, AbortSignal.any([signal, services.commits.closed])];
     while (!ended.aborted) {
-      let batch;
-      try {
-        batch = await feed.next(READ_BATCH);
-      } catch {
-        // A store that does not answer now is read again after the next wait.
-        batch = null;
-      }
+      // A store that does not answer now is read again after the next wait.
+      const batch = await feed.next(READ_BATCH).catch(() => null);
       if (batch && batch.rows.length > 0) {
         // Before each delivery: a listen whose key was revoked since the last check is closed, not told.
         await recheckKeys('before-delivery');
@@ -69,9 +63,7 @@ export function createListenSlots(services: Services, notify: ServerNotifier, re
 
   async function recheckKeys(when: 'before-delivery' | 'idle'): Promise<void> {
     for (const entry of open) {
-      const caller = await Promise.resolve()
-        .then(() => services.access.authenticate(entry.authorization))
-        .catch(() => undefined);
+      const caller = await (async () => services.access.authenticate(entry.authorization))().catch(() => undefined);
       // null: revoked, expired or unknown. undefined: the key store did not answer: kept while idle, but
       // nothing is delivered to a key that could not be checked (the client reconnects once it answers).
       if (caller === null || (caller === undefined && when === 'before-delivery')) entry.abort.abort();

@@ -34,27 +34,17 @@ import { asValue } from '../service/json-body.ts';
 import { summarize } from '../service/summary.ts';
 import type { Services } from '../service/services.ts';
 
-/** Where a REST parameter travels: path, query string or JSON body. */
-export type RestPart = 'params' | 'query' | 'body';
-
-/** The REST request schemas of one operation (service/requests/*.ts), by part. */
-export type RestRequest = Partial<Record<RestPart, z.ZodObject>>;
-
+/** Where a REST parameter travels (path, query string, JSON body), and arguments by part. */
+type RestPart = 'params' | 'query' | 'body';
 export type RestArguments = Record<RestPart, Record<string, unknown>>;
 
-/**
- * A tool's input derived from its REST twin: every parameter of every part, renamed to
- * camelCase, in one strict object. `toRest` puts validated tool arguments back under their REST
- * names and parts, so the tool calls the service exactly as the route does.
- */
-export type ToolInput = {
-  schema: z.ZodObject;
-  toRest(args: Record<string, unknown>): RestArguments;
-};
+/** A tool's input: its REST twin's parameters, camelCase, in one strict object; `toRest` puts arguments back under their REST names and parts. */
+export type ToolInput = { schema: z.ZodObject; toRest(args: Record<string, unknown>): RestArguments };
 
 export const camelCase = (name: string): string => name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 
-export function toolInputFrom(request: RestRequest): ToolInput {
+/** The input of a tool from its REST twin's request schemas (service/requests/*.ts), by part. */
+export function toolInputFrom(request: Partial<Record<RestPart, z.ZodObject>>): ToolInput {
   const shape: Record<string, z.ZodType> = {};
   const origin = new Map<string, { part: RestPart; name: string }>();
   for (const part of ['params', 'query', 'body'] as const) {
@@ -84,10 +74,7 @@ export function toolInputFrom(request: RestRequest): ToolInput {
   };
 }
 
-/**
- * One MCP tool: its REST twin's parameters (camelCase), the twin's response schema, and a call
- * into the same service function the twin's route runs, so `structuredContent` is the REST body.
- */
+/** One MCP tool: its REST twin's parameters and response schema, and a call into the twin's service function (`structuredContent` is the REST body). */
 export type Tool = {
   name: string;
   title: string;
@@ -97,10 +84,7 @@ export type Tool = {
   outputSchema: z.ZodType;
   /** The error envelope of the REST twin when it is not the standard one (thesis feed: any code). */
   errorSchema?: z.ZodObject;
-  /**
-   * Set where the full result schema would repeat another tool's at length (a page of projects):
-   * objects deeper than `depth` are listed by type only, and `note` (on the result) says where they are detailed.
-   */
+  /** Where the full result schema would repeat another's at length: objects deeper than `depth` listed by type only, `note` saying where they are detailed. */
   outputDetail?: { depth: number; note: string };
   /** Set on the two tools that append (a request, a thesis job); every other tool only reads. */
   writes?: true;
@@ -118,38 +102,26 @@ const CALL_DETAIL = { depth: 2, note: 'Nested objects: see get_calltracker_call.
 /** The single reads list two levels: tools/list stays within 26 KB; the REST twin's OpenAPI schema has every level. */
 const TWIN_DETAIL = { depth: 2, note: "Nested objects: the REST twin's 200 response in /v1/openapi.json." };
 
-/**
- * The call page's default budget on this surface: the page travels twice (structured, and escaped
- * as text), so 40,000 bytes keep the text of a default page under 20,000 characters (5,000 tokens).
- */
-export const MCP_CALL_PAGE_BYTES = 40_000;
-
+/** The call page's default budget here: the page travels twice (structured, escaped as text), so its text stays under 20,000 characters. */
+const MCP_CALL_PAGE_BYTES = 40_000;
 /** sync_projects' default page on this surface (REST: 50); in the default summary view about 7 KB. */
-export const MCP_SYNC_LIMIT = 30;
-
+const MCP_SYNC_LIMIT = 30;
 /** diff_projects' default page on this surface (REST: 50): a row holds a project twice, before and after. */
-export const MCP_DIFF_LIMIT = 8;
-
+const MCP_DIFF_LIMIT = 8;
 /** Where a model is sent for the whole board: a walk of every page would not fit its context. */
 const WHOLE_BOARD = 'For the whole board, run `pulseboard mirror` (a local copy kept in sync) instead of paging.';
-
 /** A time before any write: sync_projects' start when it is given none. */
 const ARCHIVE_START = '1970-01-01T00:00:00Z';
 
-/**
- * A listing read in the view the arguments ask for (`view` is the tool's alone: the service never
- * sees it): summary unless `full` is asked for, or the read names a point (the summary's writtenAt is today's).
- */
+/** A listing in the view asked for (the service never sees `view`): summary unless `full` is asked, or the read names a point. */
 async function inView<P extends { projects: Project[] }>(
   services: Services,
   query: Record<string, unknown>,
   read: (query: Record<string, unknown>) => Promise<Result<P>>,
 ): Promise<Result<Record<string, unknown>>> {
   const { view, ...rest } = query;
-  if (rest.asOf !== undefined && view === 'summary')
-    return fail(
-      errors.badRequest("view 'summary' is not offered with asOf (its writtenAt is today's); use the full view"),
-    );
+  const refusal = "view 'summary' is not offered with asOf (its writtenAt is today's); use the full view";
+  if (rest.asOf !== undefined && view === 'summary') return fail(errors.badRequest(refusal));
   const page = await read(rest);
   const summary = view === 'summary' || (view === undefined && rest.asOf === undefined);
   return page.ok && summary ? { ok: true, value: await summarize(services.stores.store, page.value) } : page;
@@ -158,7 +130,8 @@ async function inView<P extends { projects: Project[] }>(
 /** The point an as-of read answered for: in a result only when the call sent asOf, as in the REST twin's body. */
 const answeredPoint = asOfPointSchema.optional();
 
-const projectAndPrivateTools: Tool[] = [
+/** The twelve tools (docs/api-guide.md lists them). */
+export const tools: readonly Tool[] = [
   {
     name: 'list_projects',
     title: 'Project board',
@@ -260,10 +233,6 @@ const projectAndPrivateTools: Tool[] = [
     outputSchema: askListSchema,
     call: (services, caller, args) => services.asks.list(caller, args.params, args.query),
   },
-];
-
-/** Tools over the call records, search and pulse services (same service calls as their REST twins). */
-const readTools: Tool[] = [
   {
     name: 'search_projects',
     title: 'Find a stored project',
@@ -309,6 +278,3 @@ const readTools: Tool[] = [
     call: (services, _caller, args) => services.calls.get(args.params, {}),
   },
 ];
-
-/** The twelve tools (docs/api-guide.md lists them). */
-export const tools: readonly Tool[] = [...projectAndPrivateTools, ...readTools];

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'vitest';
 import { z } from 'zod';
 import { camelCase, toolInputFrom } from '../../mcp/tools.ts';
@@ -92,5 +94,15 @@ describe('budget class of an MCP request', () => {
     } finally {
       await h.close();
     }
+  });
+});
+
+describe('the size of mcp/', () => {
+  it('is at most 1,000 lines: the SDK does the protocol, what is ours says why in a line or two (issue 58)', () => {
+    const dir = join(import.meta.dirname, '..', '..', 'mcp');
+    const lines = readdirSync(dir)
+      .filter((name) => name.endsWith('.ts'))
+      .map((name) => readFileSync(join(dir, name), 'utf8').split('\n').length - 1);
+    assert.ok(lines.reduce((a, b) => a + b, 0) <= 1000, `${lines.reduce((a, b) => a + b, 0)} lines`);
   });
 });
