@@ -18,10 +18,10 @@ import { tools as toolTable, type Tool } from './tools.ts';
 
 export const MCP_PATH = '/mcp';
 
+/** `listen`: the listen streams' heartbeat (15 s) and key re-check (5 s) intervals; tests shorten them. */
 export type McpPluginOptions = {
   services: Services;
   tools?: readonly Tool[];
-  /** Listen streams' heartbeat (15 s) and key re-check (5 s) intervals; tests shorten them. */
   listen?: { keepAliveMs?: number; recheckMs?: number };
 };
 

@@ -40,7 +40,6 @@ export function toolFailure(error: ServiceError): CallToolResult {
 }
 
 export const SERVER_INFO = { name: 'pulseboard', version: '1.0.0' } as const;
-
 export const INSTRUCTIONS =
   'A board of tracked crypto projects with research dossiers, and a research assistant to ask about them. Every tool reads, except ask_researcher (appends a request) and request_thesis_feed. Match projects on id, never on handle. Every field a result schema names is present in every result (null when unknown), except asOf and changes: only when asked for. Failures are tool errors carrying {error: {code, message}} (codes: unauthorized, forbidden, rate_limited, bad_request, not_found, conflict, unavailable); when waiting helps, the error says how long and carries _meta.retryAfterSeconds. Each tools/call and resources/read counts once against the per-key budget (60 per 60 seconds by default) shared with the REST interface; other protocol messages have a budget of their own. Keep results small with limit, view "summary" (list_projects, sync_projects) and maxBytes (list_calltracker_calls). Resources pulseboard://projects/{id}, pulseboard://calls/{id} and pulseboard://pulse/{beat} hold the same JSON as get_project, get_calltracker_call and get_pulse.';
 
@@ -67,6 +66,8 @@ const CACHE_HINTS = {
 const SDK_ARGUMENTS_PREFIX = /^(?:Input validation error: )?Invalid arguments for tool [^:]*: /;
 /** The protocol versions docs/api-guide.md lists: the 2025 handshake counter-offers 2025-11-25 to an older client. */
 export const PROTOCOL_VERSIONS = ['2026-07-28', '2025-11-25', '2025-06-18'];
+/** Idle instances kept per era: a burst's worth beyond it is left to the collector, not held for ever. */
+const IDLE_MAX = 64;
 
 /**
  * The SDK's server factory, with instances kept between requests (building one cost more than the call),
@@ -124,7 +125,7 @@ function createMcpServerFactory(services: Services, toolTable: readonly Tool[], 
     // Called once the exchange is answered (an instance the SDK never connects is left to the collector).
     sdk.onclose = () => {
       const learned = sdk.getClientVersion() ?? sdk.getClientCapabilities() ?? sdk.getNegotiatedProtocolVersion();
-      if (era === 'modern' || learned === undefined) idle[era].push(server);
+      if ((era === 'modern' || learned === undefined) && idle[era].length < IDLE_MAX) idle[era].push(server);
     };
     return server;
   };

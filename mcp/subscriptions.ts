@@ -1,11 +1,10 @@
 import type { ServerNotifier } from '@modelcontextprotocol/server';
+import { KEY_RECHECK_MS } from '../service/access.ts';
 import { errors, type Result } from '../service/errors.ts';
 import { MAX_OPEN_STREAMS_PER_KEY } from '../service/changes.ts';
 import type { Services } from '../service/services.ts';
 import { projectUri } from './resources.ts';
 
-/** How often an open listen's key is checked again while no write wakes the pump (revocation, expiry). */
-export const KEY_RECHECK_MS = 5_000;
 /** Rows read per store read while catching up with the writes. */
 const READ_BATCH = 500;
 

@@ -18,6 +18,7 @@ describe('server instances reused across requests', () => {
   const keys: string[] = [];
   const seen: Seen[] = [];
   const connect = McpServer.prototype.connect;
+  const holding = { waiting: 0, release: () => {}, released: Promise.resolve() };
 
   beforeAll(async () => {
     h = await createHarness();
@@ -31,6 +32,16 @@ describe('server instances reused across requests', () => {
       protection: 'basic',
       call: async (_services, caller) => ({ ok: true, value: { key: caller.keyId } }),
     };
+    // Each call waits until `holding.release` is called: so many calls are in flight at once.
+    const hold: Tool = {
+      ...whoami,
+      name: 'hold',
+      call: async (services, caller, args) => {
+        holding.waiting += 1;
+        await holding.released;
+        return whoami.call(services, caller, args);
+      },
+    };
     vi.spyOn(McpServer.prototype, 'connect').mockImplementation(function (this: McpServer, transport) {
       const sdk = this.server;
       seen.push({
@@ -42,7 +53,7 @@ describe('server instances reused across requests', () => {
       return connect.call(this, transport);
     });
     app = Fastify();
-    await app.register(mcpPlugin, { services: h.services, tools: [whoami] });
+    await app.register(mcpPlugin, { services: h.services, tools: [whoami, hold] });
     base = await app.listen({ host: '127.0.0.1', port: 0 });
   });
   afterAll(async () => {
@@ -148,5 +159,23 @@ describe('server instances reused across requests', () => {
       answers,
       answers.map((_, n) => ids[n % 2]),
     );
+  });
+
+  it('keep at most 64 idle instances an era: a burst beyond it is left to the collector', async () => {
+    const burst = async () => {
+      const from = seen.length;
+      holding.waiting = 0;
+      holding.released = new Promise<void>((resolve) => (holding.release = resolve));
+      const calls = Array.from({ length: 100 }, () => post(keys[0]!, 'tools/call', { name: 'hold', arguments: {} }));
+      while (holding.waiting < 100) await new Promise((resolve) => setTimeout(resolve, 5));
+      holding.release();
+      await Promise.all(calls);
+      return new Set(seen.slice(from).map((s) => s.instance));
+    };
+    const first = await burst();
+    const second = await burst();
+    const kept = [...second].filter((instance) => first.has(instance)).length;
+    assert.equal(first.size, 100, 'a hundred calls at once, a hundred instances');
+    assert.ok(kept <= 64, `${kept} instances of the first burst served the second`);
   });
 });
