@@ -7,16 +7,13 @@ import type { Tool } from './tools.ts';
 export type JsonSchema = Record<string, unknown>;
 
 /**
- * Ours and not the SDK's conversion, for one reason: zod's own JSON Schema of the twelve tools is
- * about 95 KB, and an agent is given 26 KB for tools/list (4,000 tokens for what a model is shown).
- * zod writes it; this only states it shorter: a `format` instead of its regex, the typed form of a
- * parameter registered in `advertised`, no safe-integer bounds, and no bounds or key lists on a
- * result (they bind what the server sends; the instructions say every field is present).
+ * Ours and not the SDK's conversion, for one reason: zod's JSON Schema of the twelve tools is about 95 KB,
+ * and tools/list has 26 KB. zod writes it; this states it shorter: a `format` for its regex, the typed form
+ * of a parameter in `advertised`, no safe-integer bounds, and no bounds or key lists on a result.
  */
 function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
   const { $schema: _dialect, ...json } = z.toJSONSchema(schema, {
-    target: 'draft-7',
-    io,
+    ...{ target: 'draft-7', io },
     override({ zodSchema, jsonSchema, path }) {
       const listed = advertised.get(zodSchema as unknown as z.ZodType);
       if (listed) {
@@ -52,81 +49,46 @@ function cutBelow(node: unknown, depth: number, level = 0): unknown {
   return Object.fromEntries(entries);
 }
 
-/**
- * The error envelope as every result schema lists it: its codes are named once, in the server's
- * instructions, rather than in each tool.
- */
+/** The error envelope as every result schema lists it: its codes are named once, in the instructions. */
 const listedErrorSchema = errorSchema.extend({ error: errorSchema.shape.error.extend({ code: z.string() }) });
-
-/** What tools/list shows of a tool besides its name, title and description. */
-export type ToolListing = { inputSchema: JsonSchema; outputSchema: JsonSchema };
 
 /**
  * The input schema with this surface's own defaults stated; the output schema admits the REST 200
  * body or the error envelope (SDK 1.x clients validate an `isError` result too, typescript-sdk #1943).
  */
-export function toolListing(tool: Tool): ToolListing {
+export function toolListing(tool: Tool): { inputSchema: JsonSchema; outputSchema: JsonSchema } {
   const input = jsonSchemaOf(tool.input.schema, 'input');
   const properties = { ...(input.properties as Record<string, JsonSchema>) };
   for (const [name, value] of Object.entries(tool.inputDefaults ?? {}))
     properties[name] = { ...properties[name], default: value };
-  const detail = tool.outputDetail;
-  const output = jsonSchemaOf(tool.outputSchema, 'output');
-  return {
-    inputSchema: { ...input, properties },
-    outputSchema: {
-      type: 'object',
-      anyOf: [
-        detail ? { description: detail.note, ...(cutBelow(output, detail.depth) as JsonSchema) } : output,
-        jsonSchemaOf(tool.errorSchema ?? listedErrorSchema, 'output'),
-      ],
-    },
-  };
+  const [detail, output] = [tool.outputDetail, jsonSchemaOf(tool.outputSchema, 'output')];
+  const listed = detail ? { description: detail.note, ...(cutBelow(output, detail.depth) as JsonSchema) } : output;
+  const failure = jsonSchemaOf(tool.errorSchema ?? listedErrorSchema, 'output');
+  return { inputSchema: { ...input, properties }, outputSchema: { type: 'object', anyOf: [listed, failure] } };
 }
 
-/**
- * A tool's arguments as the Standard Schema the SDK validates with: the tool's zod schema, a refusal
- * worded as REST's 400 words it (service/requests/params.ts), listed as `json`.
- */
-const argumentsSchema = (
-  schema: z.ZodObject,
-  json: JsonSchema,
-): StandardSchemaWithJSON<unknown, Record<string, unknown>> => ({
-  '~standard': {
-    version: 1,
-    vendor: 'pulseboard',
-    validate(value) {
-      const parsed = parseParams(schema, value);
-      return parsed.ok ? { value: parsed.value as Record<string, unknown> } : { issues: [{ message: parsed.message }] };
-    },
-    jsonSchema: { input: () => json, output: () => json },
-  },
-});
-
-/**
- * A tool's result, listed as `json` and not parsed again: it is the REST twin's body, built by the same
- * service as that route's (which serves it unchecked too); the zod parse of it cost about 170k of a
- * get_project call's 2.54M instructions (callgrind). test/mcp/agent.test.ts checks results against the listing.
- */
-const resultSchema = (schema: z.ZodType, json: JsonSchema): StandardSchemaWithJSON => ({
-  '~standard': {
-    ...schema['~standard'],
-    validate: (value) => ({ value }),
-    jsonSchema: { input: () => json, output: () => json },
-  },
-});
-
-/** A tool as the SDK registers it. */
+/** A tool as the SDK registers it: arguments validated by the SDK with the tool's zod schema, refused as REST's 400 words it;
+ * the result (the REST twin's body) not parsed again (170k of 2.54M instructions; test/mcp/agent.test.ts checks them). */
 export function toolConfig(tool: Tool) {
-  const listing = toolListing(tool);
+  const { inputSchema, outputSchema } = toolListing(tool);
+  const validate = (value: unknown) => {
+    const parsed = parseParams(tool.input.schema, value);
+    return parsed.ok ? { value: parsed.value as Record<string, unknown> } : { issues: [{ message: parsed.message }] };
+  };
+  const standard = { version: 1, vendor: 'pulseboard' } as const;
+  const listedAs = (json: JsonSchema) => ({ input: () => json, output: () => json });
   return {
     title: tool.title,
     description: tool.description,
-    inputSchema: argumentsSchema(tool.input.schema, listing.inputSchema),
-    outputSchema: resultSchema(tool.outputSchema, listing.outputSchema),
+    inputSchema: {
+      '~standard': { ...standard, validate, jsonSchema: listedAs(inputSchema) },
+    } as StandardSchemaWithJSON<unknown, Record<string, unknown>>,
+    outputSchema: {
+      '~standard': { ...standard, validate: (value: unknown) => ({ value }), jsonSchema: listedAs(outputSchema) },
+    },
     // destructiveHint and idempotentHint mean something only for a tool that writes.
-    annotations: tool.readOnly
-      ? { readOnlyHint: true, openWorldHint: false }
-      : { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    annotations: tool.writes
+      ? { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+      : { readOnlyHint: true, openWorldHint: false },
   };
 }

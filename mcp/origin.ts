@@ -3,10 +3,9 @@ import type { Config } from '../config/config.ts';
 import { errors, type ServiceError } from '../service/errors.ts';
 
 /**
- * DNS-rebinding protection for /mcp (MCP Streamable HTTP transport, "Security Warning"): the SDK's
- * Host and Origin validators, with what our configuration adds to them (a Host entry may name a
- * port; a configured Origin is a whole `scheme://host[:port]`). Non-browser clients send no Origin.
- * Ours around the SDK's for one reason: its refusals are JSON-RPC errors, ours the REST envelope's 403.
+ * DNS-rebinding protection for /mcp: the SDK's Host and Origin validators, with what our configuration
+ * adds (a Host entry may name a port; an Origin is a whole `scheme://host[:port]`). Ours around the
+ * SDK's for one reason: its refusals are JSON-RPC errors, ours the REST envelope's 403.
  */
 export type OriginCheck = (headers: { host?: string | undefined; origin?: string | undefined }) => ServiceError | null;
 
@@ -49,9 +48,7 @@ export function createOriginCheck(
     return origins === undefined || allowedOrigins.has(originOf(origin) ?? '');
   }
 
-  // The Host value last allowed, as sent: a client sends the same one on every call, parsed once.
-  let lastAllowedHost: string | undefined;
-
+  let lastAllowedHost: string | undefined; // as sent: a client sends the same one on every call, parsed once
   return ({ host, origin }) => {
     if (!anyHost && (host === undefined || host !== lastAllowedHost) && !hostAllowed(host))
       return errors.forbidden(

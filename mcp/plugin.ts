@@ -1,4 +1,9 @@
-import { createMcpHandler, isInitializeRequest, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  isInitializeRequest,
+  PROTOCOL_VERSION_META_KEY,
+} from '@modelcontextprotocol/server';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Budget, Protection } from '../service/guard.ts';
 import { HEARTBEAT_MS } from '../service/changes.ts';
@@ -7,31 +12,22 @@ import { credentialMemoOf } from '../transport/credential-memo.ts';
 import { sendError } from '../transport/send-error.ts';
 import { echoed } from '../service/errors.ts';
 import { createOriginCheck } from './origin.ts';
-import {
-  createMcpServerFactory,
-  retryAfterSeconds,
-  WHOLE_SURFACE,
-  type RequestContext,
-  type Surface,
-} from './server.ts';
+import { retryAfterSeconds, type RequestContext } from './request-context.ts';
+import { createServing } from './server.ts';
 import { createListenSlots } from './subscriptions.ts';
 import { tools as toolTable, type Tool } from './tools.ts';
 
 export const MCP_PATH = '/mcp';
 
+/** `listen`: the listen streams' heartbeat (15 s) and key re-check (5 s) intervals; tests shorten them. */
 export type McpPluginOptions = {
   services: Services;
   tools?: readonly Tool[];
-  /** Listen streams' heartbeat (15 s) and key re-check (5 s) intervals; tests shorten them. */
   listen?: { keepAliveMs?: number; recheckMs?: number };
 };
 
 /** The fields of one JSON-RPC message the budget looks at (the SDK validates the rest). */
-export type RpcMessage = {
-  id?: unknown;
-  method?: unknown;
-  params?: { name?: unknown; arguments?: unknown; uri?: unknown; _meta?: unknown };
-};
+type RpcMessage = { id?: unknown; method?: unknown; params?: Record<'name' | 'arguments' | 'uri' | '_meta', unknown> };
 
 const messageOf = (body: unknown): RpcMessage | null =>
   typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as RpcMessage) : null;
@@ -52,8 +48,7 @@ export function rpcLabeller(toolNames: readonly string[]): (body: unknown) => Op
     Object.freeze({ operation: `mcp:${tool ?? method}`, rpc: Object.freeze(tool ? { method, tool } : { method }) });
   const byMethod = new Map(LABELLED_METHODS.map((method) => [method, label(method)]));
   const byTool = new Map([...toolNames, 'unknown_tool'].map((tool) => [tool, label('tools/call', tool)]));
-  const batch = label('batch');
-  const unreadable: OperationLabel = Object.freeze({ operation: 'mcp' });
+  const [batch, unreadable] = [label('batch'), Object.freeze({ operation: 'mcp' })];
   return (body) => {
     if (Array.isArray(body)) return batch;
     const message = messageOf(body);
@@ -73,30 +68,13 @@ export function protectionOf(services: Services, tools: readonly Tool[], body: u
   if (message?.method === 'resources/read')
     return String(message.params?.uri).startsWith('pulseboard://calls/') ? 'protected' : 'basic';
   const tool = message?.method === 'tools/call' ? tools.find((t) => t.name === message.params?.name) : undefined;
-  const args = messageOf(message?.params?.arguments) ?? {};
-  return tool ? tool.protection(services, tool.input.toRest(args as Record<string, unknown>)) : 'basic';
+  const { protection = 'protected' } = tool ?? { protection: 'basic' };
+  if (typeof protection === 'string') return protection;
+  const args = (messageOf(message?.params?.arguments) ?? {}) as Record<string, unknown>;
+  return protection(services, tool!.input.toRest(args));
 }
 
-const RESOURCE_METHODS = new Set([
-  'resources/read',
-  'resources/list',
-  'resources/templates/list',
-  'completion/complete',
-]);
-
-/** What the instance serving a message registers: twelve tools for every call cost more than the call itself. */
-export function surfaceOfBody(body: unknown): Surface {
-  const { method, params } = messageOf(body) ?? {};
-  if (method === 'tools/call')
-    return { tools: typeof params?.name === 'string' ? [params.name] : [], resources: false };
-  return typeof method === 'string' && RESOURCE_METHODS.has(method) ? { tools: [], resources: true } : WHOLE_SURFACE;
-}
-
-/**
- * The SDK repeats some input whole in its errors (an unknown tool or resource, a header that disagrees
- * with the body, an unsupported version): those values reach it cut to the bound of every echo
- * (service/errors.ts `echoed`); a name, URI or header this server serves is unchanged.
- */
+/** The SDK repeats some input whole in its errors (an unknown tool, a header that disagrees, a version): it gets them cut (service/errors.ts `echoed`). */
 const ECHOED_HEADERS = new Set(['mcp-protocol-version', 'mcp-method', 'mcp-name']);
 const cut = (value: unknown): unknown => (typeof value === 'string' ? echoed(value) : value);
 
@@ -131,16 +109,32 @@ const HTTP_REFUSALS: Record<number, string> = {
   415: 'request body must be application/json',
 };
 
-/** A JSON-RPC error answered before the SDK sees the message (see its two uses). */
+/** A JSON-RPC error answered before the SDK sees the message (a batch, a malformed 2025 initialize). */
 function rpcError(reply: FastifyReply, status: number, to: unknown, code: number, message: string): FastifyReply {
   const id = messageOf(to)?.id;
   const answerId = typeof id === 'string' || typeof id === 'number' ? id : null;
   return reply.code(status).type('application/json').send({ jsonrpc: '2.0', id: answerId, error: { code, message } });
 }
 
+/** The SDK's answer sent by Fastify: ours stays of its headers cache-control (nothing on the way may store an answer). */
+async function send(reply: FastifyReply, response: Response): Promise<FastifyReply> {
+  const refusal = HTTP_REFUSALS[response.status];
+  if (refusal !== undefined)
+    return sendError(reply, { status: response.status, code: 'bad_request', message: refusal });
+  reply.code(response.status);
+  response.headers.forEach((value, name) => {
+    if (name !== 'content-length' && name !== 'cache-control') reply.header(name, value);
+  });
+  if (response.body === null) return reply.send();
+  if (response.headers.get('content-type')?.startsWith('text/event-stream'))
+    return reply.header('cache-control', 'private, no-store, no-transform').send(response.body);
+  // A JSON answer is one message: read whole, @fastify/compress compresses it at once (a piped stream costs more).
+  return reply.send(await response.text());
+}
+
 /**
- * `/mcp`: the SDK's handler for both protocol eras on the REST app's Fastify instance. Ours, each for
- * a reason: Host/Origin (our allowlists), the key and the budget (the guard REST uses), one message
+ * `/mcp`: the SDK serving both protocol eras on the REST app's Fastify instance. Ours, each for a
+ * reason: Host/Origin (our allowlists), the key and the budget (the guard REST uses), one message
  * per POST (a budget unit is a message), echoed input cut short (the SDK repeats it whole), and the
  * REST envelope for every refusal of the HTTP request itself (docs/api-guide.md, "MCP errors").
  */
@@ -149,14 +143,12 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
   const tools = options.tools ?? toolTable;
   const originCheck = createOriginCheck(services.config);
   const contexts = new WeakMap<Request, RequestContext>();
-  const handler = createMcpHandler(
-    createMcpServerFactory(services, tools, (request) => (request ? contexts.get(request) : undefined)),
-    { legacy: 'stateless', keepAliveMs: options.listen?.keepAliveMs ?? HEARTBEAT_MS },
-  );
-  const listens = createListenSlots(services, handler.notify, options.listen?.recheckMs);
+  const contextOf = (request: Request | undefined) => (request ? contexts.get(request) : undefined);
+  const serving = createServing(services, tools, contextOf, options.listen?.keepAliveMs ?? HEARTBEAT_MS);
+  const listens = createListenSlots(services, serving.notify, options.listen?.recheckMs);
   app.addHook('onClose', async () => {
     listens.close();
-    await handler.close();
+    await serving.close();
   });
 
   // JSON answers are compressed by @fastify/compress like REST's; event streams never are.
@@ -167,12 +159,9 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
 
     const message = messageOf(request.body);
     const budget: Budget = readsData(message) ? 'requests' : 'protocol';
-    const admitted = await services.guard.admit(
-      request.headers.authorization,
-      protectionOf(services, tools, request.body),
-      budget,
-      credentialMemoOf(request.raw.socket),
-    );
+    const protection = protectionOf(services, tools, request.body);
+    const memo = credentialMemoOf(request.raw.socket);
+    const admitted = await services.guard.admit(request.headers.authorization, protection, budget, memo);
     if (!admitted.ok) {
       const { error, headers } = admitted.refused;
       // A refused data read is answered in the protocol (a tool error, a JSON-RPC error for a resource)
@@ -181,15 +170,16 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
       reply.headers(headers);
       if (error.retryAfter !== undefined) reply.header('retry-after', String(retryAfterSeconds(error)));
     } else reply.headers(admitted.value.headers);
-    const common = { log: request.log, surface: surfaceOfBody(request.body) };
-    const context: RequestContext = admitted.ok
-      ? { caller: admitted.value.caller, ...common }
-      : { refusal: admitted.refused.error, ...common };
     // Batches left the protocol in 2025-06-18; a batch would also read many times on one budget unit.
     if (Array.isArray(request.body))
       return rpcError(reply, 400, null, -32600, 'Invalid Request: send one JSON-RPC message per POST (no batches)');
+    const meta = (messageOf(message?.params?._meta) ?? {}) as Record<string, unknown>;
+    const declaresIdentity =
+      meta[CLIENT_INFO_META_KEY] !== undefined && meta[CLIENT_CAPABILITIES_META_KEY] !== undefined;
+    const who = admitted.ok ? { caller: admitted.value.caller } : { refusal: admitted.refused.error };
+    const context: RequestContext = { ...who, log: request.log, declaresIdentity };
     // The SDK answers a malformed 2025 initialize as an internal error carrying its schema's dump (a 2026-07-28 one, in `_meta`, as a removed method).
-    const modern = PROTOCOL_VERSION_META_KEY in (messageOf(message?.params?._meta) ?? {});
+    const modern = PROTOCOL_VERSION_META_KEY in meta;
     const invalid = 'Invalid params: initialize takes protocolVersion, capabilities and clientInfo';
     if (message?.method === 'initialize' && !modern && !isInitializeRequest(message))
       return rpcError(reply, 200, message, -32602, invalid);
@@ -206,24 +196,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
 
     const webRequest = webRequestOf(request, signal);
     contexts.set(webRequest, context);
-    const response = await handler.fetch(webRequest, { parsedBody: boundedMessage(request.body) });
-    return send(reply, response);
+    // A claim outside initialize is 2026-07-28's or refused: the SDK's classification is asked only otherwise.
+    const claimed = modern && message?.method !== 'initialize';
+    return send(reply, await serving.fetch(webRequest, boundedMessage(request.body), claimed));
   });
-
-  async function send(reply: FastifyReply, response: Response): Promise<FastifyReply> {
-    const refusal = HTTP_REFUSALS[response.status];
-    if (refusal !== undefined)
-      return sendError(reply, { status: response.status, code: 'bad_request', message: refusal });
-    reply.code(response.status);
-    response.headers.forEach((value, name) => {
-      // Ours stays: no response of /mcp may be stored by a cache on the way.
-      if (name !== 'content-length' && name !== 'cache-control') reply.header(name, value);
-    });
-    if (response.body === null) return reply.send();
-    if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
-      return reply.header('cache-control', 'private, no-store, no-transform').send(response.body);
-    }
-    // A JSON answer is one message: read whole, @fastify/compress compresses it at once (a piped stream costs more).
-    return reply.send(await response.text());
-  }
 };

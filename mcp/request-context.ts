@@ -1,16 +1,17 @@
 import type { Caller } from '../service/caller.ts';
 import type { ServiceError } from '../service/errors.ts';
 
-/** What the server instance of one request registers (plugin.ts surfaceOfBody): the tools named, and the resources or not. */
-export type Surface = { tools: 'all' | readonly string[]; resources: boolean };
-
 /** Who sent this request, or why the rate gate refused it (every tool call then answers that error); the log reports a tool's throw by name only. */
 export type RequestContext = (
   { caller: Caller; refusal?: undefined } | { refusal: ServiceError; caller?: undefined }
 ) & {
   log?: { error(fields: { err: { type: string } }, message: string): void };
-  surface?: Surface;
+  /** A 2026-07-28 envelope naming both clientInfo and clientCapabilities: the SDK overwrites a reused instance's. */
+  declaresIdentity?: boolean;
 };
+
+/** The context of the request a handler serves, found by the web Request the SDK hands it. */
+export type ContextOf = (request: Request | undefined) => RequestContext | undefined;
 
 /** The whole seconds to wait that a refusal states, at least 1; undefined when waiting does not help. */
 export const retryAfterSeconds = (error: ServiceError): number | undefined =>
@@ -20,10 +21,6 @@ export const retryAfterSeconds = (error: ServiceError): number | undefined =>
 export function envelopeOf(error: ServiceError): { error: { code: string; message: string } } {
   const seconds = retryAfterSeconds(error);
   const wait = seconds !== undefined && !error.message.includes(`${seconds} seconds`);
-  return {
-    error: {
-      code: error.code,
-      message: wait ? `${error.message} Wait ${seconds} seconds before calling again.` : error.message,
-    },
-  };
+  const message = wait ? `${error.message} Wait ${seconds} seconds before calling again.` : error.message;
+  return { error: { code: error.code, message } };
 }

@@ -81,7 +81,7 @@ describe('MCP at /mcp with the official SDK client', () => {
         assert.match(name, /^[a-z][a-zA-Z]*$/, `${t.name}: ${name} is camelCase`);
       assert.ok(t.description && t.description.length > 80, `${t.name} has a description an agent can act on`);
       assert.equal(t.outputSchema?.type, 'object');
-      assert.equal(t.annotations?.readOnlyHint, own.readOnly);
+      assert.equal(t.annotations?.readOnlyHint, !own.writes);
     }
     const readOnly = listed
       .filter((t) => t.annotations?.readOnlyHint)

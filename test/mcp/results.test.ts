@@ -53,8 +53,7 @@ describe('the endpoint on odd input', () => {
       description: 'Throws.',
       input: toolInputFrom({ query: z.object({}).strict() }),
       outputSchema: z.object({}),
-      readOnly: true,
-      protection: () => 'basic' as const,
+      protection: 'basic',
       call: async () => {
         throw new TypeError('secret input echoed here');
       },
