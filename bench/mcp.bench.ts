@@ -3,18 +3,29 @@
  * twin in ROUNDS rounds, in both protocol eras (2025-11-25 as one SSE event, 2026-07-28 as JSON); one
  * agent's p50; then what an agent pays in context: tools/list bytes (goal: at most 26 KB) and tokens
  * (at most 4,000), and every tool's largest text at its defaults (bytes / 4; at most 5,000 tokens).
+ * At the first size, the instructions the server runs a call (callgrind, where valgrind is installed: a
+ * count the machine's load hardly moves; goal at most 1.0M for get_project, issue 58).
  */
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { changeOwner, issueKey } from '../service/access.ts';
 import { openStores } from '../service/stores.ts';
 import { benchConfig, benchSizes, dataSetSpec, ensureDataSet } from './dataset.ts';
-import { countInstructions } from './instructions.ts';
 import { median } from './median.ts';
-import { CONNECTIONS, cpuTimes, LOAD_SECONDS, loadOn, ROUNDS, startServer, stolenSince } from './servers.ts';
+import {
+  CONNECTIONS,
+  cpuTimes,
+  LOAD_SECONDS,
+  loadOn,
+  ROUNDS,
+  startServer,
+  stolenSince,
+  type LoadTarget,
+} from './servers.ts';
 
-const say = (line: string) => process.stdout.write(`${line}\n`);
+const say = (line: string): void => void process.stdout.write(`${line}\n`);
 
 /** The 2026-07-28 envelope a modern client puts in every request's `_meta`. */
 const MODERN_META = {
@@ -48,7 +59,35 @@ async function copyWithKey(projects: number): Promise<{ dir: string; key: string
   }
 }
 
-async function benchSize(projects: number): Promise<void> {
+/** Requests counted under callgrind, after as many uncounted (about two minutes in all, valgrind is ~50x slower). */
+const COUNTED = 1000;
+
+/** Instructions the server runs a request of `target`, in user space. */
+async function instructionsOf(dir: string, target: LoadTarget, headers: Record<string, string>): Promise<number> {
+  const out = mkdtempSync(join(tmpdir(), 'pulseboard-callgrind-'));
+  const callgrind = [
+    '--tool=callgrind',
+    '--smc-check=all-non-file',
+    `--callgrind-out-file=${join(out, 'callgrind.out')}`,
+  ];
+  const server = await startServer(['app', dir], ['valgrind', ...callgrind]);
+  try {
+    const counted = { ...(typeof target === 'string' ? { path: target } : target), amount: COUNTED, timeout: 120 };
+    await loadOn(server, counted, headers);
+    spawnSync('callgrind_control', ['--zero', String(server.pid)]);
+    await loadOn(server, counted, headers);
+    spawnSync('callgrind_control', ['--dump', String(server.pid)]);
+    const dump = readdirSync(out).find((name) => /^callgrind\.out\.\d+$/.test(name));
+    const total = dump === undefined ? undefined : /^summary: (\d+)$/m.exec(readFileSync(join(out, dump), 'utf8'))?.[1];
+    if (total === undefined) throw new Error('callgrind wrote no dump for the counted requests');
+    return Number(total) / COUNTED;
+  } finally {
+    await server.stop();
+    rmSync(out, { recursive: true, force: true });
+  }
+}
+
+async function benchSize(projects: number, countInstructions: boolean): Promise<void> {
   const { dir, key } = await copyWithKey(projects);
   const server = await startServer(['app', dir]);
   try {
@@ -136,6 +175,15 @@ async function benchSize(projects: number): Promise<void> {
       say(`  ${era.label}, one agent, p50: ${median(times).toFixed(3)} ms (goal <= 1 ms)`);
     }
     await contextCosts(projects, id, (body) => rpc(body, legacyHeaders), call);
+    if (!countInstructions) return;
+    if (spawnSync('valgrind', ['--version']).status !== 0)
+      return say('  instructions: skipped, valgrind is not installed');
+    const counts: string[] = [];
+    for (const load of loads) counts.push((await instructionsOf(dir, load.path, load.headers)).toFixed(0));
+    say(
+      `  instructions a request (callgrind, server process, ${COUNTED} after as many uncounted): REST one project ` +
+        `${counts[0]}, MCP get_project 2025-11-25 ${counts[1]}, 2026-07-28 ${counts[2]} (goal <= 1,000,000)`,
+    );
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -211,15 +259,8 @@ async function contextCosts(
 
 export async function main(): Promise<void> {
   say('Measured on a shared machine: the absolute rates move with the other load; the ratios are of the same run.');
-  for (const projects of benchSizes([10_000, 100_000])) await benchSize(projects);
-  // The cost figure the machine's load does not move (bench/instructions.ts, fewer requests than its default).
-  const counts = await countInstructions(500);
-  if (counts === null) say('\ninstructions: skipped, valgrind is not installed');
-  else
-    say(
-      `\ninstructions a request (callgrind, 10k projects): REST one project ${counts.rest.toFixed(0)}, ` +
-        `MCP get_project 2025-11-25 ${counts.legacy.toFixed(0)}, 2026-07-28 ${counts.modern.toFixed(0)} (goal <= 1,000,000)`,
-    );
+  const sizes = benchSizes([10_000, 100_000]);
+  for (const projects of sizes) await benchSize(projects, projects === sizes[0]);
 }
 
 if (import.meta.main) await main();

@@ -26,7 +26,7 @@ import {
   type Server,
 } from './servers.ts';
 
-// Where the other benches and bench/instructions.ts take the bench key from.
+// Where the other benches take the bench key from.
 export { benchKey } from './dataset.ts';
 
 const JSON_TYPE = 'application/json; charset=utf-8';

@@ -38,8 +38,8 @@ export const LOAD_SECONDS = Number(process.env.PULSEBOARD_BENCH_SECONDS ?? '2');
 export const ROUNDS = Number(process.env.PULSEBOARD_BENCH_ROUNDS ?? '5');
 export const CONNECTIONS = 10;
 
-/** A request other than a GET of a path: a POST and its body (MCP). */
-export type LoadTarget = string | { path: string; method: 'POST'; body: string };
+/** A GET of a path, or a POST and its body (MCP); `amount`: that many requests instead of a duration. */
+export type LoadTarget = string | { path: string; method?: 'POST'; body?: string; amount?: number; timeout?: number };
 
 /** A load of `target` over 10 connections, with the server process's CPU µs a request; any answer but 2xx fails it. */
 export async function loadOn(
@@ -74,13 +74,16 @@ export async function startBare(file: string, bodies: Iterable<RecordedBody>): P
 /**
  * `app DATA_DIR` or `bare BODIES_FILE` in a child process, once it listens, with the environment and
  * Node flags of `npm start` (the bench's own environment wins where it sets the same variable);
- * PULSEBOARD_BENCH_SERVER_FLAGS, when set, replaces the flags (memory experiments).
+ * PULSEBOARD_BENCH_SERVER_FLAGS, when set, replaces the flags (memory experiments). `under`: a command
+ * the server runs under (valgrind), its pid then the server's.
  */
-export async function startServer(args: string[]): Promise<Server> {
+export async function startServer(args: string[], under: string[] = []): Promise<Server> {
   const start = startCommand();
   const given = process.env.PULSEBOARD_BENCH_SERVER_FLAGS;
   const flags = given === undefined ? start.flags : given.split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [NO_WARNING, ...flags, join(import.meta.dirname, 'reads-server.ts'), ...args], {
+  const node = [process.execPath, NO_WARNING, ...flags, join(import.meta.dirname, 'reads-server.ts'), ...args];
+  const [command, ...rest] = [...under, ...node] as [string, ...string[]];
+  const child = spawn(command, rest, {
     env: { ...start.env, ...process.env },
     // stdin: a pipe the server reads to its end, which comes when this process exits, however it exits.
     stdio: ['pipe', 'pipe', 'inherit'],
