@@ -26,9 +26,6 @@ import {
   type Server,
 } from './servers.ts';
 
-// Where the other benches take the bench key from.
-export { benchKey } from './dataset.ts';
-
 const JSON_TYPE = 'application/json; charset=utf-8';
 const out = (line = '') => process.stdout.write(`${line}\n`);
 const ms = (ns: bigint) => Number(ns) / 1e6;
