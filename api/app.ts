@@ -119,6 +119,12 @@ export function mountInterfaceDescription(app: FastifyInstance, operations: read
   void app.register(docsPlugin);
 }
 
+/**
+ * One reason for every request whose client went away: abort() without one builds a DOMException,
+ * stack and all, for every long-poll answered (its response's 'close').
+ */
+const CLIENT_GONE = new DOMException('the client went away', 'AbortError');
+
 /** What an operation is given. */
 class RequestInput implements OperationInput {
   readonly caller: Caller;
@@ -148,8 +154,8 @@ class RequestInput implements OperationInput {
     if (!this.#gone) {
       const controller = (this.#gone = new AbortController());
       const raw = this.#reply.raw;
-      if (raw.destroyed || raw.closed) controller.abort();
-      else raw.once('close', () => controller.abort());
+      if (raw.destroyed || raw.closed) controller.abort(CLIENT_GONE);
+      else raw.once('close', () => controller.abort(CLIENT_GONE));
     }
     return this.#gone.signal;
   }

@@ -8,7 +8,7 @@ import type { CommitWatch, WaitOutcome } from './commit-watch.ts';
 import { createLogHead, decodeCursor, encodeCursor } from './cursor.ts';
 import { errors, fail, ok, type Result } from './errors.ts';
 import { parseParams } from './requests/params.ts';
-import { jsonBody, storedJsonList, type JsonBody } from './json-body.ts';
+import { jsonBody, storedJsonList, withReadAt, type JsonBody } from './json-body.ts';
 import { SINCE_NOW, changesQuerySchema, type ProjectsQuery } from './requests/projects.ts';
 
 /** One written row of the change stream: its Project JSON as stored and the delta cursor after it. */
@@ -246,8 +246,20 @@ export function createProjectDeltas(deps: {
     } finally {
       hold?.release();
     }
+    return ok(withReadAt(pageOf(from, read, limit, readAt), readAt));
+  }
+
+  /**
+   * The page of a read, made once for every long-poll that shared it (the waiters one commit wakes):
+   * each gets the same bytes with its own readAt, not a cursor, a body and a validator of its own.
+   * Everything else the page holds is the read's key (start, filter, limit) or the log's archive.
+   */
+  const pages = new WeakMap<DeltaRead, JsonBody<SyncPage>>();
+  function pageOf(from: DeltaStart, read: DeltaRead, limit: number, readAt: string): JsonBody<SyncPage> {
+    const made = pages.get(read);
+    if (made) return made;
     const cursor = cursorAt(from, read.position);
-    const page = jsonBody<SyncPage, 'projects'>({
+    const body = jsonBody<SyncPage, 'projects'>({
       projects: storedJsonList(read.rows),
       cursor,
       hasMore: read.hasMore,
@@ -255,7 +267,9 @@ export function createProjectDeltas(deps: {
       readAt,
     });
     // Only a page with more to read now names its follower (the cursor carries the filter).
-    return ok(read.hasMore ? { ...page, continuation: { cursor, limit: String(limit) } } : page);
+    const page = read.hasMore ? { ...body, continuation: { cursor, limit: String(limit) } } : body;
+    pages.set(read, page);
+    return page;
   }
 
   async function changes(query: unknown, lastEventId?: string): Promise<Result<ChangeFeed>> {

@@ -37,8 +37,9 @@ sample (300 projects) and prints an API key for the local owner once it listens;
 how to issue another. Roles split one deployment: api (REST + MCP), projectors, thesis-reader,
 ingest (Kafka); all (the default) runs every one in this process.
 A store, or (for --role ingest) Kafka, that cannot be reached at start ends it within 30 s with one
-line naming the server; with --role all a Kafka outage only delays ingest (retried in the background,
-/readyz says degraded meanwhile).
+line naming the server; joining Kafka's consumer group is not bounded (/readyz says degraded until it
+consumes). With --role all a Kafka outage only delays ingest (retried in the background, /readyz says
+degraded meanwhile).
 Exit status: 0 stopped by SIGINT/SIGTERM, 1 cannot start (port in use, a server unreachable), 2 usage error.
 `;
 
@@ -149,10 +150,14 @@ async function byDeadline<T>(deadline: number, work: () => Promise<T>): Promise<
   }
 }
 
-/** The Kafka source's state as a background loop in /readyz: anything but consuming is `retrying` (degraded). */
+/**
+ * The Kafka source's state as a background loop in /readyz: anything but consuming is `retrying`
+ * (degraded), joining its group included; a join is not a failure, so it counts none.
+ */
 function kafkaLoopStatus(state: KafkaSourceState): LoopStatus {
   if (state.status === 'running') return { state: 'running', failures: 0, since: state.since };
   if (state.status === 'stopped') return { state: 'stopped', failures: 0, since: state.since };
+  if (state.status === 'joining') return { state: 'retrying', failures: 0, since: state.since };
   return { state: 'retrying', failures: state.failures, since: state.since };
 }
 
@@ -299,8 +304,8 @@ export async function run(args: string[]): Promise<number> {
   if (ingestsKafka) {
     const brokers = config.KAFKA_BROKERS!;
     const ingestor = createIngestor(stores.log, { followerProvider: config.PULSEBOARD_FOLLOWER_PROVIDER });
-    let markRunning = () => {};
-    const firstRunning = new Promise<void>((resolve) => (markRunning = resolve));
+    let markReached = () => {};
+    const brokerReached = new Promise<void>((resolve) => (markReached = resolve));
     // kafkajs is loaded only by a process that ingests from Kafka.
     const { createKafkaSource } = await import('../../ingest/kafka/kafka-source.ts');
     const kafka = createKafkaSource({
@@ -309,8 +314,8 @@ export async function run(args: string[]): Promise<number> {
       // Its own log stays quiet: one line per change between consuming and retrying, with the cause.
       logLevel: 'nothing',
       onState: (state) => {
-        if (state.status === 'running') markRunning();
-        if (state.status !== 'running' && state.status !== 'restarting') return;
+        if (state.status === 'joining' || state.status === 'running') markReached();
+        if (state.status !== 'joining' && state.status !== 'running' && state.status !== 'restarting') return;
         const level = state.status === 'restarting' ? 'warn' : 'info';
         const error = state.status === 'restarting' ? { error: state.lastError } : {};
         process.stderr.write(
@@ -319,16 +324,18 @@ export async function run(args: string[]): Promise<number> {
       },
     });
     opened.kafka = kafka;
-    // An ingest-only process has nothing to do without Kafka: it must reach it by the deadline.
-    // With the API in the process (--role all) ingest keeps retrying in the background instead.
+    // An ingest-only process has nothing to do without Kafka: it must reach the broker by the deadline.
+    // Joining the group does not count: a restarted process waits out its killed predecessor's session
+    // (30 s) there, degraded in /readyz meanwhile. With the API in the process (--role all) ingest
+    // keeps retrying in the background instead.
     if (role === 'ingest') {
-      const running = await byDeadline(deadline, async () => {
+      const reached = await byDeadline(deadline, async () => {
         void kafka.start({ retry: true });
-        await firstRunning;
+        await brokerReached;
       });
-      if (!running.ok)
-        return failStart(opened, `cannot reach Kafka at ${brokers}: ${kafka.state().lastError ?? running.reason}`, 1);
-      process.stderr.write(`ingest: consuming Kafka at ${brokers}\n`);
+      if (!reached.ok)
+        return failStart(opened, `cannot reach Kafka at ${brokers}: ${kafka.state().lastError ?? reached.reason}`, 1);
+      process.stderr.write(`ingest: reached Kafka at ${brokers}; consuming once its group lets it in\n`);
     }
   }
 

@@ -73,8 +73,12 @@ export type SourceProducer = Pick<Producer, 'connect' | 'send' | 'disconnect'>;
 export type KafkaClients = { consumer(): SourceConsumer; producer(): SourceProducer };
 
 export type KafkaSourceState = {
-  /** starting: connecting the first time; running: in its group; restarting: after a crash; stopped: stop() was called. */
-  status: 'idle' | 'starting' | 'running' | 'restarting' | 'stopped';
+  /**
+   * starting: connecting the first time; joining: the broker answered, waiting to be let into the group
+   * (as long as the group's session timeout while it still holds a killed member); running: in its
+   * group; restarting: after a crash; stopped: stop() was called.
+   */
+  status: 'idle' | 'starting' | 'joining' | 'running' | 'restarting' | 'stopped';
   /** Consumers this source started itself after a crash kafkajs would not recover from. */
   restarts: number;
   /**
@@ -225,13 +229,17 @@ export function createKafkaSource(options: KafkaSourceOptions): KafkaSource {
     if (await stopped()) return;
     await own.subscribe({ topics, fromBeginning: options.fromBeginning ?? true });
     if (await stopped()) return;
+    // The broker answered (subscribe reads its metadata); run() resolves only once the group lets it in.
+    if (consumer === own) setState({ status: 'joining' });
     await own.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? DEFAULT_PARTITIONS_CONCURRENTLY,
       eachBatch,
     });
-    if (state.status !== 'stopped' && consumer === own) {
+    // run() resolves after a failed join too (kafkajs reports it as a crash first): only a join still
+    // under way when it resolves succeeded.
+    if (state.status === 'joining' && consumer === own) {
       failures = 0;
       setState({ status: 'running', failures: 0 });
     }

@@ -36,18 +36,37 @@ export function mongoCommitFeed(db: Db): CommitFeed {
 /**
  * Every switch of the pointer (the `live` document of `_pulseboard_generations`), from a change stream as
  * above: serving processes read the pointer when it moves instead of every 200 ms. Each notice is
- * `commit('pointer', generation)`.
+ * `commit('pointer', generation)`. The same stream carries the replay lock's lease (taken, renewed,
+ * released) to `onReplayLock` (its end in ms, 0 once released), so users renew their announcements
+ * only while a replay runs; a build's fence checks (`touchedAt`) are not sent.
  */
-export function mongoPointerFeed(db: Db): CommitFeed {
+export function mongoPointerFeed(db: Db, onReplayLock: (expiresAt: number) => void = () => undefined): CommitFeed {
   return {
     open(handlers) {
       const stream = db
-        .collection<{ _id: string; generation?: unknown }>(GENERATIONS_COLLECTION)
-        .watch([{ $match: { 'documentKey._id': 'live', operationType: { $in: ['insert', 'update', 'replace'] } } }], {
-          fullDocument: 'updateLookup',
-        });
+        .collection<{ _id: string; generation?: unknown; expiresAt?: unknown }>(GENERATIONS_COLLECTION)
+        .watch(
+          [
+            {
+              $match: {
+                $or: [
+                  { 'documentKey._id': 'live', operationType: { $in: ['insert', 'update', 'replace'] } },
+                  { 'documentKey._id': 'replay-lock', operationType: { $in: ['insert', 'replace', 'delete'] } },
+                  { 'documentKey._id': 'replay-lock', 'updateDescription.updatedFields.expiresAt': { $exists: true } },
+                ],
+              },
+            },
+          ],
+          { fullDocument: 'updateLookup' },
+        );
       return followed(stream, handlers, 'pointer change stream', (change) => {
-        const generation = 'fullDocument' in change ? change.fullDocument?.generation : undefined;
+        const document = 'fullDocument' in change ? change.fullDocument : undefined;
+        if ('documentKey' in change && change.documentKey._id === 'replay-lock') {
+          const expiresAt = document?.expiresAt;
+          onReplayLock(change.operationType !== 'delete' && expiresAt instanceof Date ? expiresAt.getTime() : 0);
+          return;
+        }
+        const generation = document?.generation;
         handlers.commit('pointer', typeof generation === 'number' ? generation : -1);
       });
     },

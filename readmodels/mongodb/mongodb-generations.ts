@@ -5,16 +5,19 @@
  *
  * `_pulseboard_generations` holds the rest, one document each:
  * - `live`: {generation}, the pointer; absent means 0. A switch is one conditional update.
- * - `replay-lock`: {holder, host, pid, expiresAt, fence}, a lease the replay renews every third of its
+ * - `replay-lock`: {holder, host, pid, acquiredAt, expiresAt, fence}, a lease the replay renews every third of its
  *   length. A lock whose lease ran out, or whose process on this host is gone, is taken over. `fence`
  *   comes from `replay-fence` ({value}, incremented at every acquire): a build commit, a switch and a
  *   removal by the replay write the lock document conditioned on their fence, in their transaction, so
  *   after a takeover they are refused and a takeover racing them is a write conflict, never both.
  * - `user:<instance>`: {kind: 'user', generations, at}, what a serving process or projector uses,
- *   written when that changes and at least every `announceEveryMs`. A dropped collection reads as
- *   empty instead of failing, so a replay removes the old generation only once no announcement
- *   younger than `staleMs` names it. Times are each process's own clock: hosts are assumed to
- *   agree to well within `staleMs`.
+ *   written when that changes, and renewed every `announceEveryMs` only while a replay runs (the
+ *   pointer's change stream also carries the lock's lease) or while that stream is down: 100 idle
+ *   processes write nothing. A dropped collection reads as empty instead of failing, so a replay
+ *   removes the old generation only once no announcement names it that is younger than `staleMs`,
+ *   counted once users have had `staleMs` since the replay began to hear of it and renew (before,
+ *   every announcement counts). Times are each process's own clock: hosts are assumed to agree to
+ *   well within `staleMs`.
  */
 import { processAlive } from '../generations/process-alive.ts';
 import { randomUUID } from 'node:crypto';
@@ -33,6 +36,7 @@ type MetaDoc = {
   at?: Date;
   holder?: string;
   host?: string;
+  acquiredAt?: Date;
   pid?: number;
   expiresAt?: Date;
   fence?: number;
@@ -44,7 +48,7 @@ export type MongoGenerationOptions = {
   leaseMs?: number;
   /** An announcement older than this no longer keeps a generation in use. */
   staleMs?: number;
-  /** An unchanged announcement is written again at most this often. */
+  /** An unchanged announcement is written again this often while a replay runs (or the pointer stream is down). */
   announceEveryMs?: number;
   clock?: () => number;
 };
@@ -66,6 +70,10 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
   const db = client.db();
   const meta = db.collection<MetaDoc>(GENERATIONS_COLLECTION);
   const announced = new Map<string, { generations: string; at: number }>();
+  // What this process heard on its pointer streams: how many are live, and a running replay's lease end.
+  let liveStreams = 0;
+  let replayUntil = 0;
+  const renewing = () => liveStreams === 0 || clock() < replayUntil;
 
   async function collectionsByGeneration(): Promise<Map<number, string[]>> {
     const byGeneration = new Map<number, string[]>();
@@ -133,6 +141,7 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
           holder: token,
           host,
           pid: process.pid,
+          acquiredAt: new Date(clock()),
           expiresAt: new Date(clock() + leaseMs),
           fence,
         });
@@ -247,7 +256,36 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
         ...(fence === undefined ? {} : { fenced: (session: ClientSession) => stillFenced(fence, session) }),
       }),
     commitFeed: () => mongoCommitFeed(db),
-    pointerFeed: () => mongoPointerFeed(db),
+    pointerFeed: () => {
+      const feed = mongoPointerFeed(db, (expiresAt) => (replayUntil = expiresAt));
+      return {
+        open(handlers) {
+          let live = false;
+          const down = () => {
+            if (live) liveStreams -= 1;
+            live = false;
+          };
+          const opened = feed.open({
+            ...handlers,
+            live() {
+              if (!live) liveStreams += 1;
+              live = true;
+              handlers.live();
+            },
+            failed(error) {
+              down();
+              handlers.failed(error);
+            },
+          });
+          return {
+            async close() {
+              down();
+              await opened.close();
+            },
+          };
+        },
+      };
+    },
 
     async remove(generation, fence) {
       // Dropping a collection cannot join a transaction, so the fence is checked just before the drops.
@@ -264,14 +302,15 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
 
     acquireReplayLock,
     removalDisturbsUsers: true,
-    // MongoDB has no session lock that ends with the process: an announcement is a document renewed this often.
+    // MongoDB has no session lock that ends with the process: an announcement is a document, renewed
+    // this often while a replay runs (checked locally every tick: no I/O otherwise).
     announceEveryMs,
 
     async announce(instance, generations) {
       const now = clock();
       const key = generations.join(',');
       const last = announced.get(instance);
-      if (last && last.generations === key && now - last.at < announceEveryMs) return;
+      if (last && last.generations === key && (!renewing() || now - last.at < announceEveryMs)) return;
       await meta.updateOne(
         { _id: `user:${instance}` },
         { $set: { kind: 'user', generations: [...generations], at: new Date(now) } },
@@ -286,10 +325,15 @@ export function createMongoGenerationSpace(url: string, options: MongoGeneration
     },
 
     async inUse(generation) {
-      const users = await meta.countDocuments(
-        { kind: 'user', generations: generation, at: { $gt: new Date(clock() - staleMs) } },
-        { limit: 1 },
-      );
+      const now = clock();
+      const lock = await meta.findOne({ _id: LOCK });
+      const since =
+        lock?.acquiredAt instanceof Date && lock.expiresAt instanceof Date && lock.expiresAt.getTime() > now
+          ? lock.acquiredAt.getTime()
+          : null;
+      // Users renew only while a replay runs: until they have had staleMs to hear of it, every announcement counts.
+      const fresh = since !== null && now - since >= staleMs ? { at: { $gt: new Date(now - staleMs) } } : {};
+      const users = await meta.countDocuments({ kind: 'user', generations: generation, ...fresh }, { limit: 1 });
       return users > 0;
     },
 

@@ -1,5 +1,6 @@
 /**
- * A process's presence in the PostgreSQL generation space, on one connection of its own (a session):
+ * A process's presence in the PostgreSQL generation space, on the process's one listening connection
+ * (config/postgres-listener.ts, a session shared with the event log's and commits' LISTENs):
  * - which generations it uses: a session-level shared advisory lock per generation, taken when it starts
  *   using one and released when it stops. PostgreSQL drops a session's locks when its connection ends,
  *   so a process that dies stops counting at once, and nothing is written while nothing changes (the
@@ -9,16 +10,15 @@
  * A lost connection fails the pointer feed (commit-signal.ts reopens it after a backoff, and the
  * generational store polls quickly meanwhile) and is reconnected, the locks taken again, one second later.
  */
-import pg from 'pg';
-import type { CommitFeed, CommitListener } from '../commit-signal.ts';
+import type pg from 'pg';
+import { listen, listenerSession } from '../../config/postgres-listener.ts';
+import type { CommitFeed } from '../commit-signal.ts';
 import { PostgresConnectionError } from './postgres-faults.ts';
 
 /** The channel a pointer switch NOTIFYs (its payload: the generation now live). */
 export const POINTER_CHANNEL = 'pulseboard_pointer';
 /** The first key of the generation-use advisory locks (two int4 keys: this, then the generation). */
 export const USE_LOCK_CLASS = 0x70627573;
-
-type FeedHandlers = { live(): void; commit: CommitListener; failed(error: unknown): void };
 
 export type PostgresPresence = {
   announce(instance: string, generations: readonly number[]): Promise<void>;
@@ -31,22 +31,17 @@ export type PostgresPresence = {
 
 export function postgresPresence(url: string): PostgresPresence {
   const users = new Map<string, readonly number[]>();
-  const feeds = new Set<FeedHandlers>();
-  let session: pg.Client | undefined;
+  let session: { client: pg.Client; close(): Promise<void> } | undefined;
   let connecting: Promise<pg.Client> | undefined;
   let held = new Set<number>();
   let queue: Promise<unknown> = Promise.resolve();
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
 
-  function lost(client: pg.Client, error: unknown): void {
-    if (session !== client) return;
+  function lost(client: pg.Client): void {
+    if (session?.client !== client) return;
     session = undefined;
     held = new Set();
-    client.end().catch(() => undefined);
-    const gone = [...feeds];
-    feeds.clear();
-    for (const feed of gone) feed.failed(error);
     if (users.size > 0 && !closed && !retry) {
       retry = setTimeout(() => {
         retry = undefined;
@@ -57,29 +52,19 @@ export function postgresPresence(url: string): PostgresPresence {
   }
 
   function connect(): Promise<pg.Client> {
-    if (session) return Promise.resolve(session);
+    if (session) return Promise.resolve(session.client);
     connecting ??= (async () => {
-      const client = new pg.Client({ connectionString: url, keepAlive: true, connectionTimeoutMillis: 10_000 });
-      // Both stay attached until the end: an 'error' without a listener would end the process.
-      client.on('error', (error) => lost(client, error));
-      client.on('end', () => lost(client, new PostgresConnectionError('the PostgreSQL presence connection closed')));
-      client.on('notification', (message) => {
-        if (message.channel !== POINTER_CHANNEL) return;
-        for (const feed of feeds) feed.commit('pointer', Number(message.payload ?? -1));
+      let client: pg.Client | undefined;
+      const use = listenerSession(url, () => {
+        if (client) lost(client);
       });
-      try {
-        await client.connect();
-        await client.query(`LISTEN ${POINTER_CHANNEL}`);
-      } catch (error) {
-        await client.end().catch(() => undefined);
-        throw error;
-      }
+      client = await use.client;
       if (closed) {
-        await client.end().catch(() => undefined);
+        await use.close();
         throw new PostgresConnectionError('the generation space is closed');
       }
       held = new Set();
-      session = client;
+      session = { client, close: use.close };
       return client;
     })().finally(() => {
       connecting = undefined;
@@ -90,7 +75,7 @@ export function postgresPresence(url: string): PostgresPresence {
   /** Takes the locks of generations now used and releases those no longer used. */
   async function sync(): Promise<void> {
     const wanted = new Set([...users.values()].flat());
-    if (wanted.size === 0 && held.size === 0 && (feeds.size === 0 || session)) return;
+    if (wanted.size === 0 && held.size === 0) return;
     const client = await connect();
     for (const generation of wanted) {
       if (held.has(generation)) continue;
@@ -130,32 +115,22 @@ export function postgresPresence(url: string): PostgresPresence {
       return (found.rowCount ?? 0) > 0;
     },
     pointerFeed: {
-      open(handlers) {
-        feeds.add(handlers);
-        serially(async () => void (await connect())).then(
-          () => {
-            if (feeds.has(handlers)) handlers.live();
-          },
-          (error: unknown) => {
-            if (feeds.delete(handlers)) handlers.failed(error);
-          },
-        );
-        return {
-          async close() {
-            feeds.delete(handlers);
-          },
-        };
-      },
+      open: (handlers) =>
+        listen(url, POINTER_CHANNEL, {
+          live: () => handlers.live(),
+          notify: (payload) => handlers.commit('pointer', Number(payload ?? -1)),
+          failed: (error) => handlers.failed(error),
+        }),
     },
     async close() {
       closed = true;
       clearTimeout(retry);
       users.clear();
-      feeds.clear();
-      await queue;
-      const client = session;
+      // The session outlives this space when another shares it: its locks are released, not dropped.
+      await serially(sync).catch(() => undefined);
+      const own = session;
       session = undefined;
-      await client?.end().catch(() => undefined);
+      await own?.close();
     },
   };
 }

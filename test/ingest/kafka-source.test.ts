@@ -471,6 +471,8 @@ function fakeClients(
   options: {
     failConnect?: (n: number) => boolean;
     connectGate?: Promise<void> | ((n: number) => Promise<void> | undefined);
+    /** As kafkajs does when the join fails: run() reports the crash, then resolves. */
+    failJoin?: (n: number) => boolean;
   } = {},
 ) {
   const consumers: {
@@ -507,6 +509,8 @@ function fakeClients(
         subscribe: async () => undefined,
         run: async (config?: ConsumerRunConfig) => {
           record.runConfig = config;
+          if (options.failJoin?.(n))
+            record.emit(events.CRASH, { error: new Error('The coordinator is loading'), groupId: 'g', restart: true });
         },
         disconnect: async () => {
           record.disconnected = true;
@@ -626,12 +630,30 @@ describe('Kafka source: consumer supervision', () => {
     assert.equal(fake.consumers[0]!.disconnected, true, 'what is left of the crashed consumer is released');
     assert.equal(source.state().status, 'running');
     assert.equal(source.state().restarts, 6);
-    assert.deepEqual(states, ['starting', 'running', 'restarting', 'running']);
+    assert.deepEqual(states, ['starting', 'joining', 'running', 'restarting', 'joining', 'running']);
     // Back in service, the next crash starts from the base delay again.
     fake.consumers[6]!.emit(fake.events.CRASH, { error: new Error('boom'), groupId: 'g', restart: false });
     assert.equal(fake.scheduled.at(-1)!.delayMs, 750);
     await source.stop();
     assert.equal(fake.scheduled.at(-1)!.cancelled, true, 'stop cancels a pending restart');
+  });
+
+  it('a join that fails is not running: run() resolving after the crash leaves it restarting until the group lets it in', async () => {
+    const fake = fakeClients({ failJoin: (n) => n === 0 });
+    const states: KafkaSourceState['status'][] = [];
+    const source = createKafkaSource({
+      brokers: ['unused:9092'],
+      ingestor: ingestorNeverCalled,
+      clients: fake.clients,
+      schedule: fake.schedule,
+      onState: (state) => states.push(state.status),
+    });
+    await source.start();
+    assert.equal(source.state().status, 'restarting');
+    fake.consumers[0]!.emit(fake.events.GROUP_JOIN, {});
+    assert.equal(source.state().status, 'running');
+    assert.deepEqual(states, ['starting', 'joining', 'restarting', 'running']);
+    await source.stop();
   });
 
   it('leaves a crash kafkajs restarts itself to kafkajs, and is running again when the consumer rejoins its group', async () => {
@@ -740,7 +762,7 @@ describe('Kafka source: consumer supervision', () => {
     await settle();
     assert.equal(source.state().status, 'stopped');
     assert.equal(fake.scheduled.length, 1, 'no restart scheduled after stop');
-    assert.deepEqual(states, ['starting', 'running', 'restarting', 'stopped']);
+    assert.deepEqual(states, ['starting', 'joining', 'running', 'restarting', 'stopped']);
   });
 
   it('bounds the restart delay for any number of crashes', () => {

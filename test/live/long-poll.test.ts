@@ -123,6 +123,34 @@ describe('delta long-poll (GET /v1/projects?cursor=C&wait=S)', () => {
     assert.ok(reads < 60, `${reads} checkpoint reads for 200 waiters`);
   });
 
+  it('makes the page once for the long-polls one commit wakes: the same bytes, each with its own readAt', async () => {
+    const cursor = await bookmark();
+    const authorization = `Bearer ${key}`;
+    const waits = Array.from({ length: 50 }, () =>
+      h.services.projects.sync({ cursor, wait_seconds: '30' }, { authorization }),
+    );
+    assert.ok(await eventually(() => h.services.commits.waiting() === 50));
+    await appendSightings(h.stores.log, { first: 350, count: 1, prefix: 'lp' });
+    await h.stores.catchUp();
+    const pages = await Promise.all(waits);
+    const bodies = pages.map((page) => {
+      assert.ok(page.ok);
+      return page.value;
+    });
+    assert.deepEqual(
+      bodies[0]!.value().projects.map((p) => p.id),
+      ['lp-350'],
+    );
+    assert.ok(
+      bodies.every((body) => body.head === bodies[0]!.head && body.etag === bodies[0]!.etag),
+      'one page made, not one per waiter',
+    );
+    assert.ok(
+      bodies.every((body) => /^\d{4}-\d\d-\d\dT/.test(body.readAt)),
+      'each answer carries its read time',
+    );
+  });
+
   it('refuses a bad wait with the error envelope', async () => {
     const cursor = await bookmark();
     for (const [url, pattern] of [

@@ -1,7 +1,7 @@
 /**
  * One Kafka ingest process for the real-broker tests: the Kafka source with the real ingestor on an
  * embedded event log file that several such processes share (SQLite serialises their appends).
- * Argument: JSON {brokers, eventLog, groupId, topics, deadLetterTopic?, maxMessagesPerAppend?, appendDelayMs?}
+ * Argument: JSON {brokers, eventLog, groupId, topics, deadLetterTopic?, maxMessagesPerAppend?, appendDelayMs?, sessionTimeoutMs?}
  * (appendDelayMs: a pause before each append, so a test can stop a process while most messages are still to come).
  * Prints one JSON line per source status change and, every 200 ms, how many messages it handled.
  */
@@ -17,6 +17,7 @@ type ChildOptions = {
   deadLetterTopic?: string;
   maxMessagesPerAppend?: number;
   appendDelayMs?: number;
+  sessionTimeoutMs?: number;
 };
 
 const options = JSON.parse(process.argv[2] ?? '{}') as ChildOptions;
@@ -38,6 +39,7 @@ const source = createKafkaSource({
   groupId: options.groupId,
   ...(options.deadLetterTopic ? { deadLetterTopic: options.deadLetterTopic } : {}),
   ...(options.maxMessagesPerAppend ? { maxMessagesPerAppend: options.maxMessagesPerAppend } : {}),
+  ...(options.sessionTimeoutMs ? { sessionTimeoutMs: options.sessionTimeoutMs } : {}),
   logLevel: 'nothing',
   restartBaseDelayMs: 200,
   restartMaxDelayMs: 2000,
