@@ -4,6 +4,7 @@
  * test/contract/history.postgres.test.ts checks the plans PostgreSQL makes of them.
  */
 import { OPEN_END } from '../history/port.ts';
+import { splitTexts } from './postgres-joined-texts.ts';
 import { quoteIdent } from './postgres-pool.ts';
 
 /** The history's statements in `schema`; `$n` placeholders as each one's comment says. */
@@ -80,13 +81,13 @@ export function historySql(schema: string) {
     `${v}.id AS ${prefix}id, ${wholeText(v, t)} AS ${prefix}doc, ${v}.valid_from AS ${prefix}seq, ${v}.written_at AS ${prefix}written_at, ${v}.sort_key AS ${prefix}sort_key, ${v}.facet AS ${prefix}facet`;
   /**
    * The version of document `id` valid at `at` (or its latest, `current`): the last key at or before
-   * (collection, id, at) of the primary key. A range of whole keys, which no other index can serve: before
-   * a table's first ANALYZE (a replay's new generation) the planner may otherwise walk the delta index's
-   * whole collection for each probe.
+   * (collection, id, at) of the primary key. Equalities, not a row comparison: PostgreSQL 15 does not end a
+   * backward walk bounded by a row when a key fails it past its first column, so a document without a
+   * version walked the rest of its collection (test/contract/history.postgres.test.ts counts the blocks).
    */
   const validAt = (collection: string, id: string, at: string, current = false) =>
     `SELECT * FROM ${VERSIONS}
-      WHERE (collection, id, valid_from) BETWEEN (${collection}, ${id}, 0) AND (${collection}, ${id}, ${at})
+      WHERE collection = ${collection} AND id = ${id} AND valid_from BETWEEN 0 AND ${at}
         ${current ? '' : `AND valid_to > ${at}`}
       ORDER BY collection DESC, id DESC, valid_from DESC LIMIT 1`;
 
@@ -226,7 +227,8 @@ export function historySql(schema: string) {
         WHERE f.collection = $1`,
     /**
      * A commit's one write (parameters: postgres-history-write.ts writeParams): closings of stored
-     * versions and placements, and the new versions, placements, shared texts, counts and facets.
+     * versions and placements, and the new versions, placements, shared texts, counts and facets. The
+     * versions' and shared texts' own texts travel joined (postgres-joined-texts.ts).
      */
     write: `WITH closed_versions AS (
         UPDATE ${VERSIONS} AS h SET valid_to = u.valid_to
@@ -235,7 +237,7 @@ export function historySql(schema: string) {
       ), new_versions AS (
         INSERT INTO ${VERSIONS} (collection, id, valid_from, valid_to, written_at, sort_key, facet, placed, shared_from, shared_at, doc)
           SELECT $1, * FROM unnest($5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[],
-            $11::bigint[], $12::bigint[], $13::integer[], $14::text[])
+            $11::bigint[], $12::bigint[], $13::integer[], ${splitTexts('$14')})
       ), closed_placements AS (
         UPDATE ${PLACEMENTS} AS h SET to_seq = u.to_seq
           FROM unnest($15::text[], $16::bigint[], $17::bigint[]) AS u (id, from_seq, to_seq)
@@ -245,7 +247,7 @@ export function historySql(schema: string) {
           SELECT $1, * FROM unnest($18::text[], $19::bigint[], $20::bigint[], $21::text[], $22::text[])
       ), new_texts AS (
         INSERT INTO ${SHARED} (collection, id, valid_from, text)
-          SELECT $1, * FROM unnest($23::text[], $24::bigint[], $25::text[])
+          SELECT $1, * FROM unnest($23::text[], $24::bigint[], ${splitTexts('$25')})
       ), new_counts AS (
         INSERT INTO ${COUNTS} (collection, facet, at_seq, n)
           SELECT $1, * FROM unnest($26::text[], $27::bigint[], $28::bigint[])
