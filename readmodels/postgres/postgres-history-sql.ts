@@ -127,6 +127,15 @@ export function historySql(schema: string) {
       CROSS JOIN LATERAL (SELECT n FROM ${COUNTS} WHERE collection = ${collection} AND facet = f.facet
         AND at_seq BETWEEN 0 AND ${at} ORDER BY at_seq DESC LIMIT 1) AS c`;
 
+  /**
+   * The rows of `table` in collection $1 a commit closes (keys in `ids` and `froms`), each with its new end
+   * (`tos`), found by one probe of the primary key each (a LIMIT the planner cannot flatten into a join):
+   * a generation never analysed made a join of them a hash of every row of the collection, at every commit.
+   */
+  const probed = (table: string, from: string, to: string, ids: string, froms: string, tos: string) =>
+    `SELECT k.ctid AS row, u.${to} FROM unnest(${ids}::text[], ${froms}::bigint[], ${tos}::bigint[]) AS u (id, ${from}, ${to})
+      CROSS JOIN LATERAL (SELECT ctid FROM ${table} WHERE collection = $1 AND id = u.id AND ${from} = u.${from} LIMIT 1) AS k`;
+
   /** The versions valid at $2 of the placements `placedSql` yields, in its order. */
   const pageOf = (placedSql: string, ascending: boolean) =>
     // The placement's id and sort key (the version's own): what the page is ordered by, known sorted to an outer query.
@@ -231,17 +240,15 @@ export function historySql(schema: string) {
      * versions' and shared texts' own texts travel joined (postgres-joined-texts.ts).
      */
     write: `WITH closed_versions AS (
-        UPDATE ${VERSIONS} AS h SET valid_to = u.valid_to
-          FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS u (id, valid_from, valid_to)
-          WHERE h.collection = $1 AND h.id = u.id AND h.valid_from = u.valid_from
+        UPDATE ${VERSIONS} AS h SET valid_to = c.valid_to
+          FROM (${probed(VERSIONS, 'valid_from', 'valid_to', '$2', '$3', '$4')}) AS c WHERE h.ctid = c.row
       ), new_versions AS (
         INSERT INTO ${VERSIONS} (collection, id, valid_from, valid_to, written_at, sort_key, facet, placed, shared_from, shared_at, doc)
           SELECT $1, * FROM unnest($5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[],
             $11::bigint[], $12::bigint[], $13::integer[], ${splitTexts('$14')})
       ), closed_placements AS (
-        UPDATE ${PLACEMENTS} AS h SET to_seq = u.to_seq
-          FROM unnest($15::text[], $16::bigint[], $17::bigint[]) AS u (id, from_seq, to_seq)
-          WHERE h.collection = $1 AND h.id = u.id AND h.from_seq = u.from_seq
+        UPDATE ${PLACEMENTS} AS h SET to_seq = c.to_seq
+          FROM (${probed(PLACEMENTS, 'from_seq', 'to_seq', '$15', '$16', '$17')}) AS c WHERE h.ctid = c.row
       ), new_placements AS (
         INSERT INTO ${PLACEMENTS} (collection, id, from_seq, to_seq, sort_key, facet)
           SELECT $1, * FROM unnest($18::text[], $19::bigint[], $20::bigint[], $21::text[], $22::text[])
