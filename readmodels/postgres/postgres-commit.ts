@@ -5,7 +5,7 @@
  *    `FOR UPDATE`: every writer of the collection queues here, so the compare-and-set with `expected`
  *    sees the last committed value and two writers never both apply;
  * 2. the batch's previous sort keys, facets and key texts (one read by primary key);
- * 3. the documents upserted; lookup keys rewritten only for documents whose keys text changed;
+ * 3. the documents upserted (their texts joined: postgres-joined-texts.ts); lookup keys rewritten only for documents whose keys text changed;
  * 4. the per-facet counters and the listing chunks moved by what changed (postgres-list-chunks.ts);
  * 5. the history's versions (postgres-history.ts), then the checkpoint, and a NOTIFY naming the
  *    collection and checkpoint, which PostgreSQL delivers when (and only if) the transaction commits.
@@ -15,6 +15,7 @@ import type pg from 'pg';
 import type { CommitOutcome, DocWrite } from '../port.ts';
 import { ReplayFencedError } from '../generations/port.ts';
 import type { PostgresHistory } from './postgres-history.ts';
+import { joinTexts, splitTexts } from './postgres-joined-texts.ts';
 import { applyMoves, type RowMove } from './postgres-list-chunks.ts';
 import { quoteIdent } from './postgres-pool.ts';
 import { SPACE_SCHEMA } from './postgres-schema.ts';
@@ -126,7 +127,8 @@ export async function commitOn(
     const previous = new Map(before.rows.map((row) => [row.id, row]));
     await client.query(
       `INSERT INTO ${s}.docs (collection, id, seq, written_at, sort_key, facet, keys, doc, state)
-       SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+       SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
+         ${splitTexts('$7')}, ${splitTexts('$8')}, ${splitTexts('$9')})
        ON CONFLICT (collection, id) DO UPDATE SET seq = excluded.seq, written_at = excluded.written_at,
          sort_key = excluded.sort_key, facet = excluded.facet, keys = excluded.keys, doc = excluded.doc, state = excluded.state`,
       [
@@ -136,9 +138,9 @@ export async function commitOn(
         rows.map((r) => r.writtenAt),
         rows.map((r) => r.sortKey),
         rows.map((r) => r.facet),
-        rows.map((r) => r.keys),
-        rows.map((r) => r.doc),
-        rows.map((r) => r.state),
+        joinTexts(rows.map((r) => r.keys)),
+        joinTexts(rows.map((r) => r.doc)),
+        joinTexts(rows.map((r) => r.state)),
       ],
     );
 

@@ -4,6 +4,7 @@
  * test/contract/history.postgres.test.ts checks the plans PostgreSQL makes of them.
  */
 import { OPEN_END } from '../history/port.ts';
+import { splitTexts } from './postgres-joined-texts.ts';
 import { quoteIdent } from './postgres-pool.ts';
 
 /** The history's statements in `schema`; `$n` placeholders as each one's comment says. */
@@ -80,13 +81,13 @@ export function historySql(schema: string) {
     `${v}.id AS ${prefix}id, ${wholeText(v, t)} AS ${prefix}doc, ${v}.valid_from AS ${prefix}seq, ${v}.written_at AS ${prefix}written_at, ${v}.sort_key AS ${prefix}sort_key, ${v}.facet AS ${prefix}facet`;
   /**
    * The version of document `id` valid at `at` (or its latest, `current`): the last key at or before
-   * (collection, id, at) of the primary key. A range of whole keys, which no other index can serve: before
-   * a table's first ANALYZE (a replay's new generation) the planner may otherwise walk the delta index's
-   * whole collection for each probe.
+   * (collection, id, at) of the primary key. Equalities, not a row comparison: PostgreSQL 15 does not end a
+   * backward walk bounded by a row when a key fails it past its first column, so a document without a
+   * version walked the rest of its collection (test/contract/history.postgres.test.ts counts the blocks).
    */
   const validAt = (collection: string, id: string, at: string, current = false) =>
     `SELECT * FROM ${VERSIONS}
-      WHERE (collection, id, valid_from) BETWEEN (${collection}, ${id}, 0) AND (${collection}, ${id}, ${at})
+      WHERE collection = ${collection} AND id = ${id} AND valid_from BETWEEN 0 AND ${at}
         ${current ? '' : `AND valid_to > ${at}`}
       ORDER BY collection DESC, id DESC, valid_from DESC LIMIT 1`;
 
@@ -125,6 +126,15 @@ export function historySql(schema: string) {
         UNION ALL SELECT DISTINCT facet FROM unnest(${facets}::text[]) AS f (facet)) AS f
       CROSS JOIN LATERAL (SELECT n FROM ${COUNTS} WHERE collection = ${collection} AND facet = f.facet
         AND at_seq BETWEEN 0 AND ${at} ORDER BY at_seq DESC LIMIT 1) AS c`;
+
+  /**
+   * The rows of `table` in collection $1 a commit closes (keys in `ids` and `froms`), each with its new end
+   * (`tos`), found by one probe of the primary key each (a LIMIT the planner cannot flatten into a join):
+   * a generation never analysed made a join of them a hash of every row of the collection, at every commit.
+   */
+  const probed = (table: string, from: string, to: string, ids: string, froms: string, tos: string) =>
+    `SELECT k.ctid AS row, u.${to} FROM unnest(${ids}::text[], ${froms}::bigint[], ${tos}::bigint[]) AS u (id, ${from}, ${to})
+      CROSS JOIN LATERAL (SELECT ctid FROM ${table} WHERE collection = $1 AND id = u.id AND ${from} = u.${from} LIMIT 1) AS k`;
 
   /** The versions valid at $2 of the placements `placedSql` yields, in its order. */
   const pageOf = (placedSql: string, ascending: boolean) =>
@@ -226,26 +236,25 @@ export function historySql(schema: string) {
         WHERE f.collection = $1`,
     /**
      * A commit's one write (parameters: postgres-history-write.ts writeParams): closings of stored
-     * versions and placements, and the new versions, placements, shared texts, counts and facets.
+     * versions and placements, and the new versions, placements, shared texts, counts and facets. The
+     * versions' and shared texts' own texts travel joined (postgres-joined-texts.ts).
      */
     write: `WITH closed_versions AS (
-        UPDATE ${VERSIONS} AS h SET valid_to = u.valid_to
-          FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS u (id, valid_from, valid_to)
-          WHERE h.collection = $1 AND h.id = u.id AND h.valid_from = u.valid_from
+        UPDATE ${VERSIONS} AS h SET valid_to = c.valid_to
+          FROM (${probed(VERSIONS, 'valid_from', 'valid_to', '$2', '$3', '$4')}) AS c WHERE h.ctid = c.row
       ), new_versions AS (
         INSERT INTO ${VERSIONS} (collection, id, valid_from, valid_to, written_at, sort_key, facet, placed, shared_from, shared_at, doc)
           SELECT $1, * FROM unnest($5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[],
-            $11::bigint[], $12::bigint[], $13::integer[], $14::text[])
+            $11::bigint[], $12::bigint[], $13::integer[], ${splitTexts('$14')})
       ), closed_placements AS (
-        UPDATE ${PLACEMENTS} AS h SET to_seq = u.to_seq
-          FROM unnest($15::text[], $16::bigint[], $17::bigint[]) AS u (id, from_seq, to_seq)
-          WHERE h.collection = $1 AND h.id = u.id AND h.from_seq = u.from_seq
+        UPDATE ${PLACEMENTS} AS h SET to_seq = c.to_seq
+          FROM (${probed(PLACEMENTS, 'from_seq', 'to_seq', '$15', '$16', '$17')}) AS c WHERE h.ctid = c.row
       ), new_placements AS (
         INSERT INTO ${PLACEMENTS} (collection, id, from_seq, to_seq, sort_key, facet)
           SELECT $1, * FROM unnest($18::text[], $19::bigint[], $20::bigint[], $21::text[], $22::text[])
       ), new_texts AS (
         INSERT INTO ${SHARED} (collection, id, valid_from, text)
-          SELECT $1, * FROM unnest($23::text[], $24::bigint[], $25::text[])
+          SELECT $1, * FROM unnest($23::text[], $24::bigint[], ${splitTexts('$25')})
       ), new_counts AS (
         INSERT INTO ${COUNTS} (collection, facet, at_seq, n)
           SELECT $1, * FROM unnest($26::text[], $27::bigint[], $28::bigint[])

@@ -9,6 +9,7 @@
 import { OPEN_END, type VersionWrite } from '../history/port.ts';
 import { sharedOf, splitVersion, type SharedBefore } from '../history/shared-member.ts';
 import type { DocWrite } from '../port.ts';
+import { joinTexts } from './postgres-joined-texts.ts';
 
 /** A document's current version as stored: its start, place in the listing, and shared text if any. */
 export type StoredCurrent = {
@@ -169,7 +170,7 @@ export function planHistoryWrite(
   return plan;
 }
 
-/** The parameters of `historySql(…).write`: every row travels in arrays, one per column. */
+/** The parameters of `historySql(…).write`: every row travels in arrays, one per column (texts joined). */
 export function writeParams(collection: string, plan: HistoryWritePlan): unknown[] {
   const { closedVersions: cv, versions: v, closedPlacements: cp, placements: p, texts: t, counts: c } = plan;
   return [
@@ -177,10 +178,10 @@ export function writeParams(collection: string, plan: HistoryWritePlan): unknown
     ...[cv.map((r) => r.id), cv.map((r) => r.from), cv.map((r) => r.to)],
     ...[v.map((r) => r.id), v.map((r) => r.from), v.map((r) => r.to), v.map((r) => r.writtenAt)],
     ...[v.map((r) => r.sortKey), v.map((r) => r.facet), v.map((r) => r.placed), v.map((r) => r.sharedFrom)],
-    ...[v.map((r) => r.sharedAt), v.map((r) => r.doc)],
+    ...[v.map((r) => r.sharedAt), joinTexts(v.map((r) => r.doc))],
     ...[cp.map((r) => r.id), cp.map((r) => r.from), cp.map((r) => r.to)],
     ...[p.map((r) => r.id), p.map((r) => r.from), p.map((r) => r.to), p.map((r) => r.sortKey), p.map((r) => r.facet)],
-    ...[t.map((r) => r.id), t.map((r) => r.from), t.map((r) => r.text)],
+    ...[t.map((r) => r.id), t.map((r) => r.from), joinTexts(t.map((r) => r.text))],
     ...[c.map((r) => r.facet), c.map((r) => r.at), c.map((r) => r.n)],
   ];
 }

@@ -20,6 +20,7 @@ import { commitOn, commitRows, type Fence } from './postgres-commit.ts';
 import { namedPostgresError } from './postgres-faults.ts';
 import { createPostgresHistory, type PostgresHistory } from './postgres-history.ts';
 import { consultsChunks } from '../list-chunks.ts';
+import { settleBuild } from './postgres-build-settle.ts';
 import { createPool, quoteIdent, withClient } from './postgres-pool.ts';
 import { GENERATION_TABLES, generationSchema, generationTables, runDdl } from './postgres-schema.ts';
 
@@ -484,14 +485,9 @@ export function postgresReadStoreOn(pool: pg.Pool, generation: number, options: 
 
     async close() {
       if (closed) return;
-      // A build's commits skipped the WAL flush: one synchronous commit flushes every one before it.
-      if (options.build && wrote && ready) {
-        await withClient(pool, async (client) => {
-          await client.query('BEGIN');
-          await client.query('SELECT pg_current_xact_id()');
-          await client.query('COMMIT');
-        }).catch(() => undefined);
-      }
+      // A build's commits skipped the WAL flush, and its tables were never planned: settled before it serves.
+      if (options.build && wrote && ready)
+        await withClient(pool, (client) => settleBuild(client, schema)).catch(() => {});
       closed = true;
       if (options.ownsPool) await pool.end();
     },

@@ -105,6 +105,8 @@ describe('PostgreSQL history: every read is an index range', skipFor(skip), () =
     'Actual Rows': number;
     'Actual Loops': number;
     'Heap Fetches'?: number;
+    'Shared Hit Blocks': number;
+    'Shared Read Blocks': number;
     Plans?: PlanNode[];
   };
   const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
@@ -120,7 +122,7 @@ describe('PostgreSQL history: every read is an index range', skipFor(skip), () =
     const explained = [];
     for (const { text, values } of sent.splice(0)) {
       const result = await pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-        `EXPLAIN (ANALYZE, FORMAT JSON) ${text}`,
+        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`,
         values,
       );
       explained.push({ text, nodes: nodes(result.rows[0]!['QUERY PLAN'][0].Plan) });
@@ -149,14 +151,20 @@ describe('PostgreSQL history: every read is an index range', skipFor(skip), () =
   it('a project as of P, several, the totals, the last write: probes of one key each', async () => {
     for (const [what, read] of [
       ['get', () => history.get(C, 'p7', at)],
-      ['getMany', () => history.getMany(C, ['p7', 'p8', 'nobody'], at)],
+      // Ids without a version, before and after every project's: each probe ends at its own key.
+      ['getMany', () => history.getMany(C, ['p7', 'p8', 'nobody', 'zz'], at)],
+      ['get of none', () => history.get(C, 'zz', at)],
       ['pointAtSeq', () => history.pointAtSeq(C, at)],
       ['recordedFrom', () => history.recordedFrom(C)],
     ] as const) {
       const plans = await plansOf(read);
       assertIndexed(plans, what);
-      for (const node of plans.flatMap((p) => p.nodes).filter(historyScan))
+      for (const node of plans.flatMap((p) => p.nodes).filter(historyScan)) {
         assert.ok(node['Actual Rows'] <= 1, `${what}: ${node['Actual Rows']} rows from ${node['Relation Name']}`);
+        // A probe reads the index's path to one key and one row (the collection's whole index is ~100 blocks).
+        const blocks = (node['Shared Hit Blocks'] + node['Shared Read Blocks']) / Math.max(1, node['Actual Loops']);
+        assert.ok(blocks <= 6, `${what}: ${blocks} blocks a probe of ${node['Relation Name']}`);
+      }
     }
     for (const facets of [undefined, [PROJECT_FACETS.dossier], [PROJECT_FACETS.dossier, PROJECT_FACETS.noDossier]]) {
       const plans = await plansOf(() => history.count(C, at, facets));
