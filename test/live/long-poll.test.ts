@@ -200,21 +200,16 @@ describe('delta long-poll (GET /v1/projects?cursor=C&wait=S)', () => {
     assert.ok(await eventually(() => h.services.commits.waiting() === 1));
     await appendSightings(h.stores.log, { first: 401, count: 1, prefix: 'lp' });
     await h.stores.catchUp();
-    // A 2025-era answer is one SSE event: its data line is the JSON-RPC message.
-    const messageOf = (body: string) =>
-      JSON.parse(
-        body
-          .split('\n')
-          .find((l) => l.startsWith('data: '))!
-          .slice(6),
-      );
-    const result = messageOf((await held).body).result;
+    // A 2025-era answer is JSON: the JSON-RPC message.
+    const answer = await held;
+    assert.match(String(answer.headers['content-type']), /^application\/json/);
+    const result = answer.json().result;
     assert.equal(result.isError ?? false, false);
     assert.deepEqual(
       result.structuredContent.projects.map((p: { id: string }) => p.id),
       ['lp-401'],
     );
-    const refused = messageOf((await call({ cursor, waitSeconds: 31 })).body).result;
+    const refused = (await call({ cursor, waitSeconds: 31 })).json().result;
     assert.equal(refused.isError, true);
     assert.match(JSON.stringify(refused.content), /waitSeconds/);
   });
