@@ -1,6 +1,6 @@
 /**
  * MCP over real HTTP at 10k and 100k projects (`--only N`): tools/call get_project against its REST
- * twin in ROUNDS rounds, in both protocol eras (2025-11-25 as one SSE event, 2026-07-28 as JSON); one
+ * twin in ROUNDS rounds, in both protocol eras (both answered as JSON); one
  * agent's p50; then what an agent pays in context: tools/list bytes (goal: at most 26 KB) and tokens
  * (at most 4,000), and every tool's largest text at its defaults (bytes / 4; at most 5,000 tokens).
  * At the first size, the instructions the server runs a call (callgrind, where valgrind is installed: a

@@ -30,7 +30,7 @@ export async function postRpc(baseUrl: string, key: string | null, body: unknown
 
 /**
  * The JSON-RPC messages of a /mcp response: a JSON body, or the `data:` lines of an SSE stream
- * (the SDK answers a 2025-era request on a stream of one message).
+ * (a 2026-07-28 listen is a stream; every other answer is JSON).
  */
 export async function rpcMessages(res: Response): Promise<any[]> {
   const text = await res.text();
