@@ -8,11 +8,13 @@
  * any request that was not answered 200 (by status). 10,000 waiters need `ulimit -n` above 10,000 on
  * both sides (one socket each).
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { NO_WARNING } from '../bin/start-command.ts';
 import { sourceEventId } from '../events/ids.ts';
 import { PROJECTS_COLLECTION } from '../projectors/projects.ts';
 import { issueKey } from '../service/access.ts';
@@ -32,27 +34,15 @@ const now = () => performance.timeOrigin + performance.now();
 
 type Collected = { pollAnswers: number[]; streamEvents: number[]; cursor: string; refused: Record<string, number> };
 
-/** One client process. */
+/** One client process: each command is answered by one message. */
 function client(): { send(message: object): Promise<unknown>; stop(): void } {
-  const child: ChildProcess = fork(join(import.meta.dirname, 'live-clients.ts'), {
-    execArgv: ['--disable-warning=ExperimentalWarning'],
-  });
-  let pending: ((value: unknown) => void) | null = null;
-  child.on('message', (message: { error?: string }) => {
-    if (message.error) {
-      process.stderr.write(`client: ${message.error}\n`);
-      process.exitCode = 1;
-      return;
-    }
-    pending?.(message);
-    pending = null;
-  });
+  const child = fork(join(import.meta.dirname, 'live-clients.ts'), { execArgv: [NO_WARNING] });
   return {
-    send: (message: object) =>
-      new Promise<unknown>((resolve) => {
-        pending = resolve;
-        child.send(message);
-      }),
+    send: async (message: object) => {
+      const reply = once(child, 'message');
+      child.send(message);
+      return (await reply)[0];
+    },
     stop: () => child.send({ cmd: 'stop' }),
   };
 }
@@ -90,16 +80,10 @@ function memory(): { heap: number; rss: number } {
   return { heap: usage.heapUsed, rss: usage.rss };
 }
 
-async function until(
-  check: () => boolean | Promise<boolean>,
-  what: string | (() => string),
-  limitMs = 180_000,
-): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!(await check())) {
+/** Polls `check` every 5 ms; fails after 3 minutes, saying what it waited for. */
+async function until(check: () => boolean | Promise<boolean>, what: string | (() => string)): Promise<void> {
+  for (const deadline = Date.now() + 180_000; !(await check()); await sleep(5))
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
-    await sleep(5);
-  }
 }
 
 /** This process's CPU time (user + system) per second of wall time over `ms`, in milliseconds. */
@@ -125,15 +109,10 @@ export async function main(): Promise<void> {
     });
     /** One project write, committed by this process's projectors (their commit signal wakes the waiters). */
     const commit = async () => {
-      const projectId = `live-${written++}`;
-      const type = 'project.sighted';
+      const [projectId, type] = [`live-${written++}`, 'project.sighted'];
+      const data = { projectId, at: new Date().toISOString(), fol: written };
       await stores.log.append(`project-${projectId}`, [
-        {
-          id: sourceEventId(type, projectId),
-          type,
-          data: { projectId, at: new Date().toISOString(), fol: written },
-          metadata: {},
-        },
+        { id: sourceEventId(type, projectId), type, data, metadata: {} },
       ]);
       await stores.catchUp();
     };
@@ -206,28 +185,25 @@ export async function main(): Promise<void> {
     }
     const checkpointReads = services.commits.reads();
 
-    const cpu0 = median(baselineCpu);
-    const cpu1 = median(loadedCpu);
-    const gap1 = median(single);
-    const gapN = median(loaded);
-    const line = (label: string, value: string, ratio: number) =>
-      process.stdout.write(`${label.padEnd(58)} ${value.padStart(12)}  ${ratio.toFixed(2).padStart(7)}×\n`);
+    const [cpu0, cpu1, gap1, gapN] = [baselineCpu, loadedCpu, single, loaded].map(median) as [
+      number,
+      number,
+      number,
+      number,
+    ];
+    const [waiters, held, ms] = [
+      POLLS + streams,
+      heldMemory ?? unheld,
+      (v: number[]) => v.map((x) => x.toFixed(1)).join(' '),
+    ];
+    const perWaiter = (bytes: number) => (bytes / waiters / 1024).toFixed(1);
+    const gc = (globalThis as { gc?: unknown }).gc ? '' : '; run with --expose-gc for a collected heap';
     process.stdout.write(
-      `live changes on one process: ${POLLS} idle long-polls + ${streams} change streams (median of ${ROUNDS} rounds; idle windows ${IDLE_MS} ms)\n`,
-    );
-    line('server CPU while idle, no waiter (baseline)', `${cpu0.toFixed(2)} ms/s`, 1);
-    line(`server CPU while idle, ${POLLS} long-polls + ${streams} streams`, `${cpu1.toFixed(2)} ms/s`, cpu1 / cpu0);
-    process.stdout.write(`  (${(cpu1 / 10).toFixed(2)} % of one core while idle; ${CLIENTS} client processes)\n`);
-    line('commit → answer, 1 long-poll (baseline)', `${gap1.toFixed(1)} ms`, 1);
-    line(`commit → last of ${POLLS} long-polls + ${streams} stream events`, `${gapN.toFixed(1)} ms`, gapN / gap1);
-    const waiters = POLLS + streams;
-    const held = heldMemory ?? unheld;
-    process.stdout.write(
-      `server memory per held waiter: ${((held.heap - unheld.heap) / waiters / 1024).toFixed(1)} KiB heap, ${((held.rss - unheld.rss) / waiters / 1024).toFixed(1)} KiB resident (${waiters} waiters${(globalThis as { gc?: unknown }).gc ? '' : '; run with --expose-gc for a collected heap'})\n`,
-    );
-    process.stdout.write(`requests not answered 200: ${refusedCount() === 0 ? 'none' : JSON.stringify(refused)}\n`);
-    process.stdout.write(
-      `(checkpoint reads by the commit watch over the whole run: ${checkpointReads}; rounds, single: ${single.map((v) => v.toFixed(1)).join(' ')}; loaded: ${loaded.map((v) => v.toFixed(1)).join(' ')})\n`,
+      `live changes on one process: ${POLLS} idle long-polls + ${streams} change streams (median of ${ROUNDS} rounds; idle windows ${IDLE_MS} ms)\n` +
+        `server CPU while idle: ${cpu1.toFixed(2)} ms/s, ${(cpu1 / cpu0).toFixed(2)}x of no waiter (${cpu0.toFixed(2)} ms/s); ${(cpu1 / 10).toFixed(2)} % of one core (${CLIENTS} client processes)\n` +
+        `commit -> last answer: ${gapN.toFixed(1)} ms, ${(gapN / gap1).toFixed(2)}x of one long-poll (${gap1.toFixed(1)} ms); rounds ${ms(loaded)} (one waiter: ${ms(single)})\n` +
+        `server memory per held waiter: ${perWaiter(held.heap - unheld.heap)} KiB heap, ${perWaiter(held.rss - unheld.rss)} KiB resident (${waiters} waiters${gc})\n` +
+        `requests not answered 200: ${refusedCount() === 0 ? 'none' : JSON.stringify(refused)}; checkpoint reads by the commit watch: ${checkpointReads}\n`,
     );
   } finally {
     load.stop();

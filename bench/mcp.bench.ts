@@ -34,13 +34,6 @@ const MODERN_META = {
   'io.modelcontextprotocol/clientCapabilities': {},
 };
 
-/** The JSON-RPC message of a /mcp response (JSON, or the data line of a one-event SSE stream). */
-function messageOf(text: string, contentType: string | null): any {
-  const data = contentType?.startsWith('text/event-stream') ? /^data: (.*)$/m.exec(text)?.[1] : text;
-  if (data === undefined) throw new Error('no message in the stream');
-  return JSON.parse(data);
-}
-
 const tokens = (bytes: number): number => Math.round(bytes / 4);
 type Sample = Awaited<ReturnType<typeof loadOn>>;
 
@@ -103,14 +96,11 @@ async function benchSize(projects: number, countInstructions: boolean): Promise<
         method: 'tools/call',
         params: { name, arguments: args, ...(modern ? { _meta: MODERN_META } : {}) },
       });
-    const rpc = async (body: string, headers: Record<string, string>) => {
-      const res = await fetch(`${base}/mcp`, {
-        method: 'POST',
-        headers: { ...headers, 'accept-encoding': 'identity' },
-        body,
-      });
-      return messageOf(await res.text(), res.headers.get('content-type'));
-    };
+    // Both eras answer a call as one JSON-RPC message in JSON.
+    const rpc = async (body: string, headers: Record<string, string>): Promise<any> =>
+      (
+        await fetch(`${base}/mcp`, { method: 'POST', headers: { ...headers, 'accept-encoding': 'identity' }, body })
+      ).json();
 
     const first = (await (await fetch(`${base}/v1/projects?page=1`, { headers: auth })).json()) as {
       projects: { id: string }[];

@@ -3,19 +3,13 @@
  * files), given this command's arguments (`-- --scale`, `-- --only 10000`).
  */
 import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-const benches = [
-  'reads.bench.ts',
-  'write-paths.bench.ts',
-  'history.bench.ts',
-  'mcp.bench.ts',
-  'rate-limit.bench.ts',
-  'live.bench.ts',
-  'live-timers.bench.ts',
-  'mirror.bench.ts',
-  'postgres.bench.ts',
-];
+// Every bench in name order, but the Kafka one (it needs java and mvn: run it alone).
+const benches = readdirSync(import.meta.dirname)
+  .filter((name) => name.endsWith('.bench.ts') && name !== 'kafka-ingest.bench.ts')
+  .sort();
 for (const name of benches) {
   process.stdout.write(`\n== ./${name}\n`);
   const args = [...process.execArgv, join(import.meta.dirname, name), ...process.argv.slice(2)];
