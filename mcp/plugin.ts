@@ -184,7 +184,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
     if (message?.method === 'initialize' && !modern && !isInitializeRequest(message))
       return rpcError(reply, 200, message, -32602, invalid);
 
-    // Only a listen stream outlives its answer: other requests are answered whole, so nothing aborts them.
+    // Only a listen stream outlives its answer (nothing aborts the others); its web Request is kept while it
+    // is open, as a Request passes our abort on through a weak link (a collected one never would).
     let signal: AbortSignal | undefined;
     if (message?.method === 'subscriptions/listen' && context.caller) {
       const opened = listens.open(context.caller.keyId, request.headers.authorization);
@@ -193,9 +194,9 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (app, optio
       reply.raw.once('close', () => (gone.abort(), listen.close()));
       signal = AbortSignal.any([gone.signal, listen.signal]);
     }
-
     const webRequest = webRequestOf(request, signal);
     contexts.set(webRequest, context);
+    if (signal) reply.raw.once('close', () => contexts.delete(webRequest));
     // A claim outside initialize is 2026-07-28's or refused: the SDK's classification is asked only otherwise.
     const claimed = modern && message?.method !== 'initialize';
     return send(reply, await serving.fetch(webRequest, boundedMessage(request.body), claimed));

@@ -3,6 +3,8 @@
  * long-poll and the MCP listen. Writes made after the revocation never reach it.
  */
 import assert from 'node:assert/strict';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import Fastify from 'fastify';
 import { describe, it } from 'vitest';
 import { mcpPlugin } from '../../mcp/plugin.ts';
@@ -11,6 +13,9 @@ import { eventually } from '../replay/support.ts';
 import { createHarness } from '../support/harness.ts';
 import { postListen } from '../support/mcp-listen.ts';
 import { appendSightings, openStream, type SseClient } from './support.ts';
+
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
 
 const ENVELOPE = { error: { code: 'unauthorized', message: 'Missing or invalid API key.' } };
 
@@ -113,6 +118,8 @@ describe('a revoked key on open requests', () => {
       const revokedText = readAll(revoked);
       const otherText = readAll(other);
       assert.ok(await eventually(() => h.services.commits.waiting() === 1), 'the listen pump waits');
+      // A collection first: the web Request the SDK reads the listen's abort from must outlive it.
+      collectGarbage();
       await revokeKey(h.stores, leaving.keyId);
       await appendSightings(h.stores.log, { first: 0, count: 20, prefix: 'rv' });
       await h.stores.catchUp();
