@@ -1,44 +1,13 @@
 import type { HistoryStore, VersionWrite } from './history/port.ts';
+import type { ListPage, StoredDoc } from './stored-doc.ts';
+
+// Kept with their helpers, so the history port can use them without importing this one.
+export type { ListPage, StoredDoc } from './stored-doc.ts';
 
 /**
  * The read-store port: collections of response-shaped documents written by one ordered projector
  * each. Every adapter passes test/contract/readstore.contract.ts unchanged.
  */
-
-export type StoredDoc<D = unknown, S = unknown> = {
-  id: string;
-  /** The public, response-shaped document. */
-  doc: D;
-  /**
-   * `doc` as JSON text, exactly as the projector serialised it: read paths splice it into responses
-   * without parsing and re-serialising (it is what `JSON.stringify(doc)` gives).
-   */
-  json: string;
-  /**
-   * `json` as UTF-8 bytes. An adapter that reads the bytes (SQLite) hands them over as they are and
-   * makes `json` from them only when asked: a response made of stored documents is written from these
-   * bytes, never decoded to text and encoded back.
-   */
-  utf8: Uint8Array;
-  /**
-   * Projector-private state needed for later folds (follower history, claim positions …); never served.
-   * Only `get` and `getMany` read it; listings (`list`, `listKeyset`, `delta`) never fetch it and carry null.
-   */
-  state: S;
-  /** Global position of the event that last changed `doc`. */
-  seq: number;
-  /** recordedAt of that event. */
-  writtenAt: string;
-  /** Listing order, newest first: ORDER BY sortKey DESC, id DESC. */
-  sortKey: string;
-  /**
-   * One filterable attribute (e.g. `dossier` / `no_dossier`, `visible` / `suppressed`).
-   * Documents that must not be served yet use a facet no query asks for (e.g. `pending`).
-   */
-  facet: string;
-  /** Lookup keys: index name → values (e.g. handle → ['foo']). */
-  keys: Record<string, string[]>;
-};
 
 /**
  * What a projector hands to `commit`: a stored document whose JSON text it may already have made, and
@@ -72,9 +41,6 @@ export type DeltaQuery = {
 };
 
 export type ListQuery = { facets?: readonly string[]; offset: number; limit: number };
-
-/** A page of a listing and the listing's exact total, read from one snapshot of the store. */
-export type ListPage<D> = { total: number; docs: StoredDoc<D>[] };
 
 /** Keyset listing, newest first: rows strictly after `before` in (sortKey DESC, id DESC) order. */
 export type KeysetQuery = { facets?: readonly string[]; before?: { sortKey: string; id: string }; limit: number };

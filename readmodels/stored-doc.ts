@@ -1,4 +1,40 @@
-import type { StoredDoc } from './port.ts';
+export type StoredDoc<D = unknown, S = unknown> = {
+  id: string;
+  /** The public, response-shaped document. */
+  doc: D;
+  /**
+   * `doc` as JSON text, exactly as the projector serialised it: read paths splice it into responses
+   * without parsing and re-serialising (it is what `JSON.stringify(doc)` gives).
+   */
+  json: string;
+  /**
+   * `json` as UTF-8 bytes. An adapter that reads the bytes (SQLite) hands them over as they are and
+   * makes `json` from them only when asked: a response made of stored documents is written from these
+   * bytes, never decoded to text and encoded back.
+   */
+  utf8: Uint8Array;
+  /**
+   * Projector-private state needed for later folds (follower history, claim positions …); never served.
+   * Only `get` and `getMany` read it; listings (`list`, `listKeyset`, `delta`) never fetch it and carry null.
+   */
+  state: S;
+  /** Global position of the event that last changed `doc`. */
+  seq: number;
+  /** recordedAt of that event. */
+  writtenAt: string;
+  /** Listing order, newest first: ORDER BY sortKey DESC, id DESC. */
+  sortKey: string;
+  /**
+   * One filterable attribute (e.g. `dossier` / `no_dossier`, `visible` / `suppressed`).
+   * Documents that must not be served yet use a facet no query asks for (e.g. `pending`).
+   */
+  facet: string;
+  /** Lookup keys: index name → values (e.g. handle → ['foo']). */
+  keys: Record<string, string[]>;
+};
+
+/** A page of a listing and the listing's exact total, read from one snapshot of the store. */
+export type ListPage<D> = { total: number; docs: StoredDoc<D>[] };
 
 /** A stored row's texts, as an adapter reads them (`doc` as text or as its UTF-8 bytes); `state` is undefined in listing rows. */
 export type StoredTexts = {

@@ -1,4 +1,4 @@
-import type { ListPage, StoredDoc } from '../port.ts';
+import type { ListPage, StoredDoc } from '../stored-doc.ts';
 
 /**
  * The history read model's port: every write of a versioned collection's public documents (the
