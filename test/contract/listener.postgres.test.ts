@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { LISTENER_APPLICATION_NAME } from '../../eventstore/postgres/append-listener.ts';
@@ -16,18 +15,13 @@ import { createPostgresGenerationSpace } from '../../readmodels/postgres/postgre
 import { USE_LOCK_CLASS } from '../../readmodels/postgres/postgres-presence.ts';
 import { postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../support/postgres.ts';
 import { skipFor } from '../support/skip.ts';
+import { eventually as pollUntil } from '../replay/support.ts';
 
 const skip = await postgresSkipReason();
 const HOUR = 3_600_000;
 
 /** A bound, not a timing: true once `check` holds, false after 20 s. */
-async function eventually(check: () => Promise<boolean> | boolean): Promise<boolean> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    if (await check()) return true;
-    await sleep(100);
-  }
-  return false;
-}
+const eventually = (check: () => Promise<boolean> | boolean) => pollUntil(check, 200, 100);
 
 describe('PostgreSQL: one listening connection per process', () => {
   let database: ScratchDatabase | undefined;

@@ -6,24 +6,18 @@
  * move it within the test's bound.
  */
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { openGenerationalReadStore } from '../../readmodels/generations/generational-read-store.ts';
 import { createPostgresGenerationSpace } from '../../readmodels/postgres/postgres-generations.ts';
 import { postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../support/postgres.ts';
 import { skipFor } from '../support/skip.ts';
+import { eventually as pollUntil } from '../replay/support.ts';
 
 const skip = await postgresSkipReason();
 const HOUR = 3_600_000;
 
 /** A bound, not a timing: true once `check` holds, false after 20 s. */
-async function eventually(check: () => Promise<boolean> | boolean): Promise<boolean> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    if (await check()) return true;
-    await sleep(100);
-  }
-  return false;
-}
+const eventually = (check: () => Promise<boolean> | boolean) => pollUntil(check, 200, 100);
 
 describe('PostgreSQL: the pointer followed by NOTIFY, generations held by a session lock', () => {
   let database: ScratchDatabase | undefined;
