@@ -17,6 +17,7 @@ import { createBatchHandler, type DeadLetter, type HandledMessage } from '../../
 import {
   createKafkaSource,
   restartDelay,
+  type KafkaSourceOptions,
   type KafkaSourceState,
   type SourceConsumer,
   type SourceProducer,
@@ -542,13 +543,14 @@ const ingestorNeverCalled: Pick<BatchIngestor, 'ingestBatch'> = {
   ingestBatch: async () => assert.fail('no message in these tests'),
 };
 
-/** A source on fake clients that never hands a message to its ingestor. */
-const idleSource = (fake: ReturnType<typeof fakeClients>) =>
+/** A source on fake clients that never hands a message to its ingestor, with any further options. */
+const idleSource = (fake: ReturnType<typeof fakeClients>, more: Partial<KafkaSourceOptions> = {}) =>
   createKafkaSource({
     brokers: ['unused:9092'],
     ingestor: ingestorNeverCalled,
     clients: fake.clients,
     schedule: fake.schedule,
+    ...more,
   });
 
 describe('Kafka source: consumer supervision', () => {
@@ -597,11 +599,7 @@ describe('Kafka source: consumer supervision', () => {
   it('starts a new consumer after a crash kafkajs will not restart, with capped exponential backoff, and reports each state', async () => {
     const fake = fakeClients({ failConnect: (n) => n >= 1 && n <= 5 });
     const states: KafkaSourceState['status'][] = [];
-    const source = createKafkaSource({
-      brokers: ['unused:9092'],
-      ingestor: ingestorNeverCalled,
-      clients: fake.clients,
-      schedule: fake.schedule,
+    const source = idleSource(fake, {
       random: () => 0.5,
       restartBaseDelayMs: 1_000,
       restartMaxDelayMs: 8_000,
@@ -641,11 +639,7 @@ describe('Kafka source: consumer supervision', () => {
   it('a join that fails is not running: run() resolving after the crash leaves it restarting until the group lets it in', async () => {
     const fake = fakeClients({ failJoin: (n) => n === 0 });
     const states: KafkaSourceState['status'][] = [];
-    const source = createKafkaSource({
-      brokers: ['unused:9092'],
-      ingestor: ingestorNeverCalled,
-      clients: fake.clients,
-      schedule: fake.schedule,
+    const source = idleSource(fake, {
       onState: (state) => states.push(state.status),
     });
     await source.start();
@@ -712,11 +706,7 @@ describe('Kafka source: consumer supervision', () => {
 
   it('start({retry}) with the broker down never rejects: it reports restarting with the cause, and runs once a consumer connects', async () => {
     const fake = fakeClients({ failConnect: (n) => n === 0 });
-    const source = createKafkaSource({
-      brokers: ['unused:9092'],
-      ingestor: ingestorNeverCalled,
-      clients: fake.clients,
-      schedule: fake.schedule,
+    const source = idleSource(fake, {
       random: () => 0,
     });
     await source.start({ retry: true });
@@ -745,11 +735,7 @@ describe('Kafka source: consumer supervision', () => {
     const gate = deferred<void>();
     const fake = fakeClients({ connectGate: (n) => (n === 1 ? gate.promise : undefined), failConnect: (n) => n === 1 });
     const states: KafkaSourceState['status'][] = [];
-    const source = createKafkaSource({
-      brokers: ['unused:9092'],
-      ingestor: ingestorNeverCalled,
-      clients: fake.clients,
-      schedule: fake.schedule,
+    const source = idleSource(fake, {
       onState: (s) => states.push(s.status),
     });
     await source.start();
